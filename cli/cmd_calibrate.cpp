@@ -1,0 +1,64 @@
+// `seqpar calibrate FILE.json... --out PROFILE.json`: fits a hardware profile (system preset with
+// the GPU inline) from benchmark measurements, for `seqpar simulate --system PROFILE.json`.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/reports/calibrate.hpp"
+#include "seqpar/reports/json_input.hpp"
+
+namespace seqpar::cli {
+
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> files;
+  std::string out;
+  seqpar::reports::CalibrateOptions options;
+  bool json = false;
+};
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate",
+      "Fit a hardware profile from measurement JSON: link bandwidth and latency (seqpar-bench-comm, real ranks), "
+      "attention and GEMM efficiency against shape (seqpar-bench-attention; rows with op gemm, m, n, k). Writes a "
+      "system preset usable as --system PROFILE.json; figures it cannot fit come from --base-system");
+  cmd->add_option("files", args->files, "measurement JSON files (or sweep collections)")->required();
+  cmd->add_option("--out", args->out, "profile JSON to write")->required();
+  cmd->add_option("--base-system", args->options.base_system,
+                  "system preset (name or JSON path) for the figures not fitted; default: from the measured GPU name");
+  cmd->add_option("--name", args->options.name, "name of the profile (default: <base>-calibrated)");
+  cmd->add_option("--comm-level", args->options.comm_level,
+                  "link level of the collective measurements: intra, inter, or auto (from the rank layout's node count)")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print the profile as JSON instead of a summary");
+  cmd->callback([args] {
+    using namespace seqpar::reports;
+    std::vector<InputDocument> inputs;
+    for (const auto& f : args->files) inputs.push_back({f, load_json_file(f)});
+    CalibrationResult r = calibrate(inputs, args->options, sim_preset_lookup());
+    std::ofstream out(args->out);
+    if (!out) throw seqpar::Error(fmt::format("--out {}: cannot open for writing", args->out));
+    out << r.profile.dump(2) << "\n";
+    if (!out) throw seqpar::Error(fmt::format("--out {}: write failed", args->out));
+    if (args->json) {
+      std::cout << r.profile.dump(2) << "\n";
+      return;
+    }
+    std::cout << fmt::format("profile '{}' (base {}) written to {}\nfitted:\n", r.profile["name"].get<std::string>(),
+                             r.profile["calibration"]["base_system"].get<std::string>(), args->out);
+    for (const auto& line : r.fitted) std::cout << "  " << line << "\n";
+    if (!r.notes.empty()) std::cout << "notes:\n";
+    for (const auto& line : r.notes) std::cout << "  " << line << "\n";
+  });
+}
+
+}  // namespace seqpar::cli

@@ -1,0 +1,61 @@
+// `seqpar gate BASELINE.json NEW.json`: the CI performance gate; exits non-zero on a regression.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "seqpar/reports/gate.hpp"
+#include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/samples.hpp"
+
+namespace seqpar::cli {
+
+namespace {
+
+struct GateArgs {
+  std::string baseline, current;
+  seqpar::reports::GateOptions options;
+  bool json = false;
+};
+
+}  // namespace
+
+void add_gate_command(CLI::App& app) {
+  auto args = std::make_shared<GateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "gate", "Compare new against baseline benchmark timings (seqpar measurement JSON or Google Benchmark JSON); "
+              "exit 1 on a regression or a benchmark missing from the new run");
+  cmd->add_option("baseline", args->baseline, "baseline JSON (for example reports/baselines/<system>/<program>.json)")->required();
+  cmd->add_option("new", args->current, "new JSON from the same benchmarks")->required();
+  cmd->add_option("--alpha", args->options.alpha, "significance level of the Mann-Whitney U test")->capture_default_str();
+  cmd->add_option("--min-effect", args->options.min_effect, "smallest relative change of the median that counts (0.05 = 5%)")
+      ->capture_default_str();
+  cmd->add_option("--noise-factor", args->options.noise_factor,
+                  "the change must also be at least this many times the run-to-run spread of the noisier run")
+      ->capture_default_str();
+  cmd->add_option("--min-repetitions", args->options.min_repetitions, "samples needed on each side to judge a benchmark")
+      ->capture_default_str();
+  cmd->add_flag("--allow-missing", args->options.allow_missing, "do not fail when a baseline benchmark is missing from the new run");
+  cmd->add_flag("--json", args->json, "print the comparison as JSON");
+  cmd->callback([args] {
+    using namespace seqpar::reports;
+    SampleSet base = read_samples(load_json_file(args->baseline), args->baseline);
+    SampleSet cur = read_samples(load_json_file(args->current), args->current);
+    GateResult r = compare(base, cur, args->options);
+    if (args->json) {
+      nlohmann::json out = run_info_of_this_process();
+      out["kind"] = "gate";
+      out["baseline"] = args->baseline;
+      out["new"] = args->current;
+      for (auto& [k, v] : to_json(r).items()) out[k] = v;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n\n", args->baseline, base.format, args->current, cur.format)
+                << format_table(r);
+    }
+    if (r.failed()) throw CLI::RuntimeError(1);  // CLI11's App::exit returns the code without printing
+  });
+}
+
+}  // namespace seqpar::cli

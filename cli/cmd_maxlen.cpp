@@ -1,0 +1,87 @@
+// seqpar maxlen: the longest trainable sequence for a model, system and GPU count, over all
+// plans or for a fixed method / SP degree / memory options.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/parse.hpp"
+#include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/result_json.hpp"
+#include "table.hpp"
+
+namespace seqpar::cli {
+
+void add_maxlen_command(CLI::App& app) {
+  struct Opts {
+    CommonOptions common;
+    MemoryFlags mem;
+    int gpus = 8;
+    std::string method;
+    int sp = 0, ulysses_degree = 0, micro_batch = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("maxlen", "Longest sequence that fits, over all plans or for a fixed method/SP/memory options");
+  add_common(cmd, o->common);
+  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
+  cmd->add_option("--method", o->method, "Only this method (default: all)");
+  cmd->add_option("--sp", o->sp, "Only this SP degree (default: every divisor of --gpus)");
+  cmd->add_option("--ulysses-degree", o->ulysses_degree, "Hybrid: only this Ulysses degree");
+  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
+  add_memory(cmd, o->mem);
+  cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan "
+                "reported then takes the fastest options that still fit at that length.");
+  cmd->callback([o] {
+    guarded(o->common.json, "seqpar maxlen", [&] {
+      const sim::Model m = load_model(o->common);
+      const sim::System s = load_system(o->common.system);
+      if (o->gpus <= 0) throw Error(fmt::format("gpus: {} must be at least 1", o->gpus));
+      if (o->micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o->micro_batch));
+      sim::SearchSpace space;
+      if (!o->method.empty()) space.methods = {sim::parse_method(o->method)};
+      if (o->sp != 0) space.sp = {o->sp};
+      if (o->ulysses_degree != 0) space.ulysses_degree = o->ulysses_degree;
+      space.memory = o->mem.fixed();
+      space.micro_batch = o->micro_batch;
+      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, o->gpus, space);
+
+      if (o->common.json) {
+        nlohmann::json j = document("seqpar maxlen");
+        j["model"] = sim::to_json(m);
+        j["system"] = sim::to_json(s, o->gpus);
+        j["gpus"] = o->gpus;
+        j["valid"] = a.max_seq_len > 0;
+        j["errors"] = a.max_seq_len > 0 ? nlohmann::json::array() : nlohmann::json::array({"no plan fits even the shortest sequence; see rejected"});
+        j["max_seq_len"] = a.max_seq_len;
+        j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
+        j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
+        j["per_plan"] = nlohmann::json::array();
+        for (const auto& [p, n] : a.per_structure) j["per_plan"].push_back({{"plan", sim::to_json(p)}, {"max_seq_len", n}});
+        j["rejected"] = nlohmann::json::array();
+        for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
+        print_json(j);
+      } else {
+        fmt::print("{} on {}, {} GPUs\n", m.name, s.name, o->gpus);
+        if (a.result) {
+          fmt::print("longest sequence: {} tokens ({})\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
+                     a.max_seq_len, format_count(a.max_seq_len), sim::describe(a.result->plan),
+                     a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
+                     gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
+        } else {
+          fmt::print("no plan fits even the shortest sequence\n");
+        }
+        Table t({"plan (memory options as searched)", "max tokens"});
+        for (const auto& [p, n] : a.per_structure) t.add({sim::describe(p), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
+        fmt::print("{}", t.str());
+        if (!a.rejected.empty()) {
+          fmt::print("\nrejected:\n");
+          for (const auto& r : a.rejected)
+            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", sim::describe(r.plan), why);
+        }
+      }
+      if (a.max_seq_len == 0) throw CLI::RuntimeError(1);
+    });
+  });
+}
+
+}  // namespace seqpar::cli

@@ -1,0 +1,74 @@
+// seqpar presets: the built-in GPUs, systems and models, with their key figures.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "table.hpp"
+
+namespace seqpar::cli {
+
+void add_presets_command(CLI::App& app) {
+  struct Opts {
+    bool json = false;
+    std::string kind;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("presets", "List the built-in GPUs, systems and models");
+  cmd->add_flag("--json", o->json, "Print the preset documents (with their sources) as JSON");
+  cmd->add_option("--kind", o->kind, "Only this kind: gpu, system or model");
+  cmd->callback([o] {
+    guarded(o->json, "seqpar presets", [&] {
+      if (!o->kind.empty() && o->kind != "gpu" && o->kind != "system" && o->kind != "model")
+        throw Error(fmt::format("kind: '{}' is not one of gpu, system, model", o->kind));
+      const auto& all = sim::builtin_presets();
+      if (o->json) {
+        nlohmann::json j = document("seqpar presets");
+        j["kind"] = "presets";
+        j["presets"] = nlohmann::json::array();
+        for (const auto& p : all)
+          if (o->kind.empty() || p.kind == o->kind)
+            j["presets"].push_back({{"kind", p.kind}, {"name", p.name}, {"document", p.document}});
+        print_json(j);
+        return;
+      }
+      if (o->kind.empty() || o->kind == "gpu") {
+        Table t({"gpu", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "description"});
+        for (const auto& p : all)
+          if (p.kind == "gpu") {
+            sim::Gpu g = sim::gpu_from_json(p.document, p.name);
+            t.add({p.name, gib(g.memory_bytes), fmt::format("{:.0f}", g.bf16_flops / 1e12),
+                   fmt::format("{:.0f}", g.hbm_bytes_per_s / 1e9), p.description});
+          }
+        fmt::print("GPUs\n{}\n", t.str());
+      }
+      if (o->kind.empty() || o->kind == "system") {
+        Table t({"system", "gpu", "GPUs/node", "intra link", "intra GB/s", "NIC GB/s/GPU", "description"});
+        for (const auto& p : all)
+          if (p.kind == "system") {
+            sim::System s = sim::system_from_json(p.document, p.name);
+            t.add({p.name, s.gpu.name, std::to_string(s.gpus_per_node),
+                   s.intra.kind == sim::LinkKind::pcie ? "pcie" : "nvswitch",
+                   fmt::format("{:.0f}", s.intra.bytes_per_s / 1e9), fmt::format("{:.1f}", s.inter.bytes_per_s / 1e9),
+                   p.description});
+          }
+        fmt::print("Systems (achievable rates: nominal x efficiency)\n{}\n", t.str());
+      }
+      if (o->kind.empty() || o->kind == "model") {
+        Table t({"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab"});
+        for (const auto& p : all)
+          if (p.kind == "model") {
+            sim::Model m = sim::model_from_json(p.document, p.name);
+            t.add({p.name, fmt::format("{:.2f}B", double(m.total_params()) / 1e9), std::to_string(m.layers),
+                   std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.kv_heads),
+                   std::to_string(m.ffn_hidden), std::to_string(m.vocab)});
+          }
+        fmt::print("Models\n{}\n", t.str());
+      }
+      fmt::print("Every figure's source: seqpar presets --json\n");
+    });
+  });
+}
+
+}  // namespace seqpar::cli

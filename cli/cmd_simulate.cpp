@@ -1,0 +1,99 @@
+// seqpar simulate: one plan -> time breakdown, throughput, memory breakdown, fits or not.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "seqpar/common/parse.hpp"
+#include "seqpar/sim/result_json.hpp"
+#include "seqpar/sim/simulate.hpp"
+#include "table.hpp"
+
+namespace seqpar::cli {
+
+namespace {
+
+void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r) {
+  const sim::Plan& p = r.plan;
+  fmt::print("{} on {} ({} GPUs, {} node(s)), sequence {} tokens\n", m.name, s.name, p.gpus,
+             (p.gpus + s.gpus_per_node - 1) / s.gpus_per_node, format_count(p.seq_len));
+  fmt::print("plan: {}  (dp={})\n", sim::describe(p), p.dp());
+  fmt::print("fits: {} (peak {} of {} GiB, at {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
+             gib(r.capacity_bytes), r.memory.peak_phase);
+  Table k({"metric", "value"});
+  k.add({"step time", seconds(r.step_time_s)});
+  k.add({"tokens/s per GPU", fmt::format("{:.0f}", r.tokens_per_s_per_gpu)});
+  k.add({"TFLOP/s per GPU", fmt::format("{:.1f}", r.tflops_per_gpu)});
+  k.add({"MFU", fmt::format("{:.1f}%", 100 * r.mfu)});
+  fmt::print("{}\n", k.str());
+  const sim::TimeBreakdown& t = r.time;
+  Table tt({"time", "seconds", "share of step"});
+  auto row = [&](const char* name, double v) {
+    tt.add({name, seconds(v), fmt::format("{:.1f}%", 100 * v / r.step_time_s)});
+  };
+  row("compute", t.compute);
+  row("  gemm", t.gemm);
+  row("  attention kernels", t.attention_compute);
+  row("  elementwise", t.elementwise);
+  row("  recompute", t.recompute);
+  row("exposed comm", t.exposed_comm);
+  row("  attention (all-to-all, ring waits)", t.exposed_attention_comm);
+  row("  data parallel", t.exposed_dp_comm);
+  row("optimizer", t.optimizer);
+  row("exposed offload", t.exposed_offload);
+  row("attention incl. exposed comm", t.attention);
+  row("all comm (hidden or not)", t.comm);
+  fmt::print("{}\n", tt.str());
+  const sim::MemoryBreakdown& b = r.memory.peak;
+  Table mt({"memory at peak", "GiB"});
+  mt.add({"parameters", gib(b.parameters)});
+  mt.add({"gradients", gib(b.gradients)});
+  mt.add({"optimizer states", gib(b.optimizer_states)});
+  mt.add({"activations", gib(b.activations)});
+  mt.add({"attention buffers", gib(b.attention_buffers)});
+  mt.add({"working set", gib(b.working)});
+  mt.add({"logits", gib(b.logits)});
+  mt.add({"reserved", gib(b.reserved)});
+  mt.add({"total (peak)", gib(b.total())});
+  mt.add({"capacity", gib(r.capacity_bytes)});
+  if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded)", gib(r.memory.host_bytes)});
+  fmt::print("{}", mt.str());
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  struct Opts {
+    CommonOptions common;
+    PlanOptions plan;
+    MemoryFlags mem;
+    int gpus = 8;
+    std::string seq_len;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("simulate", "One plan -> time breakdown, throughput, memory breakdown, fits or not");
+  add_common(cmd, o->common);
+  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
+  cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
+  add_plan(cmd, o->plan);
+  add_memory(cmd, o->mem);
+  cmd->callback([o] {
+    guarded(o->common.json, "seqpar simulate", [&] {
+      const sim::Model m = load_model(o->common);
+      const sim::System s = load_system(o->common.system);
+      const sim::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_count(o->seq_len, "seq_len"), s);
+      const sim::Result r = sim::simulate(m, s, p);
+      if (o->common.json) {
+        nlohmann::json j = document("seqpar simulate");
+        j.update(sim::to_json(m, s, r));
+        print_json(j);
+      } else if (r.valid) {
+        print_human(m, s, r);
+      } else {
+        for (const auto& e : r.errors) fmt::print(stderr, "seqpar: invalid plan: {}\n", e);
+      }
+      if (!r.valid) throw CLI::RuntimeError(1);
+    });
+  });
+}
+
+}  // namespace seqpar::cli

@@ -1,0 +1,100 @@
+#include "options.hpp"
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/run_info.hpp"
+#include "seqpar/sim/presets.hpp"
+
+namespace seqpar::cli {
+
+bool MemoryFlags::any_given() const {
+  for (const CLI::Option* o : given)
+    if (o->count() > 0) return true;
+  return false;
+}
+
+sim::MemoryOptions MemoryFlags::options() const {
+  sim::MemoryOptions m;
+  m.zero = zero;
+  m.checkpoint = sim::parse_checkpoint(checkpoint);
+  m.offload_checkpoints = offload_checkpoints;
+  m.offload_optimizer = offload_optimizer;
+  m.tiled_mlp = tiled_mlp;
+  m.tiled_loss = tiled_loss;
+  return m;
+}
+
+std::optional<sim::MemoryOptions> MemoryFlags::fixed() const {
+  if (!any_given()) return std::nullopt;
+  return options();
+}
+
+void add_common(CLI::App* app, CommonOptions& o) {
+  app->add_option("--model", o.model, "Model preset name or path to a model JSON file")->capture_default_str();
+  app->add_option("--system", o.system, "System preset name or path to a system/profile JSON file")->capture_default_str();
+  app->add_flag("--json", o.json, "Print JSON instead of tables");
+}
+
+void add_plan(CLI::App* app, PlanOptions& o) {
+  app->add_option("--method", o.method, "ulysses | ring | ring-zigzag | hybrid")->capture_default_str();
+  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: all GPUs)");
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Hybrid: Ulysses degree U (inside a node by default)");
+  app->add_option("--ring-degree", o.ring_degree, "Hybrid: ring degree R (P = U x R)");
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+}
+
+void add_memory(CLI::App* app, MemoryFlags& m) {
+  m.given = {
+      app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1)"),
+      app->add_option("--checkpoint", m.checkpoint, "Activation checkpointing: none | selective | full (default none)"),
+      app->add_flag("--offload-checkpoints", m.offload_checkpoints, "Keep full-checkpoint layer inputs in host memory"),
+      app->add_flag("--offload-optimizer", m.offload_optimizer, "Optimizer states and step on the host"),
+      app->add_flag("--tiled-mlp", m.tiled_mlp, "Compute the MLP in sequence tiles (ALST)"),
+      app->add_flag("--tiled-loss", m.tiled_loss, "Compute logits and loss in sequence tiles (ALST)"),
+  };
+}
+
+sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
+sim::System load_system(const std::string& name) { return sim::load_system(name); }
+
+sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
+  sim::Plan p;
+  p.method = sim::parse_method(o.method);
+  p.gpus = gpus;
+  p.seq_len = seq_len;
+  p.sp = o.sp == 0 ? gpus : o.sp;
+  p.ulysses_degree = o.ulysses_degree;
+  p.ring_degree = o.ring_degree;
+  p.micro_batch = o.micro_batch;
+  p.mem = m.options();
+  return sim::normalized(p, s.gpus_per_node);
+}
+
+nlohmann::json document(const std::string& program) {
+  nlohmann::json j = run_info(invocation().argc, invocation().argv);
+  j["kind"] = "prediction";
+  j["program"] = program;
+  j["mode"] = "modelled";
+  return j;
+}
+
+void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }
+
+}  // namespace seqpar::cli
+
+namespace seqpar::cli {
+void guarded(bool json, const std::string& program, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    if (!json) throw;
+    nlohmann::json j = document(program);
+    j["valid"] = false;
+    j["errors"] = {e.what()};
+    print_json(j);
+    throw CLI::RuntimeError(2);
+  }
+}
+}  // namespace seqpar::cli

@@ -1,0 +1,61 @@
+// The options the subcommands share (DESIGN.md §5): model, system, GPUs, sequence length, plan
+// degrees, memory options, --json; and the envelope every JSON document carries.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::cli {
+
+struct CommonOptions {
+  std::string model = "llama3-8b";
+  std::string system = "dgx-h100";
+  bool json = false;
+};
+
+struct PlanOptions {
+  std::string method = "ulysses";
+  int sp = 0;  // 0: all GPUs
+  int ulysses_degree = 0, ring_degree = 0;
+  int micro_batch = 1;
+};
+
+struct MemoryFlags {
+  int zero = 1;
+  std::string checkpoint = "none";
+  bool offload_checkpoints = false, offload_optimizer = false, tiled_mlp = false, tiled_loss = false;
+  std::vector<CLI::Option*> given;  // to tell "fixed by the user" from "search them"
+
+  bool any_given() const;
+  sim::MemoryOptions options() const;
+  std::optional<sim::MemoryOptions> fixed() const;  // set only when a memory flag was given
+};
+
+void add_common(CLI::App* app, CommonOptions& o);
+void add_plan(CLI::App* app, PlanOptions& o);
+void add_memory(CLI::App* app, MemoryFlags& m);
+
+sim::Model load_model(const CommonOptions& o);
+sim::System load_system(const std::string& name_or_path);
+
+// A normalized plan from the flags (validity is the simulator's to check).
+sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);
+
+// {schema_version, tool_version, command, host, created_utc, kind: "prediction", program, mode: "modelled"}
+nlohmann::json document(const std::string& program);
+void print_json(const nlohmann::json& j);
+
+}  // namespace seqpar::cli
+
+namespace seqpar::cli {
+// Runs a subcommand body. A seqpar::Error becomes, with --json, a document with valid=false and
+// the message in errors (exit 2); without it, the message on stderr (exit 2).
+void guarded(bool json, const std::string& program, const std::function<void()>& body);
+}  // namespace seqpar::cli

@@ -1,0 +1,67 @@
+// The advisor: enumerates plans (method x SP degree x Ulysses/Ring split x memory options) for a
+// model, system, GPU count and sequence length; ranks those that fit by throughput and says why
+// each rejected plan was rejected. Also searches the longest sequence that fits.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+#include "seqpar/sim/simulate.hpp"
+
+namespace seqpar::sim {
+
+struct SearchSpace {
+  std::vector<Method> methods{Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid};
+  std::vector<int> sp;                     // empty: every divisor of the GPU count
+  std::optional<int> ulysses_degree;       // hybrid: this U only; else every U with 1 < U < P
+  std::optional<MemoryOptions> memory;     // fixed; else every set from memory_option_sets()
+  int micro_batch = 1;
+};
+
+// Every combination of ZeRO stage, checkpointing (with and without offload), tiled MLP,
+// tiled loss and optimizer offload.
+const std::vector<MemoryOptions>& memory_option_sets();
+
+// Plans that differ only in memory options: method, sp, U, R (memory options at their defaults).
+std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
+
+struct Rejection {
+  Plan plan;
+  std::vector<std::string> reasons;
+};
+
+// The best memory options for one structure: the fastest set that fits. `best` is empty when the
+// plan is invalid or nothing fits; `reasons` then says why and `closest` holds the set with the
+// smallest peak (for reports of how far off it is).
+struct StructureOutcome {
+  std::optional<Result> best;
+  std::optional<Result> closest;
+  std::vector<std::string> reasons;
+};
+StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
+                                     const std::optional<MemoryOptions>& fixed);
+
+struct Advice {
+  std::vector<Result> ranked;       // fitting plans, fastest first (tokens/s per GPU)
+  std::vector<Rejection> rejected;
+  const Result* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
+};
+Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
+
+// Longest seq_len (a multiple of the plan's granularity) for which `p` is valid and fits; 0 if none.
+std::int64_t max_seq_len(const Model& m, const System& s, const Plan& p);
+
+struct MaxLenAdvice {
+  std::int64_t max_seq_len = 0;
+  std::optional<Result> result;     // the plan at that length, with its fastest fitting memory options
+  std::vector<std::pair<Plan, std::int64_t>> per_structure;  // each structure's own maximum
+  std::vector<Rejection> rejected;
+};
+// Over all structures of `space`; with space.memory unset, each structure uses the memory options
+// that save the most (they never raise the peak), then the fastest set that fits at the maximum.
+MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space);
+
+}  // namespace seqpar::sim

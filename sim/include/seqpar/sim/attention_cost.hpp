@@ -1,0 +1,40 @@
+// Cost of one layer's sequence-parallel attention: Ulysses all-to-alls (exposed), then the ring
+// over the Ulysses groups, where each step costs max(compute, transfer) (overlapped) and a
+// contiguous causal ring waits for its most loaded rank while zigzag balances the work.
+#pragma once
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::sim {
+
+// KV heads that enter the Ulysses all-to-all: all of them when U divides kv_heads, else each
+// head replicated up to U heads (valid only when kv_heads divides U; see validity.hpp).
+inline int kv_heads_sent(const Model& m, int ulysses_degree) {
+  return m.kv_heads % ulysses_degree == 0 ? m.kv_heads : ulysses_degree;
+}
+
+// The shapes one rank works on; shared by the time and memory models.
+struct AttentionShapes {
+  double batch = 1;
+  double local_tokens = 0;     // N / P: a rank's tokens in the residual stream (per sequence)
+  double attn_tokens = 0;      // N / R: tokens per rank inside attention, after the Ulysses all-to-all
+  double heads_local = 0;      // query heads per rank inside attention: heads / U
+  double kv_heads_sent = 0;    // KV heads entering the all-to-all: kv_heads, or U when replicated
+  double kv_heads_local = 0;   // KV heads per rank inside attention: max(kv_heads / U, 1)
+  double qkv_a2a_bytes = 0;    // per-rank all-to-all buffer for q, k, v (bf16)
+  double o_a2a_bytes = 0;      // per-rank all-to-all buffer for the output
+  double kv_block_bytes = 0;   // one ring step's K and V block (bf16)
+  double block_tokens = 0;     // key length of one attention kernel call
+};
+AttentionShapes attention_shapes(const Model& m, const Plan& p);
+
+struct AttentionCost {
+  double fwd_kernel_s = 0, bwd_kernel_s = 0;  // attention kernels alone
+  double fwd_s = 0, bwd_s = 0;                // elapsed, with the communication left exposed
+  double fwd_comm_s = 0, bwd_comm_s = 0;      // all transfer time, hidden or not
+  double model_flops_fwd = 0;                 // causal attention FLOPs per rank (for MFU)
+};
+AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,39 @@
+// Communication cost: alpha-beta per link level (inside a node: NVSwitch/NVLink or PCIe with its
+// socket topology; across nodes: the per-GPU share of the NICs), for the collectives seqpar uses.
+// Bandwidth conventions follow nccl-tests: algbw = bytes / time, busbw = algbw x bus factor.
+#pragma once
+#include <string_view>
+
+#include "seqpar/sim/hardware.hpp"
+
+namespace seqpar::sim {
+
+enum class Collective { all_to_all, send_recv, all_gather, reduce_scatter, all_reduce };
+std::string_view to_string(Collective c);
+Collective parse_collective(std::string_view s);  // alltoall, sendrecv, allgather, reducescatter, allreduce
+
+// Where a group's ranks sit. World ranks fill nodes in order; a group's members are `stride`
+// world ranks apart (Ulysses groups stride 1, ring groups stride U).
+struct Placement {
+  int size = 1;
+  int per_node = 1;        // members that share a node
+  int nodes = 1;           // nodes the group spans
+  int socket_a = 1;        // PCIe: members of one node behind the first and second CPU socket
+  int socket_b = 0;
+};
+Placement place_group(const System& s, int size, int stride);
+
+// nccl-tests bus factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; sendrecv 1.
+double bus_factor(Collective c, int ranks);
+
+// Time of one collective of `bytes` (nccl-tests size: alltoall the per-rank buffer, allgather the
+// gathered output, reducescatter the input, allreduce the buffer, sendrecv the message).
+double collective_time(const System& s, Collective c, double bytes, const Placement& p);
+
+struct CommEstimate {
+  double time_s = 0, algbw_gbps = 0, busbw_gbps = 0;
+};
+// A collective over `ranks` consecutive GPUs of the system.
+CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,43 @@
+// Hardware as the cost models see it: one GPU type, and one system (node type) built of it.
+// Rates are achievable figures (peak x efficiency) where the preset gives an efficiency.
+#pragma once
+#include <string>
+
+namespace seqpar::sim {
+
+struct Gpu {
+  std::string name;
+  double memory_bytes = 0;
+  double bf16_flops = 0;              // dense peak, FLOP/s
+  double hbm_bytes_per_s = 0;
+  double pcie_bytes_per_s = 0;        // one direction, GPU <-> host
+  double gemm_efficiency = 0;         // fraction of peak on large GEMMs
+  double gemm_half_tokens = 0;        // token rows at which GEMM efficiency is half its peak
+  double attention_fwd_efficiency = 0;
+  double attention_bwd_efficiency = 0;
+  double attention_half_tokens = 0;   // key/query block length at which attention efficiency halves
+  double kernel_overhead_s = 0;
+  double reserved_bytes = 0;          // context, workspaces, fragmentation
+};
+
+enum class LinkKind { nvswitch, nvlink, pcie };
+
+struct Link {
+  LinkKind kind = LinkKind::nvswitch;
+  double bytes_per_s = 0;     // achievable, one direction, per GPU (nominal x efficiency)
+  double latency_s = 0;
+  // PCIe only: GPUs behind one CPU socket, and the socket-to-socket rate all crossing flows share.
+  int gpus_per_socket = 0;
+  double cross_socket_bytes_per_s = 0;
+};
+
+struct System {
+  std::string name;
+  Gpu gpu;
+  int gpus_per_node = 0;
+  Link intra;                  // inside a node
+  Link inter;                  // across nodes: the per-GPU share of the node's NICs
+  double host_adam_params_per_s = 0;  // optimizer step on the host (offloaded optimizer), per node
+};
+
+}  // namespace seqpar::sim

@@ -1,0 +1,38 @@
+// Peak GPU memory of one rank: parameters, gradients and optimizer states (ZeRO 0-3 over the
+// data x sequence parallel group), stored activations (Korthikanti et al. terms without the s^2
+// part, as flash attention has none), and the transients of the phase where the peak falls:
+// the backward of one layer (recomputation, attention buffers) or the loss (logits).
+#pragma once
+#include <string_view>
+
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::sim {
+
+// Tokens per tile for tiled MLP and tiled loss (ALST computes both in sequence tiles).
+inline constexpr double kTileTokens = 1024;
+
+struct MemoryBreakdown {
+  double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
+  double attention_buffers = 0, working = 0, logits = 0, reserved = 0;
+  double total() const {
+    return parameters + gradients + optimizer_states + activations + attention_buffers + working + logits + reserved;
+  }
+};
+
+struct MemoryEstimate {
+  MemoryBreakdown peak;            // the parts alive at the peak; they add up to peak.total()
+  std::string_view peak_phase;     // "layer-backward" or "loss"
+  double layer_phase_bytes = 0;    // total at the other phase too, for the report
+  double loss_phase_bytes = 0;
+  double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
+};
+
+// Activation bytes one layer stores for its backward, per local token (bf16), for a checkpoint mode.
+double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode);
+
+MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,28 @@
+// A transformer model as the simulator and the training step see it: shapes only, from a preset.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace seqpar::sim {
+
+enum class MlpKind { swiglu, gelu };
+
+struct Model {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int ffn_hidden = 0;
+  int vocab = 0;
+  MlpKind mlp = MlpKind::swiglu;
+  bool tied_embeddings = false;
+
+  // Parameter counts (weights only; norms included, biases are not modelled).
+  std::int64_t params_per_layer() const;
+  std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
+  std::int64_t total_params() const { return layers * params_per_layer() + embedding_params(); }
+};
+
+}  // namespace seqpar::sim

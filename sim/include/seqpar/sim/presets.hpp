@@ -1,0 +1,33 @@
+// Built-in presets (GPUs, systems, models) read from the JSON data files in sim/presets/, which
+// are compiled into the library; a path to a JSON file of the same schema works wherever a name does.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+
+namespace seqpar::sim {
+
+// Name of a built-in preset, or a path to a JSON file (anything containing '/' or ending in
+// ".json"). Unknown names and malformed files throw seqpar::Error naming the input.
+Gpu load_gpu(std::string_view name_or_path);
+System load_system(std::string_view name_or_path);
+Model load_model(std::string_view name_or_path);
+
+// From already-parsed JSON (for calibrated profiles and tests). `what` names the document in errors.
+Gpu gpu_from_json(const nlohmann::json& j, std::string_view what);
+System system_from_json(const nlohmann::json& j, std::string_view what);
+Model model_from_json(const nlohmann::json& j, std::string_view what);
+
+struct PresetEntry {
+  std::string kind;  // "gpu", "system", "model"
+  std::string name;
+  std::string description;
+  nlohmann::json document;  // the preset file as written, sources included
+};
+const std::vector<PresetEntry>& builtin_presets();
+
+}  // namespace seqpar::sim

@@ -1,0 +1,45 @@
+// One plan through the cost models: step time and its breakdown, throughput, MFU, peak memory.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/memory_cost.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::sim {
+
+struct TimeBreakdown {
+  double forward = 0, backward = 0;        // compute of each pass (backward includes recomputation)
+  double compute = 0;                      // all kernel time: gemm + attention + elementwise + recompute
+  double gemm = 0, attention_compute = 0, elementwise = 0, recompute = 0;
+  double attention = 0;                    // attention fwd+bwd of all layers with its exposed communication
+  double attention_comm = 0, exposed_attention_comm = 0;
+  double dp_comm = 0, exposed_dp_comm = 0;
+  double comm = 0, exposed_comm = 0;       // attention + data parallel
+  double optimizer = 0;
+  double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
+};
+
+struct Result {
+  Plan plan;
+  bool valid = false;
+  std::vector<std::string> errors;
+  bool fits = false;
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;    // model FLOPs only: recomputation excluded
+  double mfu = 0;
+  double model_flops_per_gpu = 0;
+  double capacity_bytes = 0;
+  MemoryEstimate memory;
+  TimeBreakdown time;
+  double peak_memory_bytes() const { return memory.peak.total(); }
+};
+
+// The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
+// and no numbers; it never throws for plan content.
+Result simulate(const Model& m, const System& s, const Plan& p);
+
+}  // namespace seqpar::sim

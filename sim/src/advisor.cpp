@@ -1,0 +1,224 @@
+#include "seqpar/sim/advisor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "seqpar/sim/validity.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+// The set that saves the most memory: every option on. Each option never raises the peak, so
+// this set bounds what any set can fit.
+MemoryOptions most_saving() {
+  MemoryOptions m;
+  m.zero = 3;
+  m.checkpoint = Checkpoint::full;
+  m.offload_checkpoints = true;
+  m.offload_optimizer = true;
+  m.tiled_mlp = true;
+  m.tiled_loss = true;
+  return m;
+}
+
+bool faster(const Result& a, const Result& b) {
+  if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
+  return a.peak_memory_bytes() < b.peak_memory_bytes();
+}
+
+}  // namespace
+
+const std::vector<MemoryOptions>& memory_option_sets() {
+  static const std::vector<MemoryOptions> sets = [] {
+    std::vector<MemoryOptions> out;
+    for (int zero = 0; zero <= 3; ++zero)
+      for (int ck = 0; ck < 4; ++ck)
+        for (int tm = 0; tm < 2; ++tm)
+          for (int tl = 0; tl < 2; ++tl)
+            for (int oo = 0; oo < 2; ++oo) {
+              MemoryOptions m;
+              m.zero = zero;
+              m.checkpoint = ck == 0 ? Checkpoint::none : ck == 1 ? Checkpoint::selective : Checkpoint::full;
+              m.offload_checkpoints = ck == 3;
+              m.tiled_mlp = tm;
+              m.tiled_loss = tl;
+              m.offload_optimizer = oo;
+              out.push_back(m);
+            }
+    return out;
+  }();
+  return sets;
+}
+
+std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
+  (void)m;
+  std::vector<Plan> out;
+  const std::vector<int> sps = space.sp.empty() ? divisors(std::max(gpus, 1)) : space.sp;
+  auto add = [&](Method method, int sp, int u, int r) {
+    Plan p;
+    p.method = method;
+    p.gpus = gpus;
+    p.seq_len = seq_len;
+    p.sp = sp;
+    p.ulysses_degree = u;
+    p.ring_degree = r;
+    p.micro_batch = space.micro_batch;
+    out.push_back(p);
+  };
+  for (int P : sps) {
+    if (P == 1) {  // no sequence parallelism: every method is the same plan, listed once
+      if (!space.methods.empty()) add(Method::ulysses, 1, 1, 1);
+      continue;
+    }
+    for (Method method : space.methods) {
+      switch (method) {
+        case Method::ulysses: add(method, P, P, 1); break;
+        case Method::ring:
+        case Method::ring_zigzag: add(method, P, 1, P); break;
+        case Method::hybrid:
+          if (space.ulysses_degree) {
+            add(method, P, *space.ulysses_degree, P / std::max(1, *space.ulysses_degree));
+          } else {
+            for (int u : divisors(P))
+              if (u > 1 && u < P) add(method, P, u, P / u);
+          }
+          break;
+      }
+    }
+  }
+  (void)s;
+  return out;
+}
+
+StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
+                                     const std::optional<MemoryOptions>& fixed) {
+  StructureOutcome out;
+  Plan p = structure;
+  if (fixed) p.mem = *fixed;
+  std::vector<std::string> errors;
+  if (!check_plan(m, s, p, errors)) {
+    out.reasons = std::move(errors);
+    return out;
+  }
+  auto consider = [&](const Plan& candidate) {
+    Result r = simulate(m, s, candidate);
+    if (!r.valid) return;
+    if (r.fits && (!out.best || faster(r, *out.best))) out.best = r;
+    if (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes()) out.closest = std::move(r);
+  };
+  if (fixed) {
+    consider(p);
+  } else {
+    for (const MemoryOptions& mem : memory_option_sets()) {
+      p.mem = mem;
+      consider(p);
+    }
+  }
+  if (!out.best && out.closest) {
+    out.reasons.push_back(fmt::format(
+        "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {})",
+        out.closest->peak_memory_bytes() / kGiB, out.closest->capacity_bytes / kGiB,
+        fixed ? "the given memory options" : "the most memory-saving options",
+        [&] {
+          const MemoryBreakdown& b = out.closest->memory.peak;
+          std::pair<double, const char*> parts[] = {
+              {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
+              {b.activations, "activations"}, {b.attention_buffers, "attention buffers"},
+              {b.working, "working set"}, {b.logits, "logits"}};
+          auto top = *std::max_element(std::begin(parts), std::end(parts));
+          return fmt::format("{} {:.1f} GiB", top.second, top.first / kGiB);
+        }()));
+  }
+  return out;
+}
+
+Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
+  Advice a;
+  for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
+    StructureOutcome o = best_memory_options(m, s, st, space.memory);
+    if (o.best) {
+      a.ranked.push_back(std::move(*o.best));
+    } else {
+      a.rejected.push_back({o.closest ? o.closest->plan : (space.memory ? [&] { Plan q = st; q.mem = *space.memory; return q; }() : st),
+                            std::move(o.reasons)});
+    }
+  }
+  std::stable_sort(a.ranked.begin(), a.ranked.end(), faster);
+  return a;
+}
+
+std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
+  Plan p = plan;
+  const std::int64_t gran = seq_granularity(p);
+  std::vector<std::string> errors;
+  auto ok = [&](std::int64_t k) {
+    p.seq_len = k * gran;
+    errors.clear();
+    if (!check_plan(m, s, p, errors)) return false;
+    return simulate(m, s, p).fits;
+  };
+  if (!ok(1)) return 0;
+  constexpr std::int64_t kLimit = std::int64_t{1} << 40;  // a trillion tokens: no GPU fits more
+  std::int64_t lo = 1, hi = 2;
+  while (hi * gran <= kLimit && ok(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi * gran > kLimit) return lo * gran;
+  while (hi - lo > 1) {  // ok(lo) holds, ok(hi) does not
+    std::int64_t mid = lo + (hi - lo) / 2;
+    (ok(mid) ? lo : hi) = mid;
+  }
+  return lo * gran;
+}
+
+MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space) {
+  MaxLenAdvice out;
+  const MemoryOptions bound = space.memory.value_or(most_saving());
+  std::optional<Plan> winner;
+  for (Plan st : structures(m, s, gpus, 0, space)) {
+    st.mem = bound;
+    // Structural rules that do not depend on the length (heads vs U, GPUs vs degrees).
+    std::vector<std::string> errors;
+    Plan probe = st;
+    probe.seq_len = seq_granularity(st);
+    if (!check_plan(m, s, probe, errors)) {
+      out.rejected.push_back({st, std::move(errors)});
+      continue;
+    }
+    const std::int64_t n = max_seq_len(m, s, st);
+    out.per_structure.emplace_back(st, n);
+    if (n == 0) {
+      Result r = simulate(m, s, probe);
+      out.rejected.push_back({probe, {fmt::format("does not fit even at {} tokens: peak {:.1f} GiB > {:.1f} GiB",
+                                                  probe.seq_len, r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB)}});
+      continue;
+    }
+    st.seq_len = n;
+    bool better = n > out.max_seq_len;
+    if (!better && n == out.max_seq_len && winner)
+      better = simulate(m, s, st).tokens_per_s_per_gpu > simulate(m, s, *winner).tokens_per_s_per_gpu;
+    if (better) {
+      out.max_seq_len = n;
+      winner = st;
+    }
+  }
+  if (winner) {
+    StructureOutcome o = best_memory_options(m, s, *winner, space.memory);
+    out.result = o.best ? o.best : std::optional<Result>(simulate(m, s, *winner));
+  }
+  return out;
+}
+
+}  // namespace seqpar::sim

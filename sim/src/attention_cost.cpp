@@ -1,0 +1,87 @@
+#include "seqpar/sim/attention_cost.hpp"
+
+#include <algorithm>
+
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+constexpr double kBf16 = 2.0;
+}
+
+AttentionShapes attention_shapes(const Model& m, const Plan& p) {
+  AttentionShapes a;
+  const double U = p.ulysses_degree, R = p.ring_degree, N = double(p.seq_len), d = m.head_dim;
+  a.batch = p.micro_batch;
+  a.local_tokens = N / p.sp;
+  a.attn_tokens = N / R;
+  a.heads_local = double(m.heads) / U;
+  a.kv_heads_sent = kv_heads_sent(m, p.ulysses_degree);
+  a.kv_heads_local = a.kv_heads_sent / U;
+  a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (m.heads + 2.0 * a.kv_heads_sent) * d;
+  a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * m.heads * d;
+  a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
+  a.block_tokens = p.zigzag() && p.ring_degree > 1 ? a.attn_tokens / 2 : a.attn_tokens;
+  return a;
+}
+
+AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p) {
+  const AttentionShapes a = attention_shapes(m, p);
+  const Gpu& g = s.gpu;
+  AttentionCost c;
+  const double d = m.head_dim;
+  c.model_flops_fwd = 0.5 * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp;
+
+  double a2a_fwd = 0, a2a_bwd = 0;
+  if (p.ulysses_degree > 1) {
+    const Placement pu = place_group(s, p.ulysses_degree, 1);
+    const double qkv = collective_time(s, Collective::all_to_all, a.qkv_a2a_bytes, pu);
+    const double o = collective_time(s, Collective::all_to_all, a.o_a2a_bytes, pu);
+    a2a_fwd = qkv + o;  // q,k,v in; output back
+    a2a_bwd = o + qkv;  // dO in; dq,dk,dv back
+  }
+
+  const int R = p.ring_degree;
+  if (R == 1) {
+    const double flops = 0.5 * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
+    c.fwd_kernel_s = attention_time(g, flops, a.attn_tokens, false);
+    c.bwd_kernel_s = attention_time(g, 2.5 * flops, a.attn_tokens, true);
+    c.fwd_s = c.fwd_kernel_s + a2a_fwd;
+    c.bwd_s = c.bwd_kernel_s + a2a_bwd;
+    c.fwd_comm_s = a2a_fwd;
+    c.bwd_comm_s = a2a_bwd;
+    return c;
+  }
+
+  // One unmasked block: this rank's queries against one rank's keys.
+  const double block = attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
+  const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, place_group(s, R, p.ulysses_degree));
+  // Per-step kernel time of the critical rank. Zigzag: every step is half a block on every rank,
+  // run as two calls over half-length chunks. Contiguous causal: step 0 is the diagonal (half a
+  // block); at every later step the last rank holds a full unmasked block.
+  double step0_f, step_f, step0_b, step_b;
+  if (p.zigzag()) {
+    step0_f = step_f = 2 * attention_time(g, block / 4, a.block_tokens, false);
+    step0_b = step_b = 2 * attention_time(g, 2.5 * block / 4, a.block_tokens, true);
+  } else {
+    step0_f = attention_time(g, block / 2, a.block_tokens, false);
+    step_f = attention_time(g, block, a.block_tokens, false);
+    step0_b = attention_time(g, 2.5 * block / 2, a.block_tokens, true);
+    step_b = attention_time(g, 2.5 * block, a.block_tokens, true);
+  }
+  const double steps_after0 = R - 1;
+  c.fwd_kernel_s = step0_f + steps_after0 * step_f;
+  c.bwd_kernel_s = step0_b + steps_after0 * step_b;
+  // Forward: R-1 K,V hops, each overlapped with the block in hand; the last block needs no send.
+  c.fwd_s = a2a_fwd + std::max(step0_f, hop) + (steps_after0 - 1) * std::max(step_f, hop) + step_f;
+  c.fwd_comm_s = a2a_fwd + steps_after0 * hop;
+  // Backward: K,V and the partial dK,dV travel together (two blocks per hop); after the last step
+  // the dK,dV make one more hop home, exposed.
+  c.bwd_s = a2a_bwd + std::max(step0_b, 2 * hop) + (steps_after0 - 1) * std::max(step_b, 2 * hop) + step_b + hop;
+  c.bwd_comm_s = a2a_bwd + steps_after0 * 2 * hop + hop;
+  return c;
+}
+
+}  // namespace seqpar::sim

@@ -1,0 +1,89 @@
+#include "seqpar/sim/result_json.hpp"
+
+#include <fmt/format.h>
+
+namespace seqpar::sim {
+
+using nlohmann::json;
+
+json to_json(const Model& m) {
+  return {{"name", m.name},          {"layers", m.layers},     {"hidden", m.hidden},
+          {"heads", m.heads},        {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
+          {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
+          {"mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
+          {"tied_embeddings", m.tied_embeddings}, {"params", m.total_params()}};
+}
+
+json to_json(const System& s, int gpus) {
+  const char* link = s.intra.kind == LinkKind::pcie ? "pcie" : s.intra.kind == LinkKind::nvlink ? "nvlink" : "nvswitch";
+  return {{"name", s.name},
+          {"gpu", s.gpu.name},
+          {"gpus_per_node", s.gpus_per_node},
+          {"nodes", gpus > 0 ? (gpus + s.gpus_per_node - 1) / s.gpus_per_node : 0},
+          {"intra_link", link},
+          {"intra_gbps", s.intra.bytes_per_s / 1e9},
+          {"inter_gbps", s.inter.bytes_per_s / 1e9},
+          {"memory_capacity_bytes", s.gpu.memory_bytes},
+          {"bf16_tflops", s.gpu.bf16_flops / 1e12}};
+}
+
+std::string point_name(const Model& m, const System& s, const Plan& p) {
+  return fmt::format("{}/{}/{}/sp{}/u{}r{}/gpus{}/seq{}", s.name, m.name, to_string(p.method), p.sp,
+                     p.ulysses_degree, p.ring_degree, p.gpus, p.seq_len);
+}
+
+json to_json(const Model& m, const System& s, const Result& r) {
+  json j;
+  j["name"] = point_name(m, s, r.plan);
+  j["system"] = to_json(s, r.plan.gpus);
+  j["model"] = to_json(m);
+  j["plan"] = to_json(r.plan);
+  j["valid"] = r.valid;
+  j["errors"] = r.errors;
+  j["memory_capacity_bytes"] = r.capacity_bytes;
+  if (!r.valid) {
+    for (const char* k : {"fits", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                          "peak_memory_bytes", "memory", "time"})
+      j[k] = nullptr;
+    return j;
+  }
+  j["fits"] = r.fits;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["peak_memory_bytes"] = r.peak_memory_bytes();
+  const MemoryBreakdown& b = r.memory.peak;
+  j["memory"] = {{"parameters_bytes", b.parameters},
+                 {"gradients_bytes", b.gradients},
+                 {"optimizer_states_bytes", b.optimizer_states},
+                 {"activations_bytes", b.activations},
+                 {"attention_buffers_bytes", b.attention_buffers},
+                 {"working_bytes", b.working},
+                 {"logits_bytes", b.logits},
+                 {"reserved_bytes", b.reserved}};
+  j["memory_peak_phase"] = r.memory.peak_phase;
+  j["memory_phases"] = {{"layer_backward_bytes", r.memory.layer_phase_bytes}, {"loss_bytes", r.memory.loss_phase_bytes}};
+  j["host_memory_bytes"] = r.memory.host_bytes;
+  const TimeBreakdown& t = r.time;
+  j["time"] = {{"compute_s", t.compute},
+               {"comm_s", t.comm},
+               {"exposed_comm_s", t.exposed_comm},
+               {"attention_s", t.attention},
+               {"forward_s", t.forward},
+               {"backward_s", t.backward},
+               {"gemm_s", t.gemm},
+               {"attention_compute_s", t.attention_compute},
+               {"elementwise_s", t.elementwise},
+               {"recompute_s", t.recompute},
+               {"attention_comm_s", t.attention_comm},
+               {"exposed_attention_comm_s", t.exposed_attention_comm},
+               {"dp_comm_s", t.dp_comm},
+               {"exposed_dp_comm_s", t.exposed_dp_comm},
+               {"optimizer_s", t.optimizer},
+               {"offload_s", t.offload},
+               {"exposed_offload_s", t.exposed_offload}};
+  return j;
+}
+
+}  // namespace seqpar::sim

@@ -1,0 +1,132 @@
+#include "seqpar/sim/simulate.hpp"
+
+#include <algorithm>
+
+#include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/validity.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+
+constexpr double kBf16 = 2.0;
+// AdamW on the GPU reads and writes fp32 master weight, both moments, the bf16 gradient and
+// writes the bf16 weight: 4+4+4+2 read, 4+4+4+2 written.
+constexpr double kAdamBytesPerParam = 28.0;
+
+struct DataParallelCost {
+  double total = 0, exposed = 0;
+};
+
+// Gradient and parameter traffic over the data x sequence parallel group, overlapped with the
+// pass it can hide under (all but the last layer's compute).
+DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
+  DataParallelCost c;
+  if (p.gpus <= 1) return c;
+  const double bytes = kBf16 * double(m.total_params());
+  const Placement pl = place_group(s, p.gpus, 1);
+  const double hide = double(m.layers - 1) / m.layers;
+  auto t = [&](Collective op) { return collective_time(s, op, bytes, pl); };
+  double in_fwd = 0, in_bwd = 0, after = 0;
+  switch (p.mem.zero) {
+    case 0: in_bwd = t(Collective::all_reduce); break;
+    case 1:
+    case 2: in_bwd = t(Collective::reduce_scatter); after = t(Collective::all_gather); break;
+    default:
+      in_fwd = t(Collective::all_gather);
+      in_bwd = t(Collective::all_gather) + t(Collective::reduce_scatter);
+      break;
+  }
+  c.total = in_fwd + in_bwd + after;
+  c.exposed = std::max(0.0, in_fwd - fwd * hide) + std::max(0.0, in_bwd - bwd * hide) + after;
+  return c;
+}
+
+double optimizer_time(const Model& m, const System& s, const Plan& p) {
+  const double shard = double(m.total_params()) / (p.mem.zero >= 1 ? p.gpus : 1);
+  if (!p.mem.offload_optimizer) return memory_bound_time(s.gpu, kAdamBytesPerParam * shard);
+  // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
+  const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
+  return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
+}
+
+}  // namespace
+
+Result simulate(const Model& m, const System& s, const Plan& p) {
+  Result r;
+  r.plan = p;
+  r.capacity_bytes = s.gpu.memory_bytes;
+  r.valid = check_plan(m, s, p, r.errors);
+  if (!r.valid) return r;
+
+  const Gpu& g = s.gpu;
+  const double L = m.layers;
+  const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
+  const bool full = p.mem.checkpoint == Checkpoint::full;
+  const double tile = std::min(T, kTileTokens * p.micro_batch);
+  const double tiles = T / tile;
+
+  // Per layer.
+  const double gemm_f = gemm_time(g, layer_gemm_flops(m, T), T, kGemmsPerLayer);
+  const double gemm_b = gemm_time(g, 2 * layer_gemm_flops(m, T), T, 2 * kGemmsPerLayer);
+  const double elem_f = memory_bound_time(g, layer_elementwise_bytes_per_token(m) * T);
+  const AttentionCost at = attention_layer_cost(m, s, p);
+  // The LM head.
+  const double head_f = gemm_time(g, head_gemm_flops(m, T), T, 1);
+  const double head_b = gemm_time(g, 2 * head_gemm_flops(m, T), T, 2);
+
+  TimeBreakdown& t = r.time;
+  double recompute_attention_exposed = 0, recompute_attention_comm = 0;
+  if (full) {
+    // The whole layer forward again, its attention communication included.
+    t.recompute = L * (gemm_f + elem_f + at.fwd_kernel_s);
+    recompute_attention_exposed = L * (at.fwd_s - at.fwd_kernel_s);
+    recompute_attention_comm = L * at.fwd_comm_s;
+  } else {
+    if (p.mem.checkpoint == Checkpoint::selective)
+      t.recompute += L * memory_bound_time(g, selective_recompute_bytes_per_token(m) * T);
+    if (p.mem.tiled_mlp)
+      t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T), tile, int(3 * tiles + 0.5));
+  }
+  if (p.mem.tiled_loss) t.recompute += gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5));
+
+  t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
+  t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
+  t.elementwise = L * 3 * elem_f;  // backward moves about twice the forward's bytes
+  t.forward = L * (gemm_f + elem_f + at.fwd_kernel_s) + head_f;
+  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + t.recompute;
+  t.compute = t.forward + t.backward;
+
+  t.attention_comm = L * (at.fwd_comm_s + at.bwd_comm_s) + recompute_attention_comm;
+  t.exposed_attention_comm = L * ((at.fwd_s - at.fwd_kernel_s) + (at.bwd_s - at.bwd_kernel_s)) + recompute_attention_exposed;
+  t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
+
+  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward, t.backward);
+  t.dp_comm = dpc.total;
+  t.exposed_dp_comm = dpc.exposed;
+  t.comm = t.attention_comm + t.dp_comm;
+  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm;
+  t.optimizer = optimizer_time(m, s, p);
+
+  if (full && p.mem.offload_checkpoints) {
+    const double bytes = L * stored_bytes_per_token(m, p, Checkpoint::full) * T;
+    const double one_way = bytes / g.pcie_bytes_per_s;
+    t.offload = 2 * one_way;
+    t.exposed_offload = std::max(0.0, one_way - t.forward) + std::max(0.0, one_way - t.backward);
+  }
+
+  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload;
+  const double model_flops = 3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) + L * 3.5 * at.model_flops_fwd;
+  r.model_flops_per_gpu = model_flops;
+  r.tflops_per_gpu = model_flops / r.step_time_s / 1e12;
+  r.mfu = model_flops / r.step_time_s / g.bf16_flops;
+  r.tokens_per_s_per_gpu = T / r.step_time_s;
+
+  r.memory = estimate_memory(m, s, p);
+  r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  return r;
+}
+
+}  // namespace seqpar::sim
