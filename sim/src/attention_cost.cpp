@@ -58,19 +58,16 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // One unmasked block: this rank's queries against one rank's keys.
   const double block = attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
   const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, place_group(s, R, p.ulysses_degree));
-  // Per-step kernel time of the critical rank. Zigzag: every step is half a block on every rank,
-  // run as two calls over half-length chunks. Contiguous causal: step 0 is the diagonal (half a
-  // block); at every later step the last rank holds a full unmasked block.
-  double step0_f, step_f, step0_b, step_b;
-  if (p.zigzag()) {
-    step0_f = step_f = 2 * attention_time(g, block / 4, a.block_tokens, false);
-    step0_b = step_b = 2 * attention_time(g, 2.5 * block / 4, a.block_tokens, true);
-  } else {
-    step0_f = attention_time(g, block / 2, a.block_tokens, false);
-    step_f = attention_time(g, block, a.block_tokens, false);
-    step0_b = attention_time(g, 2.5 * block / 2, a.block_tokens, true);
-    step_b = attention_time(g, 2.5 * block, a.block_tokens, true);
-  }
+  // Per-step kernel time of the critical rank. Step 0 is the causal diagonal over the rank's own
+  // tokens in both layouts (zigzag's two chunks, laid end to end, are one causal call). After it,
+  // zigzag gives every rank half a block (one varlen call over half-length chunks), while the
+  // contiguous ring's last rank holds a full unmasked block at every step.
+  const double step0_f = attention_time(g, block / 2, a.attn_tokens, false);
+  const double step0_b = attention_time(g, 2.5 * block / 2, a.attn_tokens, true);
+  const double step_f = p.zigzag() ? attention_time(g, block / 2, a.block_tokens, false)
+                                   : attention_time(g, block, a.block_tokens, false);
+  const double step_b = p.zigzag() ? attention_time(g, 2.5 * block / 2, a.block_tokens, true)
+                                   : attention_time(g, 2.5 * block, a.block_tokens, true);
   const double steps_after0 = R - 1;
   c.fwd_kernel_s = step0_f + steps_after0 * step_f;
   c.bwd_kernel_s = step0_b + steps_after0 * step_b;

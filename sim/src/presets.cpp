@@ -188,6 +188,10 @@ Model model_from_json(const json& j, std::string_view what) {
   if (mlp == "swiglu") m.mlp = MlpKind::swiglu;
   else if (mlp == "gelu") m.mlp = MlpKind::gelu;
   else throw Error(fmt::format("{}: field 'mlp' must be swiglu or gelu (got '{}')", what, mlp));
+  std::string norm = text(j, "norm", what, "rmsnorm");
+  if (norm == "rmsnorm") m.norm = NormKind::rmsnorm;
+  else if (norm == "layernorm") m.norm = NormKind::layernorm;
+  else throw Error(fmt::format("{}: field 'norm' must be rmsnorm or layernorm (got '{}')", what, norm));
   auto tied = j.find("tied_embeddings");
   if (tied != j.end()) {
     if (!tied->is_boolean()) throw Error(fmt::format("{}: field 'tied_embeddings' must be true or false", what));

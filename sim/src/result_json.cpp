@@ -11,6 +11,7 @@ json to_json(const Model& m) {
           {"heads", m.heads},        {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
           {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
           {"mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
+          {"norm", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"},
           {"tied_embeddings", m.tied_embeddings}, {"params", m.total_params()}};
 }
 

@@ -20,8 +20,9 @@ struct DataParallelCost {
   double total = 0, exposed = 0;
 };
 
-// Gradient and parameter traffic over the data x sequence parallel group, overlapped with the
-// pass it can hide under (all but the last layer's compute).
+// Gradient and parameter traffic over the data x sequence parallel group, on its own stream,
+// overlapped with the pass it can hide under: all but the last layer of that pass's elapsed time
+// (kernels and attention communication alike).
 DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
   DataParallelCost c;
   if (p.gpus <= 1) return c;
@@ -100,10 +101,12 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   t.compute = t.forward + t.backward;
 
   t.attention_comm = L * (at.fwd_comm_s + at.bwd_comm_s) + recompute_attention_comm;
-  t.exposed_attention_comm = L * ((at.fwd_s - at.fwd_kernel_s) + (at.bwd_s - at.bwd_kernel_s)) + recompute_attention_exposed;
+  const double exposed_fwd = L * (at.fwd_s - at.fwd_kernel_s);
+  const double exposed_bwd = L * (at.bwd_s - at.bwd_kernel_s) + recompute_attention_exposed;
+  t.exposed_attention_comm = exposed_fwd + exposed_bwd;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
-  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward, t.backward);
+  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward + exposed_fwd, t.backward + exposed_bwd);
   t.dp_comm = dpc.total;
   t.exposed_dp_comm = dpc.exposed;
   t.comm = t.attention_comm + t.dp_comm;

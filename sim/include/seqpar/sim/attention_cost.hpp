@@ -25,7 +25,7 @@ struct AttentionShapes {
   double qkv_a2a_bytes = 0;    // per-rank all-to-all buffer for q, k, v (bf16)
   double o_a2a_bytes = 0;      // per-rank all-to-all buffer for the output
   double kv_block_bytes = 0;   // one ring step's K and V block (bf16)
-  double block_tokens = 0;     // key length of one attention kernel call
+  double block_tokens = 0;     // key length of one ring step's kernel call after step 0 (N/R, zigzag N/2R)
 };
 AttentionShapes attention_shapes(const Model& m, const Plan& p);
 

@@ -6,6 +6,7 @@
 namespace seqpar::sim {
 
 enum class MlpKind { swiglu, gelu };
+enum class NormKind { rmsnorm, layernorm };  // layernorm also has a bias
 
 struct Model {
   std::string name;
@@ -17,9 +18,11 @@ struct Model {
   int ffn_hidden = 0;
   int vocab = 0;
   MlpKind mlp = MlpKind::swiglu;
+  NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;
 
-  // Parameter counts (weights only; norms included, biases are not modelled).
+  // Parameter counts: weights and norms; linear-layer biases are not modelled (< 0.1% of GPT's).
+  std::int64_t norm_params() const;
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
   std::int64_t total_params() const { return layers * params_per_layer() + embedding_params(); }

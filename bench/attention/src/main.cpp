@@ -1,0 +1,197 @@
+// seqpar-bench-attention: flash attention forward and backward throughput on one GPU.
+// TFLOP/s by the FLOP convention of DESIGN.md §2: forward 4*b*s^2*heads*d (half with a causal mask),
+// backward 2.5x the forward. scripts/bench_sdpa.py times PyTorch's SDPA on the same shapes with the same
+// result fields, so a report can set them side by side.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seqpar/bench/environment.hpp"
+#include "seqpar/bench/gbench_harness.hpp"
+#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/parse.hpp"
+#include "seqpar/kernels/fill.cuh"
+#include "seqpar/kernels/flash_attention.cuh"
+
+namespace seqpar::bench {
+namespace {
+
+using kernels::AttentionShape;
+using kernels::DType;
+
+struct Options {
+  std::string seq_lens = "1K,2K,4K,8K,16K,32K,64K";
+  std::string head_dims = "64,128";
+  std::string masks = "full,causal";
+  std::string ops = "fwd,bwd";
+  std::string dtype = "bf16";
+  int batch = 1;
+  int heads = 16;
+  int kv_heads = 0;  // 0: same as heads
+  TimingOptions timing;
+  std::string json_path;
+};
+
+double attention_flops(const AttentionShape& s, bool backward) {
+  double f = 4.0 * s.batch * static_cast<double>(s.seq_q) * static_cast<double>(s.seq_k) * s.heads * s.head_dim;
+  if (s.causal) f /= 2;
+  return backward ? 2.5 * f : f;
+}
+
+// All buffers of one attention call; the benchmark rotates through several sets against L2 reuse.
+struct AttentionBuffers {
+  DeviceMemory q, k, v, o, lse, dout, dq, dk, dv, ws;
+  AttentionBuffers(const AttentionShape& s, DType t, bool backward, std::uint64_t seed) {
+    const std::size_t es = kernels::dtype_size(t);
+    const std::size_t nq = std::size_t(s.batch) * s.seq_q * s.heads * s.head_dim;
+    const std::size_t nk = std::size_t(s.batch) * s.seq_k * s.kv_heads * s.head_dim;
+    q = DeviceMemory(nq * es);
+    k = DeviceMemory(nk * es);
+    v = DeviceMemory(nk * es);
+    o = DeviceMemory(nq * es);
+    lse = DeviceMemory(std::size_t(s.batch) * s.heads * s.seq_q * 4);
+    kernels::fill_uniform(t, q.get(), nq, seed);
+    kernels::fill_uniform(t, k.get(), nk, seed + 1);
+    kernels::fill_uniform(t, v.get(), nk, seed + 2);
+    if (!backward) return;
+    dout = DeviceMemory(nq * es);
+    dq = DeviceMemory(nq * es);
+    dk = DeviceMemory(nk * es);
+    dv = DeviceMemory(nk * es);
+    ws = DeviceMemory(kernels::flash_attention_backward_workspace_bytes(s));
+    kernels::fill_uniform(t, dout.get(), nq, seed + 3);
+    // The backward's o and lse come from a real forward, as in training.
+    kernels::flash_attention_forward(s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()));
+  }
+  std::size_t bytes() const {
+    return q.bytes() + k.bytes() + v.bytes() + o.bytes() + lse.bytes() + dout.bytes() + dq.bytes() + dk.bytes() +
+           dv.bytes() + ws.bytes();
+  }
+};
+
+void register_all(const Options& opt, Recorder& rec) {
+  const DType t = kernels::parse_dtype(opt.dtype, "--dtype");
+  if (t == DType::fp32) throw Error("--dtype: fp32 is not supported by the attention kernels (bf16 or fp16)");
+  if (opt.batch <= 0 || opt.heads <= 0 || opt.kv_heads < 0)
+    throw Error("--batch and --heads must be positive, --kv-heads positive or 0 (= --heads)");
+  const int kv_heads = opt.kv_heads == 0 ? opt.heads : opt.kv_heads;
+  for (const std::string& op : split_list(opt.ops, "--ops")) {
+    if (op != "fwd" && op != "bwd") throw Error(fmt::format("--ops: unknown operation '{}' (fwd, bwd)", op));
+    const bool backward = op == "bwd";
+    for (const std::string& dtext : split_list(opt.head_dims, "--head-dims")) {
+      const auto d = parse_count(dtext, "--head-dims");
+      for (const std::string& mask : split_list(opt.masks, "--masks")) {
+        if (mask != "full" && mask != "causal")
+          throw Error(fmt::format("--masks: unknown mask '{}' (full, causal)", mask));
+        for (const std::string& stext : split_list(opt.seq_lens, "--seq-lens")) {
+          const auto seq = parse_count(stext, "--seq-lens");
+          AttentionShape s;
+          s.batch = opt.batch;
+          s.seq_q = s.seq_k = static_cast<int>(seq);
+          s.heads = opt.heads;
+          s.kv_heads = kv_heads;
+          s.head_dim = static_cast<int>(d);
+          s.causal = mask == "causal";
+          ref::validate(s);
+          if (seq > (1 << 30)) throw Error("--seq-lens: at most 1G tokens");
+          const std::string name =
+              fmt::format("attention_{}/{}/d{}/{}/seq{}", op, kernels::to_string(t), d, mask, seq);
+          const nlohmann::json fields = {{"backend", "seqpar"}, {"op", op},           {"dtype", kernels::to_string(t)},
+                                         {"head_dim", d},       {"causal", s.causal}, {"seq_len", seq},
+                                         {"batch", s.batch},    {"heads", s.heads},   {"kv_heads", s.kv_heads}};
+          auto setup = [s, t, backward, fields]() {
+            auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1);
+            auto sets = std::make_shared<std::vector<std::shared_ptr<AttentionBuffers>>>();
+            sets->push_back(first);
+            const int copies = rotation_copies(first->bytes());
+            for (int c = 1; c < copies; ++c)
+              sets->push_back(std::make_shared<AttentionBuffers>(s, t, backward, 1 + 10ull * c));
+            SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+            nlohmann::json f = fields;
+            f["flops"] = attention_flops(s, backward);
+            f["rotated_copies"] = copies;
+            Recorder::Launch launch = [s, t, backward, sets](int rep) {
+              const AttentionBuffers& b = *(*sets)[static_cast<std::size_t>(rep) % sets->size()];
+              if (backward)
+                kernels::flash_attention_backward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
+                                                  static_cast<const float*>(b.lse.get()), b.dout.get(), b.dq.get(),
+                                                  b.dk.get(), b.dv.get(), b.ws.get());
+              else
+                kernels::flash_attention_forward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
+                                                 static_cast<float*>(b.lse.get()));
+            };
+            return Recorder::Prepared{launch, f};
+          };
+          const double flops = attention_flops(s, backward);
+          rec.add(name, setup, [flops](double median_s) { return nlohmann::json{{"tflops", flops / median_s / 1e12}}; },
+                  opt.timing);
+        }
+      }
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  const SplitArgs args = split_benchmark_args(argc, argv);
+  Options opt;
+  CLI::App app{
+      "seqpar-bench-attention: flash attention forward/backward TFLOP/s on one GPU (CUDA-event timing, "
+      "Google Benchmark driver). Google Benchmark's own --benchmark_* flags (e.g. --benchmark_filter=REGEX) "
+      "are passed through.",
+      "seqpar-bench-attention"};
+  app.add_option("--seq-lens", opt.seq_lens, "Comma-separated sequence lengths (K = 1024)")->capture_default_str();
+  app.add_option("--head-dims", opt.head_dims, "Comma-separated head dims (64, 128)")->capture_default_str();
+  app.add_option("--masks", opt.masks, "Comma-separated masks: full, causal")->capture_default_str();
+  app.add_option("--ops", opt.ops, "Comma-separated: fwd, bwd")->capture_default_str();
+  app.add_option("--dtype", opt.dtype, "bf16 or fp16")->capture_default_str();
+  app.add_option("--batch", opt.batch, "Batch size")->capture_default_str();
+  app.add_option("--heads", opt.heads, "Query heads")->capture_default_str();
+  app.add_option("--kv-heads", opt.kv_heads, "KV heads (0 = same as --heads)")->capture_default_str();
+  app.add_option("--warmup", opt.timing.warmup, "Untimed launches before timing")->capture_default_str();
+  app.add_option("--iters", opt.timing.iterations, "Timed repetitions (samples)")->capture_default_str();
+  app.add_option("-J,--json", opt.json_path, "Write the measurement JSON to FILE");
+  std::vector<std::string> own(args.own.rbegin(), args.own.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(own);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (opt.timing.iterations <= 0 || opt.timing.warmup < 0)
+    throw Error("--iters must be positive and --warmup non-negative");
+  std::string why;
+  if (!cuda_device_available(&why)) {
+    std::cerr << "seqpar-bench-attention: no usable CUDA device: " << why << '\n';
+    return 2;
+  }
+  Recorder rec;
+  register_all(opt, rec);
+  run_registered_benchmarks(args.gbench, argv[0]);
+  if (!opt.json_path.empty()) {
+    const nlohmann::json config = {{"seq_lens", opt.seq_lens}, {"head_dims", opt.head_dims}, {"masks", opt.masks},
+                                   {"ops", opt.ops},           {"dtype", opt.dtype},         {"batch", opt.batch},
+                                   {"heads", opt.heads},       {"kv_heads", opt.kv_heads == 0 ? opt.heads : opt.kv_heads},
+                                   {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
+                                   {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd"}};
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", "single-rank-proxy", config,
+                      rec.results());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace seqpar::bench
+
+int main(int argc, char** argv) {
+  try {
+    return seqpar::bench::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "seqpar-bench-attention: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,48 @@
+// The benchmarked operations in nccl-tests terms: names, bus-bandwidth factors, how a message
+// size in bytes maps to element counts, and the data pattern the -c check verifies.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "seqpar/comm/communicator.hpp"
+
+namespace seqpar::comm {
+
+enum class Collective { alltoall, sendrecv, allgather, reducescatter, allreduce };
+std::string_view to_string(Collective op);
+// Throws seqpar::Error listing the accepted names.
+Collective parse_collective(std::string_view s);
+
+// nccl-tests: busbw = algbw x factor; allreduce 2(n-1)/n, allgather, reducescatter and alltoall
+// (n-1)/n, sendrecv 1.
+double bus_factor(Collective op, int ranks);
+
+// Per-rank buffers for one row. `bytes` is the nccl-tests "size": the whole per-rank buffer
+// for alltoall, allreduce and sendrecv, the gathered output for allgather, the input for
+// reducescatter.
+struct Shape {
+  std::size_t bytes = 0;
+  std::size_t count = 0;        // nccl-tests "count": bytes / element size
+  std::size_t send_count = 0;   // elements in the send buffer
+  std::size_t recv_count = 0;   // elements in the recv buffer
+  std::size_t call_count = 0;   // the count argument of the Communicator call
+};
+// Throws seqpar::Error naming the rule when bytes is zero, not a multiple of the element size,
+// or (alltoall, allgather, reducescatter) not a multiple of ranks x element size.
+Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks);
+
+// One operation on c (sendrecv: to rank+1, from rank-1, waited on).
+void run_collective(Collective op, Communicator& c, const void* send, void* recv,
+                    const Shape& s, DType dt);
+
+// Deterministic per-rank input (host memory), and the number of recv elements that differ
+// from what rank `rank` of `ranks` must receive. Values are small integers, exact in every
+// type for sums over up to 16 ranks; beyond that bf16/f16 sums are compared with a tolerance.
+void fill_send(Collective op, void* send, const Shape& s, DType dt, int rank, int ranks);
+std::size_t count_wrong(Collective op, const void* recv, const Shape& s, DType dt, int rank,
+                        int ranks);
+// The input element i of rank `rank`.
+double pattern_value(int rank, std::size_t i, DType dt);
+
+}  // namespace seqpar::comm

@@ -1,0 +1,190 @@
+#include "bench_driver.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "seqpar/bench/environment.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/run_info.hpp"
+
+#ifdef SEQPAR_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "seqpar/common/cuda_check.hpp"
+#endif
+
+namespace seqpar::comm::bench {
+
+Buffer::Buffer(std::size_t bytes, bool device) : bytes_(bytes), device_(device) {
+  const std::size_t n = bytes ? bytes : 1;
+  if (device_) {
+#ifdef SEQPAR_HAVE_CUDA
+    SEQPAR_CUDA_CHECK(cudaMalloc(&ptr_, n));
+#else
+    throw Error("device buffers need a CUDA build of seqpar");
+#endif
+  } else {
+    ptr_ = ::operator new(n);
+  }
+}
+
+Buffer::~Buffer() {
+#ifdef SEQPAR_HAVE_CUDA
+  if (device_) {
+    cudaFree(ptr_);
+    return;
+  }
+#endif
+  ::operator delete(ptr_);
+}
+
+void Buffer::upload(const void* host, std::size_t bytes) {
+#ifdef SEQPAR_HAVE_CUDA
+  if (device_) {
+    SEQPAR_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+    return;
+  }
+#endif
+  std::memcpy(ptr_, host, bytes);
+}
+
+void Buffer::download(void* host, std::size_t bytes) const {
+#ifdef SEQPAR_HAVE_CUDA
+  if (device_) {
+    SEQPAR_CUDA_CHECK(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
+    return;
+  }
+#endif
+  std::memcpy(host, ptr_, bytes);
+}
+
+void Buffer::fill(unsigned char byte) {
+#ifdef SEQPAR_HAVE_CUDA
+  if (device_) {
+    SEQPAR_CUDA_CHECK(cudaMemset(ptr_, byte, bytes_));
+    SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+    return;
+  }
+#endif
+  std::memset(ptr_, byte, bytes_);
+}
+
+#ifdef SEQPAR_HAVE_CUDA
+NvtxRange::NvtxRange(const std::string& name) { nvtxRangePushA(name.c_str()); }
+NvtxRange::~NvtxRange() { nvtxRangePop(); }
+#else
+NvtxRange::NvtxRange(const std::string&) {}
+NvtxRange::~NvtxRange() = default;
+#endif
+
+namespace {
+void check_mpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw Error(fmt::format("MPI error: {} failed with code {}", what, rc));
+}
+}  // namespace
+
+std::vector<double> time_iterations(Communicator& world, Communicator& c, int warmup, int iters,
+                                    const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  c.synchronize();
+  std::vector<double> t(static_cast<std::size_t>(iters));
+  for (auto& s : t) {
+    world.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    c.synchronize();
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  // An iteration is done when its slowest rank is.
+  std::vector<double> slowest(t.size());
+  check_mpi(MPI_Allreduce(t.data(), slowest.data(), static_cast<int>(t.size()), MPI_DOUBLE,
+                          MPI_MAX, MPI_COMM_WORLD),
+            "MPI_Allreduce of the iteration times");
+  return slowest;
+}
+
+std::size_t world_sum(std::size_t v) {
+  unsigned long long in = v, out = 0;
+  check_mpi(MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Allreduce of the error counts");
+  return static_cast<std::size_t>(out);
+}
+
+int world_size() {
+  int n = 0;
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size");
+  return n;
+}
+
+nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
+                               const std::string& mode, bool gpu, nlohmann::json config) {
+  nlohmann::json doc = run_info(argc, argv);
+  doc["kind"] = "measurement";
+  doc["program"] = program;
+  doc["mode"] = mode;
+  doc["device"] = gpu ? "gpu" : "cpu";
+  int device = 0;
+#ifdef SEQPAR_HAVE_CUDA
+  if (gpu) cudaGetDevice(&device);
+#endif
+  doc["environment"] = seqpar::bench::environment_info(device);
+  doc["config"] = std::move(config);
+  doc["results"] = nlohmann::json::array();
+  return doc;
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
+  out << doc.dump(2) << '\n';
+  if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
+
+std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,
+                                      std::int64_t step) {
+  if (min <= 0) throw Error(fmt::format("-b {}: the minimum size must be positive", min));
+  if (max < min)
+    throw Error(fmt::format("-e {}: the maximum size must be at least -b ({})", max, min));
+  if (step < 0) throw Error(fmt::format("-i {}: the step must not be negative", step));
+  if (step == 0 && factor < 2)
+    throw Error(fmt::format("-f {}: the size factor must be at least 2 (or give -i)", factor));
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t s = min; s <= max; s = step ? s + step : s * factor) {
+    sizes.push_back(s);
+    if (!step && s > max / factor) break;  // the next size would overflow or pass max
+  }
+  return sizes;
+}
+
+int guarded_main(int argc, char** argv, const std::function<int(int rank, bool& started)>& body) {
+  std::unique_ptr<MpiSession> mpi;
+  bool started = false;
+  int rank = 0;
+  try {
+    mpi = std::make_unique<MpiSession>(&argc, &argv);
+    rank = mpi->world_rank();
+    return body(rank, started);
+  } catch (const Error& e) {
+    if (!started) {
+      if (rank == 0) std::fprintf(stderr, "error: %s\n", e.what());
+      return 2;
+    }
+    std::fprintf(stderr, "error on rank %d: %s\n", rank, e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error on rank %d: %s\n", rank, e.what());
+  }
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 3);
+  return 3;
+}
+
+}  // namespace seqpar::comm::bench

@@ -1,0 +1,67 @@
+// What the communication benchmarks share: buffers in the communicator's memory, the timed
+// loop (warm-up, per-iteration times, slowest rank), NVTX ranges, the measurement JSON and the
+// error handling that keeps every rank's exit code meaningful under mpirun/srun.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "seqpar/comm/communicator.hpp"
+
+namespace seqpar::comm::bench {
+
+// Host or device memory, matching a communicator's device_memory().
+class Buffer {
+ public:
+  Buffer(std::size_t bytes, bool device);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+  void upload(const void* host, std::size_t bytes);
+  void download(void* host, std::size_t bytes) const;
+  void fill(unsigned char byte);
+
+ private:
+  std::size_t bytes_;
+  bool device_;
+  void* ptr_ = nullptr;
+};
+
+// Marks a region in Nsight Systems timelines; no-op in builds without CUDA.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const std::string& name);
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// Runs fn `warmup` times, then `iters` times each timed alone: world barrier, fn, wait for
+// the communicator's work. Returns per-iteration seconds of the slowest world rank.
+std::vector<double> time_iterations(Communicator& world, Communicator& c, int warmup, int iters,
+                                    const std::function<void()>& fn);
+
+// Sum of a value over MPI_COMM_WORLD, and its size.
+std::size_t world_sum(std::size_t v);
+int world_size();
+
+// {run_info..., kind, program, mode, device, environment, config, results: []}
+nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
+                               const std::string& mode, bool gpu, nlohmann::json config);
+// Writes doc to path; throws seqpar::Error naming the path when it cannot.
+void write_json(const std::string& path, const nlohmann::json& doc);
+
+// nccl-tests style row sizes: from min to max, multiplying by factor (step == 0) or adding step.
+std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,
+                                      std::int64_t step);
+
+// Runs body(world_rank) inside an MPI session. seqpar::Error before `started` is set (argument
+// errors, identical on every rank): rank 0 prints it, every rank exits 2. Errors after that
+// print on the rank that saw them and abort the job, so no peer hangs in a collective.
+int guarded_main(int argc, char** argv, const std::function<int(int rank, bool& started)>& body);
+
+}  // namespace seqpar::comm::bench

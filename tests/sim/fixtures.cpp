@@ -1,0 +1,64 @@
+#include "fixtures.hpp"
+
+namespace seqpar::sim::testing {
+
+Gpu round_gpu() {
+  Gpu g;
+  g.name = "round";
+  g.memory_bytes = 80e9;
+  g.bf16_flops = 100e12;
+  g.hbm_bytes_per_s = 1e12;
+  g.pcie_bytes_per_s = 10e9;
+  g.gemm_efficiency = 0.5;
+  g.gemm_half_tokens = 100;
+  g.attention_fwd_efficiency = 0.5;
+  g.attention_bwd_efficiency = 0.25;
+  g.attention_half_tokens = 0;
+  g.kernel_overhead_s = 0;
+  g.reserved_bytes = 1e9;
+  return g;
+}
+
+System round_system() {
+  System s;
+  s.name = "round-system";
+  s.gpu = round_gpu();
+  s.gpus_per_node = 4;
+  s.intra = {LinkKind::nvswitch, 100e9, 10e-6, 0, 0};
+  s.inter = {LinkKind::nvswitch, 10e9, 20e-6, 0, 0};
+  s.host_adam_params_per_s = 1e9;
+  return s;
+}
+
+System round_pcie_system() {
+  System s = round_system();
+  s.name = "round-pcie";
+  s.intra = {LinkKind::pcie, 20e9, 10e-6, 2, 5e9};
+  return s;
+}
+
+Model tiny_model() {
+  Model m;
+  m.name = "tiny";
+  m.layers = 2;
+  m.hidden = 8;
+  m.heads = 2;
+  m.kv_heads = 2;
+  m.head_dim = 4;
+  m.ffn_hidden = 16;
+  m.vocab = 32;
+  return m;
+}
+
+Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r) {
+  Plan p;
+  p.method = m;
+  p.gpus = gpus;
+  p.seq_len = seq;
+  p.sp = sp;
+  p.ulysses_degree = u;
+  p.ring_degree = r;
+  return p;
+}
+
+}  // namespace seqpar::sim::testing

@@ -1,0 +1,20 @@
+// Synthetic hardware and a tiny model with round numbers, so tests can compute by hand.
+#pragma once
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::sim::testing {
+
+// GPU: 100 TFLOP/s, 50% GEMM efficiency halving at 100 tokens, 1 TB/s HBM, 10 GB/s PCIe, no overheads.
+Gpu round_gpu();
+// 4 GPUs per node; intra 100 GB/s, 10 us; inter 10 GB/s, 20 us.
+System round_system();
+// PCIe node: 4 GPUs, 2 per socket, 20 GB/s per GPU, 5 GB/s between sockets, 10 us.
+System round_pcie_system();
+// L=2, hidden 8, 2 heads of 4, 2 KV heads, SwiGLU 16, vocab 32.
+Model tiny_model();
+
+Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r);
+
+}  // namespace seqpar::sim::testing

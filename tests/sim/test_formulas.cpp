@@ -1,0 +1,203 @@
+// Each formula of the cost models against a small case computed by hand (synthetic hardware
+// with round numbers, see fixtures.hpp).
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/memory_cost.hpp"
+#include "seqpar/sim/simulate.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using namespace testing;
+constexpr double kRel = 1e-12;
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
+#define EXPECT_REL(a, b) EXPECT_LT(rel((a), (b)), kRel) << #a " = " << (a) << ", expected " << (b)
+
+TEST(CommCost, AllToAllInsideANodeIsTheOffRankShareOverTheLink) {
+  // 4 ranks, 4 MB each: 3 chunks of 1 MB leave each GPU at 100 GB/s, plus 10 us.
+  const System s = round_system();
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 4e6, place_group(s, 4, 1)), 30e-6 + 10e-6);
+}
+
+TEST(CommCost, AllToAllAcrossNodesIsLimitedByTheNicShare) {
+  // 8 ranks on 2 nodes, chunks of 0.5 MB: 3 stay in the node (15 us), 4 cross at 10 GB/s (200 us), + 20 us.
+  const System s = round_system();
+  const Placement p = place_group(s, 8, 1);
+  EXPECT_EQ(p.per_node, 4);
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 4e6, p), 200e-6 + 20e-6);
+}
+
+TEST(CommCost, RingCollectivesFollowTheBandwidthTermsOfNcclTests) {
+  const System s = round_system();
+  // allreduce 4 ranks, 4 MB: 2 x 10 us x log2(4) + 2 x 4 MB x 3/4 / 100 GB/s.
+  EXPECT_REL(collective_time(s, Collective::all_reduce, 4e6, place_group(s, 4, 1)), 40e-6 + 60e-6);
+  // allgather 8 ranks over 2 nodes, 8 MB: 20 us x 3 + 8 MB x 7/8 / 10 GB/s.
+  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 8, 1)), 60e-6 + 700e-6);
+  EXPECT_REL(collective_time(s, Collective::reduce_scatter, 8e6, place_group(s, 8, 1)), 60e-6 + 700e-6);
+  // sendrecv of 1 MB inside a node, and between ring neighbours that sit on different nodes.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 2, 1)), 10e-6 + 10e-6);
+  const Placement across = place_group(s, 4, 4);  // ring group of a hybrid with U = 4
+  EXPECT_EQ(across.per_node, 1);
+  EXPECT_EQ(across.nodes, 4);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, across), 20e-6 + 100e-6);
+}
+
+TEST(CommCost, PcieAllToAllIsLimitedByTheSocketLink) {
+  // 2 + 2 GPUs on two sockets: 2 x 2 flows of 1 MB share 5 GB/s (800 us) vs 3 MB per GPU at 20 GB/s (150 us).
+  const System s = round_pcie_system();
+  const Placement p = place_group(s, 4, 1);
+  EXPECT_EQ(p.socket_a, 2);
+  EXPECT_EQ(p.socket_b, 2);
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 4e6, p), 800e-6 + 10e-6);
+  // A ring that crosses the sockets moves at the socket link's rate.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, p), 10e-6 + 200e-6);
+  // Two GPUs behind one socket never cross it.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 2, 1)), 10e-6 + 50e-6);
+}
+
+TEST(CommCost, BusBandwidthUsesTheNcclTestsFactors) {
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_reduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_to_all, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::all_gather, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_factor(Collective::send_recv, 2), 1.0);
+  const CommEstimate e = estimate_collective(round_system(), Collective::all_to_all, 4e6, 4);
+  EXPECT_REL(e.time_s, 40e-6);
+  EXPECT_REL(e.algbw_gbps, 4e6 / 40e-6 / 1e9);
+  EXPECT_REL(e.busbw_gbps, e.algbw_gbps * 3 / 4);
+}
+
+TEST(ComputeCost, GemmRateRisesWithTheTokenDimension) {
+  const Gpu g = round_gpu();
+  EXPECT_REL(gemm_time(g, 1e12, 100, 0), 1e12 / (100e12 * 0.25));   // half of 50% at 100 tokens
+  EXPECT_REL(gemm_time(g, 1e12, 300, 0), 1e12 / (100e12 * 0.375));  // 0.5 x 300/400
+  Gpu slow = g;
+  slow.kernel_overhead_s = 1e-3;
+  EXPECT_REL(gemm_time(slow, 1e12, 300, 3), 1e12 / (100e12 * 0.375) + 3e-3);
+}
+
+TEST(ComputeCost, AttentionUsesForwardAndBackwardEfficiency) {
+  const Gpu g = round_gpu();
+  EXPECT_REL(attention_time(g, 1e12, 4096, false), 1e12 / 50e12);
+  EXPECT_REL(attention_time(g, 1e12, 4096, true), 1e12 / 25e12);
+  EXPECT_DOUBLE_EQ(attention_flops(2, 10, 20, 3, 4), 4.0 * 2 * 10 * 20 * 3 * 4);
+}
+
+TEST(ComputeCost, LayerGemmFlopsAreTwicePerTokenTheLinearWeights) {
+  const Model m = tiny_model();
+  // q 8x8, k,v 2 x 8x8, o 8x8, MLP 3 x 8x16 = 640 weights; 2 FLOPs each per token.
+  EXPECT_DOUBLE_EQ(layer_gemm_flops(m, 1), 1280);
+  EXPECT_DOUBLE_EQ(mlp_gemm_flops(m, 10), 2.0 * 10 * 384);
+  EXPECT_DOUBLE_EQ(head_gemm_flops(m, 10), 2.0 * 10 * 8 * 32);
+  EXPECT_EQ(m.params_per_layer(), 656);   // 640 + two norms of 8
+  EXPECT_EQ(m.total_params(), 2 * 656 + 2 * 32 * 8 + 8);
+}
+
+TEST(AttentionShapes, GqaHeadsAreSplitOrReplicated) {
+  Model m = tiny_model();
+  m.heads = 8;
+  m.kv_heads = 2;
+  m.head_dim = 1;
+  const AttentionShapes split = attention_shapes(m, plan(Method::ulysses, 2, 64, 2, 2, 1));
+  EXPECT_EQ(split.kv_heads_sent, 2);
+  EXPECT_EQ(split.kv_heads_local, 1);
+  const AttentionShapes rep = attention_shapes(m, plan(Method::ulysses, 4, 64, 4, 4, 1));
+  EXPECT_EQ(rep.kv_heads_sent, 4);  // each KV head replicated twice
+  EXPECT_EQ(rep.kv_heads_local, 1);
+  // 16 local tokens x (8 q + 2 x 4 kv heads) x d=1 x 2 bytes.
+  EXPECT_DOUBLE_EQ(rep.qkv_a2a_bytes, 16.0 * 16 * 2);
+  EXPECT_DOUBLE_EQ(rep.o_a2a_bytes, 16.0 * 8 * 2);
+}
+
+TEST(AttentionCost, RingStepsOverlapComputeWithTheNextBlock) {
+  // Two-rank contiguous ring on one node: step 0 is the diagonal (half a block) overlapped with
+  // the one K,V hop; step 1 is a full block. Backward moves K,V and dK,dV (two blocks) per hop
+  // and returns dK,dV once more at the end.
+  const Model m = tiny_model();
+  const System s = round_system();
+  const Plan p = plan(Method::ring, 2, 1 << 16, 2, 1, 2);
+  const AttentionShapes sh = attention_shapes(m, p);
+  const double block = attention_flops(1, 1 << 15, 1 << 15, 2, 4);
+  const double hop = collective_time(s, Collective::send_recv, sh.kv_block_bytes, place_group(s, 2, 1));
+  EXPECT_DOUBLE_EQ(sh.kv_block_bytes, 2.0 * 2 * (1 << 15) * 2 * 4);
+  const AttentionCost c = attention_layer_cost(m, s, p);
+  const double f0 = attention_time(s.gpu, block / 2, 1 << 15, false), f1 = attention_time(s.gpu, block, 1 << 15, false);
+  const double b0 = attention_time(s.gpu, 1.25 * block, 1 << 15, true), b1 = attention_time(s.gpu, 2.5 * block, 1 << 15, true);
+  EXPECT_REL(c.fwd_s, std::max(f0, hop) + f1);
+  EXPECT_REL(c.bwd_s, std::max(b0, 2 * hop) + b1 + hop);
+  EXPECT_REL(c.fwd_comm_s, hop);
+  EXPECT_REL(c.bwd_comm_s, 3 * hop);
+  EXPECT_REL(c.fwd_kernel_s, f0 + f1);
+}
+
+TEST(MemoryCost, StoredActivationsPerTokenByCheckpointMode) {
+  const Model m = tiny_model();
+  Plan p = plan(Method::ulysses, 1, 64, 1, 1, 1);
+  // none: attention 8 (norm in) + 8 (norm out) + 8 (q) + 16 (k, v) + 8 (o) = 48; MLP 8 + 8 + 3 x 16 = 64;
+  // bf16, plus the fp32 LSE of 2 heads.
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 64) + 4 * 2);
+  // selective drops both norm outputs and the activation output.
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::selective), 2.0 * (40 + 40) + 4 * 2);
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::full), 2.0 * 8);
+  p.mem.tiled_mlp = true;  // the MLP keeps only its input
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 8) + 4 * 2);
+  // Ulysses keeps the attention output in both layouts.
+  Plan u = plan(Method::ulysses, 2, 64, 2, 2, 1);
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, u, Checkpoint::none), 2.0 * (56 + 64) + 4 * 2);
+}
+
+TEST(MemoryCost, ZeroShardsStatesOverTheWholeGroup) {
+  const Model m = tiny_model();
+  const double psi = double(m.total_params());
+  Plan p = plan(Method::ulysses, 4, 64, 1, 1, 1);  // dp = 4
+  const System s = round_system();
+  p.mem.zero = 0;
+  MemoryBreakdown b = estimate_memory(m, s, p).peak;
+  EXPECT_DOUBLE_EQ(b.parameters, 2 * psi);
+  EXPECT_DOUBLE_EQ(b.gradients, 2 * psi);
+  EXPECT_DOUBLE_EQ(b.optimizer_states, 12 * psi);
+  p.mem.zero = 1;
+  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.optimizer_states, 3 * psi);
+  p.mem.zero = 2;
+  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.gradients, psi / 2);
+  p.mem.zero = 3;
+  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.parameters, psi / 2);
+  p.mem.offload_optimizer = true;
+  const MemoryEstimate e = estimate_memory(m, s, p);
+  EXPECT_DOUBLE_EQ(e.peak.optimizer_states, 0);
+  EXPECT_DOUBLE_EQ(e.host_bytes, 3 * psi);
+}
+
+TEST(MemoryCost, TiledLossHoldsOneTileOfLogits) {
+  const Model m = tiny_model();
+  const System s = round_system();
+  Plan p = plan(Method::ulysses, 1, 4096, 1, 1, 1);
+  auto logits = [&](const Plan& q) {
+    const MemoryEstimate e = estimate_memory(m, s, q);
+    const MemoryBreakdown& b = e.peak;
+    return e.loss_phase_bytes - (b.parameters + b.gradients + b.optimizer_states + b.activations + b.reserved) -
+           2.0 * m.hidden * 4096;
+  };
+  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 4096 * 32);  // bf16 + fp32 logits and the bf16 gradient
+  p.mem.tiled_loss = true;
+  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 1024 * 32);
+}
+
+TEST(Simulate, ModelFlopsFollowTheDesignConventions) {
+  // Tiny model, one GPU, 64 tokens: GEMMs 3 x (2 layers x 1280 x 64 + LM head 2 x 64 x 8 x 32);
+  // attention 3.5 x the causal forward 0.5 x 4 x 64 x 64 x 2 heads x 4 per layer.
+  const Result r = simulate(tiny_model(), round_system(), plan(Method::ulysses, 1, 64, 1, 1, 1));
+  ASSERT_TRUE(r.valid);
+  EXPECT_DOUBLE_EQ(r.model_flops_per_gpu, 3 * (2 * 1280.0 * 64 + 2.0 * 64 * 8 * 32) + 2 * 3.5 * 65536.0);
+  EXPECT_REL(r.tflops_per_gpu, r.model_flops_per_gpu / r.step_time_s / 1e12);
+  EXPECT_REL(r.mfu, r.model_flops_per_gpu / r.step_time_s / 100e12);
+  EXPECT_REL(r.tokens_per_s_per_gpu, 64 / r.step_time_s);
+}
+
+}  // namespace
+}  // namespace seqpar::sim

@@ -1,0 +1,120 @@
+// Every bad plan of DESIGN.md §5 gives a message naming the field and the rule, and no numbers.
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/result_json.hpp"
+#include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/validity.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using testing::plan;
+
+void expect_invalid(const Model& m, const Plan& p, const std::string& field, const std::string& rule) {
+  const System s = load_system("dgx-h100");
+  const Result r = simulate(m, s, p);
+  EXPECT_FALSE(r.valid) << describe(p);
+  bool named = false;
+  for (const auto& e : r.errors) named |= e.rfind(field + ":", 0) == 0 && e.find(rule) != std::string::npos;
+  EXPECT_TRUE(named) << "no error starting with '" << field << ":' containing '" << rule << "'; got "
+                     << nlohmann::json(r.errors).dump();
+  const nlohmann::json j = to_json(m, s, r);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_TRUE(j["step_time_s"].is_null());
+  EXPECT_TRUE(j["peak_memory_bytes"].is_null());
+}
+
+TEST(Validity, HeadsMustDivideByTheUlyssesDegree) {
+  expect_invalid(load_model("llama3-8b"), plan(Method::ulysses, 64, 1 << 20, 64, 64, 1), "heads", "not divisible");
+  expect_invalid(load_model("qwen2-7b"), plan(Method::ulysses, 8, 1 << 20, 8, 8, 1), "heads", "28 query heads");
+}
+
+TEST(Validity, KvHeadsMustSplitOrReplicateEvenly) {
+  Model m = load_model("llama3-8b");
+  m.heads = 24;
+  m.kv_heads = 8;
+  expect_invalid(m, plan(Method::ulysses, 12, 12 * 1024, 12, 12, 1), "kv_heads", "neither divides");
+  // Replication (P % kv == 0) and splitting (kv % P == 0) are both fine.
+  const System s = load_system("dgx-h100");
+  EXPECT_TRUE(simulate(load_model("llama3-8b"), s, plan(Method::ulysses, 16, 1 << 16, 16, 16, 1)).valid);
+  EXPECT_TRUE(simulate(load_model("llama3-8b"), s, plan(Method::ulysses, 4, 1 << 16, 4, 4, 1)).valid);
+}
+
+TEST(Validity, SequenceMustDivideIntoShards) {
+  const Model m = load_model("llama3-8b");
+  expect_invalid(m, plan(Method::ulysses, 8, 1001, 8, 8, 1), "seq_len", "pad the sequence to 1008");
+  expect_invalid(m, plan(Method::ring_zigzag, 8, 8 * 1001, 8, 1, 8), "seq_len", "2 x sp chunks");
+  expect_invalid(m, plan(Method::hybrid, 8, 8 * 1001, 8, 4, 2), "seq_len", "not divisible by 16");
+}
+
+TEST(Validity, GpusMustDivideIntoTheDegrees) {
+  const Model m = load_model("llama3-8b");
+  expect_invalid(m, plan(Method::ulysses, 12, 1 << 16, 8, 8, 1), "gpus", "not divisible by sp 8");
+  expect_invalid(m, plan(Method::hybrid, 8, 1 << 16, 8, 4, 4), "sp", "ulysses_degree 4 x ring_degree 4");
+  expect_invalid(m, plan(Method::ulysses, 8, 1 << 16, 8, 4, 2), "ring_degree", "has no ring");
+  expect_invalid(m, plan(Method::ring, 8, 1 << 16, 8, 2, 4), "ulysses_degree", "no Ulysses part");
+}
+
+TEST(Validity, ZeroAndNegativeSizesAreRejected) {
+  const Model m = load_model("llama3-8b");
+  expect_invalid(m, plan(Method::ulysses, 0, 1 << 16, 1, 1, 1), "gpus", "at least 1");
+  expect_invalid(m, plan(Method::ulysses, 8, 0, 8, 8, 1), "seq_len", "positive");
+  expect_invalid(m, plan(Method::ulysses, 8, -4096, 8, 8, 1), "seq_len", "positive");
+  expect_invalid(m, plan(Method::ulysses, 8, 1 << 16, 0, 0, 1), "sp", "at least 1");
+  expect_invalid(m, plan(Method::ulysses, 8, 1 << 16, -8, 8, 1), "sp", "at least 1");
+  Plan mb = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
+  mb.micro_batch = 0;
+  expect_invalid(m, mb, "micro_batch", "at least 1");
+  Plan z = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
+  z.mem.zero = 4;
+  expect_invalid(m, z, "zero", "does not exist");
+}
+
+TEST(Validity, OffloadedCheckpointsNeedFullCheckpointing) {
+  Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
+  p.mem.offload_checkpoints = true;
+  expect_invalid(load_model("llama3-8b"), p, "offload_checkpoints", "--checkpoint full");
+}
+
+TEST(Validity, GranularityIsTwoPForZigzag) {
+  EXPECT_EQ(seq_granularity(plan(Method::ulysses, 8, 0, 8, 8, 1)), 8);
+  EXPECT_EQ(seq_granularity(plan(Method::ring, 8, 0, 8, 1, 8)), 8);
+  EXPECT_EQ(seq_granularity(plan(Method::ring_zigzag, 8, 0, 8, 1, 8)), 16);
+  EXPECT_EQ(seq_granularity(plan(Method::hybrid, 8, 0, 8, 4, 2)), 16);
+}
+
+TEST(PlanJson, RoundTripsAndRejectsBadFields) {
+  Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
+  p.mem.zero = 3;
+  p.mem.checkpoint = Checkpoint::full;
+  p.mem.tiled_loss = true;
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  nlohmann::json j = to_json(p);
+  j["method"] = "spiral";
+  EXPECT_THROW(plan_from_json(j), Error);
+  j = to_json(p);
+  j["sp"] = "sixteen";
+  EXPECT_THROW(plan_from_json(j), Error);
+  j = to_json(p);
+  j.erase("gpus");
+  EXPECT_THROW(plan_from_json(j), Error);
+}
+
+TEST(PlanNormalize, FillsTheDegreesTheMethodFixes) {
+  Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 0, 0);
+  EXPECT_EQ(normalized(p, 8).ulysses_degree, 8);
+  p.method = Method::ring_zigzag;
+  EXPECT_EQ(normalized(p, 8).ring_degree, 8);
+  p = plan(Method::hybrid, 32, 1 << 16, 32, 0, 0);
+  const Plan h = normalized(p, 8);
+  EXPECT_EQ(h.ulysses_degree, 8);  // Ulysses inside a node
+  EXPECT_EQ(h.ring_degree, 4);
+  p.ring_degree = 8;
+  EXPECT_EQ(normalized(p, 8).ulysses_degree, 4);
+}
+
+}  // namespace
+}  // namespace seqpar::sim
