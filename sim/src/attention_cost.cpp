@@ -23,7 +23,7 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (m.heads + 2.0 * a.kv_heads_sent) * d;
   a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * m.heads * d;
   a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
-  a.block_tokens = p.zigzag() && p.ring_degree > 1 ? a.attn_tokens / 2 : a.attn_tokens;
+  a.block_tokens = p.zigzag() && m.causal && p.ring_degree > 1 ? a.attn_tokens / 2 : a.attn_tokens;
   return a;
 }
 
@@ -32,7 +32,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const Gpu& g = s.gpu;
   AttentionCost c;
   const double d = m.head_dim;
-  c.model_flops_fwd = 0.5 * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp;
+  const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
+  c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp;
 
   double a2a_fwd = 0, a2a_bwd = 0;
   if (p.ulysses_degree > 1) {
@@ -45,7 +46,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
 
   const int R = p.ring_degree;
   if (R == 1) {
-    const double flops = 0.5 * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
+    const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
     c.fwd_kernel_s = attention_time(g, flops, a.attn_tokens, false);
     c.bwd_kernel_s = attention_time(g, 2.5 * flops, a.attn_tokens, true);
     c.fwd_s = c.fwd_kernel_s + a2a_fwd;
@@ -61,13 +62,15 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // Per-step kernel time of the critical rank. Step 0 is the causal diagonal over the rank's own
   // tokens in both layouts (zigzag's two chunks, laid end to end, are one causal call). After it,
   // zigzag gives every rank half a block (one varlen call over half-length chunks), while the
-  // contiguous ring's last rank holds a full unmasked block at every step.
-  const double step0_f = attention_time(g, block / 2, a.attn_tokens, false);
-  const double step0_b = attention_time(g, 2.5 * block / 2, a.attn_tokens, true);
-  const double step_f = p.zigzag() ? attention_time(g, block / 2, a.block_tokens, false)
-                                   : attention_time(g, block, a.block_tokens, false);
-  const double step_b = p.zigzag() ? attention_time(g, 2.5 * block / 2, a.block_tokens, true)
-                                   : attention_time(g, 2.5 * block, a.block_tokens, true);
+  // contiguous ring's last rank holds a full unmasked block at every step. Without a mask every
+  // step is a full block and zigzag changes nothing.
+  const bool zigzag = p.zigzag() && m.causal;
+  const double step0_f = attention_time(g, mask * block, a.attn_tokens, false);
+  const double step0_b = attention_time(g, 2.5 * mask * block, a.attn_tokens, true);
+  const double step_f = zigzag ? attention_time(g, block / 2, a.block_tokens, false)
+                               : attention_time(g, block, a.attn_tokens, false);
+  const double step_b = zigzag ? attention_time(g, 2.5 * block / 2, a.block_tokens, true)
+                               : attention_time(g, 2.5 * block, a.attn_tokens, true);
   const double steps_after0 = R - 1;
   c.fwd_kernel_s = step0_f + steps_after0 * step_f;
   c.bwd_kernel_s = step0_b + steps_after0 * step_b;

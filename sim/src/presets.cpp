@@ -192,6 +192,10 @@ Model model_from_json(const json& j, std::string_view what) {
   if (norm == "rmsnorm") m.norm = NormKind::rmsnorm;
   else if (norm == "layernorm") m.norm = NormKind::layernorm;
   else throw Error(fmt::format("{}: field 'norm' must be rmsnorm or layernorm (got '{}')", what, norm));
+  if (auto c = j.find("causal"); c != j.end()) {
+    if (!c->is_boolean()) throw Error(fmt::format("{}: field 'causal' must be true or false", what));
+    m.causal = c->get<bool>();
+  }
   auto tied = j.find("tied_embeddings");
   if (tied != j.end()) {
     if (!tied->is_boolean()) throw Error(fmt::format("{}: field 'tied_embeddings' must be true or false", what));

@@ -12,7 +12,8 @@ json to_json(const Model& m) {
           {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
           {"mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
           {"norm", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"},
-          {"tied_embeddings", m.tied_embeddings}, {"params", m.total_params()}};
+          {"tied_embeddings", m.tied_embeddings},
+          {"causal", m.causal}, {"params", m.total_params()}};
 }
 
 json to_json(const System& s, int gpus) {

@@ -135,6 +135,20 @@ TEST(AttentionCost, RingStepsOverlapComputeWithTheNextBlock) {
   EXPECT_REL(c.fwd_kernel_s, f0 + f1);
 }
 
+TEST(AttentionCost, WithoutAMaskEveryRingStepIsAFullBlockAndZigzagChangesNothing) {
+  Model m = tiny_model();
+  m.causal = false;
+  const System s = round_system();
+  const AttentionCost c = attention_layer_cost(m, s, plan(Method::ring, 4, 1 << 16, 4, 1, 4));
+  const AttentionCost z = attention_layer_cost(m, s, plan(Method::ring_zigzag, 4, 1 << 16, 4, 1, 4));
+  const double block = attention_flops(1, 1 << 14, 1 << 14, 2, 4);
+  EXPECT_REL(c.fwd_kernel_s, 4 * attention_time(s.gpu, block, 1 << 14, false));
+  EXPECT_REL(z.fwd_kernel_s, c.fwd_kernel_s);
+  EXPECT_REL(c.model_flops_fwd, attention_flops(1, 1 << 16, 1 << 16, 2, 4) / 4);
+  m.causal = true;
+  EXPECT_REL(attention_layer_cost(m, s, plan(Method::ring, 4, 1 << 16, 4, 1, 4)).model_flops_fwd, c.model_flops_fwd / 2);
+}
+
 TEST(MemoryCost, StoredActivationsPerTokenByCheckpointMode) {
   const Model m = tiny_model();
   Plan p = plan(Method::ulysses, 1, 64, 1, 1, 1);

@@ -20,6 +20,7 @@ struct Model {
   MlpKind mlp = MlpKind::swiglu;
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;
+  bool causal = true;  // decoder LMs; false for encoders: no mask, no ring imbalance
 
   // Parameter counts: weights and norms; linear-layer biases are not modelled (< 0.1% of GPT's).
   std::int64_t norm_params() const;
