@@ -1,209 +1,103 @@
-// seqpar-bench-reshard: the Ulysses reshards (pack/unpack around the all-to-alls, both directions,
-// single tensors and fused q,k,v) in GB/s, beside cudaMemcpy device-to-device of the same bytes
-// measured in the same run. Modes are rows of one table, so more (the all-to-all itself) can be added.
+// seqpar-bench-reshard: the Ulysses reshard. Without --comm, the reshard kernels alone in GB/s beside
+// cudaMemcpy (Google Benchmark rows); with --comm, the whole reshard (pack + all-to-all + unpack, for
+// q,k,v and the output, forward and backward; fused kernels beside naive copies) on real ranks,
+// virtual ranks or the single-rank proxy, with the data check.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <functional>
-#include <iostream>
-#include <memory>
-#include <string>
-#include <vector>
+#include <algorithm>
+#include <sstream>
 
-#include "seqpar/bench/environment.hpp"
-#include "seqpar/bench/gbench_harness.hpp"
-#include "seqpar/common/cuda_check.hpp"
+#include "bench_driver.hpp"
+#include "full_reshard.hpp"
+#include "options.hpp"
 #include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
-#include "seqpar/kernels/fill.cuh"
-#include "seqpar/kernels/reshard.cuh"
-#include "seqpar/kernels/reshard_layout.hpp"
+
+#ifdef SEQPAR_HAVE_CUDA
+#include "kernel_bench.hpp"
+#include "seqpar/bench/gbench_harness.hpp"
+#endif
 
 namespace seqpar::bench {
 namespace {
 
-using kernels::DType;
+constexpr const char* kFooter = R"(
+Exit status: 0 success; 1 the data check (-c 1) found wrong elements; 2 bad arguments, or no usable
+CUDA device for a GPU run (the message says why); 3 a failure while running.
 
-// One rank's view: per-rank tokens n = seq_len / P of a [batch, seq_len, heads, head_dim] activation.
-struct Shape {
-  int P = 1, batch = 1, n = 0, heads = 0, kv_heads = 0, d = 0;
-  DType t = DType::bf16;
-  std::size_t elems(int h) const { return std::size_t(batch) * n * h * d; }
-  std::size_t bytes(int h) const { return elems(h) * kernels::dtype_size(t); }
-};
+Full reshard examples:
+  mpirun -np 8 seqpar-bench-reshard --comm nccl --seq-len 128K --heads 32 --kv-heads 8
+  seqpar-bench-reshard --comm loopback --sp 8 --seq-len 128K      (rank 0's shapes on one GPU)
+  mpirun -np 4 seqpar-bench-reshard --comm mpi --seq-len 4K --heads 8 --kv-heads 2 --head-dim 32)";
 
-// A mode: the bytes it moves (counted once: the size of what is copied) and how to launch it from the
-// source tensors (`inputs` of them, sized as the mode's input) into one destination of `bytes`.
-// A new mode (the all-to-all itself) is one more row in modes().
-struct Mode {
-  const char* name;
-  const char* help;
-  std::function<std::size_t(const Shape&)> bytes;
-  std::function<void(const Shape&, const std::vector<void*>& src, void* dst)> launch;
-  int inputs = 1;  // source tensors (3 for the unfused q, k, v inputs of pack_qkv)
-};
-
-std::vector<Mode> modes() {
-  auto single = [](auto fn) {
-    return [fn](const Shape& s, const std::vector<void*>& src, void* dst) {
-      fn(s.P, s.batch, s.n, s.heads, s.d, s.t, src[0], dst, nullptr);
-    };
-  };
-  auto one = [](const Shape& s) { return s.bytes(s.heads); };
-  auto qkv = [](const Shape& s) { return s.bytes(s.heads) + 2 * s.bytes(s.kv_heads); };
-  return {
-      {"pack", "[b,n,H,d] -> [P][b,n,H/P,d] before the forward all-to-all", one, single(kernels::ulysses_pack)},
-      {"unpack", "[P][b,n,H/P,d] -> [b,P*n,H/P,d] after it", one, single(kernels::ulysses_unpack)},
-      {"pack_reverse", "[b,P*n,H/P,d] -> [P][b,n,H/P,d] before the output all-to-all", one,
-       single(kernels::ulysses_pack_reverse)},
-      {"unpack_reverse", "[P][b,n,H/P,d] -> [b,n,H,d] after it", one, single(kernels::ulysses_unpack_reverse)},
-      {"pack_qkv", "q, k, v -> one send buffer (kv_heads % P == 0)", qkv,
-       [](const Shape& s, const std::vector<void*>& src, void* dst) {
-         kernels::ulysses_pack_qkv(s.P, s.batch, s.n, s.heads, s.kv_heads, s.d, s.t, src[0], src[1], src[2], dst);
-       },
-       3},
-      {"memcpy", "cudaMemcpyAsync device-to-device of the single-tensor bytes (the peer)", one,
-       [](const Shape& s, const std::vector<void*>& src, void* dst) {
-         SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src[0], s.bytes(s.heads), cudaMemcpyDeviceToDevice, nullptr));
-       }},
-  };
-}
-
-struct Options {
-  std::string sp = "2,4,8";
-  std::string seq_len = "64K";
-  std::string modes = "pack,unpack,pack_reverse,unpack_reverse,pack_qkv,memcpy";
-  std::string dtype = "bf16";
-  int batch = 1, heads = 32, kv_heads = 8, head_dim = 128;
-  TimingOptions timing;
-  std::string json_path;
-};
-
-void register_all(const Options& opt, Recorder& rec) {
-  const DType t = kernels::parse_dtype(opt.dtype, "--dtype");
-  const std::int64_t seq = parse_count(opt.seq_len, "--seq-len");
-  const std::vector<Mode> table = modes();
-  for (const std::string& mode_name : split_list(opt.modes, "--modes")) {
-    const Mode* mode = nullptr;
-    for (const Mode& m : table)
-      if (mode_name == m.name) mode = &m;
-    if (!mode) throw Error(fmt::format("--modes: unknown mode '{}' (see --help)", mode_name));
-    for (const std::string& ptext : split_list(opt.sp, "--sp")) {
-      const auto P = parse_count(ptext, "--sp");
-      if (P <= 0 || seq % P != 0)
-        throw Error(fmt::format("--seq-len {} must be divisible by every --sp value ({} is not a divisor)", seq, P));
-      Shape s;
-      s.P = static_cast<int>(P);
-      s.batch = opt.batch;
-      s.n = static_cast<int>(seq / P);
-      s.heads = opt.heads;
-      s.kv_heads = opt.kv_heads;
-      s.d = opt.head_dim;
-      s.t = t;
-      reshard::check_ulysses_args(s.P, s.batch, s.n, s.heads, s.d, "--heads");
-      if (mode->inputs == 3) reshard::check_ulysses_args(s.P, s.batch, s.n, s.kv_heads, s.d, "--kv-heads");
-      const std::size_t bytes = mode->bytes(s);
-      const std::string name = fmt::format("reshard_{}/{}/P{}/seq{}/h{}/d{}", mode->name, kernels::to_string(t), P,
-                                           seq, s.heads, s.d);
-      const nlohmann::json fields = {{"op", mode->name}, {"dtype", kernels::to_string(t)}, {"sp", P},
-                                     {"seq_len", seq},   {"tokens_per_rank", s.n},         {"batch", s.batch},
-                                     {"heads", s.heads}, {"kv_heads", s.kv_heads},         {"head_dim", s.d},
-                                     {"bytes", bytes}};
-      const Mode m = *mode;
-      auto setup = [s, m, bytes, fields]() {
-        struct Set {
-          std::vector<DeviceMemory> src;
-          DeviceMemory dst;
-        };
-        auto sets = std::make_shared<std::vector<Set>>();
-        const int copies = rotation_copies(2 * bytes);
-        for (int c = 0; c < copies; ++c) {
-          Set set;
-          const int sizes[3] = {s.heads, s.kv_heads, s.kv_heads};
-          for (int i = 0; i < m.inputs; ++i) {
-            set.src.emplace_back(s.bytes(sizes[i]));
-            kernels::fill_uniform(s.t, set.src.back().get(), s.elems(sizes[i]), 100u * c + i);
-          }
-          set.dst = DeviceMemory(bytes);
-          sets->push_back(std::move(set));
-        }
-        SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
-        nlohmann::json f = fields;
-        f["rotated_copies"] = copies;
-        Recorder::Launch launch = [s, m, sets](int rep) {
-          const Set& set = (*sets)[static_cast<std::size_t>(rep) % sets->size()];
-          std::vector<void*> src;
-          for (const auto& b : set.src) src.push_back(b.get());
-          m.launch(s, src, set.dst.get());
-        };
-        return Recorder::Prepared{launch, f};
-      };
-      // algbw: bytes copied / time; mem: bytes read + written / time (what the DRAM sees).
-      auto rates = [bytes](double median_s) {
-        return nlohmann::json{{"algbw_gbps", double(bytes) / median_s / 1e9},
-                              {"mem_gbps", 2.0 * double(bytes) / median_s / 1e9}};
-      };
-      rec.add(name, setup, rates, opt.timing);
-    }
-  }
-}
-
-int run(int argc, char** argv) {
-  const SplitArgs args = split_benchmark_args(argc, argv);
-  Options opt;
-  std::string mode_help = "Comma-separated modes:";
-  for (const Mode& m : modes()) mode_help += fmt::format("\n  {}: {}", m.name, m.help);
-  CLI::App app{
-      "seqpar-bench-reshard: Ulysses reshard kernels in GB/s beside cudaMemcpy device-to-device (CUDA-event "
-      "timing, Google Benchmark driver). Google Benchmark's --benchmark_* flags are passed through.",
-      "seqpar-bench-reshard"};
-  app.add_option("--sp", opt.sp, "Comma-separated Ulysses degrees P")->capture_default_str();
-  app.add_option("--seq-len", opt.seq_len, "Full sequence length N (each rank holds N/P tokens)")
+int run(int argc, char** argv, int world_rank, bool& started) {
+  std::vector<std::string> own, gbench;
+#ifdef SEQPAR_HAVE_CUDA
+  SplitArgs split = split_benchmark_args(argc, argv);
+  own = std::move(split.own);
+  gbench = std::move(split.gbench);
+  const std::string kernel_help = kernel_modes_help();
+#else
+  for (int i = 1; i < argc; ++i) own.emplace_back(argv[i]);
+  const std::string kernel_help = "Rows of the kernel-only mode (CUDA builds only)";
+#endif
+  ReshardOptions o;
+  CLI::App app{"seqpar-bench-reshard: the Ulysses reshard. Without --comm: the reshard kernels alone in GB/s "
+               "beside cudaMemcpy device-to-device (CUDA-event timing, Google Benchmark driver; its "
+               "--benchmark_* flags are passed through). With --comm: the whole reshard, pack + all-to-all + "
+               "unpack for q,k,v and the output, forward and backward, fused kernels beside naive copies, "
+               "timed per stage, with the data check.",
+               "seqpar-bench-reshard"};
+  app.footer(kFooter);
+  app.add_option("--comm", o.comm,
+                 "Time the whole reshard over this communicator: mpi (host memory, real ranks), nccl (one "
+                 "rank per GPU), virtual (P ranks in one process), loopback (rank 0's shapes alone)");
+  app.add_option("--device", o.device, "Full reshard: gpu or cpu memory (default: cpu for mpi, gpu otherwise)");
+  app.add_option("--sp", o.sp,
+                 "Ulysses degree P. Kernels: a comma-separated list (default 2,4,8); full reshard: one P "
+                 "(default: the number of MPI ranks; required for virtual and loopback)");
+  app.add_option("--seq-len", o.seq_len, "Full sequence length N (each rank holds N/P tokens)")->capture_default_str();
+  app.add_option("--modes", o.modes, kernel_help)->capture_default_str();
+  app.add_option("--dtype", o.dtype, "bf16, fp16 or fp32 (default bf16 on the GPU, fp32 on the host)");
+  app.add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  app.add_option("--heads", o.heads, "Query heads")->capture_default_str();
+  app.add_option("--kv-heads", o.kv_heads,
+                 "KV heads: split over P when kv_heads % P == 0, replicated P/kv_heads times when P % kv_heads == 0")
       ->capture_default_str();
-  app.add_option("--modes", opt.modes, mode_help)->capture_default_str();
-  app.add_option("--dtype", opt.dtype, "bf16, fp16 or fp32")->capture_default_str();
-  app.add_option("--batch", opt.batch, "Batch size")->capture_default_str();
-  app.add_option("--heads", opt.heads, "Query heads")->capture_default_str();
-  app.add_option("--kv-heads", opt.kv_heads, "KV heads (for pack_qkv)")->capture_default_str();
-  app.add_option("--head-dim", opt.head_dim, "Head dim")->capture_default_str();
-  app.add_option("--warmup", opt.timing.warmup, "Untimed launches before timing")->capture_default_str();
-  app.add_option("--iters", opt.timing.iterations, "Timed repetitions (samples)")->capture_default_str();
-  app.add_option("-J,--json", opt.json_path, "Write the measurement JSON to FILE");
-  std::vector<std::string> own(args.own.rbegin(), args.own.rend());  // CLI11 parses a reversed vector
+  app.add_option("--head-dim", o.head_dim, "Head dim")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed iterations before timing")->capture_default_str();
+  app.add_option("--iters", o.iters, "Timed repetitions (samples)")->capture_default_str();
+  app.add_option("-c,--check", o.check, "Full reshard: compare every output with the CPU reference (0: no, 1: yes)")
+      ->capture_default_str();
+  app.add_flag("--inject-fault", o.inject_fault, "Full reshard: corrupt one input element on rank 0 before the check");
+  app.add_option("-J,--json", o.json_path, "Write the measurement JSON to FILE");
+  std::reverse(own.begin(), own.end());  // CLI11 parses a reversed vector
   try {
     app.parse(own);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits 0; every parse error gets the documented status 2.
+    std::ostringstream null_out, null_err;
+    const int rc = world_rank == 0 ? app.exit(e) : app.exit(e, null_out, null_err);
+    return rc == 0 ? 0 : 2;
   }
-  if (opt.timing.iterations <= 0 || opt.timing.warmup < 0)
-    throw Error("--iters must be positive and --warmup non-negative");
-  std::string why;
-  if (!cuda_device_available(&why)) {
-    std::cerr << "seqpar-bench-reshard: no usable CUDA device: " << why << '\n';
-    return 2;
+  if (!o.comm.empty()) {
+    if (app.count("--modes")) throw Error("--modes picks rows of the kernel-only mode: leave it out with --comm");
+    if (!gbench.empty()) throw Error(fmt::format("{}: Google Benchmark flags apply without --comm", gbench.front()));
+    return run_full_reshard(o, argc, argv, world_rank, started);
   }
-  Recorder rec;
-  register_all(opt, rec);
-  run_registered_benchmarks(args.gbench, argv[0]);
-  if (!opt.json_path.empty()) {
-    const nlohmann::json config = {{"sp", opt.sp},         {"seq_len", opt.seq_len}, {"modes", opt.modes},
-                                   {"dtype", opt.dtype},   {"batch", opt.batch},     {"heads", opt.heads},
-                                   {"kv_heads", opt.kv_heads}, {"head_dim", opt.head_dim},
-                                   {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-reshard", "single-rank-proxy", config,
-                      rec.results());
-  }
-  return 0;
+  for (const char* full_only : {"--device", "--check", "--inject-fault"})
+    if (app.count(full_only)) throw Error(fmt::format("{} applies to the full reshard: give --comm", full_only));
+#ifdef SEQPAR_HAVE_CUDA
+  return run_kernel_bench(o, gbench, argc, argv);
+#else
+  throw Error("the kernel-only mode needs a CUDA build of seqpar: give --comm mpi for the host reshard");
+#endif
 }
 
 }  // namespace
 }  // namespace seqpar::bench
 
 int main(int argc, char** argv) {
-  try {
-    return seqpar::bench::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "seqpar-bench-reshard: " << e.what() << '\n';
-    return 1;
-  }
+  return seqpar::comm::bench::guarded_main(
+      argc, argv, [&](int rank, bool& started) { return seqpar::bench::run(argc, argv, rank, started); });
 }
