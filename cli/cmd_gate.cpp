@@ -48,7 +48,8 @@ void add_gate_command(CLI::App& app) {
       out["kind"] = "gate";
       out["baseline"] = args->baseline;
       out["new"] = args->current;
-      for (auto& [k, v] : to_json(r).items()) out[k] = v;
+      nlohmann::json result = to_json(r);
+      for (auto& [k, v] : result.items()) out[k] = v;
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n\n", args->baseline, base.format, args->current, cur.format)

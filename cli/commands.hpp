@@ -10,6 +10,9 @@ void add_advise_command(CLI::App& app);
 void add_maxlen_command(CLI::App& app);
 void add_comm_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_gate_command(CLI::App& app);
 
 // argc/argv of the process, for the "command" field of every JSON document.
 struct Invocation {

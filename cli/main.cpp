@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   add_maxlen_command(app);
   add_comm_command(app);
   add_sweep_command(app);
+  add_report_command(app);
+  add_calibrate_command(app);
+  add_gate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

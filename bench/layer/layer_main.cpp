@@ -1,0 +1,195 @@
+// seqpar-bench-layer: forward+backward of one attention layer (RMSNorm, QKV projections, RoPE,
+// sequence-parallel attention, output projection) and of one full decoder block (plus SwiGLU
+// MLP), Ulysses vs Ring vs hybrid, on the training step's code path. Timed with warm-up and
+// repetitions; each repetition counts as long as the slowest rank took; the median is reported.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/parse.hpp"
+#include "seqpar/common/stats.hpp"
+#include "seqpar/train/launch.hpp"
+#include "seqpar/train/model.hpp"
+#include "seqpar/train/sp_attention.hpp"
+
+namespace st = seqpar::train;
+
+namespace {
+
+struct Options {
+  st::ModelOptions model;
+  st::RunOptions run;
+  std::string methods = "ulysses,ring,ring-zigzag,hybrid";
+  int reps = 5, warmup = 1;
+};
+
+// Hybrid without given degrees: U = the largest divisor of P not above sqrt(P) (a square-ish split).
+st::RunOptions for_method(const Options& o, const std::string& method) {
+  st::RunOptions r = o.run;
+  r.method = method;
+  if (method != "hybrid") {
+    r.ulysses_degree = r.ring_degree = 0;
+  } else if (r.ulysses_degree <= 0 && r.ring_degree <= 0) {
+    int u = 1;
+    for (int d = 1; d * d <= r.sp; ++d)
+      if (r.sp % d == 0) u = d;
+    r.ulysses_degree = u;
+    r.ring_degree = r.sp / u;
+  }
+  return r;
+}
+
+// "ulysses U4", "ring-zigzag R4", "hybrid U2xR2": the table's plan column.
+std::string short_plan(const seqpar::sim::Plan& p) {
+  if (p.method == seqpar::sim::Method::ulysses) return fmt::format("ulysses U{}", p.ulysses_degree);
+  if (p.method == seqpar::sim::Method::hybrid)
+    return fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
+  return fmt::format("{} R{}", seqpar::sim::to_string(p.method), p.ring_degree);
+}
+
+std::vector<float> random_host(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communicator& world,
+             st::Backend& be, int argc, char** argv) {
+  const bool lead = world.rank() == 0;
+  nlohmann::json results = nlohmann::json::array(), skipped = nlohmann::json::array();
+  if (lead)
+    std::printf("# seqpar-bench-layer: model %s (hidden %d, heads %d/%d kv, head_dim %d, ffn %d), world %d, %s, backend %s\n",
+                cfg.name.c_str(), cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn,
+                world.size(), st::mode_name(world.backend()).c_str(), o.run.backend.c_str());
+  if (lead)
+    std::printf("%-16s %-16s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
+                "time_ms", "TFLOP/s/gpu", "tokens/s/gpu", "peak_MiB");
+  for (const std::string& method : seqpar::split_list(o.methods, "--methods")) {
+    const st::RunOptions ro = for_method(o, method);
+    seqpar::sim::Plan plan;
+    try {
+      plan = ro.plan(world.size());
+      st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+      if (method == "hybrid" && (plan.ulysses_degree == 1 || plan.ring_degree == 1))
+        throw seqpar::Error(fmt::format("hybrid needs U > 1 and R > 1; sp = {} gives U{} x R{}",
+                                        plan.sp, plan.ulysses_degree, plan.ring_degree));
+    } catch (const seqpar::Error& e) {
+      // Same inputs on every rank: all skip together, and the record says why.
+      if (lead) std::printf("%-16s skipped: %s\n", method.c_str(), e.what());
+      skipped.push_back({{"method", method}, {"reason", e.what()}});
+      continue;
+    }
+    auto groups = seqpar::comm::make_groups(world, plan.ulysses_degree, plan.ring_degree);
+    st::join_compute_stream(be, groups);
+    if (be.on_gpu()) world.set_stream(be.compute_stream());
+    const int w = world.rank();
+    const st::SeqLayout layout(plan.seq_len, plan.ulysses_degree, plan.ring_degree, plan.zigzag());
+    st::ModelConfig one = cfg;
+    one.layers = 1;
+    st::Model model(be, one, plan.micro_batch, layout, groups.layout.ring_index(w),
+                    groups.ulysses.get(), groups.ring.get(), /*blocks_only=*/true);
+    model.init(o.run.seed);
+    std::vector<int> pos = layout.positions(groups.layout.sp_index(w)), pos_b;
+    for (int b = 0; b < plan.micro_batch; ++b) pos_b.insert(pos_b.end(), pos.begin(), pos.end());
+    st::Ints positions(be, static_cast<std::int64_t>(pos_b.size()), st::MemCategory::working);
+    be.copy_from_host(positions.data(), pos_b.data(), positions.bytes());
+    const std::int64_t tc = static_cast<std::int64_t>(model.tokens_per_rank()) * cfg.hidden;
+    // Real data, never zeros: random inputs and output gradients, different per rank.
+    const auto x_host = random_host(static_cast<std::size_t>(tc), o.run.seed + 17 * static_cast<std::uint64_t>(w));
+    const auto dx_host = random_host(static_cast<std::size_t>(tc), o.run.seed + 31 * static_cast<std::uint64_t>(w) + 1);
+
+    for (const bool attention_only : {true, false}) {
+      const char* bench = attention_only ? "attention_layer" : "decoder_block";
+      std::vector<double> samples;
+      be.memory().reset_peak();
+      for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
+        st::Floats x(be, tc, st::MemCategory::activations), dx(be, tc, st::MemCategory::working);
+        be.copy_from_host(x.data(), x_host.data(), x.bytes());
+        be.copy_from_host(dx.data(), dx_host.data(), dx.bytes());
+        model.zero_grads();
+        be.synchronize();
+        world.barrier();
+        const auto t0 = std::chrono::steady_clock::now();
+        st::LayerActs acts;
+        st::Floats y = model.block_forward(0, std::move(x), acts, positions.data(), attention_only);
+        y.reset();
+        model.block_backward(0, acts, dx.data(), positions.data(), attention_only);
+        be.synchronize();
+        const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::vector<double> all = st::gather_over(world, be, mine);
+        if (rep >= o.warmup) samples.push_back(*std::max_element(all.begin(), all.end()));
+      }
+      const seqpar::Stats s = seqpar::summarize(samples);
+      const double flops = st::block_flops(cfg, plan.micro_batch, plan.seq_len, attention_only) * plan.dp();
+      const double tflops = flops / s.median / plan.gpus / 1e12;
+      const double tokens = static_cast<double>(plan.seq_len) * plan.micro_batch * plan.dp() / s.median / plan.gpus;
+      const std::string name = fmt::format("{}/{}/sp{}/U{}xR{}/seq{}/b{}", bench, method, plan.sp,
+                                           plan.ulysses_degree, plan.ring_degree, plan.seq_len,
+                                           plan.micro_batch);
+      if (lead)
+        std::printf("%-16s %-16s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
+                    short_plan(plan).c_str(), static_cast<long long>(plan.seq_len),
+                    s.median * 1e3, tflops, tokens,
+                    static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
+      results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::sim::to_json(plan)},
+                         {"time_s", s.median}, {"samples_s", samples}, {"stats", seqpar::to_json(s, "_s")},
+                         {"tflops_per_gpu", tflops}, {"tokens_per_s_per_gpu", tokens},
+                         {"flops", flops}, {"peak_memory_bytes", be.memory().peak_bytes()},
+                         {"memory", be.memory().parts_at_peak_json()},
+                         {"kv_replication", model.attention().kv_replication()}});
+    }
+  }
+  if (lead && !o.run.json_path.empty()) {
+    nlohmann::json doc = st::measurement_document(argc, argv, "seqpar-bench-layer",
+                                                  st::mode_name(world.backend()), be.on_gpu());
+    doc["config"] = {{"model", {{"name", cfg.name}, {"hidden", cfg.hidden}, {"heads", cfg.heads},
+                                {"kv_heads", cfg.kv_heads}, {"head_dim", cfg.head_dim},
+                                {"ffn_hidden", cfg.ffn}}},
+                     {"seq_len", seqpar::parse_count(o.run.seq_len, "--seq-len")},
+                     {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
+                     {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},
+                     {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", "f32"},
+                     {"seed", o.run.seed}};
+    doc["results"] = results;
+    doc["skipped"] = skipped;
+    std::ofstream f(o.run.json_path);
+    if (!f) throw seqpar::Error(fmt::format("-J {}: cannot open for writing", o.run.json_path));
+    f << doc.dump(2) << "\n";
+  }
+  return results.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"seqpar-bench-layer: forward+backward of one attention layer and one decoder block, Ulysses vs Ring vs hybrid"};
+  Options o;
+  o.model.add(app);
+  o.run.add(app);
+  app.add_option("--methods", o.methods, "comma-separated: ulysses,ring,ring-zigzag,hybrid");
+  app.add_option("--reps", o.reps, "timed repetitions (the median is reported)");
+  app.add_option("--warmup", o.warmup, "untimed repetitions first");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
+    if (o.warmup < 0) throw seqpar::Error(fmt::format("--warmup = {}: must be >= 0", o.warmup));
+    const st::ModelConfig cfg = o.model.resolve();
+    for (const std::string& m : seqpar::split_list(o.methods, "--methods")) seqpar::sim::parse_method(m);
+    const int local_world = o.run.gpus > 0 ? o.run.gpus : o.run.sp;
+    return st::launch_ranks(&argc, &argv, o.run, local_world,
+                            [&](seqpar::comm::Communicator& world, st::Backend& be) {
+                              return run_rank(o, cfg, world, be, argc, argv);
+                            });
+  } catch (const seqpar::Error& e) {
+    std::fprintf(stderr, "seqpar-bench-layer: error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,158 @@
+// The ops the model is written over, once: a CPU back end (plain loops + seqpar::ref attention)
+// and a CUDA back end (cuBLAS GEMMs + seqpar kernels) implement the same interface.
+// Layouts: activations [tokens, features] row-major; attention tensors as in seqpar::ref.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "seqpar/train/memory.hpp"
+
+namespace seqpar::train {
+
+// One attention block problem, as seqpar::ref::AttentionShape (kept here so that the model code
+// does not depend on which kernel family serves it). Causal: query i sees key j iff
+// k_offset + j <= q_offset + i.
+struct AttnShape {
+  int batch = 1, seq_q = 0, seq_k = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = true;
+  std::int64_t q_offset = 0, k_offset = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual bool on_gpu() const = 0;
+
+  MemoryTracker& memory() { return memory_; }
+  // Counting allocation: every buffer of the step goes through here.
+  void* allocate(std::int64_t bytes, MemCategory c);
+  void deallocate(void* p, std::int64_t bytes, MemCategory c) noexcept;
+
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void zero(void* p, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+
+  // Ring overlap: communication runs on its own stream on the GPU; these order the two.
+  // On the CPU the communicator's non-blocking calls give the overlap and these do nothing.
+  virtual void* compute_stream() { return nullptr; }
+  virtual void* comm_stream() { return nullptr; }
+  virtual void comm_waits_for_compute() {}
+  virtual void compute_waits_for_comm() {}
+
+  // Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(A) = A^T when trans_a
+  // (A stored [k,m]), likewise B (stored [n,k]).
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  virtual void add(float* y, const float* x, std::int64_t n) = 0;  // y += x
+  virtual void scale(float* x, float alpha, std::int64_t n) = 0;
+
+  virtual void embedding_forward(float* out, const int* tokens, const float* table, int tokens_n,
+                                 int dim) = 0;
+  virtual void embedding_backward(float* dtable, const float* dout, const int* tokens,
+                                  int tokens_n, int dim) = 0;  // accumulates
+  // rstd[t] = 1/sqrt(mean(x^2) + eps); out = x * rstd * w.
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w,
+                               int tokens_n, int dim, float eps) = 0;
+  // Accumulates into dinp and dw.
+  virtual void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                                const float* w, const float* rstd, int tokens_n, int dim) = 0;
+  // Rotary embedding in place on x [tokens, heads, head_dim] (pairs (2i, 2i+1)), angle
+  // pos[t] * theta^(-2i/head_dim); inverse = the transpose rotation, which is its backward.
+  virtual void rope(float* x, const int* pos, int tokens_n, int heads, int head_dim, float theta,
+                    bool inverse) = 0;
+  // out = silu(gate) * up.
+  virtual void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) = 0;
+  virtual void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                               const float* up, std::int64_t n) = 0;
+  // losses[t] = -log softmax(logits[t])[label[t]] (0 where label < 0); logits are overwritten
+  // with dloss/dlogits = (softmax - onehot) * dscale (0 rows where label < 0).
+  virtual void cross_entropy(float* losses, float* logits, const int* labels, int tokens_n,
+                             int vocab, float dscale) = 0;
+  virtual void adamw(float* param, const float* grad, float* m, float* v, std::int64_t n, float lr,
+                     float beta1, float beta2, float eps, float weight_decay, int step) = 0;
+
+  // Attention on one block (seqpar::ref semantics and layouts).
+  virtual void attention_forward(const AttnShape& s, const float* q, const float* k,
+                                 const float* v, float* o, float* lse) = 0;
+  // Overwrites dq, dk, dv; o and lse may be the final merged ones (ring backward).
+  virtual void attention_backward(const AttnShape& s, const float* q, const float* k,
+                                  const float* v, const float* o, const float* lse,
+                                  const float* dout, float* dq, float* dk, float* dv) = 0;
+  // Merges a partial (o_part, lse_part) into (o, lse) in place.
+  virtual void lse_merge(int batch, int seq_q, int heads, int head_dim, float* o, float* lse,
+                         const float* o_part, const float* lse_part) = 0;
+  // Ulysses reshards: [b,n,H,d] <-> [P][b,n,H/P,d] <-> [b,P*n,H/P,d].
+  virtual void ulysses_pack(int p, int b, int n, int heads, int d, const float* in,
+                            float* out) = 0;
+  virtual void ulysses_unpack(int p, int b, int n, int heads, int d, const float* in,
+                              float* out) = 0;
+  virtual void ulysses_pack_reverse(int p, int b, int n, int heads, int d, const float* in,
+                                    float* out) = 0;
+  virtual void ulysses_unpack_reverse(int p, int b, int n, int heads, int d, const float* in,
+                                      float* out) = 0;
+  // [b,n,kv,d] -> [b,n,kv*rep,d] and its adjoint (sums the replicas).
+  virtual void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
+                                  float* out) = 0;
+  virtual void reduce_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
+                               float* out) = 0;
+
+ private:
+  virtual void* raw_allocate(std::size_t bytes) = 0;
+  virtual void raw_free(void* p) noexcept = 0;
+  MemoryTracker memory_;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+// CUDA builds only; throws seqpar::Error when no device is usable or CUDA is not built in.
+std::unique_ptr<Backend> make_cuda_backend(int device);
+bool cuda_backend_built();
+
+// A typed buffer owned through a back end's counting allocator.
+template <class T>
+class Array {
+ public:
+  Array() = default;
+  Array(Backend& be, std::int64_t count, MemCategory c)
+      : be_(&be), n_(count), cat_(c),
+        p_(static_cast<T*>(be.allocate(count * static_cast<std::int64_t>(sizeof(T)), c))) {}
+  ~Array() { reset(); }
+  Array(Array&& o) noexcept { *this = std::move(o); }
+  Array& operator=(Array&& o) noexcept {
+    if (this != &o) {
+      reset();
+      be_ = std::exchange(o.be_, nullptr);
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+      cat_ = o.cat_;
+    }
+    return *this;
+  }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  std::int64_t size() const { return n_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
+  void reset() noexcept {
+    if (p_) be_->deallocate(p_, n_ * static_cast<std::int64_t>(sizeof(T)), cat_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
+  Backend* be_ = nullptr;
+  std::int64_t n_ = 0;
+  MemCategory cat_ = MemCategory::working;
+  T* p_ = nullptr;
+};
+using Floats = Array<float>;
+using Ints = Array<int>;
+
+}  // namespace seqpar::train

@@ -1,0 +1,60 @@
+// What seqpar-train and seqpar-bench-layer share: the model and plan options, starting the ranks
+// (MPI or NCCL processes, virtual-rank threads, or the single-rank loopback proxy) and the
+// measurement JSON envelope.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "seqpar/comm/communicator.hpp"
+#include "seqpar/sim/plan.hpp"
+#include "seqpar/train/backend.hpp"
+#include "seqpar/train/model_config.hpp"
+
+namespace seqpar::train {
+
+struct ModelOptions {
+  std::string model;  // preset name or JSON path; empty: the tiny default ModelConfig
+  std::optional<int> layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
+  void add(CLI::App& app);
+  ModelConfig resolve() const;  // preset (if any) with the explicit sizes on top, validated
+};
+
+struct RunOptions {
+  std::string seq_len = "64";
+  std::string method = "ulysses";
+  int sp = 1, ulysses_degree = 0, ring_degree = 0, micro_batch = 1, gpus = 0;
+  std::string backend = "cpu";
+  std::string comm = "mpi";
+  std::string json_path;
+  std::uint64_t seed = 1234;
+  void add(CLI::App& app);
+  // The plan these options name; gpus = the world size (0: sp). Throws seqpar::Error on bad input.
+  sim::Plan plan(int world_size) const;
+};
+
+// "real-ranks", "virtual-ranks" or "single-rank-proxy" for a communicator back end.
+std::string mode_name(comm::Backend b);
+
+// Starts the ranks and calls body(world, backend) on each (threads for virtual ranks; only
+// rank 0 for loopback). world_size: virtual/loopback rank count (MPI/NCCL: the launcher's).
+// Returns the process exit code: the largest body() returned on any local rank; a seqpar::Error
+// thrown on a rank is printed with the rank and gives 2.
+using RankBody = std::function<int(comm::Communicator& world, Backend& be)>;
+int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size, const RankBody& body);
+
+std::unique_ptr<Backend> make_backend(const std::string& name);
+
+// run_info + {"kind": "measurement", "program", "mode", "device", "environment"}.
+nlohmann::json measurement_document(int argc, const char* const* argv, const std::string& program,
+                                    const std::string& mode, bool on_gpu);
+
+// Sum of one value over all ranks of `c` (in the communicator's memory space).
+double sum_over(comm::Communicator& c, Backend& be, double value);
+// Every rank's value, rank order.
+std::vector<double> gather_over(comm::Communicator& c, Backend& be, double value);
+
+}  // namespace seqpar::train

@@ -1,0 +1,88 @@
+// The Llama-style decoder, llm.c style: one parameter buffer with named tensors, explicit forward
+// and backward per op, AdamW. Per rank it sees only its own tokens; attention goes through
+// SpAttention, so the same code runs unsharded (U = R = 1) and under every SP method.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seqpar/train/backend.hpp"
+#include "seqpar/train/model_config.hpp"
+#include "seqpar/train/sp_attention.hpp"
+
+namespace seqpar::train {
+
+struct ParamTensor {
+  std::string name;  // "layers.0.wq", "embed", ...
+  std::int64_t offset = 0, count = 0;
+  bool decay = false;  // weight decay on matrices, not on norms
+};
+
+struct AdamWConfig {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
+};
+
+// What one decoder block's backward needs; freed as the backward passes it.
+struct LayerActs {
+  Floats x_in, h1, rstd1, x_mid, h2, rstd2, gate, up, act;
+  AttnSaved attn;
+};
+
+class Model {
+ public:
+  // batch sequences of layout.local_len() tokens each on this rank. blocks_only: the decoder
+  // blocks without embedding, final norm and LM head (for the layer benchmark).
+  Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& layout, int ring_index,
+        comm::Communicator* ulysses, comm::Communicator* ring, bool blocks_only = false);
+  ~Model();
+
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  std::int64_t param_count() const { return params_.size(); }
+  float* params() { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  // Normal(0, 0.02) matrices, ones for the norms; the same for every rank given the seed.
+  void init(std::uint64_t seed);
+
+  // tokens, labels (-1: no label) and positions of this rank's batch*local_len tokens (device
+  // buffers). Runs forward and backward, accumulating into the gradients; dloss_scale is
+  // d(loss)/d(token loss), 1 / (real tokens of the whole step). Returns this rank's summed loss.
+  double forward_backward(const int* tokens, const int* labels, const int* positions,
+                          float dloss_scale);
+  void zero_grads();
+
+  // One decoder block (attention_only: RMSNorm, QKV, RoPE, SP attention, output projection and
+  // residual, without the MLP): x_out = block(x_in), keeping what the backward needs in `a`.
+  Floats block_forward(int layer, Floats&& x_in, LayerActs& a, const int* positions,
+                       bool attention_only = false);
+  // dx: d(x_out) in, d(x_in) out (in place); parameter gradients accumulate. Frees `a`.
+  void block_backward(int layer, LayerActs& a, float* dx, const int* positions,
+                      bool attention_only = false);
+  void adamw_step(const AdamWConfig& opt, int step);
+
+  int tokens_per_rank() const { return tokens_; }
+  SpAttention& attention() { return *attn_; }
+
+ private:
+  struct LayerParams {  // offsets into the parameter (and gradient) buffer
+    std::int64_t attn_norm, wq, wk, wv, wo, mlp_norm, w1, w3, w2;
+  };
+  const float* p(std::int64_t off) const { return params_.data() + off; }
+  float* g(std::int64_t off) { return grads_.data() + off; }
+  void linear_forward(float* out, const float* inp, std::int64_t w, int out_dim, int in_dim);
+  // dinp (+)= dout W; dW += dout^T inp.
+  void linear_backward(float* dinp, bool accumulate, const float* dout, const float* inp,
+                       std::int64_t w, int out_dim, int in_dim);
+
+  Backend& be_;
+  ModelConfig cfg_;
+  int batch_, tokens_;
+  bool blocks_only_;
+  std::unique_ptr<SpAttention> attn_;
+  std::vector<ParamTensor> tensors_;
+  std::vector<LayerParams> layers_;
+  std::int64_t embed_ = 0, final_norm_ = 0, lm_head_ = 0;
+  Floats params_, grads_, m_, v_;
+};
+
+}  // namespace seqpar::train

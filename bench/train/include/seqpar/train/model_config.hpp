@@ -1,0 +1,34 @@
+// Sizes of the Llama-style decoder the training step runs, and its model FLOPs (DESIGN.md §2
+// conventions: GEMMs 2mnk forward and twice that backward; attention 4·b·s²·h·d forward, halved
+// when causal, 2.5x that backward; never recomputation).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "seqpar/sim/model.hpp"
+
+namespace seqpar::train {
+
+struct ModelConfig {
+  std::string name = "custom";
+  int layers = 2, hidden = 64, heads = 4, kv_heads = 2, head_dim = 16, ffn = 128, vocab = 256;
+  bool tied_embeddings = false;
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+
+  std::int64_t params_per_layer() const;
+  std::int64_t total_params() const;
+};
+
+// From a simulator preset; only SwiGLU models are supported (throws seqpar::Error otherwise).
+ModelConfig from_sim(const sim::Model& m);
+// Throws seqpar::Error naming the field when a size is not positive or heads are not divisible.
+void validate(const ModelConfig& c);
+
+// Model FLOPs of one forward+backward of one decoder block (attention_only: without the MLP)
+// over `batch` sequences of `seq_len` tokens (causal).
+double block_flops(const ModelConfig& c, std::int64_t batch, std::int64_t seq_len, bool attention_only);
+// The same for the whole model: every block plus the LM head.
+double model_flops(const ModelConfig& c, std::int64_t batch, std::int64_t seq_len);
+
+}  // namespace seqpar::train

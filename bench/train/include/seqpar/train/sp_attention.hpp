@@ -1,0 +1,64 @@
+// Sequence-parallel causal attention over communicators, written once for every method:
+// Ulysses all-to-alls inside groups of U ranks (with KV-head replication when U % kv_heads == 0),
+// then Ring attention across R groups (K,V rotating while the block in hand is computed, partial
+// results merged by LSE; backward rotates K,V again and sends dK,dV around the ring).
+// Ulysses is U = P, R = 1; Ring is U = 1, R = P.
+#pragma once
+#include "seqpar/comm/communicator.hpp"
+#include "seqpar/train/backend.hpp"
+#include "seqpar/train/seq_layout.hpp"
+
+namespace seqpar::train {
+
+struct AttnDims {
+  int batch = 1, heads = 0, kv_heads = 0, head_dim = 0;
+};
+
+// What backward needs, in the head-sharded (post-Ulysses) layout: q [b, Ng, H/U, d],
+// k, v [b, Ng, KVr/U, d], o like q, lse [b][segment][H/U][segment length]; plus the output in the
+// caller's layout (for U = 1 that is o itself).
+struct AttnSaved {
+  Floats q, k, v, o, lse, out;
+  const float* output() const { return out.size() ? out.data() : o.data(); }
+};
+
+// On the GPU, collectives and ring steps join the back end's compute stream (no-op on the CPU).
+void join_compute_stream(Backend& be, comm::Groups& groups);
+
+// Throws seqpar::Error when the heads cannot be split over U ranks (DESIGN.md §2 rules).
+void check_ulysses_heads(int heads, int kv_heads, int ulysses);
+
+class SpAttention {
+ public:
+  // ulysses / ring: this rank's groups (size U and R; nullptr allowed when the degree is 1).
+  SpAttention(Backend& be, const SeqLayout& layout, int ring_index, comm::Communicator* ulysses,
+              comm::Communicator* ring, AttnDims dims);
+
+  // q [b, n_local, H, d], k, v [b, n_local, KV, d] (consumed: kept as saved state when U = 1).
+  void forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& saved);
+  // dout [b, n_local, H, d] -> dq, dk, dv (overwritten) in the input layouts.
+  void backward(const AttnSaved& saved, const float* dout, float* dq, float* dk, float* dv);
+
+  int kv_replication() const { return rep_; }
+
+ private:
+  void ring_forward(const float* q, const float* k, const float* v, float* o, float* lse);
+  void ring_backward(const AttnSaved& s, const float* dout, float* dq, float* dk, float* dv);
+  // forward all-to-all: [b, n, heads, d] -> [b, U*n, heads/U, d]; and its reverse.
+  void gather_seq(const float* in, float* out, int heads);
+  void scatter_seq(const float* in, float* out, int heads);
+  AttnShape block_shape(const Segment& qs, const Segment& ks) const;
+  std::int64_t lse_offset(int b, int seg) const;
+
+  Backend& be_;
+  SeqLayout layout_;
+  int ring_index_;
+  comm::Communicator* ulysses_;
+  comm::Communicator* ring_;
+  AttnDims dims_;
+  int u_, r_, rep_ = 1;
+  int nl_, ng_, hl_, kvl_;  // local tokens, gathered tokens, heads and KV heads after the gather
+  std::vector<Segment> my_segs_;
+};
+
+}  // namespace seqpar::train

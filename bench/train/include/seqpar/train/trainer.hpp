@@ -1,0 +1,95 @@
+// One rank's training step: synthetic data sharded to its tokens, forward/backward, loss averaged
+// over every real token of the step (all SP and DP ranks), gradients all-reduced over the world,
+// AdamW. The validation compares a sharded step with the unsharded one on the same seed and data.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "seqpar/comm/communicator.hpp"
+#include "seqpar/train/model.hpp"
+
+namespace seqpar::train {
+
+struct TrainSetup {
+  ModelConfig model;
+  std::int64_t seq_len = 64;
+  int ulysses = 1, ring = 1;  // sp = ulysses * ring; dp = world / sp
+  bool zigzag = false;
+  int micro_batch = 1;        // sequences per SP group per step
+  AdamWConfig opt;
+  std::uint64_t seed = 1234;
+};
+
+// Sequence `id`: a random start token, then next = (5 * t + 3) mod vocab — a bigram the model
+// can learn, so the loss must fall. Deterministic in (seed, id).
+std::vector<int> synthetic_sequence(std::uint64_t seed, std::int64_t id, std::int64_t len, int vocab);
+
+struct StepResult {
+  double loss = 0;         // mean over all real tokens of the step
+  double real_tokens = 0;  // tokens with a label, all ranks
+  double time_s = 0;
+};
+
+class Trainer {
+ public:
+  // world: nullptr runs alone (sp = dp = 1). Collective over world (builds the SP groups).
+  Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup);
+  ~Trainer();
+
+  // Gradients of the current parameters, all-reduced; returns the loss (no optimizer step).
+  StepResult compute_gradients();
+  // AdamW; the next step then reads fresh sequences.
+  void optimizer_step();
+  // compute_gradients() then optimizer_step(), timed (back end synchronised at both ends).
+  StepResult step();
+
+  Model& model() { return *model_; }
+  const TrainSetup& setup() const { return setup_; }
+  int sp_index() const { return sp_index_; }
+  int dp_index() const { return dp_index_; }
+  // This rank's global token positions (local order) and labels (-1: none), batch-major.
+  const std::vector<int>& positions() const { return positions_; }
+  const std::vector<int>& labels() const { return labels_; }
+  std::vector<float> params_host();
+  std::vector<float> grads_host();
+  int world_size() const { return world_ ? world_->size() : 1; }
+
+ private:
+  void all_reduce(void* buf, std::size_t count, comm::DType dt);
+  void load_batch();    // this step's sequences, sharded to this rank
+  void ensure_batch();  // load_batch() once per step
+
+  Backend& be_;
+  comm::Communicator* world_;
+  TrainSetup setup_;
+  comm::Groups groups_;
+  int sp_index_ = 0, dp_index_ = 0, ring_index_ = 0;
+  std::unique_ptr<Model> model_;
+  std::vector<int> positions_, labels_;
+  Ints tokens_d_, labels_d_, positions_d_;
+  int steps_done_ = 0, loaded_step_ = -1;
+};
+
+// Unsharded reference of the same global step: one rank, all dp * micro_batch sequences.
+TrainSetup reference_setup(const TrainSetup& s, int dp);
+
+struct Mismatch {
+  std::string what;  // "loss" or a tensor name
+  double max_abs_diff = 0, max_rel_diff = 0;
+};
+struct ValidationReport {
+  double loss = 0, reference_loss = 0;
+  double worst_rel = 0;  // largest relative difference over the loss and every gradient tensor
+  std::string worst_what;
+  std::vector<Mismatch> failures;
+  bool ok() const { return failures.empty(); }
+};
+
+// Compares loss and every gradient tensor: |a - b| <= atol + rtol * max|b| per tensor.
+ValidationReport compare_step(const Model& model, double loss, const std::vector<float>& grads,
+                              double ref_loss, const std::vector<float>& ref_grads, double rtol,
+                              double atol);
+
+}  // namespace seqpar::train

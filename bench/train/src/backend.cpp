@@ -1,0 +1,23 @@
+#include "seqpar/train/backend.hpp"
+
+#include <fmt/format.h>
+
+#include "seqpar/common/error.hpp"
+
+namespace seqpar::train {
+
+void* Backend::allocate(std::int64_t bytes, MemCategory c) {
+  if (bytes < 0) throw Error(fmt::format("allocation of {} bytes: size must not be negative", bytes));
+  if (bytes == 0) return nullptr;
+  void* p = raw_allocate(static_cast<std::size_t>(bytes));
+  memory_.on_alloc(c, bytes);
+  return p;
+}
+
+void Backend::deallocate(void* p, std::int64_t bytes, MemCategory c) noexcept {
+  if (!p) return;
+  raw_free(p);
+  memory_.on_free(c, bytes);
+}
+
+}  // namespace seqpar::train

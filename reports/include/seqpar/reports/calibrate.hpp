@@ -1,0 +1,43 @@
+// `seqpar calibrate`: fits a hardware profile from measurement JSON and writes it as a system
+// preset (GPU inline) that `seqpar simulate --system profile.json` loads. Fitted figures carry a
+// source naming the files, the point count and the residual; the rest keep the base preset's.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace seqpar::reports {
+
+// Returns the preset document of `kind` ("system" or "gpu") named `name_or_path`, or throws
+// seqpar::Error. The CLI passes sim_preset_lookup(); tests may read the files directly.
+using PresetLookup = std::function<nlohmann::json(const std::string& kind, const std::string& name_or_path)>;
+
+struct CalibrateOptions {
+  std::string base_system;        // empty: derived from the measured GPU name
+  std::string name;               // profile name; empty: "<base>-calibrated"
+  std::string comm_level = "auto";  // intra | inter | auto (from the document's rank layout)
+};
+
+struct InputDocument {
+  std::string file;
+  nlohmann::json doc;
+};
+
+struct CalibrationResult {
+  nlohmann::json profile;           // the system preset document
+  std::vector<std::string> fitted;  // human lines, one per fitted figure group
+  std::vector<std::string> notes;   // what was skipped and why, what was assumed
+};
+
+CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& options,
+                            const PresetLookup& lookup);
+
+// Built-in system preset for a GPU name as CUDA reports it ("NVIDIA H100 80GB HBM3" -> "dgx-h100").
+std::optional<std::string> default_base_system(const std::string& gpu_name);
+
+// The lookup over seqpar's built-in presets (and JSON paths): seqpar::sim::builtin_presets().
+PresetLookup sim_preset_lookup();
+
+}  // namespace seqpar::reports

@@ -1,0 +1,34 @@
+// Reading the JSON documents that reports, calibrate and gate consume: parse errors name the file,
+// field errors name the file and the field path, so bad input never surfaces as a crash.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace seqpar::reports {
+
+// Reads and parses a JSON file; throws seqpar::Error "<path>: cannot open ..." or
+// "<path>: malformed JSON: ...".
+nlohmann::json load_json_file(const std::string& path);
+
+// What a document is: "prediction", "measurement", "collection" (gathered by scripts/sweep.py)
+// or "google-benchmark" (Google Benchmark's --benchmark_out format, which carries no "kind").
+// Anything else throws, naming `where` and the field.
+std::string document_kind(const nlohmann::json& doc, std::string_view where);
+
+// Field access for objects; `where` names the object ("a.json: results[3]"). Missing fields and
+// wrong types throw seqpar::Error naming where, the key and the expected type.
+const nlohmann::json& require(const nlohmann::json& obj, std::string_view key, std::string_view where);
+double require_number(const nlohmann::json& obj, std::string_view key, std::string_view where);
+std::string require_string(const nlohmann::json& obj, std::string_view key, std::string_view where);
+const nlohmann::json& require_array(const nlohmann::json& obj, std::string_view key, std::string_view where);
+// Missing or null -> nullopt; present with the wrong type -> throws.
+std::optional<double> optional_number(const nlohmann::json& obj, std::string_view key, std::string_view where);
+std::optional<std::string> optional_string(const nlohmann::json& obj, std::string_view key, std::string_view where);
+
+// The argv of this process (from /proc/self/cmdline), for run_info() in subcommand callbacks
+// that are not handed argc/argv. Falls back to {"seqpar"} where /proc is unavailable.
+nlohmann::json run_info_of_this_process();
+
+}  // namespace seqpar::reports

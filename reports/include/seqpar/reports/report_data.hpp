@@ -1,0 +1,24 @@
+// The report's tidy data: every input document (prediction, measurement, sweep collection, Google
+// Benchmark) normalised into sources (provenance), points (plans with their figures), best plans,
+// predicted-against-measured pairs and plain benchmark rows. Written beside the report as JSON.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "seqpar/reports/calibrate.hpp"
+
+namespace seqpar::reports {
+
+// {"sources": [...], "points": [...], "best": [...], "comparisons": [...], "benchmarks": [...]}
+// Sources get ids S1, S2, ... and every other entry names its source id. Throws seqpar::Error
+// naming the file and field for malformed input.
+nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs);
+
+// "ulysses sp8", "hybrid U4xR2", "ring-zigzag sp4" (+ memory options when not the defaults).
+std::string plan_label(const nlohmann::json& plan);
+
+// What a measurement mode means, for readers: "modelled (simulator)", "real ranks (one per GPU)", ...
+std::string describe_mode(const std::string& mode);
+
+}  // namespace seqpar::reports

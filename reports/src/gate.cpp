@@ -1,0 +1,177 @@
+#include "seqpar/reports/gate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/stats.hpp"
+#include "seqpar/reports/mann_whitney.hpp"
+
+namespace seqpar::reports {
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::same: return "same";
+    case Verdict::faster: return "faster";
+    case Verdict::slower: return "SLOWER";
+    case Verdict::too_few_repetitions: return "too few repetitions";
+    case Verdict::missing_in_new: return "MISSING in new run";
+    case Verdict::new_benchmark: return "new (no baseline)";
+  }
+  return "?";
+}
+
+int GateResult::count(Verdict v) const {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [v](const GateRow& r) { return r.verdict == v; }));
+}
+
+bool GateResult::failed() const {
+  return count(Verdict::slower) > 0 || (!options.allow_missing && count(Verdict::missing_in_new) > 0);
+}
+
+namespace {
+
+// 1.4826 * MAD / median: the relative standard deviation for normal data, robust to outliers.
+double relative_spread(const std::vector<double>& v, double median) {
+  if (v.size() < 2 || median <= 0) return 0;
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - median));
+  return 1.4826 * summarize(dev).median / median;
+}
+
+void validate(const GateOptions& o) {
+  if (!(o.alpha > 0 && o.alpha < 1)) throw Error(fmt::format("--alpha {} must lie strictly between 0 and 1", o.alpha));
+  if (!(o.min_effect >= 0)) throw Error(fmt::format("--min-effect {} must be a non-negative fraction (0.05 = 5%)", o.min_effect));
+  if (!(o.noise_factor >= 0)) throw Error(fmt::format("--noise-factor {} must be non-negative", o.noise_factor));
+  if (o.min_repetitions < 2) throw Error(fmt::format("--min-repetitions {} must be at least 2", o.min_repetitions));
+}
+
+}  // namespace
+
+GateResult compare(const SampleSet& baseline, const SampleSet& current, const GateOptions& options) {
+  validate(options);
+  GateResult r;
+  r.options = options;
+  for (const auto& base : baseline.benchmarks) {
+    GateRow row;
+    row.name = base.name;
+    row.base_count = static_cast<int>(base.samples_s.size());
+    row.base_median_s = summarize(base.samples_s).median;
+    const BenchmarkSamples* cur = current.find(base.name);
+    if (!cur) {
+      row.verdict = Verdict::missing_in_new;
+      r.rows.push_back(row);
+      continue;
+    }
+    row.new_count = static_cast<int>(cur->samples_s.size());
+    row.new_median_s = summarize(cur->samples_s).median;
+    row.change = row.new_median_s / row.base_median_s - 1.0;
+    row.noise = std::max(relative_spread(base.samples_s, row.base_median_s),
+                         relative_spread(cur->samples_s, row.new_median_s));
+    if (row.base_count < options.min_repetitions || row.new_count < options.min_repetitions) {
+      row.verdict = Verdict::too_few_repetitions;
+      r.rows.push_back(row);
+      continue;
+    }
+    MannWhitney mw = mann_whitney_u(cur->samples_s, base.samples_s);
+    row.p_value = mw.p_value;
+    row.exact_p = mw.exact;
+    double threshold = std::max(options.min_effect, options.noise_factor * row.noise);
+    bool significant = mw.p_value < options.alpha && std::fabs(row.change) >= threshold;
+    row.verdict = !significant ? Verdict::same : (row.change > 0 ? Verdict::slower : Verdict::faster);
+    r.rows.push_back(row);
+  }
+  for (const auto& cur : current.benchmarks) {
+    if (baseline.find(cur.name)) continue;
+    GateRow row;
+    row.name = cur.name;
+    row.verdict = Verdict::new_benchmark;
+    row.new_count = static_cast<int>(cur.samples_s.size());
+    row.new_median_s = summarize(cur.samples_s).median;
+    r.rows.push_back(row);
+  }
+  return r;
+}
+
+namespace {
+
+std::string format_time(double s) {
+  if (s <= 0) return "-";
+  if (s < 1e-6) return fmt::format("{:.1f} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.2f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} s", s);
+}
+
+bool compared(const GateRow& row) {
+  return row.verdict == Verdict::same || row.verdict == Verdict::faster || row.verdict == Verdict::slower;
+}
+
+}  // namespace
+
+std::string format_table(const GateResult& r) {
+  std::size_t w = 9;
+  for (const auto& row : r.rows) w = std::max(w, row.name.size());
+  std::string out = fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}  {:>7}  {:>9}  {:>7}  {}\n", "benchmark", w,
+                                "baseline", "new", "change", "noise", "p-value", "n", "verdict");
+  for (const auto& row : r.rows) {
+    bool both = row.base_count > 0 && row.new_count > 0;
+    std::string change = both ? fmt::format("{:+.1f}%", row.change * 100) : "-";
+    std::string noise = both ? fmt::format("{:.1f}%", row.noise * 100) : "-";
+    std::string p = compared(row) ? fmt::format("{:.3g}", row.p_value) : "-";
+    out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}  {:>7}  {:>9}  {:>7}  {}\n", row.name, w,
+                       format_time(row.base_median_s), format_time(row.new_median_s), change, noise, p,
+                       fmt::format("{}/{}", row.base_count, row.new_count), to_string(row.verdict));
+  }
+  out += fmt::format(
+      "\n{} compared: {} same, {} faster, {} slower; {} with too few repetitions (< {}); {} missing in the "
+      "new run; {} new.\nDecision rule: slower/faster when the Mann-Whitney U p-value < {} and |change| >= "
+      "max({:.1f}%, {} x noise).\n",
+      r.count(Verdict::same) + r.count(Verdict::faster) + r.count(Verdict::slower), r.count(Verdict::same),
+      r.count(Verdict::faster), r.count(Verdict::slower), r.count(Verdict::too_few_repetitions),
+      r.options.min_repetitions, r.count(Verdict::missing_in_new), r.count(Verdict::new_benchmark), r.options.alpha,
+      r.options.min_effect * 100, r.options.noise_factor);
+  out += r.failed() ? "GATE FAILED\n" : "gate passed\n";
+  return out;
+}
+
+nlohmann::json to_json(const GateResult& r) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.rows) {
+    nlohmann::json j = {{"name", row.name},
+                        {"verdict", row.verdict == Verdict::slower ? "slower"
+                                    : row.verdict == Verdict::missing_in_new ? "missing_in_new"
+                                    : row.verdict == Verdict::new_benchmark ? "new_benchmark"
+                                    : row.verdict == Verdict::too_few_repetitions ? "too_few_repetitions"
+                                                                                  : to_string(row.verdict)},
+                        {"baseline_count", row.base_count},
+                        {"new_count", row.new_count},
+                        {"baseline_median_s", row.base_count ? nlohmann::json(row.base_median_s) : nlohmann::json()},
+                        {"new_median_s", row.new_count ? nlohmann::json(row.new_median_s) : nlohmann::json()}};
+    bool both = row.base_count > 0 && row.new_count > 0;
+    j["change"] = both ? nlohmann::json(row.change) : nlohmann::json();
+    j["noise"] = both ? nlohmann::json(row.noise) : nlohmann::json();
+    j["p_value"] = compared(row) ? nlohmann::json(row.p_value) : nlohmann::json();
+    j["p_value_exact"] = compared(row) ? nlohmann::json(row.exact_p) : nlohmann::json();
+    rows.push_back(j);
+  }
+  return {{"options",
+           {{"alpha", r.options.alpha},
+            {"min_effect", r.options.min_effect},
+            {"noise_factor", r.options.noise_factor},
+            {"min_repetitions", r.options.min_repetitions},
+            {"allow_missing", r.options.allow_missing}}},
+          {"passed", !r.failed()},
+          {"counts",
+           {{"same", r.count(Verdict::same)},
+            {"faster", r.count(Verdict::faster)},
+            {"slower", r.count(Verdict::slower)},
+            {"too_few_repetitions", r.count(Verdict::too_few_repetitions)},
+            {"missing_in_new", r.count(Verdict::missing_in_new)},
+            {"new_benchmark", r.count(Verdict::new_benchmark)}}},
+          {"benchmarks", rows}};
+}
+
+}  // namespace seqpar::reports

@@ -1,0 +1,97 @@
+#include "seqpar/reports/json_input.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/run_info.hpp"
+
+namespace seqpar::reports {
+
+using nlohmann::json;
+
+json load_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{}: malformed JSON: {}", path, e.what()));
+  }
+}
+
+std::string document_kind(const json& doc, std::string_view where) {
+  if (!doc.is_object()) throw Error(fmt::format("{}: the document must be a JSON object", where));
+  if (!doc.contains("kind")) {
+    if (doc.contains("benchmarks") && doc.contains("context")) return "google-benchmark";
+    throw Error(fmt::format(
+        "{}: missing field 'kind' (expected \"prediction\", \"measurement\" or \"collection\", or a "
+        "Google Benchmark document with 'context' and 'benchmarks')", where));
+  }
+  const json& k = doc["kind"];
+  if (!k.is_string()) throw Error(fmt::format("{}: field 'kind' must be a string", where));
+  std::string kind = k.get<std::string>();
+  if (kind != "prediction" && kind != "measurement" && kind != "collection")
+    throw Error(fmt::format("{}: unknown kind '{}' (expected \"prediction\", \"measurement\" or \"collection\")",
+                            where, kind));
+  return kind;
+}
+
+const json& require(const json& obj, std::string_view key, std::string_view where) {
+  if (!obj.is_object()) throw Error(fmt::format("{}: expected a JSON object", where));
+  auto it = obj.find(key);
+  if (it == obj.end()) throw Error(fmt::format("{}: missing field '{}'", where, key));
+  return *it;
+}
+
+double require_number(const json& obj, std::string_view key, std::string_view where) {
+  const json& v = require(obj, key, where);
+  if (!v.is_number()) throw Error(fmt::format("{}: field '{}' must be a number, got {}", where, key, v.dump()));
+  return v.get<double>();
+}
+
+std::string require_string(const json& obj, std::string_view key, std::string_view where) {
+  const json& v = require(obj, key, where);
+  if (!v.is_string()) throw Error(fmt::format("{}: field '{}' must be a string, got {}", where, key, v.dump()));
+  return v.get<std::string>();
+}
+
+const json& require_array(const json& obj, std::string_view key, std::string_view where) {
+  const json& v = require(obj, key, where);
+  if (!v.is_array()) throw Error(fmt::format("{}: field '{}' must be an array", where, key));
+  return v;
+}
+
+std::optional<double> optional_number(const json& obj, std::string_view key, std::string_view where) {
+  if (!obj.is_object()) throw Error(fmt::format("{}: expected a JSON object", where));
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) throw Error(fmt::format("{}: field '{}' must be a number or null, got {}", where, key, it->dump()));
+  return it->get<double>();
+}
+
+std::optional<std::string> optional_string(const json& obj, std::string_view key, std::string_view where) {
+  if (!obj.is_object()) throw Error(fmt::format("{}: expected a JSON object", where));
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string or null, got {}", where, key, it->dump()));
+  return it->get<std::string>();
+}
+
+json run_info_of_this_process() {
+  std::vector<std::string> args;
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  if (args.empty()) args.emplace_back("seqpar");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return run_info(static_cast<int>(argv.size()), argv.data());
+}
+
+}  // namespace seqpar::reports

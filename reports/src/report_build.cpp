@@ -1,0 +1,495 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/common/parse.hpp"
+#include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/report.hpp"
+#include "seqpar/reports/report_data.hpp"
+
+namespace seqpar::reports {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+  return out;
+}
+
+double num(const json& j, const char* key, double fallback = 0) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+std::string str(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+std::int64_t int_of(const json& j, const char* key) { return static_cast<std::int64_t>(num(j, key)); }
+
+std::string fmt_seconds(double s) {
+  if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
+}
+std::string fmt_gib(double b) { return fmt::format("{:.1f} GiB", b / (1024.0 * 1024 * 1024)); }
+std::string fmt_rate(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+std::string fmt_seq(double n) { return format_count(static_cast<std::int64_t>(n)); }
+
+bool plottable(const json& p) { return p["valid"].get<bool>() && p["fits"].get<bool>() && p["tokens_per_s_per_gpu"].is_number(); }
+
+// Points grouped by (system, model, gpus), in first-seen order.
+using GroupKey = std::tuple<std::string, std::string, std::int64_t>;
+std::vector<std::pair<GroupKey, std::vector<json>>> groups_of(const json& points) {
+  std::vector<std::pair<GroupKey, std::vector<json>>> out;
+  for (const auto& p : points) {
+    GroupKey k{p["system"].get<std::string>(), p["model"].get<std::string>(), int_of(p["plan"], "gpus")};
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == k; });
+    if (it == out.end()) out.push_back({k, {p}});
+    else it->second.push_back(p);
+  }
+  return out;
+}
+
+std::string group_title(const GroupKey& k) {
+  return fmt::format("{} on {}, {} GPUs", std::get<1>(k), std::get<0>(k), std::get<2>(k));
+}
+
+std::string sources_of(const std::vector<json>& pts) {
+  std::set<std::string> ids;
+  for (const auto& p : pts) ids.insert(p["source"].get<std::string>());
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
+std::string modes_of(const std::vector<json>& pts) {
+  std::set<std::string> modes;
+  for (const auto& p : pts) modes.insert(p["mode"].get<std::string>());
+  std::string out;
+  for (const auto& m : modes) out += (out.empty() ? "" : "; ") + describe_mode(m);
+  return out;
+}
+
+// The points of a group at its longest sequence with a time breakdown: the case where the plans differ most.
+std::vector<json> breakdown_selection(const std::vector<json>& pts, std::int64_t* seq_out) {
+  std::int64_t seq = -1;
+  for (const auto& p : pts)
+    if (p["valid"].get<bool>() && !p["time"].empty()) seq = std::max(seq, int_of(p["plan"], "seq_len"));
+  std::vector<json> out;
+  for (const auto& p : pts)
+    if (p["valid"].get<bool>() && !p["time"].empty() && int_of(p["plan"], "seq_len") == seq) out.push_back(p);
+  *seq_out = seq;
+  return out;
+}
+
+// Stacked parts of the step time; the simulator's step is compute + exposed comm + optimizer + exposed offload.
+std::vector<std::pair<std::string, double>> time_parts(const json& p) {
+  const json& t = p["time"];
+  std::vector<std::pair<std::string, double>> parts;
+  parts.push_back({"compute", num(t, "compute_s")});
+  if (t.contains("exposed_attention_comm_s")) {
+    parts.push_back({"exposed attention comm", num(t, "exposed_attention_comm_s")});
+    parts.push_back({"exposed data-parallel comm", num(t, "exposed_dp_comm_s")});
+  } else {
+    parts.push_back({"exposed comm", num(t, "exposed_comm_s")});
+  }
+  parts.push_back({"optimizer", num(t, "optimizer_s")});
+  parts.push_back({"exposed offload", num(t, "exposed_offload_s")});
+  double sum = 0;
+  for (auto& [k, v] : parts) sum += v;
+  double step = num(p, "step_time_s");
+  if (step - sum > 0.005 * step) parts.push_back({"other", step - sum});
+  return parts;
+}
+
+std::string link_label(const json& p) {
+  std::string link = str(p, "intra_link");
+  std::string intra = link == "pcie" ? "PCIe" : (link == "nvswitch" || link == "nvlink") ? "NVLink" : link.empty() ? "link unknown" : link;
+  double nodes = num(p, "nodes", 1);
+  if (nodes > 1) return fmt::format("{} nodes: {} + InfiniBand", nodes, intra);
+  return intra;
+}
+
+}  // namespace
+
+json plan_figures(const json& data) {
+  json figs = json::array();
+  auto groups = groups_of(data["points"]);
+
+  for (const auto& [key, pts] : groups) {
+    // Throughput against sequence length, a panel per SP size, a line per method.
+    std::map<std::int64_t, std::map<std::string, std::vector<std::pair<double, double>>>> panels;
+    for (const auto& p : pts) {
+      if (!plottable(p)) continue;
+      std::string label = p["plan_label"].get<std::string>();
+      if (p["origin"] == "measurement") label += " (measured)";
+      panels[int_of(p["plan"], "sp")][label].push_back({num(p["plan"], "seq_len"), num(p, "tokens_per_s_per_gpu")});
+    }
+    if (!panels.empty()) {
+      json fig = {{"type", "lines"}, {"section", "throughput"},
+                  {"file", "throughput-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
+                  {"title", "Throughput: " + group_title(key)}, {"xlabel", "sequence length (tokens)"},
+                  {"ylabel", "tokens/s per GPU"}, {"xscale", "log2"}, {"panels", json::array()},
+                  {"caption", fmt::format("Tokens/s per GPU against sequence length, {}; plans that do not fit in "
+                                          "memory are left out. Sources: {} ({}).", group_title(key), sources_of(pts), modes_of(pts))}};
+      for (auto& [sp, series] : panels) {
+        json panel = {{"title", fmt::format("SP = {}", sp)}, {"series", json::array()}};
+        for (auto& [label, xy] : series) {
+          std::sort(xy.begin(), xy.end());
+          json s = {{"label", label}, {"x", json::array()}, {"y", json::array()}};
+          for (auto& [x, y] : xy) { s["x"].push_back(x); s["y"].push_back(y); }
+          panel["series"].push_back(s);
+        }
+        fig["panels"].push_back(panel);
+      }
+      figs.push_back(fig);
+    }
+
+    std::int64_t seq = 0;
+    std::vector<json> sel = breakdown_selection(pts, &seq);
+    if (sel.empty()) continue;
+    std::string where = fmt::format("{} at sequence length {}", group_title(key), fmt_seq(static_cast<double>(seq)));
+    json cats = json::array();
+    for (const auto& p : sel) cats.push_back(p["plan_label"].get<std::string>() + (p["fits"].get<bool>() ? "" : " (OOM)"));
+    json tstacks = json::array();
+    std::vector<std::vector<std::pair<std::string, double>>> parts;
+    for (const auto& p : sel) parts.push_back(time_parts(p));
+    std::vector<std::string> names;
+    for (const auto& ps : parts) for (const auto& [n, v] : ps) if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    for (const auto& n : names) {
+      json vals = json::array();
+      for (const auto& ps : parts) {
+        double v = 0;
+        for (const auto& [k, x] : ps) if (k == n) v = x;
+        vals.push_back(v);
+      }
+      tstacks.push_back({{"label", n}, {"values", vals}});
+    }
+    figs.push_back({{"type", "stacked_bars"}, {"section", "step_time"},
+                    {"file", "step-time-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
+                    {"title", "Step time: " + where}, {"ylabel", "seconds per step"}, {"categories", cats}, {"stacks", tstacks},
+                    {"caption", fmt::format("Step-time breakdown, {}. Sources: {} ({}).", where, sources_of(sel), modes_of(sel))}});
+
+    std::vector<std::string> mnames;
+    for (const auto& p : sel) for (auto& [k, v] : p["memory"].items()) if (std::find(mnames.begin(), mnames.end(), k) == mnames.end()) mnames.push_back(k);
+    if (mnames.empty()) continue;
+    json mstacks = json::array();
+    for (const auto& n : mnames) {
+      json vals = json::array();
+      for (const auto& p : sel) vals.push_back(num(p["memory"], n.c_str()) / (1024.0 * 1024 * 1024));
+      std::string label = n.size() > 6 && n.ends_with("_bytes") ? n.substr(0, n.size() - 6) : n;
+      std::replace(label.begin(), label.end(), '_', ' ');
+      mstacks.push_back({{"label", label}, {"values", vals}});
+    }
+    json fig = {{"type", "stacked_bars"}, {"section", "memory"},
+                {"file", "memory-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
+                {"title", "Memory per GPU: " + where}, {"ylabel", "GiB per GPU"}, {"categories", cats}, {"stacks", mstacks},
+                {"caption", fmt::format("Peak memory per GPU by part against the device capacity, {}. Sources: {} ({}).",
+                                        where, sources_of(sel), modes_of(sel))}};
+    double cap = num(sel.front(), "memory_capacity_bytes");
+    if (cap > 0) fig["hline"] = {{"y", cap / (1024.0 * 1024 * 1024)}, {"label", "device capacity"}};
+    figs.push_back(fig);
+  }
+
+  // The same model on different systems: best plan's throughput per system, a panel per GPU count.
+  std::map<std::string, std::map<std::int64_t, std::map<std::string, std::map<double, double>>>> by_model;
+  std::map<std::string, std::vector<json>> model_points;
+  for (const auto& p : data["points"]) {
+    if (p["origin"] != "prediction" || !plottable(p)) continue;
+    std::string sys = p["system"].get<std::string>() + " (" + link_label(p) + ")";
+    double& best = by_model[p["model"].get<std::string>()][int_of(p["plan"], "gpus")][sys][num(p["plan"], "seq_len")];
+    best = std::max(best, num(p, "tokens_per_s_per_gpu"));
+    model_points[p["model"].get<std::string>()].push_back(p);
+  }
+  for (const auto& [model, by_gpus] : by_model) {
+    json panels = json::array();
+    for (const auto& [gpus, systems] : by_gpus) {
+      if (systems.size() < 2) continue;
+      json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
+      for (const auto& [sys, curve] : systems) {
+        json s = {{"label", sys}, {"x", json::array()}, {"y", json::array()}};
+        for (const auto& [x, y] : curve) { s["x"].push_back(x); s["y"].push_back(y); }
+        panel["series"].push_back(s);
+      }
+      panels.push_back(panel);
+    }
+    if (panels.empty()) continue;
+    figs.push_back({{"type", "lines"}, {"section", "systems"}, {"file", "systems-" + slug(model) + ".png"},
+                    {"title", "Systems side by side: " + model}, {"xlabel", "sequence length (tokens)"},
+                    {"ylabel", "best tokens/s per GPU"}, {"xscale", "log2"}, {"panels", panels},
+                    {"caption", fmt::format("{}: throughput of the best plan at each sequence length on each system "
+                                            "(intra-node link; nodes). Sources: {} ({}).", model,
+                                            sources_of(model_points[model]), modes_of(model_points[model]))}});
+  }
+
+  if (!data["comparisons"].empty()) {
+    json pts = json::array();
+    std::vector<json> srcs;
+    for (const auto& c : data["comparisons"]) {
+      pts.push_back({{"x", c["predicted_step_time_s"]}, {"y", c["measured_step_time_s"]},
+                     {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(num(c, "seq_len"))}});
+      srcs.push_back({{"source", c["prediction_source"]}, {"mode", "modelled"}});
+      srcs.push_back({{"source", c["measurement_source"]}, {"mode", c["measurement_mode"]}});
+    }
+    figs.push_back({{"type", "parity"}, {"section", "validation"}, {"file", "predicted-vs-measured.png"},
+                    {"title", "Predicted against measured step time"}, {"xlabel", "predicted step time (s)"},
+                    {"ylabel", "measured step time (s)"}, {"points", pts},
+                    {"caption", fmt::format("Each point is one plan; the diagonal is a perfect prediction. Sources: {} ({}).",
+                                            sources_of(srcs), modes_of(srcs))}});
+  }
+  return figs;
+}
+
+Document build_document(const json& data, const json& figures, const std::set<std::string>& drawn, const std::string& title) {
+  Document doc;
+  doc.title = title;
+  Section intro;
+  intro.title = "Inputs";
+  intro.paragraph(fmt::format("{} source documents, {} plan points ({} predicted, {} measured), {} benchmark rows. Every "
+                              "table row names its source (S1, S2, ...); the Sources section gives each source's command, "
+                              "versions and measurement mode.",
+                              data["sources"].size(), data["points"].size(),
+                              std::count_if(data["points"].begin(), data["points"].end(), [](const json& p) { return p["origin"] == "prediction"; }),
+                              std::count_if(data["points"].begin(), data["points"].end(), [](const json& p) { return p["origin"] == "measurement"; }),
+                              data["benchmarks"].size()));
+  doc.sections.push_back(intro);
+
+  auto add_figures = [&](Section& s, const std::string& section) {
+    int n = 0;
+    for (const auto& f : figures) {
+      if (f["section"] != section) continue;
+      ++n;
+      std::string file = f["file"].get<std::string>();
+      if (drawn.count(file)) s.image(file, f["caption"].get<std::string>());
+      else s.paragraph(fmt::format("(Plot {} not drawn; see the warnings printed by seqpar report.) {}", file,
+                                   f["caption"].get<std::string>()));
+    }
+    return n;
+  };
+
+  Section thr;
+  thr.title = "Throughput against sequence length";
+  if (add_figures(thr, "throughput") == 0) thr.paragraph("No valid plan that fits in memory in the inputs: nothing to plot.");
+  doc.sections.push_back(thr);
+
+  auto groups = groups_of(data["points"]);
+  Section st;
+  st.title = "Step-time breakdown";
+  Section mem;
+  mem.title = "Memory breakdown against device capacity";
+  Table st_table{{"system", "model", "GPUs", "seq", "plan", "step", "compute", "exposed comm", "tokens/s/GPU", "source", "mode"}, {}};
+  Table mem_table{{"system", "model", "GPUs", "seq", "plan", "peak", "capacity", "fits", "source", "mode"}, {}};
+  for (const auto& [key, pts] : groups) {
+    std::int64_t seq = 0;
+    for (const auto& p : breakdown_selection(pts, &seq)) {
+      const json& t = p["time"];
+      st_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
+                               p["plan_label"], fmt_seconds(num(p, "step_time_s")), fmt_seconds(num(t, "compute_s")),
+                               fmt_seconds(num(t, "exposed_comm_s")),
+                               p["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(p, "tokens_per_s_per_gpu")) : "-",
+                               p["source"], p["mode"]});
+      if (p["peak_memory_bytes"].is_number())
+        mem_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
+                                  p["plan_label"], fmt_gib(num(p, "peak_memory_bytes")),
+                                  p["memory_capacity_bytes"].is_number() ? fmt_gib(num(p, "memory_capacity_bytes")) : "-",
+                                  p["fits"].get<bool>() ? "yes" : "no", p["source"], p["mode"]});
+    }
+  }
+  if (add_figures(st, "step_time") == 0 && st_table.rows.empty()) st.paragraph("No point in the inputs carries a time breakdown.");
+  if (!st_table.rows.empty()) st.add_table(st_table);
+  if (add_figures(mem, "memory") == 0 && mem_table.rows.empty()) mem.paragraph("No point in the inputs carries a memory breakdown.");
+  if (!mem_table.rows.empty()) mem.add_table(mem_table);
+  doc.sections.push_back(st);
+  doc.sections.push_back(mem);
+
+  // Best plan over (sequence length x GPU count) per system: the sweep's own choice when given,
+  // else the fastest valid plan that fits among the points.
+  Section best;
+  best.title = "Best plan over sequence length and GPU count";
+  struct Cell { std::string text; double rate = -1; };
+  std::map<std::string, std::map<std::int64_t, std::map<std::int64_t, Cell>>> grid;  // system/model -> seq -> gpus
+  std::set<std::string> from_sweep;
+  for (const auto& b : data["best"]) {
+    std::string sys = b["system"].get<std::string>() + (str(b, "model").empty() ? "" : " / " + str(b, "model"));
+    Cell c;
+    if (b["plan_label"].is_string())
+      c = {fmt::format("{} ({} tok/s/GPU) [{}]", b["plan_label"].get<std::string>(),
+                       b["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
+           num(b, "tokens_per_s_per_gpu")};
+    else
+      c = {fmt::format("none fits{} [{}]", str(b, "reason").empty() ? "" : ": " + str(b, "reason"), b["source"].get<std::string>()), 0};
+    grid[sys][int_of(b, "seq_len")][int_of(b, "gpus")] = c;
+    from_sweep.insert(sys);
+  }
+  for (const auto& p : data["points"]) {
+    if (p["origin"] != "prediction") continue;
+    std::string sys = p["system"].get<std::string>() + " / " + p["model"].get<std::string>();
+    std::string sys_plain = p["system"].get<std::string>();
+    if (from_sweep.count(sys) || from_sweep.count(sys_plain)) continue;
+    Cell& c = grid[sys][int_of(p["plan"], "seq_len")][int_of(p["plan"], "gpus")];
+    if (plottable(p) && num(p, "tokens_per_s_per_gpu") > c.rate)
+      c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), fmt_rate(num(p, "tokens_per_s_per_gpu")),
+                       p["source"].get<std::string>()), num(p, "tokens_per_s_per_gpu")};
+    else if (c.rate < 0)
+      c = {"none fits [" + p["source"].get<std::string>() + "]", 0};
+  }
+  for (const auto& [sys, rows] : grid) {
+    std::set<std::int64_t> gpus;
+    for (const auto& [seq, cells] : rows) for (const auto& [g, c] : cells) gpus.insert(g);
+    Table t;
+    t.header.push_back("seq \\ GPUs");
+    for (auto g : gpus) t.header.push_back(std::to_string(g));
+    for (const auto& [seq, cells] : rows) {
+      std::vector<std::string> row{fmt_seq(static_cast<double>(seq))};
+      for (auto g : gpus) row.push_back(cells.count(g) ? cells.at(g).text : "-");
+      t.rows.push_back(row);
+    }
+    best.paragraph(sys + " (modelled by the simulator):");
+    best.add_table(t);
+  }
+  if (grid.empty()) best.paragraph("No predictions in the inputs: no best-plan table.");
+  doc.sections.push_back(best);
+
+  Section sys;
+  sys.title = "The same model on NVLink, PCIe and multi-node InfiniBand";
+  if (add_figures(sys, "systems") == 0)
+    sys.paragraph("The inputs hold each model on one system only (same GPU count): no side-by-side comparison.");
+  doc.sections.push_back(sys);
+
+  Section val;
+  val.title = "Predicted against measured";
+  if (data["comparisons"].empty()) {
+    val.paragraph("No measurement in the inputs matches a predicted plan (same model and plan fields): no comparison.");
+  } else {
+    add_figures(val, "validation");
+    Table t{{"model", "system", "plan", "GPUs", "seq", "predicted", "measured", "error", "prediction", "measurement", "measurement mode"}, {}};
+    for (const auto& c : data["comparisons"])
+      t.rows.push_back({c["model"], c["system"], c["plan_label"], std::to_string(int_of(c, "gpus")), fmt_seq(num(c, "seq_len")),
+                        fmt_seconds(num(c, "predicted_step_time_s")), fmt_seconds(num(c, "measured_step_time_s")),
+                        fmt::format("{:+.1f}%", num(c, "error") * 100), c["prediction_source"], c["measurement_source"],
+                        describe_mode(c["measurement_mode"].get<std::string>())});
+    val.add_table(t);
+    val.paragraph("Error = predicted / measured - 1. Communication in a single-rank-proxy measurement runs over a loopback, "
+                  "so its step time does not validate the communication model.");
+  }
+  doc.sections.push_back(val);
+
+  Section bench;
+  bench.title = "Benchmark measurements";
+  if (data["benchmarks"].empty()) {
+    bench.paragraph("No microbenchmark rows in the inputs.");
+  } else {
+    Table t{{"program", "benchmark", "time (median)", "reps", "figures", "device", "mode", "source"}, {}};
+    for (const auto& b : data["benchmarks"]) {
+      std::string figs;
+      for (const char* k : {"tflops", "busbw_gbps", "algbw_gbps", "gbps", "tokens_per_s", "peak_memory_bytes"})
+        if (b["fields"].contains(k) && b["fields"][k].is_number())
+          figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", fmt_rate(b["fields"][k].get<double>()), k);
+      t.rows.push_back({b["program"], b["name"], fmt_seconds(num(b, "time_s")),
+                        b.contains("repetitions") ? std::to_string(int_of(b, "repetitions")) : "-", figs.empty() ? "-" : figs,
+                        b["device"], b["mode"], b["source"]});
+    }
+    bench.add_table(t);
+  }
+  doc.sections.push_back(bench);
+
+  Section src;
+  src.title = "Sources";
+  src.paragraph("Each number above names one of these sources: the file, the exact command, the tool and library versions "
+                "and the measurement mode (modelled, real ranks, virtual ranks or single-rank proxy).");
+  Table t{{"id", "file", "kind", "program", "mode", "command", "tool version", "created (UTC)", "host", "GPU / driver / CUDA / NCCL / MPI"}, {}};
+  for (const auto& s : data["sources"]) {
+    const json& v = s["versions"];
+    std::string versions = fmt::format("{} / {} / {} / {} / {}", str(v, "gpu").empty() ? "-" : str(v, "gpu"),
+                                       str(v, "driver_version").empty() ? "-" : str(v, "driver_version"),
+                                       str(v, "cuda_runtime_version").empty() ? "-" : str(v, "cuda_runtime_version"),
+                                       str(v, "nccl_version").empty() ? "-" : str(v, "nccl_version"),
+                                       str(v, "mpi_version").empty() ? "-" : str(v, "mpi_version"));
+    t.rows.push_back({s["id"], s["file"], s["kind"], s["program"], s["mode_description"], s["command"], s["tool_version"],
+                      s["created_utc"], s["host"], versions});
+  }
+  src.add_table(t);
+  doc.sections.push_back(src);
+  return doc;
+}
+
+std::string resolve_scripts_dir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("SEQPAR_SCRIPTS_DIR"); env && *env) return env;
+  return std::string(SEQPAR_SOURCE_DIR) + "/scripts";
+}
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  if (!out) throw Error(fmt::format("{}: cannot open for writing", p.string()));
+  out << text;
+  if (!out) throw Error(fmt::format("{}: write failed", p.string()));
+}
+
+}  // namespace
+
+ReportOutput write_report(const std::vector<InputDocument>& inputs, const ReportOptions& opt) {
+  if (inputs.empty()) throw Error("report: no input files");
+  if (opt.out_dir.empty()) throw Error("report: --out DIR is required");
+  std::error_code ec;
+  fs::create_directories(opt.out_dir, ec);
+  if (ec) throw Error(fmt::format("--out {}: cannot create the directory: {}", opt.out_dir, ec.message()));
+
+  json data = gather_report_data(inputs);
+  json figures = plan_figures(data);
+  json doc = run_info_of_this_process();
+  doc["kind"] = "report-data";
+  for (auto& [k, v] : data.items()) doc[k] = v;
+  doc["figures"] = figures;
+  ReportOutput out;
+  fs::path dir(opt.out_dir);
+  out.data_path = (dir / "report-data.json").string();
+  write_file(out.data_path, doc.dump(2) + "\n");
+
+  std::set<std::string> drawn;
+  for (const auto& f : figures) fs::remove(dir / f["file"].get<std::string>(), ec);  // no stale plot passes as drawn
+  if (opt.plots && !figures.empty()) {
+    std::string script = resolve_scripts_dir(opt.scripts_dir) + "/plots/render.py";
+    if (!fs::exists(script)) {
+      out.warnings.push_back(fmt::format("plots not drawn: {} not found (set SEQPAR_SCRIPTS_DIR to seqpar's scripts/ folder)", script));
+    } else {
+      std::string cmd = fmt::format("{} {} {} {}", shell_quote(opt.python), shell_quote(script), shell_quote(out.data_path),
+                                    shell_quote(opt.out_dir));
+      int rc = std::system(cmd.c_str());
+      if (rc != 0) out.warnings.push_back(fmt::format("plots: `{}` exited with status {}; see its messages above", cmd, rc));
+    }
+    for (const auto& f : figures) {
+      std::string file = f["file"].get<std::string>();
+      if (fs::exists(dir / file) && fs::file_size(dir / file) > 0) {
+        drawn.insert(file);
+        out.images.push_back((dir / file).string());
+      } else {
+        out.warnings.push_back(fmt::format("plot {} was not drawn", file));
+      }
+    }
+  }
+  Document d = build_document(data, figures, drawn, opt.title);
+  out.markdown_path = (dir / "report.md").string();
+  out.html_path = (dir / "report.html").string();
+  write_file(out.markdown_path, render_markdown(d));
+  write_file(out.html_path, render_html(d, opt.out_dir));
+  return out;
+}
+
+}  // namespace seqpar::reports

@@ -1,0 +1,310 @@
+#include "seqpar/reports/report_data.hpp"
+
+#include <fmt/format.h>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/samples.hpp"
+
+namespace seqpar::reports {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kPlanKeys[] = {"method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch",
+                                 "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp",
+                                 "tiled_loss"};
+const char* const kFigureKeys[] = {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                                   "peak_memory_bytes", "memory_capacity_bytes"};
+
+std::string string_or(const json& j, const char* key, std::string fallback) {
+  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
+  return fallback;
+}
+
+// A number, or null; anything else is an error naming the field.
+json number_or_null(const json& obj, const char* key, std::string_view where) {
+  auto v = optional_number(obj, key, where);
+  return v ? json(*v) : json();
+}
+
+json plan_fields(const json& plan, std::string_view where) {
+  if (!plan.is_object()) throw Error(fmt::format("{}: field 'plan' must be an object", where));
+  json out = json::object();
+  for (const char* k : kPlanKeys)
+    if (plan.contains(k)) out[k] = plan[k];
+  for (const char* k : {"method", "gpus", "seq_len", "sp"})
+    if (!out.contains(k)) throw Error(fmt::format("{}: plan: missing field '{}'", where, k));
+  if (!out["method"].is_string()) throw Error(fmt::format("{}: plan: field 'method' must be a string", where));
+  for (const char* k : {"gpus", "seq_len", "sp"})
+    if (!out[k].is_number()) throw Error(fmt::format("{}: plan: field '{}' must be a number", where, k));
+  return out;
+}
+
+json numbers_of(const json& obj, std::string_view where, std::string_view field) {
+  json out = json::object();
+  if (!obj.contains(field) || obj[field].is_null()) return out;
+  if (!obj[field].is_object()) throw Error(fmt::format("{}: field '{}' must be an object", where, field));
+  for (auto& [k, v] : obj[field].items()) {
+    if (!v.is_number() && !v.is_null())
+      throw Error(fmt::format("{}: {}.{} must be a number or null", where, field, k));
+    out[k] = v;
+  }
+  return out;
+}
+
+std::string model_name(const json& j) {
+  if (!j.is_object() || !j.contains("model")) return "";
+  if (j["model"].is_string()) return j["model"].get<std::string>();
+  return string_or(j["model"], "name", "");
+}
+
+// A GPU name as CUDA reports it ("NVIDIA H100 80GB HBM3") against a preset name ("h100-sxm"):
+// the preset's family (up to the first '-') must appear in the reported name.
+bool same_gpu(const std::string& reported, const std::string& preset) {
+  if (reported.empty() || preset.empty()) return false;
+  std::string r, family = preset.substr(0, preset.find('-'));
+  for (char c : reported) r += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r.find(family) != std::string::npos;
+}
+
+struct Gatherer {
+  json data = {{"sources", json::array()}, {"points", json::array()}, {"best", json::array()},
+               {"comparisons", json::array()}, {"benchmarks", json::array()}};
+
+  std::string add_source(const json& doc, const std::string& file, const std::string& kind) {
+    std::string id = fmt::format("S{}", data["sources"].size() + 1);
+    json s = {{"id", id}, {"file", file}, {"kind", kind}};
+    if (kind == "google-benchmark") {
+      const json& ctx = doc["context"];
+      s["program"] = string_or(ctx, "executable", "google-benchmark");
+      s["mode"] = "single-rank-proxy";
+      s["command"] = string_or(ctx, "executable", "");
+      s["tool_version"] = string_or(ctx, "library_version", "");
+      s["created_utc"] = string_or(ctx, "date", "");
+      s["host"] = string_or(ctx, "host_name", "");
+      s["versions"] = json::object();
+    } else {
+      for (const char* k : {"program", "mode", "command", "tool_version", "created_utc", "host"})
+        s[k] = string_or(doc, k, "");
+      json v = json::object();
+      if (doc.contains("environment") && doc["environment"].is_object()) {
+        const json& env = doc["environment"];
+        if (env.contains("gpu") && env["gpu"].is_object()) v["gpu"] = string_or(env["gpu"], "name", "");
+        for (const char* k : {"driver_version", "cuda_runtime_version", "nccl_version", "mpi_version"})
+          if (env.contains(k) && env[k].is_string()) v[k] = env[k];
+        if (env.contains("gpu_count") && env["gpu_count"].is_number()) v["gpu_count"] = env["gpu_count"];
+      }
+      s["versions"] = v;
+    }
+    s["mode_description"] = describe_mode(s["mode"].get<std::string>());
+    data["sources"].push_back(s);
+    return id;
+  }
+
+  // A simulator point: {"name", "system": {...}, "model": {...}, "plan": {...}, figures, memory, time}.
+  void add_prediction_point(const json& p, std::string_view where, const std::string& src) {
+    if (!p.is_object()) throw Error(fmt::format("{}: a point must be an object", where));
+    json pt = {{"source", src}, {"origin", "prediction"}, {"mode", "modelled"}};
+    pt["name"] = string_or(p, "name", "");
+    const json& sys = require(p, "system", where);
+    if (!sys.is_object()) throw Error(fmt::format("{}: field 'system' must be an object", where));
+    pt["system"] = require_string(sys, "name", fmt::format("{}: system", where));
+    pt["gpu"] = string_or(sys, "gpu", "");
+    pt["intra_link"] = string_or(sys, "intra_link", "");
+    pt["nodes"] = number_or_null(sys, "nodes", where);
+    pt["gpus_per_node"] = number_or_null(sys, "gpus_per_node", where);
+    pt["model"] = model_name(p);
+    if (pt["model"] == "") throw Error(fmt::format("{}: missing field 'model' (a name or an object with 'name')", where));
+    pt["plan"] = plan_fields(require(p, "plan", where), where);
+    pt["plan_label"] = plan_label(pt["plan"]);
+    const json& valid = require(p, "valid", where);
+    if (!valid.is_boolean()) throw Error(fmt::format("{}: field 'valid' must be true or false", where));
+    pt["valid"] = valid;
+    pt["fits"] = p.contains("fits") && p["fits"].is_boolean() ? p["fits"] : json(false);
+    pt["errors"] = p.contains("errors") && p["errors"].is_array() ? p["errors"] : json::array();
+    for (const char* k : kFigureKeys) pt[k] = number_or_null(p, k, where);
+    if (pt["memory_capacity_bytes"].is_null()) pt["memory_capacity_bytes"] = number_or_null(sys, "memory_capacity_bytes", where);
+    pt["memory"] = numbers_of(p, where, "memory");
+    pt["time"] = numbers_of(p, where, "time");
+    if (pt["valid"].get<bool>() && pt["step_time_s"].is_null())
+      throw Error(fmt::format("{}: a valid point needs a number in 'step_time_s'", where));
+    data["points"].push_back(pt);
+  }
+
+  void add_prediction(const json& doc, const std::string& where, const std::string& src) {
+    if (doc.contains("results")) {
+      const json& results = require_array(doc, "results", where);
+      for (std::size_t i = 0; i < results.size(); ++i)
+        add_prediction_point(results[i], fmt::format("{}: results[{}]", where, i), src);
+      if (doc.contains("best")) {
+        const json& best = require_array(doc, "best", where);
+        for (std::size_t i = 0; i < best.size(); ++i) {
+          std::string w = fmt::format("{}: best[{}]", where, i);
+          const json& b = best[i];
+          json e = {{"source", src}, {"system", require_string(b, "system", w)},
+                    {"gpus", require_number(b, "gpus", w)}, {"seq_len", require_number(b, "seq_len", w)}};
+          e["model"] = model_name(b);
+          if (b.contains("plan") && b["plan"].is_object()) {
+            e["plan"] = plan_fields(b["plan"], w);
+            e["plan_label"] = plan_label(e["plan"]);
+          } else {
+            e["plan"] = nullptr;
+            e["plan_label"] = nullptr;
+          }
+          e["step_time_s"] = number_or_null(b, "step_time_s", w);
+          e["tokens_per_s_per_gpu"] = number_or_null(b, "tokens_per_s_per_gpu", w);
+          e["reason"] = string_or(b, "reason", "");
+          data["best"].push_back(e);
+        }
+      }
+    } else if (doc.contains("ranked")) {
+      const json& ranked = require_array(doc, "ranked", where);
+      for (std::size_t i = 0; i < ranked.size(); ++i)
+        add_prediction_point(ranked[i], fmt::format("{}: ranked[{}]", where, i), src);
+    } else {
+      add_prediction_point(doc, where, src);
+    }
+  }
+
+  void add_measurement(const json& doc, const std::string& where, const std::string& src) {
+    std::string mode = require_string(doc, "mode", where);
+    std::string device = require_string(doc, "device", where);
+    std::string program = require_string(doc, "program", where);
+    const json& results = require_array(doc, "results", where);
+    json config = doc.contains("config") && doc["config"].is_object() ? doc["config"] : json::object();
+    std::string gpu;
+    if (doc.contains("environment") && doc["environment"].is_object() && doc["environment"].contains("gpu"))
+      gpu = string_or(doc["environment"]["gpu"], "name", "");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::string w = fmt::format("{}: results[{}]", where, i);
+      const json& r = results[i];
+      std::string name = require_string(r, "name", w);
+      double time_s = require_number(r, "time_s", w);
+      if (r.contains("plan") && r["plan"].is_object()) {
+        // A training step: a point beside the simulator's, same plan fields.
+        const json& plan = r["plan"];
+        json pt = {{"source", src}, {"origin", "measurement"}, {"mode", mode}, {"name", name}};
+        std::string system = string_or(config, "system", "");
+        if (system.empty()) system = string_or(r, "system", "");
+        pt["system"] = system.empty() ? (gpu.empty() ? fmt::format("measured ({})", device) : gpu) : system;
+        pt["gpu"] = gpu;
+        pt["intra_link"] = "";
+        pt["nodes"] = nullptr;
+        pt["gpus_per_node"] = nullptr;
+        std::string model = model_name(r);
+        if (model.empty()) model = model_name(plan);
+        if (model.empty()) model = model_name(config);
+        pt["model"] = model.empty() ? "unnamed model" : model;
+        pt["plan"] = plan_fields(plan, w);
+        pt["plan_label"] = plan_label(pt["plan"]);
+        pt["valid"] = true;
+        pt["fits"] = true;
+        pt["errors"] = json::array();
+        for (const char* k : kFigureKeys) pt[k] = number_or_null(plan, k, fmt::format("{}: plan", w));
+        if (pt["step_time_s"].is_null()) pt["step_time_s"] = time_s;
+        pt["memory"] = numbers_of(plan, w, "memory");
+        pt["time"] = numbers_of(plan, w, "time");
+        data["points"].push_back(pt);
+        continue;
+      }
+      json fields = json::object();
+      for (auto& [k, v] : r.items())
+        if (v.is_number() && k != "time_s") fields[k] = v;
+        else if (v.is_string() && k != "name") fields[k] = v;
+        else if (v.is_boolean()) fields[k] = v;
+      json row = {{"source", src}, {"program", program}, {"mode", mode}, {"device", device},
+                  {"name", name}, {"time_s", time_s}, {"fields", fields}};
+      if (r.contains("samples_s") && r["samples_s"].is_array()) row["repetitions"] = r["samples_s"].size();
+      data["benchmarks"].push_back(row);
+    }
+  }
+
+  void add_google_benchmark(const json& doc, const std::string& where, const std::string& src) {
+    SampleSet set = read_samples(doc, where);
+    for (const auto& b : set.benchmarks) {
+      std::vector<double> s = b.samples_s;
+      std::sort(s.begin(), s.end());
+      double median = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
+      data["benchmarks"].push_back({{"source", src}, {"program", "google-benchmark"}, {"mode", "single-rank-proxy"},
+                                    {"device", "unknown"}, {"name", b.name}, {"time_s", median},
+                                    {"repetitions", s.size()}, {"fields", json::object()}});
+    }
+  }
+
+  void add(const json& doc, const std::string& where, const std::string& file) {
+    std::string kind = document_kind(doc, where);
+    if (kind == "collection") {
+      const json& docs = require_array(doc, "documents", where);
+      for (std::size_t i = 0; i < docs.size(); ++i) add(docs[i], fmt::format("{}: documents[{}]", where, i), file);
+      return;
+    }
+    std::string src = add_source(doc, where, kind);
+    if (kind == "prediction") add_prediction(doc, where, src);
+    else if (kind == "measurement") add_measurement(doc, where, src);
+    else add_google_benchmark(doc, where, src);
+  }
+
+  // Predicted against measured: same model and the same plan fields (and the same system when the
+  // measurement names one).
+  void pair_up() {
+    for (const auto& m : data["points"]) {
+      if (m["origin"] != "measurement") continue;
+      for (const auto& p : data["points"]) {
+        if (p["origin"] != "prediction" || !p["valid"].get<bool>() || p["model"] != m["model"]) continue;
+        bool same_plan = true;
+        for (auto& [k, v] : m["plan"].items())
+          if (p["plan"].contains(k) && p["plan"][k] != v) same_plan = false;
+        if (!same_plan) continue;
+        if (m["system"] != p["system"] && !same_gpu(m["gpu"].get<std::string>(), p["gpu"].get<std::string>())) continue;
+        double pred = p["step_time_s"].get<double>(), meas = m["step_time_s"].get<double>();
+        data["comparisons"].push_back({{"model", m["model"]}, {"system", p["system"]}, {"plan_label", m["plan_label"]},
+                                       {"gpus", m["plan"]["gpus"]}, {"seq_len", m["plan"]["seq_len"]},
+                                       {"predicted_step_time_s", pred}, {"measured_step_time_s", meas},
+                                       {"error", pred / meas - 1}, {"prediction_source", p["source"]},
+                                       {"measurement_source", m["source"]}, {"measurement_mode", m["mode"]}});
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string plan_label(const json& plan) {
+  std::string method = string_or(plan, "method", "?");
+  auto num = [&](const char* k, double fallback) {
+    return plan.contains(k) && plan[k].is_number() ? plan[k].get<double>() : fallback;
+  };
+  std::string out = method == "hybrid"
+                        ? fmt::format("hybrid U{}xR{}", num("ulysses_degree", 0), num("ring_degree", 0))
+                        : fmt::format("{} sp{}", method, num("sp", 0));
+  std::string ckpt = string_or(plan, "checkpoint", "none");
+  if (ckpt != "none") out += " ckpt=" + ckpt;
+  if (plan.contains("micro_batch") && num("micro_batch", 1) != 1) out += fmt::format(" mb={}", num("micro_batch", 1));
+  for (const char* k : {"offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"})
+    if (plan.contains(k) && plan[k].is_boolean() && plan[k].get<bool>()) {
+      std::string s = k;
+      std::replace(s.begin(), s.end(), '_', '-');
+      out += " +" + s;
+    }
+  return out;
+}
+
+std::string describe_mode(const std::string& mode) {
+  if (mode == "modelled") return "modelled by the simulator (not measured)";
+  if (mode == "real-ranks") return "measured with real ranks (one process per device)";
+  if (mode == "virtual-ranks") return "measured with virtual ranks (all ranks in one process on one device)";
+  if (mode == "single-rank-proxy")
+    return "measured on a single-rank proxy (rank 0's shapes; communication is loopback, not a real link)";
+  return "mode '" + mode + "'";
+}
+
+json gather_report_data(const std::vector<InputDocument>& inputs) {
+  Gatherer g;
+  for (const auto& in : inputs) g.add(in.doc, in.file, in.file);
+  g.pair_up();
+  return g.data;
+}
+
+}  // namespace seqpar::reports

@@ -1,0 +1,115 @@
+#include "seqpar/reports/samples.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/reports/json_input.hpp"
+
+namespace seqpar::reports {
+
+using nlohmann::json;
+
+const BenchmarkSamples* SampleSet::find(std::string_view name) const {
+  for (const auto& b : benchmarks)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+namespace {
+
+void add_unique(SampleSet& set, BenchmarkSamples b, std::string_view where) {
+  if (set.find(b.name))
+    throw Error(fmt::format("{}: benchmark name '{}' appears twice; names must be unique", where, b.name));
+  set.benchmarks.push_back(std::move(b));
+}
+
+void read_seqpar(const json& doc, const std::string& where, SampleSet& set) {
+  const json& results = require_array(doc, "results", where);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::string w = fmt::format("{}: results[{}]", where, i);
+    BenchmarkSamples b;
+    b.name = require_string(results[i], "name", w);
+    if (results[i].contains("samples_s") && !results[i]["samples_s"].is_null()) {
+      const json& s = require_array(results[i], "samples_s", w);
+      for (std::size_t k = 0; k < s.size(); ++k) {
+        if (!s[k].is_number())
+          throw Error(fmt::format("{}: samples_s[{}] must be a number of seconds", w, k));
+        b.samples_s.push_back(s[k].get<double>());
+      }
+    }
+    if (b.samples_s.empty()) b.samples_s.push_back(require_number(results[i], "time_s", w));
+    for (double v : b.samples_s)
+      if (!(v > 0)) throw Error(fmt::format("{} ('{}'): times must be positive seconds, got {}", w, b.name, v));
+    add_unique(set, std::move(b), where);
+  }
+}
+
+double unit_seconds(const std::string& unit, std::string_view where) {
+  if (unit == "ns") return 1e-9;
+  if (unit == "us") return 1e-6;
+  if (unit == "ms") return 1e-3;
+  if (unit == "s") return 1.0;
+  throw Error(fmt::format("{}: unknown time_unit '{}' (expected ns, us, ms or s)", where, unit));
+}
+
+void read_google_benchmark(const json& doc, const std::string& where, SampleSet& set) {
+  const json& entries = require_array(doc, "benchmarks", where);
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> iterations;
+  std::map<std::string, double> medians;  // from aggregates, used when no repetition is present
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    std::string w = fmt::format("{}: benchmarks[{}]", where, i);
+    const json& e = entries[i];
+    if (e.value("error_occurred", false)) continue;
+    std::string name = require_string(e, "name", w);
+    std::string run_name = optional_string(e, "run_name", w).value_or(name);
+    std::string run_type = optional_string(e, "run_type", w).value_or("iteration");
+    double t = require_number(e, "real_time", w) * unit_seconds(require_string(e, "time_unit", w), w);
+    if (!(t > 0)) throw Error(fmt::format("{} ('{}'): real_time must be positive", w, name));
+    if (!iterations.count(run_name) && !medians.count(run_name)) order.push_back(run_name);
+    if (run_type == "iteration") {
+      iterations[run_name].push_back(t);
+    } else if (run_type == "aggregate") {
+      if (optional_string(e, "aggregate_name", w).value_or("") == "median") medians[run_name] = t;
+    } else {
+      throw Error(fmt::format("{}: unknown run_type '{}' (expected iteration or aggregate)", w, run_type));
+    }
+  }
+  for (const auto& name : order) {
+    BenchmarkSamples b{name, {}};
+    if (auto it = iterations.find(name); it != iterations.end()) b.samples_s = it->second;
+    else if (auto m = medians.find(name); m != medians.end()) b.samples_s = {m->second};
+    else continue;  // only non-median aggregates: nothing comparable
+    add_unique(set, std::move(b), where);
+  }
+}
+
+void read_into(const json& doc, const std::string& where, SampleSet& set) {
+  std::string kind = document_kind(doc, where);
+  if (kind == "google-benchmark") {
+    read_google_benchmark(doc, where, set);
+  } else if (kind == "measurement") {
+    read_seqpar(doc, where, set);
+  } else if (kind == "collection") {
+    const json& docs = require_array(doc, "documents", where);
+    for (std::size_t i = 0; i < docs.size(); ++i)
+      read_into(docs[i], fmt::format("{}: documents[{}]", where, i), set);
+  } else {
+    throw Error(fmt::format("{}: a {} document carries no measured samples; the gate compares "
+                            "measurement JSON or Google Benchmark JSON", where, kind));
+  }
+}
+
+}  // namespace
+
+SampleSet read_samples(const json& doc, const std::string& where) {
+  SampleSet set;
+  set.source = where;
+  set.format = document_kind(doc, where) == "google-benchmark" ? "google-benchmark" : "seqpar";
+  read_into(doc, where, set);
+  return set;
+}
+
+}  // namespace seqpar::reports

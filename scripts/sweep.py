@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Runs a benchmark sweep: a spec file -> one run per grid point under mpirun or srun (or the list
+of commands for a batch system), with progress, resumable after an interruption, and every point's
+JSON gathered into one file that `seqpar report` and `seqpar gate` read.
+
+Spec (JSON):
+  {
+    "program": "build/bench/attention/seqpar-bench-attention",   # executable (path or name on PATH)
+    "args": ["--dtype", "bf16"],                                  # fixed arguments
+    "grid": {"--seq-len": ["4K", "8K"], "--sp": [2, 4]},          # option -> values; the cartesian product
+    "ranks": 4,              # processes per point: a number, or the name of a grid option ("--sp")
+    "json_flag": "-J",       # how the program is told where to write its JSON (default -J)
+    "launcher_args": ["--bind-to", "none"]                        # extra mpirun/srun arguments (optional)
+  }
+A grid value of true adds the bare flag; false or null leaves the option out.
+
+Usage: sweep.py SPEC.json --out DIR [--launcher mpirun|srun|local|print] [--dry-run]
+
+DIR/points/<id>.json   each point's output        DIR/state.json    finished and failed points
+DIR/results.json       every finished point        DIR/commands.sh   the commands (launcher print)
+A point counts as finished when the state file says so and its JSON exists and parses, so a rerun
+after Ctrl-C, a crash or a lost allocation skips finished points and runs the rest. Failed points
+are rerun on the next invocation too. Exit status: 0 when every point finished, 1 otherwise,
+130 when interrupted."""
+import argparse
+import datetime
+import itertools
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+
+SCHEMA_VERSION = 1
+
+
+class SpecError(Exception):
+    pass
+
+
+def load_spec(path):
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{path}: malformed JSON: {e}")
+    if not isinstance(spec, dict):
+        raise SpecError(f"{path}: the spec must be a JSON object")
+    if not isinstance(spec.get("program"), str) or not spec["program"]:
+        raise SpecError(f"{path}: missing field 'program' (the benchmark executable)")
+    for key in ("args", "launcher_args"):
+        if not isinstance(spec.get(key, []), list):
+            raise SpecError(f"{path}: field '{key}' must be a list of strings")
+    grid = spec.get("grid", {})
+    if not isinstance(grid, dict):
+        raise SpecError(f"{path}: field 'grid' must be an object of option -> list of values")
+    for opt, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(f"{path}: grid['{opt}'] must be a non-empty list")
+    ranks = spec.get("ranks", 1)
+    if isinstance(ranks, str):
+        if ranks not in grid:
+            raise SpecError(f"{path}: field 'ranks' names '{ranks}', which is not a grid option")
+    elif not isinstance(ranks, int) or ranks < 1:
+        raise SpecError(f"{path}: field 'ranks' must be a positive integer or a grid option name")
+    return spec
+
+
+def points(spec):
+    """[(id, {option: value})] in a stable order: the grid's cartesian product."""
+    grid = spec.get("grid", {})
+    keys = list(grid)
+    out = []
+    for i, combo in enumerate(itertools.product(*(grid[k] for k in keys))):
+        params = dict(zip(keys, combo))
+        label = "_".join(f"{k.lstrip('-')}={v}" for k, v in params.items())
+        label = re.sub(r"[^A-Za-z0-9=._-]+", "-", label)
+        out.append((f"p{i:04d}" + (f"_{label}" if label else ""), params))
+    return out
+
+
+def ranks_of(spec, params):
+    r = spec.get("ranks", 1)
+    value = params[r] if isinstance(r, str) else r
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"ranks: grid value {value!r} of '{r}' is not a whole number")
+    if value < 1:
+        raise SpecError(f"ranks: {value} must be at least 1")
+    return value
+
+
+def command(spec, params, out_file, launcher):
+    argv = [spec["program"], *map(str, spec.get("args", []))]
+    for opt, v in params.items():
+        if v is True:
+            argv.append(opt)
+        elif v is False or v is None:
+            continue
+        else:
+            argv += [opt, str(v)]
+    argv += [spec.get("json_flag", "-J"), out_file]
+    n = ranks_of(spec, params)
+    extra = [str(a) for a in spec.get("launcher_args", [])]
+    if launcher == "mpirun":
+        return ["mpirun", "-np", str(n), *extra, *argv]
+    if launcher == "srun":
+        return ["srun", "--ntasks", str(n), *extra, *argv]
+    if n != 1 and launcher == "local":
+        raise SpecError(f"launcher 'local' runs one process, but the point needs {n} ranks; use mpirun or srun")
+    return argv
+
+
+def parses(path):
+    try:
+        with open(path) as f:
+            json.load(f)
+        return True
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def write_json_atomic(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)  # a crash never leaves a half-written state or results file
+
+
+def gather(out_dir, pts, state, argv):
+    docs = []
+    for pid, params in pts:
+        entry = state["points"].get(pid)
+        if not entry or entry.get("status") != "done":
+            continue
+        with open(entry["file"]) as f:
+            doc = json.load(f)
+        if isinstance(doc, dict):
+            doc.setdefault("sweep_point", {"id": pid, "params": params})
+        docs.append(doc)
+    collection = {"schema_version": SCHEMA_VERSION, "tool_version": "scripts/sweep.py",
+                  "command": shlex.join(argv), "host": socket.gethostname(),
+                  "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "kind": "collection", "points": len(pts), "finished": len(docs), "documents": docs}
+    path = os.path.join(out_dir, "results.json")
+    write_json_atomic(path, collection)
+    return path
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("spec")
+    ap.add_argument("--out", required=True, help="output directory (created; holds the state of the sweep)")
+    ap.add_argument("--launcher", choices=["mpirun", "srun", "local", "print"], default="mpirun",
+                    help="how each point is started; print writes the commands and runs nothing")
+    ap.add_argument("--dry-run", action="store_true", help="show what would run, run nothing")
+    args = ap.parse_args(argv[1:])
+    try:
+        spec = load_spec(args.spec)
+        pts = points(spec)
+        os.makedirs(os.path.join(args.out, "points"), exist_ok=True)
+        state_path = os.path.join(args.out, "state.json")
+        state = {"spec": spec, "points": {}}
+        if os.path.exists(state_path):
+            try:
+                with open(state_path) as f:
+                    state = json.load(f)
+            except json.JSONDecodeError as e:
+                raise SpecError(f"{state_path}: malformed state file ({e}); remove it to start the sweep afresh")
+            if state.get("spec") != spec:
+                raise SpecError(f"{state_path}: the sweep in this directory was started from a different spec; "
+                                "use another --out or remove the directory")
+        cmds = []
+        for pid, params in pts:
+            out_file = os.path.join(args.out, "points", pid + ".json")
+            cmds.append((pid, params, out_file, command(spec, params, out_file,
+                                                        "local" if args.launcher == "print" else args.launcher)))
+    except SpecError as e:
+        print(f"sweep.py: error: {e}", file=sys.stderr)
+        return 2
+
+    if args.launcher == "print":
+        path = os.path.join(args.out, "commands.sh")
+        with open(path, "w") as f:
+            f.write("#!/usr/bin/env bash\n# One line per point; start each under your batch system's launcher.\n")
+            for _, _, _, cmd in cmds:
+                f.write(shlex.join(cmd) + "\n")
+        for _, _, _, cmd in cmds:
+            print(shlex.join(cmd))
+        print(f"sweep.py: {len(cmds)} commands written to {path}", file=sys.stderr)
+        return 0
+
+    n = len(cmds)
+    failed = 0
+    try:
+        for k, (pid, params, out_file, cmd) in enumerate(cmds, 1):
+            entry = state["points"].get(pid, {})
+            if entry.get("status") == "done" and parses(out_file):
+                print(f"[{k}/{n}] {pid}: done earlier, skipped", flush=True)
+                continue
+            print(f"[{k}/{n}] {pid}: {shlex.join(cmd)}", flush=True)
+            if args.dry_run:
+                continue
+            if os.path.exists(out_file):
+                os.remove(out_file)  # a partial file from an interrupted run must not pass as a result
+            try:
+                rc = subprocess.run(cmd).returncode
+            except OSError as e:
+                rc, why = 127, f"cannot start: {e.strerror}"
+            else:
+                why = f"exit status {rc}" if rc else ""
+            if rc < 0 and -rc == 2:  # the child died of SIGINT: the user pressed Ctrl-C
+                raise KeyboardInterrupt
+            if rc == 0 and not parses(out_file):
+                rc, why = 1, f"{out_file} is missing or not valid JSON"
+            if rc == 0:
+                state["points"][pid] = {"status": "done", "file": out_file, "command": shlex.join(cmd)}
+                print(f"[{k}/{n}] {pid}: done", flush=True)
+            else:
+                failed += 1
+                state["points"][pid] = {"status": "failed", "file": out_file, "command": shlex.join(cmd),
+                                        "reason": why}
+                print(f"[{k}/{n}] {pid}: FAILED ({why})", flush=True)
+            write_json_atomic(state_path, state)
+    except KeyboardInterrupt:
+        write_json_atomic(state_path, state)
+        results = gather(args.out, pts, state, argv)
+        print(f"sweep.py: interrupted; finished points are kept in {state_path} (gathered in {results}); "
+              "run the same command again to resume", file=sys.stderr)
+        return 130
+    if args.dry_run:
+        return 0
+    results = gather(args.out, pts, state, argv)
+    done = sum(1 for pid, _ in pts if state["points"].get(pid, {}).get("status") == "done")
+    print(f"sweep.py: {done}/{n} points finished, {failed} failed this run; results in {results}", flush=True)
+    return 0 if done == n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,123 @@
+"""scripts/sweep.py: commands per launcher, progress, resume after an interruption, failures, gathering."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SWEEP = os.path.join(HERE, "..", "sweep.py")
+FAKE = os.path.join(HERE, "fake_bench.py")
+
+
+def write_spec(tmp_path, **extra):
+    spec = {"program": FAKE, "args": ["--dtype", "bf16"], "grid": {"--seq-len": [1024, 2048, 4096], "--causal": [True, False]}}
+    spec.update(extra)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def run(spec, out, *more, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([sys.executable, SWEEP, str(spec), "--out", str(out), *more], capture_output=True, text=True,
+                          env=e, timeout=120)
+
+
+def invocations(log):
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_runs_every_point_with_progress_and_gathers(tmp_path):
+    spec, out, log = write_spec(tmp_path), tmp_path / "out", tmp_path / "log"
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    assert "[1/6]" in r.stdout and "[6/6]" in r.stdout
+    assert len(invocations(log)) == 6
+    assert "--dtype bf16 --seq-len 1024 --causal" in invocations(log)[0]
+    assert "--causal" not in invocations(log)[1]  # false leaves the flag out
+    results = json.loads((out / "results.json").read_text())
+    assert results["kind"] == "collection" and results["finished"] == 6 and len(results["documents"]) == 6
+    assert results["documents"][0]["sweep_point"]["params"] == {"--seq-len": 1024, "--causal": True}
+
+
+def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path):
+    spec, out, log = write_spec(tmp_path), tmp_path / "out", tmp_path / "log"
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log), "FAKE_BENCH_INTERRUPT_ON": "4096"})
+    assert r.returncode == 130, r.stdout + r.stderr
+    assert "interrupted" in r.stderr
+    first = invocations(log)
+    assert len(first) == 5  # four points finished, the fifth was interrupted
+    state = json.loads((out / "state.json").read_text())
+    assert sorted(p for p, e in state["points"].items() if e["status"] == "done") == sorted(
+        p for p in state["points"])[:4]
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("done earlier, skipped") == 4
+    second = invocations(log)[len(first):]
+    assert len(second) == 2 and all("4096" in line for line in second)  # only the unfinished points ran
+    assert json.loads((out / "results.json").read_text())["finished"] == 6
+
+
+def test_failed_point_is_reported_and_retried(tmp_path):
+    spec, out, log = write_spec(tmp_path), tmp_path / "out", tmp_path / "log"
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log), "FAKE_BENCH_FAIL_ON": "2048"})
+    assert r.returncode == 1
+    assert r.stdout.count("FAILED (exit status 3)") == 2
+    assert json.loads((out / "results.json").read_text())["finished"] == 4
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 0
+    assert r.stdout.count("skipped") == 4
+
+
+def test_corrupt_point_file_is_rerun(tmp_path):
+    spec, out, log = write_spec(tmp_path), tmp_path / "out", tmp_path / "log"
+    assert run(spec, out, "--launcher", "local").returncode == 0
+    victim = sorted((out / "points").iterdir())[0]
+    victim.write_text("{not json")
+    r = run(spec, out, "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 0
+    assert len(invocations(log)) == 1 and r.stdout.count("skipped") == 5
+
+
+@pytest.mark.parametrize("launcher,prefix", [("mpirun", ["mpirun", "-np", "4", "--bind-to", "none"]),
+                                             ("srun", ["srun", "--ntasks", "4", "--bind-to", "none"])])
+def test_launchers_and_ranks_from_grid(tmp_path, launcher, prefix):
+    spec = write_spec(tmp_path, grid={"--sp": [2, 4]}, ranks="--sp", launcher_args=["--bind-to", "none"])
+    r = run(spec, tmp_path / "out", "--launcher", launcher, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("[2/2]")]
+    assert lines and (" ".join(prefix) + " " + FAKE) in lines[0]
+    assert not (tmp_path / "out" / "points" / "p0000_sp=2.json").exists()
+
+
+def test_print_launcher_writes_commands_for_a_batch_system(tmp_path):
+    spec = write_spec(tmp_path)
+    r = run(spec, tmp_path / "out", "--launcher", "print")
+    assert r.returncode == 0
+    lines = (tmp_path / "out" / "commands.sh").read_text().splitlines()
+    assert len([line for line in lines if not line.startswith("#")]) == 6
+    assert not (tmp_path / "out" / "state.json").exists()
+
+
+@pytest.mark.parametrize("spec_text,message", [
+    ("{not json", "malformed JSON"),
+    ('{"args": []}', "missing field 'program'"),
+    ('{"program": "x", "grid": {"--sp": []}}', "grid['--sp'] must be a non-empty list"),
+    ('{"program": "x", "ranks": "--sp"}', "not a grid option"),
+])
+def test_bad_specs_give_clear_errors(tmp_path, spec_text, message):
+    path = tmp_path / "spec.json"
+    path.write_text(spec_text)
+    r = run(path, tmp_path / "out", "--launcher", "local")
+    assert r.returncode == 2
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_changed_spec_is_refused(tmp_path):
+    out = tmp_path / "out"
+    assert run(write_spec(tmp_path), out, "--launcher", "local").returncode == 0
+    r = run(write_spec(tmp_path, args=["--dtype", "fp16"]), out, "--launcher", "local")
+    assert r.returncode == 2 and "different spec" in r.stderr

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `report`, `calibrate` and `gate` as a user runs them (exit codes, messages,
+files), through the test driver that registers them like seqpar's main, plus scripts/sweep.py
+feeding `report`. Usage: cli_checks.py SEQPAR_REPORTS_CLI SOURCE_DIR"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+CLI, SRC = sys.argv[1], sys.argv[2]
+FIX = os.path.join(SRC, "tests", "reports", "fixtures")
+failures = []
+
+
+def run(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+
+
+def check(cond, what, r=None):
+    if not cond:
+        failures.append(what + ("" if r is None else f"\n  rc={r.returncode}\n  stdout={r.stdout[-2000:]}\n  stderr={r.stderr[-2000:]}"))
+
+
+def measurement(results):
+    return {"schema_version": 1, "tool_version": "t", "command": "bench -J x", "host": "h", "created_utc": "x",
+            "kind": "measurement", "program": "seqpar-bench-attention", "mode": "single-rank-proxy", "device": "gpu",
+            "environment": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}, "config": {},
+            "results": [{"name": n, "time_s": sorted(s)[len(s) // 2], "samples_s": s} for n, s in results]}
+
+
+def noisy(mean, rel, n, rng):
+    return [mean * max(0.05, 1 + rng.gauss(0, rel)) for _ in range(n)]
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    def write(name, doc):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    for sub in ("report", "calibrate", "gate"):
+        r = run(sub, "--help")
+        check(r.returncode == 0 and "--json" in r.stdout, f"{sub} --help", r)
+
+    # report: a sweep, a training-step measurement and a microbenchmark together.
+    out = os.path.join(tmp, "report")
+    r = run("report", *(os.path.join(FIX, f) for f in ("sweep.json", "train.json", "attention.json")), "--out", out)
+    check(r.returncode == 0, "report on the fixtures", r)
+    for f in ("report.md", "report.html", "report-data.json", "predicted-vs-measured.png"):
+        check(os.path.exists(os.path.join(out, f)), f"report wrote {f}")
+    if os.path.exists(os.path.join(out, "report.html")):
+        html = open(os.path.join(out, "report.html")).read()
+        check("data:image/png;base64," in html, "report.html embeds its plots")
+        check("http://" not in html and "https://" not in html and "<script" not in html, "report.html is self-contained")
+        check("mpirun -np 8 seqpar-train" in html, "report.html shows the command behind the measurement")
+    r = run("report", os.path.join(FIX, "sweep.json"), "--out", os.path.join(tmp, "r2"), "--no-plots", "--json")
+    check(r.returncode == 0 and json.loads(r.stdout)["images"] == [], "report --no-plots --json", r)
+
+    bad = write("bad.json", "{\"kind\": ")
+    r = run("report", bad, "--out", os.path.join(tmp, "r3"))
+    check(r.returncode == 2 and "bad.json: malformed JSON" in r.stderr, "report names a malformed file", r)
+    r = run("report", write("kind.json", {"kind": "forecast"}), "--out", os.path.join(tmp, "r4"))
+    check(r.returncode == 2 and "kind.json: unknown kind 'forecast'" in r.stderr, "report names an unknown kind", r)
+    r = run("report", os.path.join(tmp, "absent.json"), "--out", os.path.join(tmp, "r5"))
+    check(r.returncode == 2 and "absent.json: cannot open" in r.stderr, "report names a missing file", r)
+
+    # gate
+    rng = random.Random(7)
+    base_samples = noisy(1e-3, 0.01, 10, rng)
+    base = write("base.json", measurement([("attn", base_samples), ("comm", noisy(2e-3, 0.01, 10, rng))]))
+    same = write("same.json", measurement([("attn", base_samples), ("comm", noisy(2e-3, 0.01, 10, rng))]))
+    slow = write("slow.json", measurement([("attn", noisy(1.1e-3, 0.01, 10, rng)), ("comm", noisy(2e-3, 0.01, 10, rng))]))
+    missing = write("missing.json", measurement([("attn", base_samples)]))
+    r = run("gate", base, same)
+    check(r.returncode == 0 and "gate passed" in r.stdout, "gate passes identical runs", r)
+    r = run("gate", base, slow)
+    check(r.returncode == 1 and "SLOWER" in r.stdout and "GATE FAILED" in r.stdout, "gate fails a 10% regression", r)
+    r = run("gate", base, slow, "--json")
+    check(r.returncode == 1 and json.loads(r.stdout)["passed"] is False, "gate --json", r)
+    r = run("gate", base, missing)
+    check(r.returncode == 1 and "MISSING" in r.stdout, "gate reports a missing benchmark", r)
+    check(run("gate", base, missing, "--allow-missing").returncode == 0, "gate --allow-missing")
+    r = run("gate", base, bad)
+    check(r.returncode == 2 and "bad.json" in r.stderr, "gate names a malformed file", r)
+    r = run("gate", base, same, "--alpha", "3")
+    check(r.returncode == 2 and "--alpha" in r.stderr, "gate rejects a bad --alpha", r)
+
+    # calibrate: attention rows only; the links stay the base preset's.
+    rows = []
+    for op, eff in (("fwd", 0.6), ("bwd", 0.45)):
+        for L in (1024, 4096, 16384, 65536):
+            rows.append({"name": f"attention_{op}/seq{L}", "op": op, "dtype": "bf16", "seq_len": L, "time_s": 1e-3,
+                         "tflops": 989.4 * eff * L / (L + 1200)})
+    doc = measurement([])
+    doc["results"] = rows
+    prof = os.path.join(tmp, "profile.json")
+    r = run("calibrate", write("attn.json", doc), "--out", prof)
+    check(r.returncode == 0 and "attention_fwd_efficiency" in r.stdout, "calibrate", r)
+    if r.returncode == 0:
+        p = json.load(open(prof))
+        check(abs(p["gpu"]["attention_half_tokens"]["value"] / 1200 - 1) < 0.01, "calibrate recovers L_half")
+        check(p["name"] == "dgx-h100-calibrated", "calibrate picks the base from the GPU name")
+    r = run("calibrate", base, "--out", prof, "--base-system", "no-such-system")
+    check(r.returncode == 2 and "no-such-system" in r.stderr, "calibrate names an unknown base", r)
+
+    # sweep.py -> results.json -> report
+    spec = write("spec.json", {"program": os.path.join(SRC, "scripts", "tests", "fake_bench.py"),
+                               "grid": {"--seq-len": [1024, 2048]}, "ranks": 1})
+    sweep_out = os.path.join(tmp, "sweep")
+    r = subprocess.run([sys.executable, os.path.join(SRC, "scripts", "sweep.py"), spec, "--out", sweep_out,
+                        "--launcher", "local"], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, "sweep.py with the fake benchmark", r)
+    r = run("report", os.path.join(sweep_out, "results.json"), "--out", os.path.join(tmp, "r6"))
+    check(r.returncode == 0, "report reads sweep.py's results", r)
+    if r.returncode == 0:
+        md = open(os.path.join(tmp, "r6", "report.md")).read()
+        check("fake/seq-len/1024" in md and "No predictions in the inputs" in md, "report of a measured sweep", r)
+    r = run("gate", os.path.join(sweep_out, "results.json"), os.path.join(sweep_out, "results.json"))
+    check(r.returncode == 0 and "2 compared" in r.stdout, "gate reads sweep.py's results", r)
+
+for f in failures:
+    print("FAILED:", f)
+print(f"{'all checks passed' if not failures else f'{len(failures)} checks failed'}")
+sys.exit(1 if failures else 0)

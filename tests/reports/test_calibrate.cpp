@@ -1,0 +1,161 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/reports/calibrate.hpp"
+#include "seqpar/reports/json_input.hpp"
+#ifdef SEQPAR_TEST_WITH_SIM
+#include "seqpar/sim/presets.hpp"
+#endif
+
+using namespace seqpar::reports;
+using nlohmann::json;
+
+namespace {
+
+// Presets straight from the source tree, so this test does not depend on how sim embeds them.
+json file_lookup(const std::string& kind, const std::string& name) {
+  return load_json_file(std::string(SEQPAR_SOURCE_DIR) + "/sim/presets/" + kind + "s/" + name + ".json");
+}
+
+json doc_header(const std::string& program, const std::string& mode) {
+  return {{"schema_version", 1}, {"tool_version", "test"}, {"command", program + " -J out.json"}, {"host", "node1"},
+          {"created_utc", "2024-01-01T00:00:00Z"}, {"kind", "measurement"}, {"program", program}, {"mode", mode},
+          {"device", "gpu"}, {"environment", {{"gpu", {{"name", "NVIDIA H100 80GB HBM3"}}}, {"gpu_count", 8}}},
+          {"config", json::object()}, {"results", json::array()}};
+}
+
+// Collective rows from t = latency + bus_bytes / bw, with relative noise.
+json comm_doc(int nodes, int ranks, double bw, double latency, double noise, unsigned seed) {
+  json d = doc_header("seqpar-bench-comm", "real-ranks");
+  d["layout"] = {{"world", ranks}, {"sp", ranks}, {"ulysses", ranks}, {"ring", 1}, {"dp", 1}, {"nodes", nodes}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0, noise);
+  double factor = (ranks - 1.0) / ranks;
+  for (double bytes = 1024; bytes <= double(1 << 30); bytes *= 2) {
+    double t = (latency + bytes * factor / bw) * (1 + n(rng));
+    double algbw = bytes / t / 1e9;
+    d["results"].push_back({{"name", "alltoall/" + std::to_string(bytes)}, {"op", "alltoall"}, {"size_bytes", bytes},
+                            {"time_s", t}, {"samples_s", {t}}, {"algbw_gbps", algbw}, {"busbw_gbps", algbw * factor},
+                            {"ranks", ranks}});
+  }
+  return d;
+}
+
+json attention_doc(double peak_tflops, double eff_fwd, double eff_bwd, double half, double noise, unsigned seed) {
+  json d = doc_header("seqpar-bench-attention", "single-rank-proxy");
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0, noise);
+  for (double L = 1024; L <= 65536; L *= 2)
+    for (auto [op, eff] : {std::pair{"fwd", eff_fwd}, {"bwd", eff_bwd}}) {
+      double tflops = peak_tflops * eff * L / (L + half) * (1 + n(rng));
+      d["results"].push_back({{"name", std::string("attention_") + op + "/bf16/d128/causal/seq" + std::to_string(int(L))},
+                              {"op", op}, {"dtype", "bf16"}, {"head_dim", 128}, {"causal", true}, {"seq_len", L},
+                              {"batch", 1}, {"heads", 16}, {"time_s", 1e-3}, {"tflops", tflops}});
+    }
+  for (double m = 64; m <= 16384; m *= 2) {
+    double rate = peak_tflops * 1e12 * 0.75 * m / (m + 300) * (1 + n(rng));
+    double k = 4096, nn = 4096;
+    d["results"].push_back({{"name", "gemm/m" + std::to_string(int(m))}, {"op", "gemm"}, {"m", m}, {"n", nn}, {"k", k},
+                            {"time_s", 2 * m * nn * k / rate}});
+  }
+  return d;
+}
+
+double value(const json& fig) { return fig["value"].get<double>(); }
+
+}  // namespace
+
+TEST(Calibrate, RecoversKnownParametersFromNoisySyntheticMeasurements) {
+  std::vector<InputDocument> in = {{"intra.json", comm_doc(1, 8, 370e9, 9e-6, 0.03, 1)},
+                                   {"inter.json", comm_doc(2, 16, 42e9, 22e-6, 0.03, 2)},
+                                   {"attn.json", attention_doc(989.4, 0.66, 0.48, 1800, 0.02, 3)}};
+  CalibrationResult r = calibrate(in, {}, file_lookup);
+  const json& p = r.profile;
+  EXPECT_EQ(p["name"], "dgx-h100-calibrated");  // base chosen from the measured GPU name
+  EXPECT_NEAR(value(p["intra_node"]["bandwidth_gbps"]) / 370, 1, 0.05);
+  EXPECT_NEAR(value(p["intra_node"]["latency_us"]) / 9, 1, 0.2);
+  EXPECT_EQ(value(p["intra_node"]["efficiency"]), 1.0);
+  EXPECT_NEAR(value(p["inter_node"]["bandwidth_gbps"]) / 42, 1, 0.05);
+  EXPECT_NEAR(value(p["inter_node"]["latency_us"]) / 22, 1, 0.2);
+  const json& g = p["gpu"];
+  ASSERT_TRUE(g.is_object());
+  EXPECT_NEAR(value(g["attention_fwd_efficiency"]), 0.66, 0.03);
+  EXPECT_NEAR(value(g["attention_bwd_efficiency"]), 0.48, 0.03);
+  EXPECT_NEAR(value(g["attention_half_tokens"]) / 1800, 1, 0.25);
+  EXPECT_NEAR(value(g["gemm_efficiency"]), 0.75, 0.03);
+  EXPECT_NEAR(value(g["gemm_half_tokens"]) / 300, 1, 0.25);
+  // Fitted figures name their inputs; the rest keep the base preset's sources.
+  std::string src = p["intra_node"]["bandwidth_gbps"]["source"];
+  EXPECT_NE(src.find("fitted by seqpar calibrate from intra.json"), std::string::npos) << src;
+  EXPECT_NE(src.find("residual"), std::string::npos);
+  json base_gpu = file_lookup("gpu", "h100-sxm");
+  EXPECT_EQ(g["bf16_tflops"], base_gpu["bf16_tflops"]);
+  EXPECT_EQ(g["memory_gib"], base_gpu["memory_gib"]);
+  EXPECT_EQ(p["gpus_per_node"], file_lookup("system", "dgx-h100")["gpus_per_node"]);
+#ifdef SEQPAR_TEST_WITH_SIM
+  seqpar::sim::System s = seqpar::sim::system_from_json(p, "calibrated profile");
+  EXPECT_NEAR(s.intra.bytes_per_s / 370e9, 1, 0.05);
+  EXPECT_NEAR(s.gpu.attention_fwd_efficiency, 0.66, 0.03);
+#endif
+}
+
+TEST(Calibrate, KeepsBaseFiguresWhenOnlyAttentionIsMeasured) {
+  CalibrationResult r = calibrate({{"attn.json", attention_doc(989.4, 0.6, 0.45, 1000, 0.0, 4)}},
+                                  {"dgx-h100", "my-h100", "auto"}, file_lookup);
+  json base = file_lookup("system", "dgx-h100");
+  EXPECT_EQ(r.profile["name"], "my-h100");
+  EXPECT_EQ(r.profile["intra_node"], base["intra_node"]);
+  EXPECT_EQ(r.profile["inter_node"], base["inter_node"]);
+  EXPECT_NEAR(value(r.profile["gpu"]["attention_fwd_efficiency"]), 0.6, 1e-3);
+}
+
+TEST(Calibrate, UsesOnlySeqparsOwnAttentionKernels) {
+  json d = attention_doc(989.4, 0.6, 0.45, 1000, 0.0, 9);
+  json sdpa = attention_doc(989.4, 0.8, 0.6, 500, 0.0, 10)["results"];
+  for (auto& r : sdpa) {
+    r["backend"] = "sdpa-flash";
+    d["results"].push_back(r);
+  }
+  CalibrationResult r = calibrate({{"a.json", d}}, {}, file_lookup);
+  EXPECT_NEAR(value(r.profile["gpu"]["attention_fwd_efficiency"]), 0.6, 1e-3);
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("sdpa-flash") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(Calibrate, SkipsProxyCommunicationAndNamesWhy) {
+  json proxy = comm_doc(1, 8, 370e9, 9e-6, 0.0, 5);
+  proxy["mode"] = "single-rank-proxy";
+  try {
+    calibrate({{"proxy.json", proxy}}, {}, file_lookup);
+    FAIL() << "expected nothing to fit";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing to fit in proxy.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibrate, BadInputIsAClearError) {
+  json d = comm_doc(1, 8, 370e9, 9e-6, 0.0, 6);
+  d["results"][2].erase("size_bytes");
+  try {
+    calibrate({{"c.json", d}}, {}, file_lookup);
+    FAIL();
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json: results[2]: missing field 'size_bytes'"), std::string::npos) << e.what();
+  }
+  json unknown_gpu = attention_doc(989.4, 0.6, 0.45, 1000, 0.0, 7);
+  unknown_gpu["environment"]["gpu"]["name"] = "Mystery GPU";
+  EXPECT_THROW(calibrate({{"a.json", unknown_gpu}}, {}, file_lookup), seqpar::Error);
+  // Faster than the base GPU's peak: the wrong base, said so.
+  EXPECT_THROW(calibrate({{"a.json", attention_doc(989.4, 1.5, 1.2, 1000, 0.0, 8)}}, {}, file_lookup), seqpar::Error);
+  EXPECT_THROW(calibrate({{"a.json", json{{"kind", "other"}}}}, {}, file_lookup), seqpar::Error);
+}
+
+TEST(Calibrate, DefaultBaseFromGpuName) {
+  EXPECT_EQ(default_base_system("NVIDIA H100 80GB HBM3"), "dgx-h100");
+  EXPECT_EQ(default_base_system("NVIDIA A100-SXM4-40GB"), "dgx-a100-40g");
+  EXPECT_EQ(default_base_system("NVIDIA L20"), "l20-pcie");
+  EXPECT_FALSE(default_base_system("Radeon"));
+}

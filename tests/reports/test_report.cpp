@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/reports/base64.hpp"
+#include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/report.hpp"
+#include "seqpar/reports/report_data.hpp"
+
+using namespace seqpar::reports;
+using nlohmann::json;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(SEQPAR_SOURCE_DIR) + "/tests/reports/fixtures/" + name; }
+InputDocument load(const std::string& name) { return {name, load_json_file(fixture(name))}; }
+
+}  // namespace
+
+TEST(ReportData, NormalisesSweepMeasurementsAndProvenance) {
+  json d = gather_report_data({load("sweep.json"), load("train.json"), load("attention.json")});
+  ASSERT_EQ(d["sources"].size(), 3u);
+  EXPECT_EQ(d["sources"][0]["mode"], "modelled");
+  EXPECT_EQ(d["sources"][1]["mode"], "real-ranks");
+  EXPECT_EQ(d["sources"][1]["versions"]["nccl_version"], "2.21.5");
+  EXPECT_NE(d["sources"][1]["command"].get<std::string>().find("seqpar-train"), std::string::npos);
+  EXPECT_EQ(d["points"].size(), 104u + 2u);
+  EXPECT_EQ(d["best"].size(), 16u);
+  EXPECT_EQ(d["benchmarks"].size(), 8u);
+  // Both training-step plans match a predicted plan on dgx-h100 (the only H100 system).
+  ASSERT_EQ(d["comparisons"].size(), 2u);
+  const json& c = d["comparisons"][0];
+  EXPECT_EQ(c["system"], "dgx-h100");
+  EXPECT_NEAR(c["error"].get<double>(), 1 / 1.08 - 1, 1e-9);
+  EXPECT_EQ(c["measurement_mode"], "real-ranks");
+}
+
+TEST(ReportData, ReadsTheSimulatorsOwnOutput) {
+  json d = gather_report_data({load("seqpar-sweep.json"), load("seqpar-simulate.json"), load("seqpar-advise.json")});
+  json sweep = load_json_file(fixture("seqpar-sweep.json"));
+  json advise = load_json_file(fixture("seqpar-advise.json"));
+  EXPECT_EQ(d["points"].size(), sweep["results"].size() + 1 + advise["ranked"].size());
+  EXPECT_EQ(d["best"].size(), sweep["best"].size());
+  for (const auto& p : d["points"]) {
+    EXPECT_EQ(p["mode"], "modelled");
+    EXPECT_FALSE(p["plan_label"].get<std::string>().empty());
+    if (p["valid"].get<bool>()) {
+      EXPECT_GT(p["step_time_s"].get<double>(), 0);
+      EXPECT_FALSE(p["time"].empty());
+      EXPECT_FALSE(p["memory"].empty());
+    }
+  }
+  std::set<std::string> sections;
+  for (const auto& f : plan_figures(d)) sections.insert(f["section"].get<std::string>());
+  for (const char* s : {"throughput", "step_time", "memory", "systems"}) EXPECT_TRUE(sections.count(s)) << s;
+}
+
+TEST(ReportData, PlanLabels) {
+  EXPECT_EQ(plan_label({{"method", "hybrid"}, {"sp", 8}, {"ulysses_degree", 4}, {"ring_degree", 2}}), "hybrid U4xR2");
+  EXPECT_EQ(plan_label({{"method", "ulysses"}, {"sp", 8}, {"checkpoint", "full"}, {"tiled_mlp", true}}),
+            "ulysses sp8 ckpt=full +tiled-mlp");
+}
+
+TEST(ReportData, BadInputNamesFileAndField) {
+  InputDocument sweep = load("sweep.json");
+  sweep.doc["results"][5]["plan"].erase("seq_len");
+  try {
+    gather_report_data({sweep});
+    FAIL();
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep.json: results[5]: plan: missing field 'seq_len'"), std::string::npos) << e.what();
+  }
+  InputDocument bad = load("train.json");
+  bad.doc["kind"] = "forecast";
+  EXPECT_THROW(gather_report_data({bad}), seqpar::Error);
+  InputDocument nostep = load("sweep.json");
+  nostep.doc["results"][0]["step_time_s"] = "fast";
+  EXPECT_THROW(gather_report_data({nostep}), seqpar::Error);
+}
+
+TEST(ReportFigures, SweepAloneGivesTheRequiredSections) {
+  json d = gather_report_data({load("sweep.json")});
+  json figs = plan_figures(d);
+  std::set<std::string> sections;
+  for (const auto& f : figs) sections.insert(f["section"].get<std::string>());
+  for (const char* s : {"throughput", "step_time", "memory", "systems"}) EXPECT_TRUE(sections.count(s)) << s;
+  EXPECT_FALSE(sections.count("validation"));
+  for (const auto& f : figs) {
+    EXPECT_NE(f["caption"].get<std::string>().find("S1"), std::string::npos);  // every plot names its source
+    if (f["section"] == "memory") {
+      EXPECT_TRUE(f.contains("hline"));
+    }
+  }
+  Document doc = build_document(d, figs, {}, "t");
+  std::string md = render_markdown(doc);
+  EXPECT_NE(md.find("## Best plan over sequence length and GPU count"), std::string::npos);
+  EXPECT_NE(md.find("none fits"), std::string::npos);
+  EXPECT_NE(md.find("No measurement in the inputs matches"), std::string::npos);  // empty section: one-line note
+  EXPECT_NE(md.find("seqpar sweep --system"), std::string::npos);                // the command behind the numbers
+}
+
+TEST(ReportRender, HtmlIsSelfContained) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "seqpar_test_report_render";
+  fs::create_directories(dir);
+  std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + "payload";
+  { std::ofstream(dir / "a.png", std::ios::binary) << png; }
+  Document doc{"T <1>", {}};
+  Section s;
+  s.title = "S";
+  s.paragraph("a & b");
+  s.add_table({{"h|1"}, {{"x"}}});
+  s.image("a.png", "cap");
+  s.image("missing.png", "cap2");
+  doc.sections.push_back(s);
+  std::string html = render_html(doc, dir.string());
+  EXPECT_NE(html.find("data:image/png;base64," + base64_encode(png)), std::string::npos);
+  EXPECT_NE(html.find("T &lt;1&gt;"), std::string::npos);
+  EXPECT_NE(html.find("missing.png is missing"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  EXPECT_NE(render_markdown(doc).find("| h\\|1 |"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(Base64, Rfc4648Vectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+}

@@ -1,0 +1,162 @@
+// Each CPU op's backward against central finite differences of a scalar probe loss
+// L = sum(out * r), with r fixed random weights; plus GEMM against a naive product.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "seqpar/train/backend.hpp"
+
+namespace seqpar::train {
+namespace {
+
+std::vector<float> randn(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+// Checks analytic d(probe)/d(x) against finite differences on every element of x.
+void expect_grad(std::vector<float>& x, const std::function<double()>& probe,
+                 const std::vector<float>& analytic, double tol, const char* what) {
+  ASSERT_EQ(x.size(), analytic.size());
+  const float eps = 1e-2f;
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float keep = x[i];
+    x[i] = keep + eps;
+    const double up = probe();
+    x[i] = keep - eps;
+    const double down = probe();
+    x[i] = keep;
+    const double fd = (up - down) / (2.0 * eps);
+    const double err = std::abs(fd - analytic[i]) / (1.0 + std::abs(fd));
+    worst = std::max(worst, err);
+  }
+  EXPECT_LT(worst, tol) << what;
+}
+
+class CpuOps : public ::testing::Test {
+ protected:
+  std::unique_ptr<Backend> be = make_cpu_backend();
+};
+
+TEST_F(CpuOps, GemmMatchesNaiveProductForEveryTransposition) {
+  const int m = 5, n = 7, k = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto a = randn(static_cast<std::size_t>(m * k), 1), b = randn(static_cast<std::size_t>(k * n), 2);
+      auto c = randn(static_cast<std::size_t>(m * n), 3);
+      const auto c0 = c;
+      be->gemm(ta, tb, m, n, k, 0.5f, a.data(), b.data(), 2.0f, c.data());
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double s = 0;
+          for (int l = 0; l < k; ++l)
+            s += static_cast<double>(ta ? a[l * m + i] : a[i * k + l]) * (tb ? b[j * k + l] : b[l * n + j]);
+          EXPECT_NEAR(c[i * n + j], 0.5 * s + 2.0 * c0[i * n + j], 1e-5) << ta << tb << i << j;
+        }
+    }
+}
+
+TEST_F(CpuOps, RmsNormBackwardMatchesFiniteDifferences) {
+  const int t = 3, c = 8;
+  auto x = randn(t * c, 4), w = randn(c, 5), r = randn(t * c, 6);
+  std::vector<float> out(t * c), rstd(t);
+  auto probe = [&] {
+    be->rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), t, c, 1e-5f);
+    return dot(out, r);
+  };
+  probe();
+  std::vector<float> dx(t * c, 0.0f), dw(c, 0.0f);
+  be->rmsnorm_backward(dx.data(), dw.data(), r.data(), x.data(), w.data(), rstd.data(), t, c);
+  expect_grad(x, probe, dx, 2e-3, "rmsnorm dx");
+  expect_grad(w, probe, dw, 2e-3, "rmsnorm dw");
+}
+
+TEST_F(CpuOps, RopeInverseIsTheTransposeAndKeepsNorms) {
+  const int t = 4, h = 2, d = 8;
+  auto x = randn(t * h * d, 7), y = randn(t * h * d, 8);
+  const std::vector<int> pos = {0, 5, 17, 1000};
+  auto rx = x;
+  be->rope(rx.data(), pos.data(), t, h, d, 10000.0f, false);
+  auto ry = y;
+  be->rope(ry.data(), pos.data(), t, h, d, 10000.0f, true);
+  EXPECT_NEAR(dot(rx, y), dot(x, ry), 1e-4);  // <R x, y> = <x, R^T y>
+  EXPECT_NEAR(dot(rx, rx), dot(x, x), 1e-3);
+  be->rope(rx.data(), pos.data(), t, h, d, 10000.0f, true);
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(rx[i], x[i], 1e-5);
+  // Position 0 is the identity; others rotate.
+  auto r0 = x;
+  be->rope(r0.data(), pos.data(), 1, h, d, 10000.0f, false);
+  for (int i = 0; i < h * d; ++i) EXPECT_FLOAT_EQ(r0[i], x[i]);
+}
+
+TEST_F(CpuOps, SwigluBackwardMatchesFiniteDifferences) {
+  const int n = 16;
+  auto gate = randn(n, 9, 2.0f), up = randn(n, 10), r = randn(n, 11);
+  std::vector<float> out(n);
+  auto probe = [&] {
+    be->swiglu_forward(out.data(), gate.data(), up.data(), n);
+    return dot(out, r);
+  };
+  std::vector<float> dg(n), du(n);
+  be->swiglu_backward(dg.data(), du.data(), r.data(), gate.data(), up.data(), n);
+  expect_grad(gate, probe, dg, 2e-3, "swiglu dgate");
+  expect_grad(up, probe, du, 2e-3, "swiglu dup");
+}
+
+TEST_F(CpuOps, CrossEntropyLossAndGradient) {
+  const int t = 3, v = 6;
+  auto logits = randn(t * v, 12);
+  const std::vector<int> labels = {2, -1, 5};
+  std::vector<float> losses(t);
+  auto probe = [&] {
+    auto z = logits;
+    be->cross_entropy(losses.data(), z.data(), labels.data(), t, v, 1.0f);
+    return static_cast<double>(losses[0]) + losses[1] + losses[2];
+  };
+  auto grad = logits;
+  be->cross_entropy(losses.data(), grad.data(), labels.data(), t, v, 1.0f);
+  EXPECT_EQ(losses[1], 0.0f);
+  for (int i = 0; i < v; ++i) EXPECT_EQ(grad[v + i], 0.0f);  // no label: no gradient
+  double lse = 0;
+  for (int i = 0; i < v; ++i) lse += std::exp(static_cast<double>(logits[i]));
+  EXPECT_NEAR(losses[0], std::log(lse) - logits[2], 1e-5);
+  expect_grad(logits, probe, grad, 2e-3, "cross-entropy dlogits");
+}
+
+TEST_F(CpuOps, EmbeddingBackwardAccumulatesRepeatedTokens) {
+  const int v = 4, c = 3;
+  const auto table = randn(v * c, 13);
+  const std::vector<int> tok = {1, 3, 1};
+  std::vector<float> out(3 * c);
+  be->embedding_forward(out.data(), tok.data(), table.data(), 3, c);
+  for (int i = 0; i < c; ++i) EXPECT_EQ(out[2 * c + i], table[c + i]);
+  std::vector<float> dout(3 * c, 1.0f), dt(v * c, 0.0f);
+  be->embedding_backward(dt.data(), dout.data(), tok.data(), 3, c);
+  EXPECT_EQ(dt[c], 2.0f);
+  EXPECT_EQ(dt[3 * c], 1.0f);
+  EXPECT_EQ(dt[0], 0.0f);
+}
+
+TEST_F(CpuOps, AdamWFirstStepMovesByLearningRateTimesSign) {
+  std::vector<float> p = {1.0f, -2.0f}, g = {0.5f, -3.0f}, m(2, 0.0f), v(2, 0.0f);
+  be->adamw(p.data(), g.data(), m.data(), v.data(), 2, 0.1f, 0.9f, 0.95f, 1e-12f, 0.0f, 1);
+  // Bias-corrected first step: m_hat / sqrt(v_hat) = sign(g).
+  EXPECT_NEAR(p[0], 0.9f, 1e-6);
+  EXPECT_NEAR(p[1], -1.9f, 1e-6);
+}
+
+}  // namespace
+}  // namespace seqpar::train
