@@ -129,7 +129,8 @@ json plan_figures(const json& data) {
     std::map<std::int64_t, std::map<std::string, std::vector<std::pair<double, double>>>> panels;
     for (const auto& p : pts) {
       if (!plottable(p)) continue;
-      std::string label = p["plan_label"].get<std::string>();
+      // One line per method and split; each point carries its own fastest memory options.
+      std::string label = structure_label(p["plan"]);
       if (p["origin"] == "measurement") label += " (measured)";
       panels[int_of(p["plan"], "sp")][label].push_back({num(p["plan"], "seq_len"), num(p, "tokens_per_s_per_gpu")});
     }

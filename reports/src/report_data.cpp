@@ -5,6 +5,7 @@
 #include "seqpar/common/error.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
+#include "seqpar/sim/plan.hpp"
 
 namespace seqpar::reports {
 
@@ -270,6 +271,14 @@ struct Gatherer {
 };
 
 }  // namespace
+
+std::string structure_label(const json& plan) {
+  try {
+    return sim::describe_structure(sim::plan_from_json(plan));
+  } catch (const Error&) {
+    return string_or(plan, "method", "?");
+  }
+}
 
 std::string plan_label(const json& plan) {
   std::string method = string_or(plan, "method", "?");

@@ -112,15 +112,14 @@ Plan plan_from_json(const nlohmann::json& j) {
   return p;
 }
 
+std::string describe_structure(const Plan& p) {
+  if (p.sp == 1) return "dp-only sp=1";
+  if (p.method == Method::hybrid) return fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
+  return fmt::format("{} sp={}", to_string(p.method), p.sp);
+}
+
 std::string describe(const Plan& p) {
-  std::string s;
-  if (p.sp == 1) {
-    s = "dp-only sp=1";
-  } else if (p.method == Method::hybrid) {
-    s = fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
-  } else {
-    s = fmt::format("{} sp={}", to_string(p.method), p.sp);
-  }
+  std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
   s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
   if (p.mem.offload_checkpoints) s += " +offload-ckpt";

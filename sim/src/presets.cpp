@@ -206,19 +206,19 @@ Model model_from_json(const json& j, std::string_view what) {
   return m;
 }
 
-Gpu load_gpu(std::string_view s) {
-  if (looks_like_path(s)) return gpu_from_json(read_json_file(s), s);
-  return gpu_from_json(builtin("gpu", s), fmt::format("gpu preset '{}'", s));
+json preset_document(std::string_view kind, std::string_view s) {
+  return looks_like_path(s) ? read_json_file(s) : builtin(kind, s);
 }
 
-System load_system(std::string_view s) {
-  if (looks_like_path(s)) return system_from_json(read_json_file(s), s);
-  return system_from_json(builtin("system", s), fmt::format("system preset '{}'", s));
+namespace {
+// Errors name the file for a path and the preset for a name.
+std::string label(std::string_view kind, std::string_view s) {
+  return looks_like_path(s) ? std::string(s) : fmt::format("{} preset '{}'", kind, s);
 }
+}  // namespace
 
-Model load_model(std::string_view s) {
-  if (looks_like_path(s)) return model_from_json(read_json_file(s), s);
-  return model_from_json(builtin("model", s), fmt::format("model preset '{}'", s));
-}
+Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), label("gpu", s)); }
+System load_system(std::string_view s) { return system_from_json(preset_document("system", s), label("system", s)); }
+Model load_model(std::string_view s) { return model_from_json(preset_document("model", s), label("model", s)); }
 
 }  // namespace seqpar::sim

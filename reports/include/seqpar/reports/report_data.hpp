@@ -17,6 +17,8 @@ nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs);
 
 // "ulysses sp8", "hybrid U4xR2", "ring-zigzag sp4" (+ memory options when not the defaults).
 std::string plan_label(const nlohmann::json& plan);
+// Method and degrees without the memory options: one line of a throughput plot.
+std::string structure_label(const nlohmann::json& plan);
 
 // What a measurement mode means, for readers: "modelled (simulator)", "real ranks (one per GPU)", ...
 std::string describe_mode(const std::string& mode);

@@ -55,7 +55,9 @@ nlohmann::json to_json(const Plan& p);
 // Inverse of to_json; missing memory options take their defaults; bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
-// One line for tables: "hybrid U4xR2 ckpt=full zero=3 +offload-ckpt".
+// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt".
 std::string describe(const Plan& p);
+// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1".
+std::string describe_structure(const Plan& p);
 
 }  // namespace seqpar::sim

@@ -17,6 +17,10 @@ Gpu load_gpu(std::string_view name_or_path);
 System load_system(std::string_view name_or_path);
 Model load_model(std::string_view name_or_path);
 
+// The preset document itself (sources included): a built-in by name, or a JSON file by path.
+// Same errors as the loaders. `kind` is "gpu", "system" or "model".
+nlohmann::json preset_document(std::string_view kind, std::string_view name_or_path);
+
 // From already-parsed JSON (for calibrated profiles and tests). `what` names the document in errors.
 Gpu gpu_from_json(const nlohmann::json& j, std::string_view what);
 System system_from_json(const nlohmann::json& j, std::string_view what);
