@@ -60,6 +60,17 @@ int group_size(const RankLayout& l, const std::string& group) {
   throw Error(fmt::format("--group {}: use world, sp, ulysses, ring or dp", group));
 }
 
+// World ranks of rank 0's group: the group every row of the table describes.
+std::vector<int> group_members(const RankLayout& l, const std::string& group) {
+  if (group == "sp") return l.sp_group(0);
+  if (group == "ulysses") return l.ulysses_group(0);
+  if (group == "ring") return l.ring_group(0);
+  if (group == "dp") return l.dp_group(0);
+  std::vector<int> all(std::size_t(l.world));
+  for (int w = 0; w < l.world; ++w) all[std::size_t(w)] = w;
+  return all;
+}
+
 Communicator& pick_group(Communicator& world, Groups& g, const std::string& group) {
   if (group == "sp") return *g.sp;
   if (group == "ulysses") return *g.ulysses;
@@ -158,6 +169,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
                            {"ranks", ranks},               {"group", o.group}};
   auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", "real-ranks", gpu, config);
   doc["layout"] = layout_json(layout, o.group);
+  doc["layout"].update(bench::placement_json(group_members(layout, o.group)));
 
   const bool root = world_rank == 0;
   if (root) {

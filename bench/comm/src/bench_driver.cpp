@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/run_info.hpp"
+#include "mpi_check.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -107,6 +109,26 @@ std::vector<double> time_iterations(Communicator& world, Communicator& c, int wa
                           MPI_MAX, MPI_COMM_WORLD),
             "MPI_Allreduce of the iteration times");
   return slowest;
+}
+
+std::vector<std::string> world_hosts() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0;
+  SEQPAR_MPI_CHECK(MPI_Get_processor_name(name, &len));
+  const int n = world_size();
+  std::vector<char> all(std::size_t(n) * MPI_MAX_PROCESSOR_NAME, 0);
+  SEQPAR_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                                 MPI_COMM_WORLD));
+  std::vector<std::string> hosts;
+  for (int r = 0; r < n; ++r) hosts.emplace_back(all.data() + std::size_t(r) * MPI_MAX_PROCESSOR_NAME);
+  return hosts;
+}
+
+nlohmann::json placement_json(const std::vector<int>& members) {
+  const std::vector<std::string> hosts = world_hosts();
+  std::set<std::string> used;
+  for (int w : members) used.insert(hosts.at(std::size_t(w)));
+  return {{"hosts", hosts}, {"nodes", used.size()}};
 }
 
 std::size_t world_sum(std::size_t v) {

@@ -45,6 +45,12 @@ class NvtxRange {
 std::vector<double> time_iterations(Communicator& world, Communicator& c, int warmup, int iters,
                                     const std::function<void()>& fn);
 
+// Host name of every world rank (MPI_Get_processor_name), in rank order.
+std::vector<std::string> world_hosts();
+// {"hosts": [...per world rank], "nodes": distinct hosts among `members`} so that a report or
+// `seqpar calibrate` can tell an intra-node from an inter-node measurement.
+nlohmann::json placement_json(const std::vector<int>& members);
+
 // Sum of a value over MPI_COMM_WORLD, and its size.
 std::size_t world_sum(std::size_t v);
 int world_size();

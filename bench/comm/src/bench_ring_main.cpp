@@ -121,6 +121,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-ring-step", "real-ranks", gpu, config);
   doc["layout"] = {{"world", layout.world},  {"sp", layout.sp}, {"ulysses_degree", layout.ulysses},
                    {"ring_degree", layout.ring}, {"dp", layout.dp}, {"group", "ring"}};
+  doc["layout"].update(bench::placement_json(layout.ring_group(0)));
   const bool root = world_rank == 0;
   if (root) {
     std::printf("# seqpar-bench-ring-step: K,V blocks, %s, backend %s (%s memory)\n",
