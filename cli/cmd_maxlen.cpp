@@ -63,8 +63,8 @@ void add_maxlen_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs\n", m.name, s.name, o->gpus);
         if (a.result) {
-          fmt::print("longest sequence: {} tokens ({})\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
-                     a.max_seq_len, format_count(a.max_seq_len), sim::describe(a.result->plan),
+          fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
+                     a.max_seq_len, double(a.max_seq_len) / (1 << 20), sim::describe(a.result->plan),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
         } else {
