@@ -118,25 +118,13 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   app.add_flag("--inject-fault", o.inject_fault,
                "corrupt one input element on rank 0 before the check (tests the check)");
   app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream null_out, null_err;
-    if (world_rank == 0) return app.exit(e);
-    return app.exit(e, null_out, null_err);
-  }
+  if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
 
   // Everything the arguments decide is validated before any communication, the same way on
   // every rank, so a bad argument is one message and a clean exit everywhere.
   const Collective op = parse_collective(o.op);
   const DType dt = parse_dtype(o.dtype);
-  const Backend backend = parse_backend(o.backend);
-  if (backend != Backend::mpi && backend != Backend::nccl)
-    throw Error(fmt::format("--backend {}: seqpar-bench-comm runs mpi or nccl", o.backend));
-  std::string why;
-  if (!backend_available(backend, &why)) throw Error(fmt::format("--backend {}: {}", o.backend, why));
-  if (backend == Backend::nccl && !seqpar::bench::cuda_device_available(&why))
-    throw Error(fmt::format("--backend nccl: no CUDA device: {}", why));
+  const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-comm");
   if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
   const RankLayout layout = layout_from(o, bench::world_size());
   const int ranks = group_size(layout, o.group);

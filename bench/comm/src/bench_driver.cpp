@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/common/error.hpp"
@@ -109,6 +110,28 @@ std::vector<double> time_iterations(Communicator& world, Communicator& c, int wa
                           MPI_MAX, MPI_COMM_WORLD),
             "MPI_Allreduce of the iteration times");
   return slowest;
+}
+
+int parse_options(CLI::App& app, int argc, char** argv, int world_rank) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream null_out, null_err;
+    if (world_rank == 0) return app.exit(e);
+    return app.exit(e, null_out, null_err);
+  }
+  return -1;
+}
+
+Backend benchmark_backend(const std::string& name, const char* program) {
+  const Backend backend = parse_backend(name);
+  if (backend != Backend::mpi && backend != Backend::nccl)
+    throw Error(fmt::format("--backend {}: {} runs mpi or nccl", name, program));
+  std::string why;
+  if (!backend_available(backend, &why)) throw Error(fmt::format("--backend {}: {}", name, why));
+  if (backend == Backend::nccl && !seqpar::bench::cuda_device_available(&why))
+    throw Error(fmt::format("--backend nccl: no CUDA device: {}", why));
+  return backend;
 }
 
 std::vector<std::string> world_hosts() {

@@ -3,6 +3,7 @@
 // error handling that keeps every rank's exit code meaningful under mpirun/srun.
 #pragma once
 #include <cstddef>
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -50,6 +51,14 @@ std::vector<std::string> world_hosts();
 // {"hosts": [...per world rank], "nodes": distinct hosts among `members`} so that a report or
 // `seqpar calibrate` can tell an intra-node from an inter-node measurement.
 nlohmann::json placement_json(const std::vector<int>& members);
+
+// Parses the options on every rank; only rank 0 prints help or a parse error. Returns the exit
+// code to leave with, or -1 when the program should go on.
+int parse_options(CLI::App& app, int argc, char** argv, int world_rank);
+
+// The back end a communication benchmark runs (mpi or nccl), checked to be built in and, for
+// nccl, to have a device; errors name --backend and `program`.
+Backend benchmark_backend(const std::string& name, const char* program);
 
 // Sum of a value over MPI_COMM_WORLD, and its size.
 std::size_t world_sum(std::size_t v);

@@ -75,22 +75,10 @@ int run(int argc, char** argv, int world_rank, bool& started) {
       ->capture_default_str()->check(CLI::Range(0, 1));
   app.add_flag("--inject-fault", o.inject_fault, "corrupt one K element on rank 0 before the check");
   app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream null_out, null_err;
-    if (world_rank == 0) return app.exit(e);
-    return app.exit(e, null_out, null_err);
-  }
+  if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
 
   const DType dt = parse_dtype(o.dtype);
-  const Backend backend = parse_backend(o.backend);
-  if (backend != Backend::mpi && backend != Backend::nccl)
-    throw Error(fmt::format("--backend {}: seqpar-bench-ring-step runs mpi or nccl", o.backend));
-  std::string why;
-  if (!backend_available(backend, &why)) throw Error(fmt::format("--backend {}: {}", o.backend, why));
-  if (backend == Backend::nccl && !seqpar::bench::cuda_device_available(&why))
-    throw Error(fmt::format("--backend nccl: no CUDA device: {}", why));
+  const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-ring-step");
   if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
   const int world = bench::world_size();
   const int ring = o.ring > 0 ? o.ring : (world % o.ulysses == 0 ? world / o.ulysses : 0);

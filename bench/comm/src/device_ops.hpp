@@ -2,8 +2,11 @@
 // pointers so those back ends build without CUDA (the GPU calls then throw seqpar::Error).
 #pragma once
 #include <cstddef>
+#include <memory>
+#include <string>
 
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/common/error.hpp"
 
 namespace seqpar::comm::detail {
 
@@ -23,6 +26,23 @@ struct EventRequest : RequestState {
   void* event = nullptr;
   ~EventRequest() override { destroy_event(event); }
 };
+
+// A ring step started on a side stream: the event recorded there after the transfer.
+inline Request event_request(void* side) {
+  auto st = std::make_unique<EventRequest>();
+  st->event = record_event(side);
+  return Request{std::move(st)};
+}
+
+// Completes an event_request: `compute` waits for the transfer without blocking the host.
+// `owner` names the back end for the error when the request came from another one.
+inline void wait_event_request(Request& r, void* compute, const char* owner) {
+  if (!r.pending()) return;
+  auto* st = dynamic_cast<EventRequest*>(r.state.get());
+  if (!st) throw Error(std::string("wait: the request does not belong to ") + owner);
+  stream_wait_event(compute, st->event);
+  r.state.reset();
+}
 
 // Orders `side` after the work already on `compute`.
 inline void join(void* side, void* compute) {

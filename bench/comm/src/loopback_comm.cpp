@@ -38,18 +38,10 @@ class LoopbackComm final : public Communicator {
     if (!side_) side_ = detail::create_stream();
     detail::join(side_, stream_);
     detail::copy_async(recv, send, bytes, side_);
-    auto st = std::make_unique<detail::EventRequest>();
-    st->event = detail::record_event(side_);
-    return Request{std::move(st)};
+    return detail::event_request(side_);
   }
 
-  void wait(Request& r) override {
-    if (!r.pending()) return;
-    auto* st = dynamic_cast<detail::EventRequest*>(r.state.get());
-    if (!st) throw Error("wait: the request does not belong to a loopback communicator");
-    detail::stream_wait_event(stream_, st->event);
-    r.state.reset();
-  }
+  void wait(Request& r) override { detail::wait_event_request(r, stream_, "a loopback communicator"); }
 
   void all_gather(const void* send, void* recv, std::size_t count, DType dt) override {
     const std::size_t bytes = count * dtype_size(dt);

@@ -79,18 +79,10 @@ class NcclComm final : public Communicator {
     SEQPAR_NCCL_CHECK(ncclSend(send, count, nccl_type(dt), dst, comm_, side));
     SEQPAR_NCCL_CHECK(ncclRecv(recv, count, nccl_type(dt), src, comm_, side));
     SEQPAR_NCCL_CHECK(ncclGroupEnd());
-    auto st = std::make_unique<detail::EventRequest>();
-    st->event = detail::record_event(side_);
-    return Request{std::move(st)};
+    return detail::event_request(side_);
   }
 
-  void wait(Request& r) override {
-    if (!r.pending()) return;
-    auto* st = dynamic_cast<detail::EventRequest*>(r.state.get());
-    if (!st) throw Error("wait: the request does not belong to an NCCL communicator");
-    detail::stream_wait_event(stream_, st->event);
-    r.state.reset();
-  }
+  void wait(Request& r) override { detail::wait_event_request(r, stream_, "an NCCL communicator"); }
 
   void all_gather(const void* send, void* recv, std::size_t count, DType dt) override {
     SEQPAR_NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(dt), comm_, stream()));
