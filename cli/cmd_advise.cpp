@@ -15,20 +15,16 @@ namespace seqpar::cli {
 void add_advise_command(CLI::App& app) {
   struct Opts {
     CommonOptions common;
+    SearchOptions search;
     MemoryFlags mem;
-    int gpus = 8;
-    std::string seq_len, method;
-    int sp = 0, ulysses_degree = 0, micro_batch = 1, top = 15;
+    std::string seq_len;
+    int top = 15;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("advise", "Best plan for a model, system, GPU count and sequence length, with the ranked alternatives");
   add_common(cmd, o->common);
-  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
-  cmd->add_option("--method", o->method, "Only this method (default: all)");
-  cmd->add_option("--sp", o->sp, "Only this SP degree (default: every divisor of --gpus)");
-  cmd->add_option("--ulysses-degree", o->ulysses_degree, "Hybrid: only this Ulysses degree");
-  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
+  add_search(cmd, o->search);
   cmd->add_option("--top", o->top, "Rows of the ranked table to print")->capture_default_str();
   add_memory(cmd, o->mem);
   cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched.");
@@ -37,21 +33,14 @@ void add_advise_command(CLI::App& app) {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
       const std::int64_t n = parse_count(o->seq_len, "seq_len");
-      if (o->gpus <= 0) throw Error(fmt::format("gpus: {} must be at least 1", o->gpus));
-      if (o->micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o->micro_batch));
-      sim::SearchSpace space;
-      if (!o->method.empty()) space.methods = {sim::parse_method(o->method)};
-      if (o->sp != 0) space.sp = {o->sp};
-      if (o->ulysses_degree != 0) space.ulysses_degree = o->ulysses_degree;
-      space.memory = o->mem.fixed();
-      space.micro_batch = o->micro_batch;
-      const sim::Advice a = sim::advise(m, s, o->gpus, n, space);
+      const int gpus = o->search.gpus;
+      const sim::Advice a = sim::advise(m, s, gpus, n, search_space(o->search, o->mem));
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar advise");
         j["model"] = sim::to_json(m);
-        j["system"] = sim::to_json(s, o->gpus);
-        j["gpus"] = o->gpus;
+        j["system"] = sim::to_json(s, gpus);
+        j["gpus"] = gpus;
         j["seq_len"] = n;
         j["valid"] = a.best() != nullptr;
         j["errors"] = a.best() ? nlohmann::json::array() : nlohmann::json::array({"no plan is valid and fits; see rejected"});
@@ -62,7 +51,7 @@ void add_advise_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs, sequence {} tokens\n", m.name, s.name, o->gpus, format_count(n));
+        fmt::print("{} on {}, {} GPUs, sequence {} tokens\n", m.name, s.name, gpus, format_count(n));
         if (const sim::Result* b = a.best()) {
           fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, step {}, peak {} of {} GiB\n\n",
                      sim::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),

@@ -15,19 +15,13 @@ namespace seqpar::cli {
 void add_maxlen_command(CLI::App& app) {
   struct Opts {
     CommonOptions common;
+    SearchOptions search;
     MemoryFlags mem;
-    int gpus = 8;
-    std::string method;
-    int sp = 0, ulysses_degree = 0, micro_batch = 1;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("maxlen", "Longest sequence that fits, over all plans or for a fixed method/SP/memory options");
   add_common(cmd, o->common);
-  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
-  cmd->add_option("--method", o->method, "Only this method (default: all)");
-  cmd->add_option("--sp", o->sp, "Only this SP degree (default: every divisor of --gpus)");
-  cmd->add_option("--ulysses-degree", o->ulysses_degree, "Hybrid: only this Ulysses degree");
-  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
+  add_search(cmd, o->search);
   add_memory(cmd, o->mem);
   cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan "
                 "reported then takes the fastest options that still fit at that length.");
@@ -35,21 +29,14 @@ void add_maxlen_command(CLI::App& app) {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
-      if (o->gpus <= 0) throw Error(fmt::format("gpus: {} must be at least 1", o->gpus));
-      if (o->micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o->micro_batch));
-      sim::SearchSpace space;
-      if (!o->method.empty()) space.methods = {sim::parse_method(o->method)};
-      if (o->sp != 0) space.sp = {o->sp};
-      if (o->ulysses_degree != 0) space.ulysses_degree = o->ulysses_degree;
-      space.memory = o->mem.fixed();
-      space.micro_batch = o->micro_batch;
-      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, o->gpus, space);
+      const int gpus = o->search.gpus;
+      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, search_space(o->search, o->mem));
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar maxlen");
         j["model"] = sim::to_json(m);
-        j["system"] = sim::to_json(s, o->gpus);
-        j["gpus"] = o->gpus;
+        j["system"] = sim::to_json(s, gpus);
+        j["gpus"] = gpus;
         j["valid"] = a.max_seq_len > 0;
         j["errors"] = a.max_seq_len > 0 ? nlohmann::json::array() : nlohmann::json::array({"no plan fits even the shortest sequence; see rejected"});
         j["max_seq_len"] = a.max_seq_len;
@@ -61,7 +48,7 @@ void add_maxlen_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs\n", m.name, s.name, o->gpus);
+        fmt::print("{} on {}, {} GPUs\n", m.name, s.name, gpus);
         if (a.result) {
           fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
                      a.max_seq_len, double(a.max_seq_len) / (1 << 20), sim::describe(a.result->plan),

@@ -37,6 +37,26 @@ void add_common(CLI::App* app, CommonOptions& o) {
   app->add_flag("--json", o.json, "Print JSON instead of tables");
 }
 
+void add_search(CLI::App* app, SearchOptions& o) {
+  app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str();
+  app->add_option("--method", o.method, "Only this method (default: all)");
+  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)");
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Hybrid: only this Ulysses degree");
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+}
+
+sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
+  if (o.gpus <= 0) throw Error(fmt::format("gpus: {} must be at least 1", o.gpus));
+  if (o.micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o.micro_batch));
+  sim::SearchSpace space;
+  if (!o.method.empty()) space.methods = {sim::parse_method(o.method)};
+  if (o.sp != 0) space.sp = {o.sp};
+  if (o.ulysses_degree != 0) space.ulysses_degree = o.ulysses_degree;
+  space.memory = m.fixed();
+  space.micro_batch = o.micro_batch;
+  return space;
+}
+
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, "ulysses | ring | ring-zigzag | hybrid")->capture_default_str();
   app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: all GPUs)");

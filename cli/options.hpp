@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/plan.hpp"
@@ -38,7 +39,17 @@ struct MemoryFlags {
   std::optional<sim::MemoryOptions> fixed() const;  // set only when a memory flag was given
 };
 
+// What advise and maxlen search: all plans, or those of one method / SP degree / Ulysses degree.
+struct SearchOptions {
+  int gpus = 8;
+  std::string method;
+  int sp = 0, ulysses_degree = 0, micro_batch = 1;
+};
+
 void add_common(CLI::App* app, CommonOptions& o);
+void add_search(CLI::App* app, SearchOptions& o);
+// Validates gpus and micro_batch (seqpar::Error naming them) and builds the search space.
+sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m);
 void add_plan(CLI::App* app, PlanOptions& o);
 void add_memory(CLI::App* app, MemoryFlags& m);
 
