@@ -12,46 +12,10 @@
 namespace seqpar::comm {
 
 namespace {
-constexpr std::array<Collective, 5> kAll{Collective::alltoall, Collective::sendrecv,
-                                         Collective::allgather, Collective::reducescatter,
-                                         Collective::allreduce};
-
 bool is_reduction(Collective op) {
-  return op == Collective::reducescatter || op == Collective::allreduce;
+  return op == Collective::reduce_scatter || op == Collective::all_reduce;
 }
 }  // namespace
-
-std::string_view to_string(Collective op) {
-  switch (op) {
-    case Collective::alltoall: return "alltoall";
-    case Collective::sendrecv: return "sendrecv";
-    case Collective::allgather: return "allgather";
-    case Collective::reducescatter: return "reducescatter";
-    case Collective::allreduce: return "allreduce";
-  }
-  return "?";
-}
-
-Collective parse_collective(std::string_view s) {
-  for (Collective op : kAll)
-    if (to_string(op) == s) return op;
-  throw Error(fmt::format(
-      "operation '{}' is not known: use alltoall, sendrecv, allgather, reducescatter or "
-      "allreduce",
-      s));
-}
-
-double bus_factor(Collective op, int ranks) {
-  const double n = ranks;
-  switch (op) {
-    case Collective::allreduce: return 2.0 * (n - 1) / n;
-    case Collective::allgather:
-    case Collective::reducescatter:
-    case Collective::alltoall: return (n - 1) / n;
-    case Collective::sendrecv: return 1.0;
-  }
-  return 1.0;
-}
 
 Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks) {
   const auto es = static_cast<std::int64_t>(dtype_size(dt));
@@ -60,8 +24,8 @@ Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks) {
   if (bytes % es != 0)
     throw Error(fmt::format("message size {} bytes is not a multiple of the {}-byte {} element",
                             bytes, es, to_string(dt)));
-  const bool split = op == Collective::alltoall || op == Collective::allgather ||
-                     op == Collective::reducescatter;
+  const bool split = op == Collective::all_to_all || op == Collective::all_gather ||
+                     op == Collective::reduce_scatter;
   if (split && bytes % (es * ranks) != 0)
     throw Error(fmt::format(
         "message size {} bytes is not divisible into {} equal chunks of whole {} elements "
@@ -72,22 +36,22 @@ Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks) {
   s.count = s.bytes / static_cast<std::size_t>(es);
   const std::size_t per_rank = split ? s.count / static_cast<std::size_t>(ranks) : s.count;
   switch (op) {
-    case Collective::alltoall:
+    case Collective::all_to_all:
       s.send_count = s.recv_count = s.count;
       s.call_count = per_rank;
       break;
-    case Collective::allgather:
+    case Collective::all_gather:
       s.send_count = per_rank;
       s.recv_count = s.count;
       s.call_count = per_rank;
       break;
-    case Collective::reducescatter:
+    case Collective::reduce_scatter:
       s.send_count = s.count;
       s.recv_count = per_rank;
       s.call_count = per_rank;
       break;
-    case Collective::allreduce:
-    case Collective::sendrecv:
+    case Collective::all_reduce:
+    case Collective::send_recv:
       s.send_count = s.recv_count = s.call_count = s.count;
       break;
   }
@@ -97,11 +61,11 @@ Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks) {
 void run_collective(Collective op, Communicator& c, const void* send, void* recv,
                     const Shape& s, DType dt) {
   switch (op) {
-    case Collective::alltoall: c.all_to_all(send, recv, s.call_count, dt); return;
-    case Collective::allgather: c.all_gather(send, recv, s.call_count, dt); return;
-    case Collective::reducescatter: c.reduce_scatter(send, recv, s.call_count, dt); return;
-    case Collective::allreduce: c.all_reduce(send, recv, s.call_count, dt); return;
-    case Collective::sendrecv: {
+    case Collective::all_to_all: c.all_to_all(send, recv, s.call_count, dt); return;
+    case Collective::all_gather: c.all_gather(send, recv, s.call_count, dt); return;
+    case Collective::reduce_scatter: c.reduce_scatter(send, recv, s.call_count, dt); return;
+    case Collective::all_reduce: c.all_reduce(send, recv, s.call_count, dt); return;
+    case Collective::send_recv: {
       const int P = c.size(), r = c.rank();
       Request req = c.send_recv_async(send, (r + 1) % P, recv, (r - 1 + P) % P, s.call_count, dt);
       c.wait(req);
@@ -131,19 +95,19 @@ std::size_t count_wrong(Collective op, const void* recv, const Shape& s, DType d
   std::vector<unsigned char> term(dtype_size(dt));
   for (std::size_t j = 0; j < s.recv_count; ++j) {
     switch (op) {
-      case Collective::alltoall:
+      case Collective::all_to_all:
         store(expected.data(), j, dt,
               pattern_value(static_cast<int>(j / chunk), rank * chunk + j % chunk, dt));
         break;
-      case Collective::allgather:
+      case Collective::all_gather:
         store(expected.data(), j, dt, pattern_value(static_cast<int>(j / chunk), j % chunk, dt));
         break;
-      case Collective::sendrecv:
+      case Collective::send_recv:
         store(expected.data(), j, dt, pattern_value((rank - 1 + ranks) % ranks, j, dt));
         break;
-      case Collective::reducescatter:
-      case Collective::allreduce: {
-        const std::size_t src = op == Collective::allreduce ? j : rank * chunk + j;
+      case Collective::reduce_scatter:
+      case Collective::all_reduce: {
+        const std::size_t src = op == Collective::all_reduce ? j : rank * chunk + j;
         store(expected.data(), j, dt, 0.0);
         for (int p = 0; p < ranks; ++p) {
           store(term.data(), 0, dt, pattern_value(p, src, dt));

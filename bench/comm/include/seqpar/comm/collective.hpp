@@ -6,17 +6,16 @@
 #include <string_view>
 
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 
 namespace seqpar::comm {
 
-enum class Collective { alltoall, sendrecv, allgather, reducescatter, allreduce };
-std::string_view to_string(Collective op);
-// Throws seqpar::Error listing the accepted names.
-Collective parse_collective(std::string_view s);
-
-// nccl-tests: busbw = algbw x factor; allreduce 2(n-1)/n, allgather, reducescatter and alltoall
-// (n-1)/n, sendrecv 1.
-double bus_factor(Collective op, int ranks);
+// The operations, their names and the nccl-tests bus factors are the simulator's, so a measured
+// and a modelled busbw mean the same thing.
+using sim::Collective;
+using sim::bus_factor;
+using sim::parse_collective;
+using sim::to_string;
 
 // Per-rank buffers for one row. `bytes` is the nccl-tests "size": the whole per-rank buffer
 // for alltoall, allreduce and sendrecv, the gathered output for allgather, the input for
