@@ -20,7 +20,7 @@ mkdir -p "$out"
 "$seqpar" sweep --model llama3-8b --system dgx-h100 --gpus 8,16,32,64 \
   --seq-len 32K,64K,128K,256K,512K,1M,2M,4M --method ulysses,ring-zigzag,hybrid \
   --out "$out" >"$out/advice.txt"
-"$seqpar" report "$out/sweep.json" --out "$out" >"$out/report.log"
+"$seqpar" report "$out/sweep.json" --out "$out" --python "${PYTHON:-python3}" >"$out/report.log"
 
 cat "$out/advice.txt"
 echo "report: $out/report.md and $out/report.html (plots: $out/*.png; data: $out/sweep.json, $out/sweep.csv)"

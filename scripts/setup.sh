@@ -8,6 +8,14 @@ build=${1:-${SEQPAR_BUILD_DIR:-$root/build}}
 
 debs=(build-essential cmake git pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
+# Plots and Python tests: Debian's packages for Debian's Python, pip for any other interpreter
+# (pyenv, venv, conda).
+py=${PYTHON:-python3}
+system_py=0
+if ! command -v "$py" >/dev/null || [ "$(command -v "$py")" = /usr/bin/python3 ]; then
+  system_py=1
+  debs+=(python3 python3-matplotlib python3-pytest)
+fi
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,12 +28,11 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-py=${PYTHON:-python3}
-if ! "$py" -c 'import matplotlib, pytest' 2>/dev/null; then
-  echo "setup: installing Python packages: matplotlib pytest"
-  "$py" -m pip install -q matplotlib pytest 2>/dev/null \
-    || "$py" -m pip install -q --break-system-packages matplotlib pytest
+if [ "$system_py" = 0 ] && ! "$py" -c 'import matplotlib, pytest' 2>/dev/null; then
+  echo "setup: installing Python packages for $py: matplotlib pytest"
+  "$py" -m pip install -q matplotlib pytest
 fi
+"$py" -c 'import matplotlib, pytest' || { echo "setup: matplotlib or pytest missing for $py" >&2; exit 1; }
 
 # nvcc lives outside PATH on a stock CUDA install.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then

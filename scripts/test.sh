@@ -8,4 +8,4 @@ build=${SEQPAR_BUILD_DIR:-$root/build}
 # mpirun refuses root unless told; CI and the GPU machines run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
-python3 -m pytest -q "$root/scripts/tests"
+"${PYTHON:-python3}" -m pytest -q "$root/scripts/tests"
