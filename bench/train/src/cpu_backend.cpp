@@ -15,21 +15,6 @@
 namespace seqpar::train {
 namespace {
 
-ref::AttentionShape to_ref(const AttnShape& s) {
-  ref::AttentionShape r{};
-  r.batch = s.batch;
-  r.seq_q = s.seq_q;
-  r.seq_k = s.seq_k;
-  r.heads = s.heads;
-  r.kv_heads = s.kv_heads;
-  r.head_dim = s.head_dim;
-  r.causal = s.causal;
-  r.q_offset = s.q_offset;
-  r.k_offset = s.k_offset;
-  r.scale = 0.0f;
-  return r;
-}
-
 class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
@@ -200,12 +185,12 @@ class CpuBackend final : public Backend {
 
   void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v,
                          float* o, float* lse) override {
-    ref::attention_forward(to_ref(s), q, k, v, o, lse);
+    ref::attention_forward(s, q, k, v, o, lse);
   }
   void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v,
                           const float* o, const float* lse, const float* dout, float* dq,
                           float* dk, float* dv) override {
-    ref::attention_backward(to_ref(s), q, k, v, o, lse, dout, dq, dk, dv);
+    ref::attention_backward(s, q, k, v, o, lse, dout, dq, dk, dv);
   }
   void lse_merge(int batch, int seq_q, int heads, int head_dim, float* o, float* lse,
                  const float* o_part, const float* lse_part) override {

@@ -113,7 +113,6 @@ class CudaBackend final : public Backend {
 
   void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v, float* o,
                          float* lse) override {
-    const kernels::AttentionShape r = to_kernel(s);
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
     auto* q16 = bf16(0, nq);
     auto* k16 = bf16(1, nk);
@@ -122,12 +121,11 @@ class CudaBackend final : public Backend {
     cuda::to_bf16(q16, q, nq, stream_);
     cuda::to_bf16(k16, k, nk, stream_);
     cuda::to_bf16(v16, v, nk, stream_);
-    kernels::flash_attention_forward(r, DType::bf16, q16, k16, v16, o16, lse, stream_);
+    kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
     cuda::from_bf16(o, o16, nq, stream_);
   }
   void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv) override {
-    const kernels::AttentionShape r = to_kernel(s);
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
     auto* q16 = bf16(0, nq);
     auto* k16 = bf16(1, nk);
@@ -142,8 +140,8 @@ class CudaBackend final : public Backend {
     cuda::to_bf16(v16, v, nk, stream_);
     cuda::to_bf16(o16, o, nq, stream_);
     cuda::to_bf16(do16, dout, nq, stream_);
-    void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(r));
-    kernels::flash_attention_backward(r, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
+    void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(s));
+    kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
                                       stream_);
     cuda::from_bf16(dq, dq16, nq, stream_);
     cuda::from_bf16(dk, dk16, nk, stream_);
@@ -178,19 +176,6 @@ class CudaBackend final : public Backend {
     std::int64_t bytes = 0;
   };
 
-  static kernels::AttentionShape to_kernel(const AttnShape& s) {
-    kernels::AttentionShape r{};
-    r.batch = s.batch;
-    r.seq_q = s.seq_q;
-    r.seq_k = s.seq_k;
-    r.heads = s.heads;
-    r.kv_heads = s.kv_heads;
-    r.head_dim = s.head_dim;
-    r.causal = s.causal;
-    r.q_offset = s.q_offset;
-    r.k_offset = s.k_offset;
-    return r;
-  }
   static std::int64_t q_elems(const AttnShape& s) {
     return std::int64_t{s.batch} * s.seq_q * s.heads * s.head_dim;
   }

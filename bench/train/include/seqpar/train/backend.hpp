@@ -8,18 +8,14 @@
 #include <string_view>
 #include <utility>
 
+#include "seqpar/kernels/attention_ref.hpp"
 #include "seqpar/train/memory.hpp"
 
 namespace seqpar::train {
 
-// One attention block problem, as seqpar::ref::AttentionShape (kept here so that the model code
-// does not depend on which kernel family serves it). Causal: query i sees key j iff
-// k_offset + j <= q_offset + i.
-struct AttnShape {
-  int batch = 1, seq_q = 0, seq_k = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  bool causal = true;
-  std::int64_t q_offset = 0, k_offset = 0;
-};
+// One attention block problem: the shape the CPU references and the CUDA kernels share.
+// Causal: query i sees key j iff k_offset + j <= q_offset + i.
+using AttnShape = ref::AttentionShape;
 
 class Backend {
  public:
