@@ -79,10 +79,19 @@ std::string modes_of(const std::vector<json>& pts) {
 }
 
 // The points of a group at its longest sequence with a time breakdown: the case where the plans differ most.
+// The breakdowns are drawn at one sequence length per group: the one where the most plans fit
+// (the longest of those), so the bars compare plans that can run rather than a row of OOMs.
 std::vector<json> breakdown_selection(const std::vector<json>& pts, std::int64_t* seq_out) {
-  std::int64_t seq = -1;
+  std::map<std::int64_t, int> fitting;
   for (const auto& p : pts)
-    if (p["valid"].get<bool>() && !p["time"].empty()) seq = std::max(seq, int_of(p["plan"], "seq_len"));
+    if (p["valid"].get<bool>() && !p["time"].empty()) fitting[int_of(p["plan"], "seq_len")] += p["fits"].get<bool>() ? 1 : 0;
+  std::int64_t seq = -1;
+  int most = -1;
+  for (const auto& [len, n] : fitting)  // ascending lengths: ties go to the longer one
+    if (n >= most) {
+      most = n;
+      seq = len;
+    }
   std::vector<json> out;
   for (const auto& p : pts)
     if (p["valid"].get<bool>() && !p["time"].empty() && int_of(p["plan"], "seq_len") == seq) out.push_back(p);

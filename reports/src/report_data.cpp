@@ -285,7 +285,8 @@ std::string plan_label(const json& plan) {
   auto num = [&](const char* k, double fallback) {
     return plan.contains(k) && plan[k].is_number() ? plan[k].get<double>() : fallback;
   };
-  std::string out = method == "hybrid"
+  std::string out = num("sp", 0) == 1 ? std::string("dp-only sp1")
+                    : method == "hybrid"
                         ? fmt::format("hybrid U{}xR{}", num("ulysses_degree", 0), num("ring_degree", 0))
                         : fmt::format("{} sp{}", method, num("sp", 0));
   std::string ckpt = string_or(plan, "checkpoint", "none");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <ostream>
 #include <vector>
 
 #include "seqpar/common/error.hpp"
@@ -139,6 +140,74 @@ TEST(ReshardRef, FusedQkvEqualsSeparatePacks) {
   EXPECT_EQ(yv, wv);
 }
 
+// The fused backward (dq, dk, dv) equals the three separate reverses on the three parts of the fused buffer
+// and inverts the fused forward: kv_heads split over P, and GQA with kv_heads < P replicated up to P first.
+struct QkvDims {
+  int P, b, n, heads, kv_heads, d, rep;  // rep: KV-head replication before the reshard (1 = none)
+};
+std::ostream& operator<<(std::ostream& os, const QkvDims& x) {
+  return os << "P" << x.P << " b" << x.b << " n" << x.n << " h" << x.heads << "/" << x.kv_heads << "x" << x.rep
+            << " d" << x.d;
+}
+
+class ReshardQkvReverse : public ::testing::TestWithParam<QkvDims> {};
+
+TEST_P(ReshardQkvReverse, EqualsSeparateReversesAndInvertsTheForward) {
+  const auto [P, b, n, H, KH0, d, rep] = GetParam();
+  const int KH = KH0 * rep;  // kv heads as resharded
+  const std::size_t nq = std::size_t(b) * n * H * d, nk = std::size_t(b) * n * KH * d, nk0 = nk / rep;
+  const std::size_t cq = nq / P, ck = nk / P, chunk = cq + 2 * ck;
+  auto q = test::random_vector(nq, 11), k0 = test::random_vector(nk0, 12), v0 = test::random_vector(nk0, 13);
+  std::vector<float> k(nk), v(nk);
+  ref::replicate_kv_heads(rep, b, n, KH0, d, k0.data(), k.data());
+  ref::replicate_kv_heads(rep, b, n, KH0, d, v0.data(), v.data());
+
+  // Head-sharded gradients [b, P*n, heads/P, d] (same element counts as the sequence shards).
+  auto gq = test::random_vector(nq, 14), gk = test::random_vector(nk, 15), gv = test::random_vector(nk, 16);
+  std::vector<float> fused(nq + 2 * nk), sq(nq), sk(nk), sv(nk);
+  ref::ulysses_pack_qkv_reverse(P, b, n, H, KH, d, gq.data(), gk.data(), gv.data(), fused.data());
+  ref::ulysses_pack_reverse(P, b, n, H, d, gq.data(), sq.data());
+  ref::ulysses_pack_reverse(P, b, n, KH, d, gk.data(), sk.data());
+  ref::ulysses_pack_reverse(P, b, n, KH, d, gv.data(), sv.data());
+  for (int p = 0; p < P; ++p) {
+    EXPECT_TRUE(std::equal(&sq[p * cq], &sq[p * cq] + cq, &fused[p * chunk])) << "dq chunk " << p;
+    EXPECT_TRUE(std::equal(&sk[p * ck], &sk[p * ck] + ck, &fused[p * chunk + cq])) << "dk chunk " << p;
+    EXPECT_TRUE(std::equal(&sv[p * ck], &sv[p * ck] + ck, &fused[p * chunk + cq + ck])) << "dv chunk " << p;
+  }
+  // Unpacking the fused buffer (read as received) equals unpacking its three parts separately.
+  std::vector<float> xq(nq), xk(nk), xv(nk), wq(nq), wk(nk), wv(nk);
+  ref::ulysses_unpack_qkv_reverse(P, b, n, H, KH, d, fused.data(), xq.data(), xk.data(), xv.data());
+  ref::ulysses_unpack_reverse(P, b, n, H, d, sq.data(), wq.data());
+  ref::ulysses_unpack_reverse(P, b, n, KH, d, sk.data(), wk.data());
+  ref::ulysses_unpack_reverse(P, b, n, KH, d, sv.data(), wv.data());
+  EXPECT_EQ(xq, wq);
+  EXPECT_EQ(xk, wk);
+  EXPECT_EQ(xv, wv);
+
+  // Inverses: unpack_qkv_reverse(pack_qkv(q, k, v)) gives q, k, v back (replicas included), and
+  // pack_qkv_reverse(unpack_qkv(buffer)) gives the buffer back.
+  std::vector<float> send(nq + 2 * nk), back(nq + 2 * nk), yq(nq), yk(nk), yv(nk);
+  ref::ulysses_pack_qkv(P, b, n, H, KH, d, q.data(), k.data(), v.data(), send.data());
+  ref::ulysses_unpack_qkv_reverse(P, b, n, H, KH, d, send.data(), yq.data(), yk.data(), yv.data());
+  EXPECT_EQ(yq, q);
+  EXPECT_EQ(yk, k);
+  EXPECT_EQ(yv, v);
+  if (rep > 1) {  // the replicas' gradients, back on the sequence shard,, sum to rep * the original
+    std::vector<float> dk0(nk0);
+    ref::reduce_kv_heads(rep, b, n, KH0, d, yk.data(), dk0.data());
+    for (std::size_t i = 0; i < nk0; ++i) ASSERT_FLOAT_EQ(dk0[i], float(rep) * k0[i]) << i;
+  }
+  ref::ulysses_unpack_qkv(P, b, n, H, KH, d, send.data(), yq.data(), yk.data(), yv.data());
+  ref::ulysses_pack_qkv_reverse(P, b, n, H, KH, d, yq.data(), yk.data(), yv.data(), back.data());
+  EXPECT_EQ(back, send);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ReshardQkvReverse,
+                         ::testing::Values(QkvDims{2, 2, 3, 6, 4, 2, 1},    // kv_heads % P == 0
+                                           QkvDims{3, 2, 5, 6, 3, 3, 1},    // odd sizes, MHA-like
+                                           QkvDims{4, 1, 3, 8, 2, 5, 2},    // GQA: 2 kv heads replicated to 4
+                                           QkvDims{4, 2, 2, 4, 1, 3, 4}));  // MQA: 1 kv head replicated to 4
+
 TEST(ReshardRef, ReplicateKvHeadsHandCase) {
   // kv [b=1, n=2, kv_heads=2, d=1] -> rep 2: heads (a a b b) per token.
   std::vector<float> kv{1, 2, 3, 4}, out(8), back(4);
@@ -171,6 +240,8 @@ TEST(ReshardRef, BadArgumentsThrowNamingTheRule) {
   }
   EXPECT_THROW(ref::ulysses_unpack(2, 0, 2, 4, 2, buf.data(), buf.data()), Error);
   EXPECT_THROW(ref::ulysses_pack_qkv(2, 1, 2, 4, 1, 2, buf.data(), buf.data(), buf.data(), buf.data()), Error);
+  EXPECT_THROW(ref::ulysses_unpack_qkv_reverse(2, 1, 2, 4, 1, 2, buf.data(), buf.data(), buf.data(), buf.data()),
+               Error);
   EXPECT_THROW(ref::replicate_kv_heads(0, 1, 1, 1, 1, buf.data(), buf.data()), Error);
 }
 

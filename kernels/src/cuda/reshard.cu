@@ -84,6 +84,12 @@ void run_copies(const RowCopy* copies, const void* const* src, void* const* dst,
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
 
+void run_qkv(const reshard::QkvCopies& c, DType t, const void* const (&src)[3], void* const (&dst)[3],
+             cudaStream_t stream, const char* fn) {
+  const RowCopy copies[] = {c.q, c.k, c.v};
+  run_copies(copies, src, dst, 3, t, stream, fn);
+}
+
 void run_one(const RowCopy& c, DType t, const void* src, void* dst, cudaStream_t stream, const char* fn) {
   run_copies(&c, &src, &dst, 1, t, stream, fn);
 }
@@ -121,20 +127,26 @@ void ulysses_unpack_reverse(int P, int b, int n, int heads, int d, DType t, cons
 
 void ulysses_pack_qkv(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* q, const void* k,
                       const void* v, void* send, cudaStream_t stream) {
-  const reshard::QkvCopies c = reshard::pack_qkv(P, b, n, heads, kv_heads, d);
-  const reshard::RowCopy copies[] = {c.q, c.k, c.v};
-  const void* src[] = {q, k, v};
-  void* dst[] = {send, send, send};
-  detail::run_copies(copies, src, dst, 3, t, stream, "ulysses_pack_qkv");
+  detail::run_qkv(reshard::pack_qkv(P, b, n, heads, kv_heads, d), t, {q, k, v}, {send, send, send}, stream,
+                  "ulysses_pack_qkv");
 }
 
 void ulysses_unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* recv, void* yq,
                         void* yk, void* yv, cudaStream_t stream) {
-  const reshard::QkvCopies c = reshard::unpack_qkv(P, b, n, heads, kv_heads, d);
-  const reshard::RowCopy copies[] = {c.q, c.k, c.v};
-  const void* src[] = {recv, recv, recv};
-  void* dst[] = {yq, yk, yv};
-  detail::run_copies(copies, src, dst, 3, t, stream, "ulysses_unpack_qkv");
+  detail::run_qkv(reshard::unpack_qkv(P, b, n, heads, kv_heads, d), t, {recv, recv, recv}, {yq, yk, yv}, stream,
+                  "ulysses_unpack_qkv");
+}
+
+void ulysses_pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* dq,
+                              const void* dk, const void* dv, void* send, cudaStream_t stream) {
+  detail::run_qkv(reshard::pack_qkv_reverse(P, b, n, heads, kv_heads, d), t, {dq, dk, dv}, {send, send, send},
+                  stream, "ulysses_pack_qkv_reverse");
+}
+
+void ulysses_unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* recv,
+                                void* dq, void* dk, void* dv, cudaStream_t stream) {
+  detail::run_qkv(reshard::unpack_qkv_reverse(P, b, n, heads, kv_heads, d), t, {recv, recv, recv},
+                  {dq, dk, dv}, stream, "ulysses_unpack_qkv_reverse");
 }
 
 void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, DType t, const void* kv, void* out,

@@ -6,6 +6,14 @@
 
 namespace seqpar::reshard {
 
+RowCopy inverse(const RowCopy& c) {
+  return RowCopy{c.n_i, c.n_j, c.row, c.dst_off, c.dst_i, c.dst_j, c.src_off, c.src_i, c.src_j};
+}
+
+namespace {
+QkvCopies inverse(const QkvCopies& c) { return {inverse(c.q), inverse(c.k), inverse(c.v)}; }
+}  // namespace
+
 void check_ulysses_args(int P, int b, int n, int heads, int d, const char* what) {
   auto positive = [](int value, const char* name) {
     if (value <= 0) throw Error(fmt::format("ulysses reshard: {} = {} must be positive", name, value));
@@ -27,10 +35,7 @@ RowCopy pack(int P, int b, int n, int heads, int d) {
   return RowCopy{M, P, R, 0, P * R, R, 0, R, M * R};
 }
 
-RowCopy unpack_reverse(int P, int b, int n, int heads, int d) {
-  RowCopy c = pack(P, b, n, heads, d);
-  return RowCopy{c.n_i, c.n_j, c.row, c.dst_off, c.dst_i, c.dst_j, c.src_off, c.src_i, c.src_j};
-}
+RowCopy unpack_reverse(int P, int b, int n, int heads, int d) { return inverse(pack(P, b, n, heads, d)); }
 
 // recv [P][b][n*heads/P*d]: chunk p (sequence block p) lands at y[b][p*n ...], i.e. y seen as [b][P][R].
 RowCopy unpack(int P, int b, int n, int heads, int d) {
@@ -39,10 +44,7 @@ RowCopy unpack(int P, int b, int n, int heads, int d) {
   return RowCopy{B, P, R, 0, R, B * R, 0, P * R, R};
 }
 
-RowCopy pack_reverse(int P, int b, int n, int heads, int d) {
-  RowCopy c = unpack(P, b, n, heads, d);
-  return RowCopy{c.n_i, c.n_j, c.row, c.dst_off, c.dst_i, c.dst_j, c.src_off, c.src_i, c.src_j};
-}
+RowCopy pack_reverse(int P, int b, int n, int heads, int d) { return inverse(unpack(P, b, n, heads, d)); }
 
 RowCopy replicate(int rep, int b, int n, int kv_heads, int d) {
   if (rep <= 0 || b <= 0 || n <= 0 || kv_heads <= 0 || d <= 0)
@@ -77,6 +79,14 @@ QkvCopies unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d) {
   RowCopy v = k;
   v.src_off = k.src_off + k.elements() / P;
   return {q, k, v};
+}
+
+QkvCopies pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d) {
+  return inverse(unpack_qkv(P, b, n, heads, kv_heads, d));
+}
+
+QkvCopies unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d) {
+  return inverse(pack_qkv(P, b, n, heads, kv_heads, d));
 }
 
 }  // namespace seqpar::reshard

@@ -14,6 +14,13 @@ void run(const reshard::RowCopy& c, const float* src, float* dst) {
       std::copy_n(src + c.src_off + i * c.src_i + j * c.src_j, c.row, dst + c.dst_off + i * c.dst_i + j * c.dst_j);
 }
 
+// The fused forms: copy c.q, c.k, c.v from src[0..2] to dst[0..2] (one of the sides is the fused buffer).
+void run(const reshard::QkvCopies& c, const float* const (&src)[3], float* const (&dst)[3]) {
+  run(c.q, src[0], dst[0]);
+  run(c.k, src[1], dst[1]);
+  run(c.v, src[2], dst[2]);
+}
+
 }  // namespace
 
 void ulysses_pack(int P, int b, int n, int heads, int d, const float* x, float* send) {
@@ -31,18 +38,22 @@ void ulysses_unpack_reverse(int P, int b, int n, int heads, int d, const float* 
 
 void ulysses_pack_qkv(int P, int b, int n, int heads, int kv_heads, int d, const float* q, const float* k,
                       const float* v, float* send) {
-  const reshard::QkvCopies c = reshard::pack_qkv(P, b, n, heads, kv_heads, d);
-  run(c.q, q, send);
-  run(c.k, k, send);
-  run(c.v, v, send);
+  run(reshard::pack_qkv(P, b, n, heads, kv_heads, d), {q, k, v}, {send, send, send});
 }
 
 void ulysses_unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d, const float* recv, float* yq,
                         float* yk, float* yv) {
-  const reshard::QkvCopies c = reshard::unpack_qkv(P, b, n, heads, kv_heads, d);
-  run(c.q, recv, yq);
-  run(c.k, recv, yk);
-  run(c.v, recv, yv);
+  run(reshard::unpack_qkv(P, b, n, heads, kv_heads, d), {recv, recv, recv}, {yq, yk, yv});
+}
+
+void ulysses_pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, const float* dq,
+                              const float* dk, const float* dv, float* send) {
+  run(reshard::pack_qkv_reverse(P, b, n, heads, kv_heads, d), {dq, dk, dv}, {send, send, send});
+}
+
+void ulysses_unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, const float* recv, float* dq,
+                                float* dk, float* dv) {
+  run(reshard::unpack_qkv_reverse(P, b, n, heads, kv_heads, d), {recv, recv, recv}, {dq, dk, dv});
 }
 
 void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* kv, float* out) {

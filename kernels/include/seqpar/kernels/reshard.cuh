@@ -25,6 +25,12 @@ void ulysses_pack_qkv(int P, int b, int n, int heads, int kv_heads, int d, DType
                       const void* v, void* send, cudaStream_t stream = nullptr);
 void ulysses_unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* recv, void* yq,
                         void* yk, void* yv, cudaStream_t stream = nullptr);
+// Fused backward of q, k, v (the inverses of the two above): dq, dk, dv [b, P*n, heads/P (kv_heads/P), d] ->
+// send chunk p = [dq | dk | dv] of sequence block p; recv chunk p (head group p) -> dq, dk, dv [b, n, heads, d].
+void ulysses_pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* dq,
+                              const void* dk, const void* dv, void* send, cudaStream_t stream = nullptr);
+void ulysses_unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, DType t, const void* recv,
+                                void* dq, void* dk, void* dv, cudaStream_t stream = nullptr);
 // kv [b, n, kv_heads, d] -> out [b, n, kv_heads*rep, d] (each head rep times consecutively).
 void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, DType t, const void* kv, void* out,
                         cudaStream_t stream = nullptr);

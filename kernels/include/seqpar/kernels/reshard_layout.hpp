@@ -15,6 +15,9 @@ struct RowCopy {
   std::int64_t elements() const { return n_i * n_j * row; }
 };
 
+// The same rows moved back: source and destination swapped.
+RowCopy inverse(const RowCopy& c);
+
 // Throws seqpar::Error unless all sizes are positive and heads % P == 0 (`what` names the heads argument).
 void check_ulysses_args(int P, int b, int n, int heads, int d, const char* what = "heads");
 
@@ -37,5 +40,8 @@ RowCopy replicate(int rep, int b, int n, int kv_heads, int d);
 
 QkvCopies pack_qkv(int P, int b, int n, int heads, int kv_heads, int d);
 QkvCopies unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d);
+// The backward of q, k, v (dq, dk, dv): the inverses of unpack_qkv and pack_qkv, same fused chunk layout.
+QkvCopies pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d);
+QkvCopies unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d);
 
 }  // namespace seqpar::reshard

@@ -20,6 +20,13 @@ void ulysses_pack_qkv(int P, int b, int n, int heads, int kv_heads, int d, const
 // recv chunk p = [q | k | v] of sequence block p -> yq [b, P*n, heads/P, d], yk, yv [b, P*n, kv_heads/P, d].
 void ulysses_unpack_qkv(int P, int b, int n, int heads, int kv_heads, int d, const float* recv, float* yq,
                         float* yk, float* yv);
+// The backward of q, k, v in the same fused layout (the inverses of the two above), one all-to-all between:
+// dq [b, P*n, heads/P, d], dk, dv [b, P*n, kv_heads/P, d] -> send chunk p = [dq | dk | dv] of sequence block p;
+void ulysses_pack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, const float* dq,
+                              const float* dk, const float* dv, float* send);
+// recv chunk p = [dq | dk | dv] of head group p -> dq [b, n, heads, d], dk, dv [b, n, kv_heads, d].
+void ulysses_unpack_qkv_reverse(int P, int b, int n, int heads, int kv_heads, int d, const float* recv, float* dq,
+                                float* dk, float* dv);
 
 // GQA with P % kv_heads == 0: kv [b, n, kv_heads, d] -> [b, n, kv_heads*rep, d], each head repeated rep times
 // consecutively; and its backward, which sums the replicas' gradients.
