@@ -34,6 +34,14 @@ class KernelMover final : public Mover {
                   void* v) override {
     kernels::ulysses_unpack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d, t_, recv, q, k, v, s_);
   }
+  void pack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* dq, const void* dk, const void* dv,
+                        void* send) override {
+    kernels::ulysses_pack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d, t_, dq, dk, dv, send, s_);
+  }
+  void unpack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* recv, void* dq, void* dk,
+                          void* dv) override {
+    kernels::ulysses_unpack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d, t_, recv, dq, dk, dv, s_);
+  }
   void replicate(const Dims& s, int rep, int kv_heads, const void* kv, void* out) override {
     kernels::replicate_kv_heads(rep, s.b, s.n, kv_heads, s.d, t_, kv, out, s_);
   }

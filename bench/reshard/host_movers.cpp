@@ -34,17 +34,19 @@ class NaiveMover final : public Mover {
   }
   void pack_qkv(const Dims& s, int heads, int kv_heads, const void* q, const void* k, const void* v,
                 void* send) override {
-    const reshard::QkvCopies c = reshard::pack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d);
-    run(c.q, q, send);
-    run(c.k, k, send);
-    run(c.v, v, send);
+    run(reshard::pack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d), {q, k, v}, {send, send, send});
   }
   void unpack_qkv(const Dims& s, int heads, int kv_heads, const void* recv, void* q, void* k,
                   void* v) override {
-    const reshard::QkvCopies c = reshard::unpack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d);
-    run(c.q, recv, q);
-    run(c.k, recv, k);
-    run(c.v, recv, v);
+    run(reshard::unpack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d), {recv, recv, recv}, {q, k, v});
+  }
+  void pack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* dq, const void* dk, const void* dv,
+                        void* send) override {
+    run(reshard::pack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d), {dq, dk, dv}, {send, send, send});
+  }
+  void unpack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* recv, void* dq, void* dk,
+                          void* dv) override {
+    run(reshard::unpack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d), {recv, recv, recv}, {dq, dk, dv});
   }
   void replicate(const Dims& s, int rep, int kv_heads, const void* kv, void* out) override {
     run(reshard::replicate(rep, s.b, s.n, kv_heads, s.d), kv, out);
@@ -62,6 +64,12 @@ class NaiveMover final : public Mover {
       copy_->copy(static_cast<char*>(dst) + bytes(c.dst_off + j * c.dst_j), bytes(c.dst_i),
                   static_cast<const char*>(src) + bytes(c.src_off + j * c.src_j), bytes(c.src_i), bytes(c.row),
                   static_cast<std::size_t>(c.n_i));
+  }
+  // The fused layouts as three separate sets of copies, one per tensor.
+  void run(const reshard::QkvCopies& c, const void* const (&src)[3], void* const (&dst)[3]) {
+    run(c.q, src[0], dst[0]);
+    run(c.k, src[1], dst[1]);
+    run(c.v, src[2], dst[2]);
   }
 
   std::unique_ptr<Copy2D> copy_;
@@ -103,6 +111,14 @@ class RefMover final : public Mover {
   void unpack_qkv(const Dims& s, int heads, int kv_heads, const void* recv, void* q, void* k,
                   void* v) override {
     ref::ulysses_unpack_qkv(s.P, s.b, s.n, heads, kv_heads, s.d, f(recv), f(q), f(k), f(v));
+  }
+  void pack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* dq, const void* dk, const void* dv,
+                        void* send) override {
+    ref::ulysses_pack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d, f(dq), f(dk), f(dv), f(send));
+  }
+  void unpack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* recv, void* dq, void* dk,
+                          void* dv) override {
+    ref::ulysses_unpack_qkv_reverse(s.P, s.b, s.n, heads, kv_heads, s.d, f(recv), f(dq), f(dk), f(dv));
   }
   void replicate(const Dims& s, int rep, int kv_heads, const void* kv, void* out) override {
     ref::replicate_kv_heads(rep, s.b, s.n, kv_heads, s.d, f(kv), f(out));

@@ -41,7 +41,7 @@ struct Mode {
   const char* help;
   std::function<std::size_t(const Shape&)> bytes;
   std::function<void(const Shape&, const std::vector<void*>& src, void* dst)> launch;
-  int inputs = 1;  // source tensors (3 for the unfused q, k, v inputs of pack_qkv)
+  int inputs = 1;  // source tensors (3 for the unfused q, k, v inputs of the fused packs)
 };
 
 std::vector<Mode> modes() {
@@ -61,6 +61,12 @@ std::vector<Mode> modes() {
       {"pack_qkv", "q, k, v -> one send buffer (kv_heads % P == 0)", qkv,
        [](const Shape& s, const std::vector<void*>& src, void* dst) {
          kernels::ulysses_pack_qkv(s.P, s.batch, s.n, s.heads, s.kv_heads, s.d, s.t, src[0], src[1], src[2], dst);
+       },
+       3},
+      {"pack_qkv_reverse", "dq, dk, dv [b,P*n,H/P,d] -> one send buffer for the backward all-to-all", qkv,
+       [](const Shape& s, const std::vector<void*>& src, void* dst) {
+         kernels::ulysses_pack_qkv_reverse(s.P, s.batch, s.n, s.heads, s.kv_heads, s.d, s.t, src[0], src[1], src[2],
+                                           dst);
        },
        3},
       {"memcpy", "cudaMemcpyAsync device-to-device of the single-tensor bytes (the peer)", one,

@@ -32,6 +32,11 @@ class Mover {
                         void* send) = 0;
   virtual void unpack_qkv(const Dims& s, int heads, int kv_heads, const void* recv, void* q, void* k,
                           void* v) = 0;
+  // The backward of q, k, v in the same fused send/recv layout (dq, dk, dv).
+  virtual void pack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* dq, const void* dk,
+                                const void* dv, void* send) = 0;
+  virtual void unpack_qkv_reverse(const Dims& s, int heads, int kv_heads, const void* recv, void* dq, void* dk,
+                                  void* dv) = 0;
   // GQA with P % kv_heads == 0: [b, n, kv_heads, d] -> [b, n, kv_heads*rep, d], and the gradients' sum back.
   virtual void replicate(const Dims& s, int rep, int kv_heads, const void* kv, void* out) = 0;
   virtual void reduce(const Dims& s, int rep, int kv_heads, const void* dout, void* dkv) = 0;

@@ -10,7 +10,7 @@ struct ReshardOptions {
   std::string device;  // full reshard: gpu or cpu (empty: cpu for mpi, gpu otherwise)
   std::string sp;      // kernels: a list (default 2,4,8); full: one P (default: the MPI ranks)
   std::string seq_len = "64K";
-  std::string modes = "pack,unpack,pack_reverse,unpack_reverse,pack_qkv,memcpy";
+  std::string modes = "pack,unpack,pack_reverse,unpack_reverse,pack_qkv,pack_qkv_reverse,memcpy";
   std::string dtype;  // empty: bf16 on the GPU, fp32 on the host
   int batch = 1, heads = 32, kv_heads = 8, head_dim = 128;
   int warmup = 3, iters = 10;

@@ -94,23 +94,18 @@ std::vector<Path> make_paths(const Shape& s) {
   };
   paths.push_back(std::move(dout));
 
-  Path dqkv{"qkv_backward", "backward", "dq,dk,dv", {xh, xks, xks}, {}, {xh, xks, xks}, {xh, xkv, xkv}, {}, {}};
+  Path dqkv{"qkv_backward", "backward", "dq,dk,dv", {xh, xks, xks}, {}, {xh + 2 * xks}, {xh, xkv, xkv}, {}, {}};
   if (rep) dqkv.tmp = {xks, xks};
   dqkv.pack = [](Mover& m, const Shape& sh, const Buffers& b) {
-    m.pack_reverse(sh.dims(), sh.heads, b.in[0], b.send[0]);
-    m.pack_reverse(sh.dims(), sh.kv_sent, b.in[1], b.send[1]);
-    m.pack_reverse(sh.dims(), sh.kv_sent, b.in[2], b.send[2]);
+    m.pack_qkv_reverse(sh.dims(), sh.heads, sh.kv_sent, b.in[0], b.in[1], b.in[2], b.send[0]);
   };
   dqkv.unpack = [](Mover& m, const Shape& sh, const Buffers& b) {
-    m.unpack_reverse(sh.dims(), sh.heads, b.recv[0], b.out[0]);
     if (sh.rep == 1) {
-      m.unpack_reverse(sh.dims(), sh.kv_sent, b.recv[1], b.out[1]);
-      m.unpack_reverse(sh.dims(), sh.kv_sent, b.recv[2], b.out[2]);
+      m.unpack_qkv_reverse(sh.dims(), sh.heads, sh.kv_sent, b.recv[0], b.out[0], b.out[1], b.out[2]);
       return;
     }
     // The replicas' gradients (one per rank that held a copy) are summed back into each KV head.
-    m.unpack_reverse(sh.dims(), sh.kv_sent, b.recv[1], b.tmp[0]);
-    m.unpack_reverse(sh.dims(), sh.kv_sent, b.recv[2], b.tmp[1]);
+    m.unpack_qkv_reverse(sh.dims(), sh.heads, sh.kv_sent, b.recv[0], b.out[0], b.tmp[0], b.tmp[1]);
     m.reduce(sh.dims(), sh.rep, sh.kv_heads, b.tmp[0], b.out[1]);
     m.reduce(sh.dims(), sh.rep, sh.kv_heads, b.tmp[1], b.out[2]);
   };

@@ -43,7 +43,7 @@ struct Path {
 
 // forward: q,k,v to [N, H/P] (fused pack, one all-to-all; KV heads replicated first when needed) and
 // the output back to [N/P, H]; backward: the same moves on the gradients in the opposite direction
-// (one all-to-all per gradient tensor: the kernels have no fused reverse for q,k,v).
+// (dq,dk,dv fused into one all-to-all too; the replicas' KV gradients summed after it).
 std::vector<Path> make_paths(const Shape& s);
 
 // Input element i of tensor `tensor` of path `path` on rank `rank`: an integer in [-127, 127], exact in

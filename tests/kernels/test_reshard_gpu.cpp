@@ -73,6 +73,22 @@ TEST_P(ReshardGpu, EveryDirectionEqualsReference) {
   EXPECT_EQ(test::download(t, oq.get(), nq), wq);
   EXPECT_EQ(test::download(t, ok.get(), nk), wk);
   EXPECT_EQ(test::download(t, ov.get(), nk), wv);
+
+  // Fused backward: the head-sharded tensors just unpacked -> one buffer -> sequence shards again.
+  fused.poison();
+  kernels::ulysses_pack_qkv_reverse(P, b, n, H, KH, d, t, oq.get(), ok.get(), ov.get(), fused.get());
+  SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> want_back(nq + 2 * nk);
+  ref::ulysses_pack_qkv_reverse(P, b, n, H, KH, d, wq.data(), wk.data(), wv.data(), want_back.data());
+  EXPECT_EQ(test::download(t, fused.get(), want_back.size()), want_back);
+
+  for (auto* buf : {&oq, &ok, &ov}) buf->poison();
+  kernels::ulysses_unpack_qkv_reverse(P, b, n, H, KH, d, t, fused.get(), oq.get(), ok.get(), ov.get());
+  SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+  ref::ulysses_unpack_qkv_reverse(P, b, n, H, KH, d, want_back.data(), wq.data(), wk.data(), wv.data());
+  EXPECT_EQ(test::download(t, oq.get(), nq), wq);
+  EXPECT_EQ(test::download(t, ok.get(), nk), wk);
+  EXPECT_EQ(test::download(t, ov.get(), nk), wv);
 }
 
 TEST_P(ReshardGpu, ReplicateAndReduceKvHeadsEqualReference) {

@@ -192,7 +192,7 @@ TEST_P(ReshardQkvReverse, EqualsSeparateReversesAndInvertsTheForward) {
   EXPECT_EQ(yq, q);
   EXPECT_EQ(yk, k);
   EXPECT_EQ(yv, v);
-  if (rep > 1) {  // the replicas' gradients, back on the sequence shard,, sum to rep * the original
+  if (rep > 1) {  // the replicas' gradients, back on the sequence shard, sum to rep * the original
     std::vector<float> dk0(nk0);
     ref::reduce_kv_heads(rep, b, n, KH0, d, yk.data(), dk0.data());
     for (std::size_t i = 0; i < nk0; ++i) ASSERT_FLOAT_EQ(dk0[i], float(rep) * k0[i]) << i;

@@ -76,9 +76,11 @@ TEST(ReshardPaths, NaiveCopiesMatchTheReference) {
     const auto naive = make_host_mover(Variant::naive);
     const auto paths = make_paths(s);
     ASSERT_EQ(paths.size(), 4u);
-    for (std::size_t pi = 0; pi < paths.size(); ++pi)
+    for (std::size_t pi = 0; pi < paths.size(); ++pi) {
+      EXPECT_EQ(paths[pi].send.size(), 1u) << paths[pi].name << ": one all-to-all per path (q,k,v fused)";
       EXPECT_EQ(run_local(paths[pi], int(pi), s, *ref), run_local(paths[pi], int(pi), s, *naive))
           << paths[pi].name << " P=" << c.P << " kv=" << c.kv;
+    }
   }
 }
 

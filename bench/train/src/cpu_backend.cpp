@@ -211,6 +211,22 @@ class CpuBackend final : public Backend {
                               float* out) override {
     ref::ulysses_unpack_reverse(p, b, n, heads, d, in, out);
   }
+  void ulysses_pack_qkv(int p, int b, int n, int heads, int kv, int d, const float* q, const float* k,
+                        const float* v, float* out) override {
+    ref::ulysses_pack_qkv(p, b, n, heads, kv, d, q, k, v, out);
+  }
+  void ulysses_unpack_qkv(int p, int b, int n, int heads, int kv, int d, const float* in, float* q, float* k,
+                          float* v) override {
+    ref::ulysses_unpack_qkv(p, b, n, heads, kv, d, in, q, k, v);
+  }
+  void ulysses_pack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* dq, const float* dk,
+                                const float* dv, float* out) override {
+    ref::ulysses_pack_qkv_reverse(p, b, n, heads, kv, d, dq, dk, dv, out);
+  }
+  void ulysses_unpack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* in, float* dq,
+                                  float* dk, float* dv) override {
+    ref::ulysses_unpack_qkv_reverse(p, b, n, heads, kv, d, in, dq, dk, dv);
+  }
   void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
                           float* out) override {
     ref::replicate_kv_heads(rep, b, n, kv_heads, d, in, out);

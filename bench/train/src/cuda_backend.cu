@@ -163,6 +163,22 @@ class CudaBackend final : public Backend {
   void ulysses_unpack_reverse(int p, int b, int n, int h, int d, const float* in, float* out) override {
     kernels::ulysses_unpack_reverse(p, b, n, h, d, DType::fp32, in, out, stream_);
   }
+  void ulysses_pack_qkv(int p, int b, int n, int h, int kv, int d, const float* q, const float* k, const float* v,
+                        float* out) override {
+    kernels::ulysses_pack_qkv(p, b, n, h, kv, d, DType::fp32, q, k, v, out, stream_);
+  }
+  void ulysses_unpack_qkv(int p, int b, int n, int h, int kv, int d, const float* in, float* q, float* k,
+                          float* v) override {
+    kernels::ulysses_unpack_qkv(p, b, n, h, kv, d, DType::fp32, in, q, k, v, stream_);
+  }
+  void ulysses_pack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* dq, const float* dk,
+                                const float* dv, float* out) override {
+    kernels::ulysses_pack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, dq, dk, dv, out, stream_);
+  }
+  void ulysses_unpack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* in, float* dq,
+                                  float* dk, float* dv) override {
+    kernels::ulysses_unpack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, in, dq, dk, dv, stream_);
+  }
   void replicate_kv_heads(int rep, int b, int n, int kv, int d, const float* in, float* out) override {
     kernels::replicate_kv_heads(rep, b, n, kv, d, DType::fp32, in, out, stream_);
   }

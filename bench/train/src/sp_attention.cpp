@@ -47,22 +47,42 @@ SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
   my_segs_ = layout.group_segments(ring_index);
 }
 
-void SpAttention::gather_seq(const float* in, float* out, int heads) {
-  const std::int64_t n = static_cast<std::int64_t>(dims_.batch) * nl_ * heads * dims_.head_dim;
+void SpAttention::exchange(std::int64_t n, const std::function<void(float*)>& pack,
+                           const std::function<void(const float*)>& unpack) {
   Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
-  be_.ulysses_pack(u_, dims_.batch, nl_, heads, dims_.head_dim, in, send.data());
-  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_),
-                       comm::DType::f32);
-  be_.ulysses_unpack(u_, dims_.batch, nl_, heads, dims_.head_dim, recv.data(), out);
+  pack(send.data());
+  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::f32);
+  unpack(recv.data());
+}
+
+void SpAttention::gather_seq(const float* in, float* out, int heads) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
+           [&](float* send) { be_.ulysses_pack(u_, b, nl_, heads, d, in, send); },
+           [&](const float* recv) { be_.ulysses_unpack(u_, b, nl_, heads, d, recv, out); });
 }
 
 void SpAttention::scatter_seq(const float* in, float* out, int heads) {
-  const std::int64_t n = static_cast<std::int64_t>(dims_.batch) * nl_ * heads * dims_.head_dim;
-  Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
-  be_.ulysses_pack_reverse(u_, dims_.batch, nl_, heads, dims_.head_dim, in, send.data());
-  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_),
-                       comm::DType::f32);
-  be_.ulysses_unpack_reverse(u_, dims_.batch, nl_, heads, dims_.head_dim, recv.data(), out);
+  const int b = dims_.batch, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
+           [&](float* send) { be_.ulysses_pack_reverse(u_, b, nl_, heads, d, in, send); },
+           [&](const float* recv) { be_.ulysses_unpack_reverse(u_, b, nl_, heads, d, recv, out); });
+}
+
+void SpAttention::gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv,
+                             int kv) {
+  const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
+           [&](float* send) { be_.ulysses_pack_qkv(u_, b, nl_, h, kv, d, q, k, v, send); },
+           [&](const float* recv) { be_.ulysses_unpack_qkv(u_, b, nl_, h, kv, d, recv, yq, yk, yv); });
+}
+
+void SpAttention::scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv,
+                              int kv) {
+  const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
+           [&](float* send) { be_.ulysses_pack_qkv_reverse(u_, b, nl_, h, kv, d, dq, dk, dv, send); },
+           [&](const float* recv) { be_.ulysses_unpack_qkv_reverse(u_, b, nl_, h, kv, d, recv, xq, xk, xv); });
 }
 
 AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
@@ -91,23 +111,21 @@ void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
     s.k = std::move(k);
     s.v = std::move(v);
   } else {
+    if (rep_ > 1) {  // each KV head replicated so every rank of the group gets one
+      for (Floats* kv : {&k, &v}) {
+        Floats wide(be_, static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
+        be_.replicate_kv_heads(rep_, b, nl_, dims_.kv_heads, d, kv->data(), wide.data());
+        *kv = std::move(wide);
+      }
+    }
     s.q = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
-    gather_seq(q.data(), s.q.data(), dims_.heads);
-    q.reset();
     const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
     s.k = Floats(be_, kv_n, MemCategory::activations);
     s.v = Floats(be_, kv_n, MemCategory::activations);
-    for (auto [in, out] : {std::pair{&k, &s.k}, std::pair{&v, &s.v}}) {
-      if (rep_ > 1) {
-        Floats wide(be_, static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
-        be_.replicate_kv_heads(rep_, b, nl_, dims_.kv_heads, d, in->data(), wide.data());
-        in->reset();
-        gather_seq(wide.data(), out->data(), kvl_ * u_);
-      } else {
-        gather_seq(in->data(), out->data(), dims_.kv_heads);
-        in->reset();
-      }
-    }
+    gather_qkv(q.data(), k.data(), v.data(), s.q.data(), s.k.data(), s.v.data(), kvl_ * u_);
+    q.reset();
+    k.reset();
+    v.reset();
   }
   s.o = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
   s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
@@ -185,16 +203,16 @@ void SpAttention::backward(const AttnSaved& s, const float* dout, float* dq, flo
   gather_seq(dout, dout_g.data(), dims_.heads);
   ring_backward(s, dout_g.data(), dq_g.data(), dk_g.data(), dv_g.data());
   dout_g.reset();
-  scatter_seq(dq_g.data(), dq, dims_.heads);
-  for (auto [in, out] : {std::pair{&dk_g, dk}, std::pair{&dv_g, dv}}) {
-    if (rep_ > 1) {
-      Floats wide(be_, static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
-      scatter_seq(in->data(), wide.data(), kvl_ * u_);
-      be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, wide.data(), out);
-    } else {
-      scatter_seq(in->data(), out, dims_.kv_heads);
-    }
+  if (rep_ == 1) {
+    scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk, dv, dims_.kv_heads);
+    return;
   }
+  // Each KV head's replicas come back as separate heads; their gradients are summed.
+  const std::int64_t wide_n = static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d;
+  Floats dk_w(be_, wide_n, MemCategory::attention_buffers), dv_w(be_, wide_n, MemCategory::attention_buffers);
+  scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk_w.data(), dv_w.data(), kvl_ * u_);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dk_w.data(), dk);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dv_w.data(), dv);
 }
 
 void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq, float* dk,

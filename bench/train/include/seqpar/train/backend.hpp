@@ -92,6 +92,16 @@ class Backend {
                                     float* out) = 0;
   virtual void ulysses_unpack_reverse(int p, int b, int n, int heads, int d, const float* in,
                                       float* out) = 0;
+  // Fused q, k, v (k, v with kv heads): one buffer [P][q chunk | k chunk | v chunk] for one all-to-all,
+  // forward ([b,n,H,d] -> buffer -> [b,P*n,H/P,d]) and reverse (the gradients back).
+  virtual void ulysses_pack_qkv(int p, int b, int n, int heads, int kv, int d, const float* q, const float* k,
+                                const float* v, float* out) = 0;
+  virtual void ulysses_unpack_qkv(int p, int b, int n, int heads, int kv, int d, const float* in, float* q,
+                                  float* k, float* v) = 0;
+  virtual void ulysses_pack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* dq,
+                                        const float* dk, const float* dv, float* out) = 0;
+  virtual void ulysses_unpack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* in,
+                                          float* dq, float* dk, float* dv) = 0;
   // [b,n,kv,d] -> [b,n,kv*rep,d] and its adjoint (sums the replicas).
   virtual void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
                                   float* out) = 0;

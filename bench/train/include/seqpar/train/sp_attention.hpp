@@ -1,9 +1,13 @@
 // Sequence-parallel causal attention over communicators, written once for every method:
-// Ulysses all-to-alls inside groups of U ranks (with KV-head replication when U % kv_heads == 0),
-// then Ring attention across R groups (K,V rotating while the block in hand is computed, partial
-// results merged by LSE; backward rotates K,V again and sends dK,dV around the ring).
+// Ulysses all-to-alls inside groups of U ranks (q, k, v in one all-to-all each way, with KV-head
+// replication when U % kv_heads == 0), then Ring attention across R groups (K,V rotating while the
+// block in hand is computed, partial results merged by LSE; backward rotates K,V again and sends
+// dK,dV around the ring).
 // Ulysses is U = P, R = 1; Ring is U = 1, R = P.
 #pragma once
+#include <cstdint>
+#include <functional>
+
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/seq_layout.hpp"
@@ -47,6 +51,12 @@ class SpAttention {
   // forward all-to-all: [b, n, heads, d] -> [b, U*n, heads/U, d]; and its reverse.
   void gather_seq(const float* in, float* out, int heads);
   void scatter_seq(const float* in, float* out, int heads);
+  // The same for q and k, v (kv heads, replicas included) together: one all-to-all each way.
+  void gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv, int kv);
+  void scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv, int kv);
+  // pack into a send buffer of n floats, all-to-all in the Ulysses group, unpack from the receive buffer.
+  void exchange(std::int64_t n, const std::function<void(float*)>& pack,
+                const std::function<void(const float*)>& unpack);
   AttnShape block_shape(const Segment& qs, const Segment& ks) const;
   std::int64_t lse_offset(int b, int seg) const;
 
