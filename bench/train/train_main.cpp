@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "seqpar/bench/environment.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/stats.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -52,8 +53,16 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
   }
   const double tokens = static_cast<double>(plan.seq_len) * plan.micro_batch * plan.dp();
   const double flops = st::model_flops(cfg, static_cast<std::int64_t>(plan.micro_batch) * plan.dp(), plan.seq_len);
+  // The MFU denominator: the --gpu preset, else the preset of the device this runs on.
   double peak_flops = 0;
-  if (!o.gpu.empty()) peak_flops = seqpar::sim::load_gpu(o.gpu).bf16_flops;
+  if (!o.gpu.empty()) {
+    peak_flops = seqpar::sim::load_gpu(o.gpu).bf16_flops;
+  } else if (be.on_gpu()) {
+    const nlohmann::json gpu = seqpar::bench::environment_info()["gpu"];
+    if (gpu.is_object())
+      if (auto sys = seqpar::sim::system_for_device_name(gpu["name"].get<std::string>()))
+        peak_flops = seqpar::sim::load_system(*sys).gpu.bf16_flops;
+  }
 
   if (lead)
     std::printf("# seqpar-train: %s, %s, world %d, backend %s, comm %s\n# model %s: %d layers, hidden %d, heads %d/%d kv, params %lld\n",
@@ -165,7 +174,7 @@ int main(int argc, char** argv) {
                "compare loss and every gradient with the unsharded step (SP = 1) each step; exit 1 on a mismatch");
   app.add_option("--rtol", o.rtol, "validation: tolerance relative to each tensor's largest gradient");
   app.add_option("--atol", o.atol, "validation: absolute tolerance");
-  app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (MFU is null without it)");
+  app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.steps < 1) throw seqpar::Error(fmt::format("--steps = {}: must be >= 1", o.steps));

@@ -1,4 +1,5 @@
 #include "seqpar/reports/calibrate.hpp"
+#include "seqpar/sim/presets.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -154,17 +155,6 @@ double figure_value(const json& j, const char* key, std::string_view what) {
 
 }  // namespace
 
-std::optional<std::string> default_base_system(const std::string& gpu_name) {
-  std::string n;
-  for (char ch : gpu_name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (n.find("h100") != n.npos) return "dgx-h100";
-  if (n.find("h200") != n.npos) return "hgx-h200";
-  if (n.find("h800") != n.npos) return "h800-nvlink";
-  if (n.find("a800") != n.npos) return "a800-nvlink";
-  if (n.find("a100") != n.npos) return n.find("40gb") != n.npos ? "dgx-a100-40g" : "dgx-a100-80g";
-  if (n.find("l20") != n.npos) return "l20-pcie";
-  return std::nullopt;
-}
 
 CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& opt,
                             const PresetLookup& lookup) {
@@ -180,7 +170,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
 
   std::string base = opt.base_system;
   if (base.empty()) {
-    auto guess = c.gpu_name ? default_base_system(*c.gpu_name) : std::nullopt;
+    auto guess = c.gpu_name ? sim::system_for_device_name(*c.gpu_name) : std::nullopt;
     if (!guess)
       throw Error(fmt::format("calibrate: cannot tell the base system from the measurements (GPU name: {}); "
                               "give one with --base-system", c.gpu_name.value_or("not recorded")));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -204,6 +205,19 @@ Model model_from_json(const json& j, std::string_view what) {
   if (m.heads % m.kv_heads != 0)
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));
   return m;
+}
+
+std::optional<std::string> system_for_device_name(std::string_view device_name) {
+  std::string n;
+  for (char ch : device_name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("h100")) return "dgx-h100";
+  if (has("h200")) return "hgx-h200";
+  if (has("h800")) return "h800-nvlink";
+  if (has("a800")) return "a800-nvlink";
+  if (has("a100")) return has("40gb") ? "dgx-a100-40g" : "dgx-a100-80g";
+  if (has("l20")) return "l20-pcie";
+  return std::nullopt;
 }
 
 json preset_document(std::string_view kind, std::string_view s) {

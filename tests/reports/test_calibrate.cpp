@@ -154,8 +154,8 @@ TEST(Calibrate, BadInputIsAClearError) {
 }
 
 TEST(Calibrate, DefaultBaseFromGpuName) {
-  EXPECT_EQ(default_base_system("NVIDIA H100 80GB HBM3"), "dgx-h100");
-  EXPECT_EQ(default_base_system("NVIDIA A100-SXM4-40GB"), "dgx-a100-40g");
-  EXPECT_EQ(default_base_system("NVIDIA L20"), "l20-pcie");
-  EXPECT_FALSE(default_base_system("Radeon"));
+  EXPECT_EQ(seqpar::sim::system_for_device_name("NVIDIA H100 80GB HBM3"), "dgx-h100");
+  EXPECT_EQ(seqpar::sim::system_for_device_name("NVIDIA A100-SXM4-40GB"), "dgx-a100-40g");
+  EXPECT_EQ(seqpar::sim::system_for_device_name("NVIDIA L20"), "l20-pcie");
+  EXPECT_FALSE(seqpar::sim::system_for_device_name("Radeon"));
 }

@@ -34,9 +34,6 @@ struct CalibrationResult {
 CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& options,
                             const PresetLookup& lookup);
 
-// Built-in system preset for a GPU name as CUDA reports it ("NVIDIA H100 80GB HBM3" -> "dgx-h100").
-std::optional<std::string> default_base_system(const std::string& gpu_name);
-
 // The lookup over seqpar's built-in presets (and JSON paths): seqpar::sim::builtin_presets().
 PresetLookup sim_preset_lookup();
 

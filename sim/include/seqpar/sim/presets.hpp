@@ -2,6 +2,7 @@
 // are compiled into the library; a path to a JSON file of the same schema works wherever a name does.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ nlohmann::json preset_document(std::string_view kind, std::string_view name_or_p
 Gpu gpu_from_json(const nlohmann::json& j, std::string_view what);
 System system_from_json(const nlohmann::json& j, std::string_view what);
 Model model_from_json(const nlohmann::json& j, std::string_view what);
+
+// The built-in system of a GPU as the CUDA driver names it ("NVIDIA H100 80GB HBM3" ->
+// "dgx-h100"), for measurements that say which device they ran on; empty when none matches.
+std::optional<std::string> system_for_device_name(std::string_view device_name);
 
 struct PresetEntry {
   std::string kind;  // "gpu", "system", "model"
