@@ -134,7 +134,10 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       double rate;
       if (auto tf = optional_number(r, "tflops", w)) rate = *tf * 1e12;
       else rate = 2 * m * require_number(r, "n", w) * require_number(r, "k", w) / require_number(r, "time_s", w);
-      c.gemm.push_back({*op, m, rate});
+      // The efficiency is modelled against the token dimension: m for Y = X W^T and dX, but k for
+      // the weight gradient, so rows that name their token count are fitted by it.
+      const double tokens = optional_number(r, "tokens", w).value_or(m);
+      c.gemm.push_back({*op, tokens, rate});
       c.gemm_files.insert(file);
     }
   }
