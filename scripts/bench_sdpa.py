@@ -169,7 +169,7 @@ def main(argv=None):
     torch = load_torch()
     results = measure(torch, a)
     if a.json_path:
-        doc = {**run_info(argv), "kind": "measurement", "program": "pytorch-sdpa", "mode": "single-rank-proxy",
+        doc = {**run_info(argv), "kind": "measurement", "program": "pytorch-sdpa", "mode": "real-ranks",
                "device": "gpu", "environment": environment(torch),
                "config": {k: v for k, v in vars(a).items() if k != "json_path"}, "results": results}
         Path(a.json_path).write_text(json.dumps(doc, indent=2) + "\n")

@@ -174,7 +174,7 @@ int run_kernel_bench(const ReshardOptions& opt, const std::vector<std::string>& 
                                    {"head_dim", opt.head_dim},
                                    {"warmup", opt.warmup},
                                    {"iterations", opt.iters}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-reshard", "single-rank-proxy", config,
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-reshard", "real-ranks", config,
                       rec.results());
   }
   return 0;

@@ -153,22 +153,9 @@ int run(int argc, char** argv) {
   app.add_option("--batch", opt.batch, "Batch size")->capture_default_str();
   app.add_option("--heads", opt.heads, "Query heads")->capture_default_str();
   app.add_option("--kv-heads", opt.kv_heads, "KV heads (0 = same as --heads)")->capture_default_str();
-  app.add_option("--warmup", opt.timing.warmup, "Untimed launches before timing")->capture_default_str();
-  app.add_option("--iters", opt.timing.iterations, "Timed repetitions (samples)")->capture_default_str();
-  app.add_option("-J,--json", opt.json_path, "Write the measurement JSON to FILE");
-  std::vector<std::string> own(args.own.rbegin(), args.own.rend());  // CLI11 parses a reversed vector
-  try {
-    app.parse(own);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (opt.timing.iterations <= 0 || opt.timing.warmup < 0)
-    throw Error("--iters must be positive and --warmup non-negative");
-  std::string why;
-  if (!cuda_device_available(&why)) {
-    std::cerr << "seqpar-bench-attention: no usable CUDA device: " << why << '\n';
-    return 2;
-  }
+  add_harness_options(app, opt.timing, opt.json_path);
+  if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
+  if (!device_or_explain("seqpar-bench-attention")) return 2;
   Recorder rec;
   register_all(opt, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
@@ -178,7 +165,7 @@ int run(int argc, char** argv) {
                                    {"heads", opt.heads},       {"kv_heads", opt.kv_heads == 0 ? opt.heads : opt.kv_heads},
                                    {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
                                    {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd"}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", "single-rank-proxy", config,
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", "real-ranks", config,
                       rec.results());
   }
   return 0;
@@ -187,11 +174,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace seqpar::bench
 
-int main(int argc, char** argv) {
-  try {
-    return seqpar::bench::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "seqpar-bench-attention: " << e.what() << '\n';
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return seqpar::bench::harness_main("seqpar-bench-attention", argc, argv, seqpar::bench::run); }

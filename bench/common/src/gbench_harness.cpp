@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <utility>
 
 #include "seqpar/bench/environment.hpp"
@@ -128,6 +129,39 @@ void run_registered_benchmarks(const std::vector<std::string>& gbench_args, cons
     throw Error("unrecognised --benchmark_ option (see --help for the accepted flags)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+}
+
+void add_harness_options(CLI::App& app, TimingOptions& timing, std::string& json_path) {
+  app.add_option("--warmup", timing.warmup, "Untimed launches before timing")->capture_default_str();
+  app.add_option("--iters", timing.iterations, "Timed repetitions (samples)")->capture_default_str();
+  app.add_option("-J,--json", json_path, "Write the measurement JSON to FILE");
+}
+
+int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions& timing) {
+  std::vector<std::string> own(args.own.rbegin(), args.own.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(own);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (timing.iterations <= 0 || timing.warmup < 0) throw Error("--iters must be positive and --warmup non-negative");
+  return -1;
+}
+
+bool device_or_explain(const char* program) {
+  std::string why;
+  if (cuda_device_available(&why)) return true;
+  std::cerr << program << ": no usable CUDA device: " << why << '\n';
+  return false;
+}
+
+int harness_main(const char* program, int argc, char** argv, int (*run)(int, char**)) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << '\n';
+    return 1;
+  }
 }
 
 }  // namespace seqpar::bench

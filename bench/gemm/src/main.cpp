@@ -109,24 +109,11 @@ int run(int argc, char** argv) {
   app.add_option("--tokens", opt.tokens, "Comma-separated token counts of the layer GEMMs: m of fwd and dx, k of dw (K = 1024)")
       ->capture_default_str();
   app.add_option("--passes", opt.passes, "Comma-separated layer GEMM passes: fwd, dx, dw")->capture_default_str();
-  app.add_option("--warmup", opt.timing.warmup, "Untimed launches before timing")->capture_default_str();
-  app.add_option("--iters", opt.timing.iterations, "Timed repetitions (samples)")->capture_default_str();
-  app.add_option("-J,--json", opt.json_path, "Write the measurement JSON to FILE");
-  std::vector<std::string> own(args.own.rbegin(), args.own.rend());  // CLI11 parses a reversed vector
-  try {
-    app.parse(own);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  if (opt.timing.iterations <= 0 || opt.timing.warmup < 0)
-    throw Error("--iters must be positive and --warmup non-negative");
+  add_harness_options(app, opt.timing, opt.json_path);
+  if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
   // Shapes are checked before the device so bad input is reported the same with or without a GPU.
   const std::vector<GemmShape> shapes = selected_shapes(opt);
-  std::string why;
-  if (!cuda_device_available(&why)) {
-    std::cerr << "seqpar-bench-gemm: no usable CUDA device: " << why << '\n';
-    return 2;
-  }
+  if (!device_or_explain("seqpar-bench-gemm")) return 2;
   auto handle = std::make_shared<CublasHandle>();
   Recorder rec;
   register_all(shapes, handle, opt.timing, rec);
@@ -144,7 +131,7 @@ int run(int argc, char** argv) {
                                    {"warmup", opt.timing.warmup},
                                    {"iterations", opt.timing.iterations},
                                    {"flop_convention", "2*m*n*k"}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-gemm", "single-rank-proxy", config, rec.results());
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-gemm", "real-ranks", config, rec.results());
   }
   return 0;
 }
@@ -152,11 +139,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace seqpar::bench
 
-int main(int argc, char** argv) {
-  try {
-    return seqpar::bench::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "seqpar-bench-gemm: " << e.what() << '\n';
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return seqpar::bench::harness_main("seqpar-bench-gemm", argc, argv, seqpar::bench::run); }

@@ -2,6 +2,7 @@
 // seqpar-bench-reshard): CUDA-event manual timing with warm-up, every repetition kept as a sample,
 // input rotation against L2 reuse, and the MEASUREMENT JSON written with -J.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
@@ -86,5 +87,14 @@ SplitArgs split_benchmark_args(int argc, const char* const* argv);
 
 // Initialises Google Benchmark with its own flags, runs everything registered, shuts it down.
 void run_registered_benchmarks(const std::vector<std::string>& gbench_args, const char* argv0);
+
+// What every single-GPU harness program shares: --warmup, --iters and -J FILE on its command line;
+// parsing its own arguments (returns -1 to go on, else the exit code: 0 after --help); the device
+// check (prints "<program>: no usable CUDA device: <why>" and returns false); and main(), where an
+// exception prints "<program>: <what>" and exits 1.
+void add_harness_options(CLI::App& app, TimingOptions& timing, std::string& json_path);
+int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions& timing);
+bool device_or_explain(const char* program);
+int harness_main(const char* program, int argc, char** argv, int (*run)(int, char**));
 
 }  // namespace seqpar::bench
