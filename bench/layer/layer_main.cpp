@@ -8,9 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <random>
 
+#include "seqpar/bench/environment.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/stats.hpp"
@@ -160,9 +160,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"seed", o.run.seed}};
     doc["results"] = results;
     doc["skipped"] = skipped;
-    std::ofstream f(o.run.json_path);
-    if (!f) throw seqpar::Error(fmt::format("-J {}: cannot open for writing", o.run.json_path));
-    f << doc.dump(2) << "\n";
+    seqpar::bench::write_json_file(o.run.json_path, doc);
   }
   return results.empty() ? 1 : 0;
 }

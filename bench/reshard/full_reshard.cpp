@@ -383,7 +383,7 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
   if (root) {
     if (st.check) std::printf("# Out of bounds values : %zu %s\n#\n", wrong, wrong ? "FAILED" : "OK");
     std::fflush(stdout);
-    if (!o.json_path.empty()) comm::bench::write_json(o.json_path, doc);
+    if (!o.json_path.empty()) seqpar::bench::write_json_file(o.json_path, doc);
   }
   return wrong ? 1 : 0;
 }

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 
 #include "seqpar/bench/environment.hpp"
@@ -153,9 +152,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
     doc["peak_memory_bytes"] = res["peak_memory_bytes"];
     doc["memory"] = res["memory"];
     doc["results"] = nlohmann::json::array({res});
-    std::ofstream f(o.run.json_path);
-    if (!f) throw seqpar::Error(fmt::format("-J {}: cannot open for writing", o.run.json_path));
-    f << doc.dump(2) << "\n";
+    seqpar::bench::write_json_file(o.run.json_path, doc);
   }
   return total_failures == 0 ? 0 : 1;
 }

@@ -230,7 +230,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
     if (o.check)
       std::printf("# Out of bounds values : %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %g\n#\n", avg_busbw);
-    if (!o.json.empty()) bench::write_json(o.json, doc);
+    if (!o.json.empty()) seqpar::bench::write_json_file(o.json, doc);
   }
   return total_wrong ? 1 : 0;
 }

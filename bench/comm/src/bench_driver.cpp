@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -182,13 +181,6 @@ nlohmann::json measurement_doc(int argc, char** argv, const std::string& program
   doc["config"] = std::move(config);
   doc["results"] = nlohmann::json::array();
   return doc;
-}
-
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
-  out << doc.dump(2) << '\n';
-  if (!out) throw Error(fmt::format("-J {}: writing failed", path));
 }
 
 std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,

@@ -67,8 +67,6 @@ int world_size();
 // {run_info..., kind, program, mode, device, environment, config, results: []}
 nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
                                const std::string& mode, bool gpu, nlohmann::json config);
-// Writes doc to path; throws seqpar::Error naming the path when it cannot.
-void write_json(const std::string& path, const nlohmann::json& doc);
 
 // nccl-tests style row sizes: from min to max, multiplying by factor (step == 0) or adding step.
 std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,

@@ -205,7 +205,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   if (root) {
     if (o.check)
       std::printf("# Out of bounds values : %zu %s\n#\n", total_wrong, total_wrong ? "FAILED" : "OK");
-    if (!o.json.empty()) bench::write_json(o.json, doc);
+    if (!o.json.empty()) seqpar::bench::write_json_file(o.json, doc);
   }
   return total_wrong ? 1 : 0;
 }

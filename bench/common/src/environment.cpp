@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <string>
+
+#include "seqpar/common/error.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -15,6 +18,13 @@
 #endif
 
 namespace seqpar::bench {
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
+  out << doc.dump(2) << '\n';
+  if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
 
 bool cuda_device_available(std::string* why) {
 #ifdef SEQPAR_HAVE_CUDA

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <utility>
 
@@ -103,10 +102,7 @@ void write_measurement(const std::string& path, int argc, const char* const* arg
   doc["environment"] = environment_info();
   doc["config"] = config;
   doc["results"] = results;
-  std::ofstream out(path);
-  if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
-  out << doc.dump(2) << '\n';
-  if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+  write_json_file(path, doc);
 }
 
 SplitArgs split_benchmark_args(int argc, const char* const* argv) {

@@ -2,11 +2,16 @@
 // runtime, NCCL and MPI library versions. Fields that do not apply are null, never guessed.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace seqpar::bench {
 
 // Safe to call without a GPU or before MPI_Init (then "gpu" is null with "gpu_error" saying why).
 nlohmann::json environment_info(int device = 0);
+
+// Writes a measurement document to the -J path; throws seqpar::Error naming the path when the
+// file cannot be opened or written.
+void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 // True when at least one CUDA device is usable; `why` gets the reason when not.
 bool cuda_device_available(std::string* why = nullptr);
