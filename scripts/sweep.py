@@ -12,11 +12,13 @@ Spec (JSON):
     "json_flag": "-J",       # how the program is told where to write its JSON (default -J)
     "launcher_args": ["--bind-to", "none"]                        # extra mpirun/srun arguments (optional)
   }
-A grid value of true adds the bare flag; false or null leaves the option out.
+A grid value of true adds the bare flag; false or null leaves the option out. The values of one
+option must be distinct (1024 and "1024" are the same value).
 
 Usage: sweep.py SPEC.json --out DIR [--launcher mpirun|srun|local|print] [--dry-run]
 
 DIR/points/<id>.json   each point's output        DIR/state.json    finished and failed points
+                                                  (file names relative to DIR: resume from any directory)
 DIR/results.json       every finished point        DIR/commands.sh   the commands (launcher print)
 A point counts as finished when the state file says so and its JSON exists and parses, so a rerun
 after Ctrl-C, a crash or a lost allocation skips finished points and runs the rest. Failed points
@@ -34,10 +36,21 @@ import subprocess
 import sys
 
 SCHEMA_VERSION = 1
+POINTS_DIR = "points"
 
 
 class SpecError(Exception):
     pass
+
+
+def argument_of(value):
+    """What a grid value adds to the command line: the bare flag (true), nothing (false, null),
+    or the option followed by the value's text."""
+    if value is True:
+        return ("flag",)
+    if value is False or value is None:
+        return ("omitted",)
+    return ("value", str(value))
 
 
 def load_spec(path):
@@ -61,6 +74,16 @@ def load_spec(path):
     for opt, values in grid.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: grid['{opt}'] must be a non-empty list")
+        # Two values that give the same command line would run the same point twice and gather two
+        # documents with the same benchmark names, which `seqpar gate` rejects as ambiguous.
+        seen = {}
+        for v in values:
+            key = argument_of(v)
+            if key in seen:
+                same = "" if seen[key] == v else f" (same argument as {json.dumps(seen[key])})"
+                raise SpecError(f"{path}: grid['{opt}'] lists the value {json.dumps(v)} more than once{same}; "
+                                "each grid value must be distinct")
+            seen[key] = v
     ranks = spec.get("ranks", 1)
     if isinstance(ranks, str):
         if ranks not in grid:
@@ -98,12 +121,11 @@ def ranks_of(spec, params):
 def command(spec, params, out_file, launcher):
     argv = [spec["program"], *map(str, spec.get("args", []))]
     for opt, v in params.items():
-        if v is True:
+        arg = argument_of(v)
+        if arg[0] == "flag":
             argv.append(opt)
-        elif v is False or v is None:
-            continue
-        else:
-            argv += [opt, str(v)]
+        elif arg[0] == "value":
+            argv += [opt, arg[1]]
     argv += [spec.get("json_flag", "-J"), out_file]
     n = ranks_of(spec, params)
     extra = [str(a) for a in spec.get("launcher_args", [])]
@@ -133,13 +155,20 @@ def write_json_atomic(path, doc):
     os.replace(tmp, path)  # a crash never leaves a half-written state or results file
 
 
+def point_file(out_dir, pid):
+    return os.path.join(out_dir, POINTS_DIR, pid + ".json")
+
+
 def gather(out_dir, pts, state, argv):
     docs = []
     for pid, params in pts:
         entry = state["points"].get(pid)
         if not entry or entry.get("status") != "done":
             continue
-        with open(entry["file"]) as f:
+        # The file is found from this run's --out, not from the state: a sweep resumed from another
+        # working directory (or a state written by an older sweep.py with cwd-relative paths) still
+        # finds its points.
+        with open(point_file(out_dir, pid)) as f:
             doc = json.load(f)
         if isinstance(doc, dict):
             doc.setdefault("sweep_point", {"id": pid, "params": params})
@@ -165,7 +194,7 @@ def main(argv):
     try:
         spec = load_spec(args.spec)
         pts = points(spec)
-        os.makedirs(os.path.join(args.out, "points"), exist_ok=True)
+        os.makedirs(os.path.join(args.out, POINTS_DIR), exist_ok=True)
         state_path = os.path.join(args.out, "state.json")
         state = {"spec": spec, "points": {}}
         if os.path.exists(state_path):
@@ -179,7 +208,7 @@ def main(argv):
                                 "use another --out or remove the directory")
         cmds = []
         for pid, params in pts:
-            out_file = os.path.join(args.out, "points", pid + ".json")
+            out_file = point_file(args.out, pid)
             cmds.append((pid, params, out_file, command(spec, params, out_file,
                                                         "local" if args.launcher == "print" else args.launcher)))
     except SpecError as e:
@@ -220,12 +249,15 @@ def main(argv):
                 raise KeyboardInterrupt
             if rc == 0 and not parses(out_file):
                 rc, why = 1, f"{out_file} is missing or not valid JSON"
+            # The state names each point's file relative to the output directory, so the directory
+            # can be resumed from anywhere (or moved).
+            rel_file = os.path.relpath(out_file, args.out)
             if rc == 0:
-                state["points"][pid] = {"status": "done", "file": out_file, "command": shlex.join(cmd)}
+                state["points"][pid] = {"status": "done", "file": rel_file, "command": shlex.join(cmd)}
                 print(f"[{k}/{n}] {pid}: done", flush=True)
             else:
                 failed += 1
-                state["points"][pid] = {"status": "failed", "file": out_file, "command": shlex.join(cmd),
+                state["points"][pid] = {"status": "failed", "file": rel_file, "command": shlex.join(cmd),
                                         "reason": why}
                 print(f"[{k}/{n}] {pid}: FAILED ({why})", flush=True)
             write_json_atomic(state_path, state)

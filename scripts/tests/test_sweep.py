@@ -121,3 +121,54 @@ def test_changed_spec_is_refused(tmp_path):
     assert run(write_spec(tmp_path), out, "--launcher", "local").returncode == 0
     r = run(write_spec(tmp_path, args=["--dtype", "fp16"]), out, "--launcher", "local")
     assert r.returncode == 2 and "different spec" in r.stderr
+
+
+def test_resume_from_another_working_directory(tmp_path):
+    # The first run uses a relative --out from one directory; the resume runs from another with an
+    # absolute --out. The state must not keep paths relative to the first run's directory.
+    first_cwd, other_cwd = tmp_path / "a", tmp_path / "b"
+    first_cwd.mkdir()
+    other_cwd.mkdir()
+    spec, log = write_spec(tmp_path), tmp_path / "log"
+    env = dict(os.environ, FAKE_BENCH_LOG=str(log), FAKE_BENCH_INTERRUPT_ON="4096")
+    r = subprocess.run([sys.executable, SWEEP, str(spec), "--out", "out", "--launcher", "local"], cwd=first_cwd,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 130, r.stdout + r.stderr
+    out = first_cwd / "out"
+    state = json.loads((out / "state.json").read_text())
+    assert state["points"] and all(not os.path.isabs(e["file"]) and e["file"].startswith("points" + os.sep)
+                                   for e in state["points"].values())
+    env.pop("FAKE_BENCH_INTERRUPT_ON")
+    r = subprocess.run([sys.executable, SWEEP, str(spec), "--out", str(out), "--launcher", "local"], cwd=other_cwd,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout.count("done earlier, skipped") == 4
+    results = json.loads((out / "results.json").read_text())
+    assert results["finished"] == 6 and len(results["documents"]) == 6
+
+
+def test_state_written_with_cwd_relative_paths_is_still_gathered(tmp_path):
+    # A state file from an older sweep.py names files relative to the first run's directory.
+    spec, out = write_spec(tmp_path), tmp_path / "out"
+    assert run(spec, out, "--launcher", "local").returncode == 0
+    state = json.loads((out / "state.json").read_text())
+    for e in state["points"].values():
+        e["file"] = os.path.join("elsewhere", "out", "points", os.path.basename(e["file"]))
+    (out / "state.json").write_text(json.dumps(state))
+    r = run(spec, out, "--launcher", "local")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "results.json").read_text())["finished"] == 6
+
+
+@pytest.mark.parametrize("grid,message", [
+    ({"--seq-len": [1024, 2048, 1024]}, "grid['--seq-len'] lists the value 1024 more than once"),
+    ({"--seq-len": [1024, "1024"]}, "grid['--seq-len'] lists the value \"1024\" more than once (same argument as 1024)"),
+    ({"--causal": [False, None]}, "grid['--causal'] lists the value null more than once (same argument as false)"),
+])
+def test_duplicate_grid_values_are_refused(tmp_path, grid, message):
+    spec, log = write_spec(tmp_path, grid=grid), tmp_path / "log"
+    r = run(spec, tmp_path / "out", "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 2
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert not invocations(log)  # refused before anything ran
