@@ -18,6 +18,7 @@ if(SEQPAR_ENABLE_CUDA)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(SEQPAR_HAVE_CUDA ON)
+    find_package(CUDNN)   # cmake/FindCUDNN.cmake; optional: the cuDNN attention engine says why it is absent
   else()
     message(STATUS "nvcc not found: CUDA kernels, GPU benchmarks and GPU tests are left out")
   endif()

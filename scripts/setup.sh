@@ -39,6 +39,34 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
 
+# The cuDNN attention engine needs cuDNN 9 (with the CUDA toolkit here; PyTorch's nvidia-cudnn wheel
+# on GPU machines) and the header-only cuDNN frontend, whose wheel carries the headers: unpacked into
+# .whl/cudnn_frontend, where cmake/FindCUDNN.cmake looks. Without them the engine is left out and
+# says why; nothing else changes.
+if command -v nvcc >/dev/null; then
+  fe_dir="$root/.whl/cudnn_frontend"
+  if [ ! -f "$fe_dir/include/cudnn_frontend.h" ]; then
+    tmp=$(mktemp -d)
+    if "$py" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "nvidia-cudnn-frontend==${SEQPAR_CUDNN_FRONTEND:-1.32.0}" >/dev/null 2>&1; then
+      "$py" - "$tmp" "$fe_dir" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
+PY
+      echo "setup: cuDNN frontend headers in $fe_dir/include"
+    else
+      echo "setup: could not download nvidia-cudnn-frontend; the cuDNN attention engine is left out" >&2
+    fi
+    rm -rf "$tmp"
+  fi
+  cudnn_h=$(ls /usr/local/cuda/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h 2>/dev/null | head -n 1 || true)
+  if [ -z "$cudnn_h" ] && ! "$py" -c 'import nvidia.cudnn' 2>/dev/null; then
+    echo "setup: installing nvidia-cudnn-cu13 for $py (cuDNN for the attention engine)"
+    "$py" -m pip install -q nvidia-cudnn-cu13 || echo "setup: cuDNN not installed; the cuDNN attention engine is left out" >&2
+  fi
+fi
+
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${SEQPAR_CMAKE_ARGS:-}
 fi

@@ -24,6 +24,13 @@ __global__ void fill_uniform_kernel(T* p, std::int64_t n, std::uint64_t seed, fl
   }
 }
 
+template <typename T>
+__global__ void fill_value_kernel(T* p, std::int64_t n, float value) {
+  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    p[i] = from_float<T>(value);
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -34,6 +41,17 @@ void fill_uniform(DType t, void* p, std::size_t count, std::uint64_t seed, float
   detail::dispatch(t, [&](auto tag) {
     using T = decltype(tag);
     detail::fill_uniform_kernel<T><<<detail::blocks_for(n, 256), 256, 0, stream>>>(static_cast<T*>(p), n, seed, lo, hi);
+  });
+  SEQPAR_CUDA_CHECK_LAUNCH();
+}
+
+void fill_value(DType t, void* p, std::size_t count, float value, cudaStream_t stream) {
+  if (count == 0) return;
+  detail::check_aligned(p, dtype_size(t), "p", "fill_value");
+  const auto n = static_cast<std::int64_t>(count);
+  detail::dispatch(t, [&](auto tag) {
+    using T = decltype(tag);
+    detail::fill_value_kernel<T><<<detail::blocks_for(n, 256), 256, 0, stream>>>(static_cast<T*>(p), n, value);
   });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
