@@ -25,7 +25,7 @@ void add_gate_command(CLI::App& app) {
   auto args = std::make_shared<GateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "gate", "Compare new against baseline benchmark timings (seqpar measurement JSON or Google Benchmark JSON); "
-              "exit 1 on a regression or a benchmark missing from the new run");
+              "exit 1 on a regression, when nothing is compared, or when a benchmark is on one side only");
   cmd->add_option("baseline", args->baseline, "baseline JSON (for example reports/baselines/<system>/<program>.json)")->required();
   cmd->add_option("new", args->current, "new JSON from the same benchmarks")->required();
   cmd->add_option("--alpha", args->options.alpha, "significance level of the Mann-Whitney U test")->capture_default_str();
@@ -34,9 +34,11 @@ void add_gate_command(CLI::App& app) {
   cmd->add_option("--noise-factor", args->options.noise_factor,
                   "the change must also be at least this many times the run-to-run spread of the noisier run")
       ->capture_default_str();
-  cmd->add_option("--min-repetitions", args->options.min_repetitions, "samples needed on each side to judge a benchmark")
+  cmd->add_option("--min-repetitions", args->options.min_repetitions,
+                  "samples needed on each side for the U test; with fewer, the medians alone decide")
       ->capture_default_str();
   cmd->add_flag("--allow-missing", args->options.allow_missing, "do not fail when a baseline benchmark is missing from the new run");
+  cmd->add_flag("--allow-new", args->options.allow_new, "do not fail when the new run has a benchmark without a baseline");
   cmd->add_flag("--json", args->json, "print the comparison as JSON");
   cmd->callback([args] {
     using namespace seqpar::reports;

@@ -16,9 +16,17 @@ const char* to_string(Verdict v) {
     case Verdict::same: return "same";
     case Verdict::faster: return "faster";
     case Verdict::slower: return "SLOWER";
-    case Verdict::too_few_repetitions: return "too few repetitions";
     case Verdict::missing_in_new: return "MISSING in new run";
-    case Verdict::new_benchmark: return "new (no baseline)";
+    case Verdict::new_benchmark: return "NEW (no baseline)";
+  }
+  return "?";
+}
+
+const char* to_string(Rule r) {
+  switch (r) {
+    case Rule::none: return "none";
+    case Rule::mann_whitney: return "mann_whitney";
+    case Rule::median: return "median";
   }
   return "?";
 }
@@ -27,8 +35,22 @@ int GateResult::count(Verdict v) const {
   return static_cast<int>(std::count_if(rows.begin(), rows.end(), [v](const GateRow& r) { return r.verdict == v; }));
 }
 
-bool GateResult::failed() const {
-  return count(Verdict::slower) > 0 || (!options.allow_missing && count(Verdict::missing_in_new) > 0);
+int GateResult::count(Rule rule) const {
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [rule](const GateRow& r) { return r.rule == rule; }));
+}
+
+int GateResult::compared() const { return count(Rule::mann_whitney) + count(Rule::median); }
+
+std::vector<std::string> GateResult::failures() const {
+  std::vector<std::string> out;
+  // An empty comparison proves nothing: a broken benchmark job that writes no results must not pass.
+  if (compared() == 0) out.push_back("no benchmark was compared (none is present in both files)");
+  if (int n = count(Verdict::slower)) out.push_back(fmt::format("{} benchmark(s) slower", n));
+  if (int n = count(Verdict::missing_in_new); n && !options.allow_missing)
+    out.push_back(fmt::format("{} baseline benchmark(s) missing from the new run (--allow-missing accepts this)", n));
+  if (int n = count(Verdict::new_benchmark); n && !options.allow_new)
+    out.push_back(fmt::format("{} benchmark(s) in the new run without a baseline (--allow-new accepts this)", n));
+  return out;
 }
 
 namespace {
@@ -70,15 +92,23 @@ GateResult compare(const SampleSet& baseline, const SampleSet& current, const Ga
     row.change = row.new_median_s / row.base_median_s - 1.0;
     row.noise = std::max(relative_spread(base.samples_s, row.base_median_s),
                          relative_spread(cur->samples_s, row.new_median_s));
-    if (row.base_count < options.min_repetitions || row.new_count < options.min_repetitions) {
-      row.verdict = Verdict::too_few_repetitions;
+    const double threshold = std::max(options.min_effect, options.noise_factor * row.noise);
+    row.min_p_value = min_attainable_p_value(row.base_count, row.new_count);
+    if (row.base_count < options.min_repetitions || row.new_count < options.min_repetitions ||
+        !(row.min_p_value < options.alpha)) {
+      row.rule = Rule::median;
+      row.rule_note = row.min_p_value < options.alpha
+                          ? fmt::format("fewer than --min-repetitions {} samples", options.min_repetitions)
+                          : fmt::format("the U test cannot reach p < {} with {}/{} samples (smallest p {:.3g})",
+                                        options.alpha, row.base_count, row.new_count, row.min_p_value);
+      row.verdict = row.change > threshold ? Verdict::slower : row.change < -threshold ? Verdict::faster : Verdict::same;
       r.rows.push_back(row);
       continue;
     }
+    row.rule = Rule::mann_whitney;
     MannWhitney mw = mann_whitney_u(cur->samples_s, base.samples_s);
     row.p_value = mw.p_value;
     row.exact_p = mw.exact;
-    double threshold = std::max(options.min_effect, options.noise_factor * row.noise);
     bool significant = mw.p_value < options.alpha && std::fabs(row.change) >= threshold;
     row.verdict = !significant ? Verdict::same : (row.change > 0 ? Verdict::slower : Verdict::faster);
     r.rows.push_back(row);
@@ -105,8 +135,12 @@ std::string format_time(double s) {
   return fmt::format("{:.3f} s", s);
 }
 
-bool compared(const GateRow& row) {
-  return row.verdict == Verdict::same || row.verdict == Verdict::faster || row.verdict == Verdict::slower;
+bool tested(const GateRow& row) { return row.rule == Rule::mann_whitney; }
+
+std::string verdict_text(const GateRow& row) {
+  std::string v = to_string(row.verdict);
+  if (row.rule == Rule::median) v += fmt::format(" (median rule: {})", row.rule_note);
+  return v;
 }
 
 }  // namespace
@@ -120,20 +154,22 @@ std::string format_table(const GateResult& r) {
     bool both = row.base_count > 0 && row.new_count > 0;
     std::string change = both ? fmt::format("{:+.1f}%", row.change * 100) : "-";
     std::string noise = both ? fmt::format("{:.1f}%", row.noise * 100) : "-";
-    std::string p = compared(row) ? fmt::format("{:.3g}", row.p_value) : "-";
+    std::string p = tested(row) ? fmt::format("{:.3g}", row.p_value) : "-";
     out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>8}  {:>7}  {:>9}  {:>7}  {}\n", row.name, w,
                        format_time(row.base_median_s), format_time(row.new_median_s), change, noise, p,
-                       fmt::format("{}/{}", row.base_count, row.new_count), to_string(row.verdict));
+                       fmt::format("{}/{}", row.base_count, row.new_count), verdict_text(row));
   }
   out += fmt::format(
-      "\n{} compared: {} same, {} faster, {} slower; {} with too few repetitions (< {}); {} missing in the "
-      "new run; {} new.\nDecision rule: slower/faster when the Mann-Whitney U p-value < {} and |change| >= "
-      "max({:.1f}%, {} x noise).\n",
-      r.count(Verdict::same) + r.count(Verdict::faster) + r.count(Verdict::slower), r.count(Verdict::same),
-      r.count(Verdict::faster), r.count(Verdict::slower), r.count(Verdict::too_few_repetitions),
-      r.options.min_repetitions, r.count(Verdict::missing_in_new), r.count(Verdict::new_benchmark), r.options.alpha,
-      r.options.min_effect * 100, r.options.noise_factor);
-  out += r.failed() ? "GATE FAILED\n" : "gate passed\n";
+      "\n{} compared: {} same, {} faster, {} slower; {} by the median rule (too few samples for the U test); "
+      "{} missing in the new run; {} without a baseline.\nDecision rule: slower/faster when the Mann-Whitney U "
+      "p-value < {} and |change| >= max({:.1f}%, {} x noise); with fewer than {} samples on a side, or too few "
+      "for the test to reach p < {}, when |change| alone exceeds that threshold.\n",
+      r.compared(), r.count(Verdict::same), r.count(Verdict::faster), r.count(Verdict::slower), r.count(Rule::median),
+      r.count(Verdict::missing_in_new), r.count(Verdict::new_benchmark), r.options.alpha, r.options.min_effect * 100,
+      r.options.noise_factor, r.options.min_repetitions, r.options.alpha);
+  const auto failures = r.failures();
+  for (const auto& f : failures) out += fmt::format("failure: {}\n", f);
+  out += failures.empty() ? "gate passed\n" : "GATE FAILED\n";
   return out;
 }
 
@@ -144,8 +180,8 @@ nlohmann::json to_json(const GateResult& r) {
                         {"verdict", row.verdict == Verdict::slower ? "slower"
                                     : row.verdict == Verdict::missing_in_new ? "missing_in_new"
                                     : row.verdict == Verdict::new_benchmark ? "new_benchmark"
-                                    : row.verdict == Verdict::too_few_repetitions ? "too_few_repetitions"
-                                                                                  : to_string(row.verdict)},
+                                                                            : to_string(row.verdict)},
+                        {"rule", to_string(row.rule)},
                         {"baseline_count", row.base_count},
                         {"new_count", row.new_count},
                         {"baseline_median_s", row.base_count ? nlohmann::json(row.base_median_s) : nlohmann::json()},
@@ -153,8 +189,10 @@ nlohmann::json to_json(const GateResult& r) {
     bool both = row.base_count > 0 && row.new_count > 0;
     j["change"] = both ? nlohmann::json(row.change) : nlohmann::json();
     j["noise"] = both ? nlohmann::json(row.noise) : nlohmann::json();
-    j["p_value"] = compared(row) ? nlohmann::json(row.p_value) : nlohmann::json();
-    j["p_value_exact"] = compared(row) ? nlohmann::json(row.exact_p) : nlohmann::json();
+    j["p_value"] = tested(row) ? nlohmann::json(row.p_value) : nlohmann::json();
+    j["p_value_exact"] = tested(row) ? nlohmann::json(row.exact_p) : nlohmann::json();
+    j["min_p_value"] = both ? nlohmann::json(row.min_p_value) : nlohmann::json();
+    if (row.rule == Rule::median) j["rule_note"] = row.rule_note;
     rows.push_back(j);
   }
   return {{"options",
@@ -162,13 +200,16 @@ nlohmann::json to_json(const GateResult& r) {
             {"min_effect", r.options.min_effect},
             {"noise_factor", r.options.noise_factor},
             {"min_repetitions", r.options.min_repetitions},
-            {"allow_missing", r.options.allow_missing}}},
+            {"allow_missing", r.options.allow_missing},
+            {"allow_new", r.options.allow_new}}},
           {"passed", !r.failed()},
+          {"failures", r.failures()},
           {"counts",
-           {{"same", r.count(Verdict::same)},
+           {{"compared", r.compared()},
+            {"same", r.count(Verdict::same)},
             {"faster", r.count(Verdict::faster)},
             {"slower", r.count(Verdict::slower)},
-            {"too_few_repetitions", r.count(Verdict::too_few_repetitions)},
+            {"median_rule", r.count(Rule::median)},
             {"missing_in_new", r.count(Verdict::missing_in_new)},
             {"new_benchmark", r.count(Verdict::new_benchmark)}}},
           {"benchmarks", rows}};

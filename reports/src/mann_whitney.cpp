@@ -84,4 +84,11 @@ MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<doubl
   return r;
 }
 
+double min_attainable_p_value(int n1, int n2) {
+  if (n1 < 1 || n2 < 1) return 1.0;
+  // log C(n1 + n2, n1) through lgamma: exact enough here and no overflow for large samples.
+  const double log_c = std::lgamma(n1 + n2 + 1.0) - std::lgamma(n1 + 1.0) - std::lgamma(n2 + 1.0);
+  return std::min(1.0, 2.0 * std::exp(-log_c));
+}
+
 }  // namespace seqpar::reports

@@ -83,6 +83,26 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("gate", base, missing)
     check(r.returncode == 1 and "MISSING" in r.stdout, "gate reports a missing benchmark", r)
     check(run("gate", base, missing, "--allow-missing").returncode == 0, "gate --allow-missing")
+    # The gate fails closed: nothing compared, a benchmark on one side only, too few samples.
+    empty_a, empty_b = write("empty_a.json", measurement([])), write("empty_b.json", measurement([]))
+    r = run("gate", empty_a, empty_b)
+    check(r.returncode == 1 and "no benchmark was compared" in r.stdout and "GATE FAILED" in r.stdout,
+          "gate fails two empty result files", r)
+    r = run("gate", empty_a, empty_b, "--allow-missing", "--allow-new")
+    check(r.returncode == 1, "gate fails an empty comparison even with --allow-missing --allow-new", r)
+    added = write("added.json", measurement([("attn", base_samples), ("comm", noisy(2e-3, 0.01, 10, rng)),
+                                             ("extra", noisy(1e-3, 0.01, 10, rng))]))
+    r = run("gate", base, added)
+    check(r.returncode == 1 and "NEW (no baseline)" in r.stdout and "--allow-new" in r.stdout,
+          "gate fails a benchmark without a baseline", r)
+    check(run("gate", base, added, "--allow-new").returncode == 0, "gate --allow-new")
+    base3 = write("base3.json", measurement([("attn", noisy(1e-3, 0.01, 3, rng))]))
+    slow3 = write("slow3.json", measurement([("attn", noisy(10e-3, 0.01, 3, rng))]))
+    r = run("gate", base3, slow3)
+    check(r.returncode == 1 and "SLOWER (median rule: the U test cannot reach p < 0.05 with 3/3 samples" in r.stdout,
+          "gate fails a 10x slowdown with 3 repetitions by the median rule", r)
+    r = run("gate", base3, slow3, "--json")
+    check(r.returncode == 1 and json.loads(r.stdout)["benchmarks"][0]["rule"] == "median", "gate --json names the rule", r)
     r = run("gate", base, bad)
     check(r.returncode == 2 and "bad.json" in r.stderr, "gate names a malformed file", r)
     r = run("gate", base, same, "--alpha", "3")

@@ -105,13 +105,78 @@ TEST(Gate, MissingBenchmarkIsReportedAndFails) {
   EXPECT_NE(table.find("MISSING"), std::string::npos);
   GateOptions lenient;
   lenient.allow_missing = true;
-  EXPECT_FALSE(run(measurement({{"gone", noisy(1e-3, 0.01, 10, 10)}}), measurement({}), lenient).failed());
+  EXPECT_TRUE(run(measurement({{"a", noisy(1e-3, 0.01, 10, 9)}, {"gone", noisy(1e-3, 0.01, 10, 10)}}),
+                  measurement({{"a", noisy(1e-3, 0.01, 10, 11)}, {"added", noisy(1e-3, 0.01, 10, 12)}}), lenient)
+                  .failed())
+      << "--allow-missing does not accept a benchmark without a baseline";
+  lenient.allow_new = true;
+  GateResult ok = run(measurement({{"a", noisy(1e-3, 0.01, 10, 9)}, {"gone", noisy(1e-3, 0.01, 10, 10)}}),
+                      measurement({{"a", noisy(1e-3, 0.01, 10, 11)}, {"added", noisy(1e-3, 0.01, 10, 12)}}), lenient);
+  EXPECT_FALSE(ok.failed()) << format_table(ok);
 }
 
-TEST(Gate, TooFewRepetitionsIsNotJudged) {
-  GateResult r = run(measurement({{"a", {1e-3, 1e-3, 1e-3}}}), measurement({{"a", {2e-3, 2e-3, 2e-3}}}));
-  EXPECT_EQ(r.rows[0].verdict, Verdict::too_few_repetitions);
-  EXPECT_FALSE(r.failed());
+TEST(Gate, NewBenchmarkWithoutBaselineFailsUnlessAllowed) {
+  auto s = noisy(1e-3, 0.01, 10, 13);
+  GateResult r = run(measurement({{"a", s}}), measurement({{"a", s}, {"added", noisy(1e-3, 0.01, 10, 14)}}));
+  EXPECT_EQ(r.count(Verdict::new_benchmark), 1);
+  ASSERT_TRUE(r.failed());
+  EXPECT_NE(r.failures()[0].find("without a baseline (--allow-new"), std::string::npos) << r.failures()[0];
+  EXPECT_NE(format_table(r).find("NEW (no baseline)"), std::string::npos);
+  GateOptions o;
+  o.allow_new = true;
+  EXPECT_FALSE(run(measurement({{"a", s}}), measurement({{"a", s}, {"added", noisy(1e-3, 0.01, 10, 14)}}), o).failed());
+}
+
+TEST(Gate, NothingComparedFails) {
+  GateResult empty = run(measurement({}), measurement({}));
+  EXPECT_EQ(empty.compared(), 0);
+  ASSERT_TRUE(empty.failed());
+  EXPECT_NE(empty.failures()[0].find("no benchmark was compared"), std::string::npos);
+  EXPECT_NE(format_table(empty).find("GATE FAILED"), std::string::npos);
+  EXPECT_EQ(to_json(empty)["passed"], false);
+  // Allowing both kinds of one-sided benchmark does not make a comparison of nothing pass.
+  GateOptions lenient;
+  lenient.allow_missing = lenient.allow_new = true;
+  GateResult disjoint = run(measurement({{"old", noisy(1e-3, 0.01, 10, 15)}}),
+                            measurement({{"renamed", noisy(1e-3, 0.01, 10, 16)}}), lenient);
+  EXPECT_TRUE(disjoint.failed());
+  EXPECT_EQ(disjoint.failures().size(), 1u);
+}
+
+TEST(Gate, TooFewSamplesForTheTestFallBackToTheMedians) {
+  // 3 against 3: the exact U test's smallest two-sided p-value is 2 / C(6, 3) = 0.1, so it could
+  // never reject at 0.05; a 10x slowdown must still fail, by the median rule, and say so.
+  GateResult r = run(measurement({{"a", {1e-3, 1.01e-3, 0.99e-3}}}), measurement({{"a", {10e-3, 10.1e-3, 9.9e-3}}}));
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].verdict, Verdict::slower);
+  EXPECT_EQ(r.rows[0].rule, Rule::median);
+  EXPECT_NEAR(r.rows[0].min_p_value, 0.1, 1e-12);
+  EXPECT_NE(r.rows[0].rule_note.find("cannot reach p < 0.05 with 3/3 samples"), std::string::npos) << r.rows[0].rule_note;
+  EXPECT_TRUE(r.failed());
+  std::string table = format_table(r);
+  EXPECT_NE(table.find("SLOWER (median rule:"), std::string::npos) << table;
+  EXPECT_EQ(to_json(r)["benchmarks"][0]["rule"], "median");
+  // A change inside the threshold is "same" under the median rule too.
+  GateResult same = run(measurement({{"a", {1e-3, 1.01e-3, 0.99e-3}}}), measurement({{"a", {1.02e-3, 1.01e-3, 1.03e-3}}}));
+  EXPECT_EQ(same.rows[0].verdict, Verdict::same);
+  EXPECT_FALSE(same.failed());
+  // One sample a side (time_s only) is judged the same way.
+  EXPECT_TRUE(run(measurement({{"a", {1e-3}}}), measurement({{"a", {2e-3}}})).failed());
+}
+
+TEST(Gate, FewerThanMinRepetitionsUsesTheMedianRuleEvenWhenTheTestCouldDecide) {
+  // 4 against 4 can reach p = 2/70 < 0.05, but --min-repetitions 5 asks for more before trusting it.
+  GateResult r = run(measurement({{"a", {1e-3, 1.01e-3, 0.99e-3, 1e-3}}}), measurement({{"a", {2e-3, 2.01e-3, 1.99e-3, 2e-3}}}));
+  EXPECT_EQ(r.rows[0].rule, Rule::median);
+  EXPECT_EQ(r.rows[0].verdict, Verdict::slower);
+  EXPECT_NE(r.rows[0].rule_note.find("fewer than --min-repetitions 5"), std::string::npos) << r.rows[0].rule_note;
+  GateOptions o;
+  o.min_repetitions = 4;
+  GateResult tested = run(measurement({{"a", {1e-3, 1.01e-3, 0.99e-3, 1.02e-3}}}),
+                          measurement({{"a", {2e-3, 2.01e-3, 1.99e-3, 2.02e-3}}}), o);
+  EXPECT_EQ(tested.rows[0].rule, Rule::mann_whitney);
+  EXPECT_EQ(tested.rows[0].verdict, Verdict::slower);
+  EXPECT_NEAR(tested.rows[0].p_value, 2.0 / 70, 1e-12);
 }
 
 TEST(Gate, ReadsGoogleBenchmarkRepetitions) {

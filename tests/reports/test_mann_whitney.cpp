@@ -6,6 +6,8 @@
 #include "seqpar/reports/mann_whitney.hpp"
 
 using seqpar::reports::mann_whitney_u;
+using seqpar::reports::MannWhitney;
+using seqpar::reports::min_attainable_p_value;
 
 TEST(MannWhitney, CompleteSeparationExactP) {
   // 3 vs 3 fully separated: P(U = 0) = 1 / C(6,3) = 1/20, two-sided 0.1.
@@ -55,4 +57,21 @@ TEST(MannWhitney, NormalApproximationAgreesWithExactForMediumSamples) {
 
 TEST(MannWhitney, EmptySampleIsAnError) {
   EXPECT_THROW(mann_whitney_u({}, {1.0}), seqpar::Error);
+}
+
+TEST(MannWhitney, MinimumAttainablePValueIsTheFullySeparatedArrangement) {
+  EXPECT_NEAR(min_attainable_p_value(3, 3), 0.1, 1e-12);
+  EXPECT_NEAR(min_attainable_p_value(4, 4), 2.0 / 70, 1e-12);
+  EXPECT_NEAR(min_attainable_p_value(4, 3), 2.0 / 35, 1e-12);
+  EXPECT_EQ(min_attainable_p_value(1, 1), 1.0);
+  EXPECT_LT(min_attainable_p_value(20, 20), 1e-10);
+  // The exact test on fully separated samples gives exactly that bound.
+  for (auto [n1, n2] : {std::pair{3, 3}, {4, 3}, {5, 6}}) {
+    std::vector<double> a, b;
+    for (int i = 0; i < n1; ++i) a.push_back(10.0 + i);
+    for (int i = 0; i < n2; ++i) b.push_back(1.0 + i);
+    MannWhitney mw = mann_whitney_u(a, b);
+    ASSERT_TRUE(mw.exact);
+    EXPECT_NEAR(mw.p_value, min_attainable_p_value(n1, n2), 1e-12) << n1 << " vs " << n2;
+  }
 }

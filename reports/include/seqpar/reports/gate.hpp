@@ -1,5 +1,7 @@
 // The CI performance gate: baseline against new timing samples, benchmark by benchmark, with a
-// noise-aware decision (enough repetitions, Mann-Whitney U, a minimum effect size).
+// noise-aware decision (Mann-Whitney U and a minimum effect size; the medians alone when the
+// samples are too few for the test). It fails closed: nothing compared, or a benchmark on one
+// side only, fails unless explicitly allowed.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,23 +15,36 @@ struct GateOptions {
   double alpha = 0.05;        // significance level of the Mann-Whitney U test
   double min_effect = 0.05;   // smallest relative change of the median that counts (0.05 = 5%)
   // The change must also be at least this many times the run-to-run spread (robust relative
-  // standard deviation, 1.4826 * MAD / median, of the noisier run): a shift buried in the noise
-  // of a single run is not called, even when enough repetitions make it significant.
+  // standard deviation, 1.4826 * MAD / median, of the noisier run): a shift buried in the noise of
+  // a single run is not called, even when enough repetitions make it significant.
   double noise_factor = 1.5;
-  int min_repetitions = 5;    // fewer samples on either side: not judged
+  // Fewer samples on either side, or too few for the U test to reach p < alpha at all: the row is
+  // judged by the median rule alone (see Rule), never waved through.
+  int min_repetitions = 5;
   bool allow_missing = false; // a benchmark absent from the new run fails the gate unless set
+  bool allow_new = false;     // a benchmark without a baseline fails the gate unless set
 };
 
-enum class Verdict { same, faster, slower, too_few_repetitions, missing_in_new, new_benchmark };
+enum class Verdict { same, faster, slower, missing_in_new, new_benchmark };
 const char* to_string(Verdict v);
+
+// How a compared row was decided. The U test needs enough samples to be able to reject at alpha;
+// below that (or below min_repetitions) a regression must still fail the gate, so the row falls
+// back to the medians: slower when the new median exceeds the baseline's by more than
+// max(min_effect, noise_factor x noise), with no significance claimed.
+enum class Rule { none, mann_whitney, median };
+const char* to_string(Rule r);
 
 struct GateRow {
   std::string name;
   Verdict verdict = Verdict::same;
+  Rule rule = Rule::none;  // none: not compared (missing on one side)
+  std::string rule_note;   // why the median rule was used
   int base_count = 0, new_count = 0;
   double base_median_s = 0, new_median_s = 0;
   double change = 0;    // new median / baseline median - 1 (positive: slower)
   double p_value = 1;
+  double min_p_value = 1;  // the smallest p-value the U test could give with these sample counts
   double noise = 0;     // relative spread of the noisier run
   bool exact_p = false;
 };
@@ -38,8 +53,13 @@ struct GateResult {
   GateOptions options;
   std::vector<GateRow> rows;
   int count(Verdict v) const;
-  // A regression, or (unless allow_missing) a benchmark missing from the new run.
-  bool failed() const;
+  int count(Rule r) const;
+  int compared() const;  // rows present on both sides
+  // Why the gate fails, one line each; empty when it passes: a regression, nothing compared at
+  // all, a benchmark missing from the new run (unless allow_missing), a benchmark without a
+  // baseline (unless allow_new).
+  std::vector<std::string> failures() const;
+  bool failed() const { return !failures().empty(); }
 };
 
 GateResult compare(const SampleSet& baseline, const SampleSet& current, const GateOptions& options);

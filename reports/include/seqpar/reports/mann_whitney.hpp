@@ -15,4 +15,9 @@ struct MannWhitney {
 // with tie and continuity corrections. Throws seqpar::Error when either sample is empty.
 MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b);
 
+// The smallest two-sided p-value the exact test can give with n1 and n2 samples: both extreme
+// arrangements (all of one sample above the other), 2 / C(n1 + n2, n1). When it is not below the
+// significance level, the test cannot call any difference, however large (3 against 3: 0.1).
+double min_attainable_p_value(int n1, int n2);
+
 }  // namespace seqpar::reports
