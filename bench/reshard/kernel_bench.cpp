@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/bench/device_memory.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
+#include "seqpar/bench/gpu_timer.hpp"
 #include "seqpar/common/cuda_check.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
@@ -160,7 +162,7 @@ int run_kernel_bench(const ReshardOptions& opt, const std::vector<std::string>& 
   std::string why;
   if (!cuda_device_available(&why)) throw Error(fmt::format("no usable CUDA device: {}", why));
   const TimingOptions timing{opt.warmup, opt.iters};
-  Recorder rec;
+  Recorder rec(gpu_timers());
   register_all(opt, timing, rec);
   run_registered_benchmarks(gbench_args, argv[0]);
   if (!opt.json_path.empty()) {

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/bench/device_memory.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
+#include "seqpar/bench/gpu_timer.hpp"
 #include "seqpar/common/cuda_check.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
@@ -156,7 +158,7 @@ int run(int argc, char** argv) {
   add_harness_options(app, opt.timing, opt.json_path);
   if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
   if (!device_or_explain("seqpar-bench-attention")) return 2;
-  Recorder rec;
+  Recorder rec(gpu_timers());
   register_all(opt, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
   if (!opt.json_path.empty()) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -22,7 +23,7 @@ namespace seqpar::bench {
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
   std::ofstream out(path);
   if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
-  out << doc.dump(2) << '\n';
+  out << dump_json(doc) << '\n';  // argv and paths may hold invalid UTF-8: replaced, not thrown on
   if (!out) throw Error(fmt::format("-J {}: writing failed", path));
 }
 

@@ -2,67 +2,50 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <iostream>
+#include <memory>
 #include <utility>
 
 #include "seqpar/bench/environment.hpp"
-#include "seqpar/bench/gpu_timer.hpp"
-#include "seqpar/common/cuda_check.hpp"
 #include "seqpar/common/run_info.hpp"
 #include "seqpar/common/stats.hpp"
 
 namespace seqpar::bench {
 
-DeviceMemory::DeviceMemory(std::size_t bytes) : bytes_(bytes) {
-  SEQPAR_CUDA_CHECK(cudaMalloc(&ptr_, bytes ? bytes : 1));
-}
-DeviceMemory::~DeviceMemory() {
-  if (ptr_) cudaFree(ptr_);
-}
-DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
-    : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
-  if (this != &other) {
-    if (ptr_) cudaFree(ptr_);
-    ptr_ = std::exchange(other.ptr_, nullptr);
-    bytes_ = std::exchange(other.bytes_, 0);
-  }
-  return *this;
+Recorder::Recorder(TimerFactory make_timer) : make_timer_(std::move(make_timer)) {
+  if (!make_timer_) throw Error("Recorder: no timer factory given");
 }
 
-int rotation_copies(std::size_t bytes, int max_copies) {
-  int device = 0, l2 = 0;
-  SEQPAR_CUDA_CHECK(cudaGetDevice(&device));
-  SEQPAR_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  if (bytes == 0) return 1;
-  const std::size_t want = (2 * static_cast<std::size_t>(l2) + bytes - 1) / bytes;
-  return static_cast<int>(std::clamp<std::size_t>(want, 1, static_cast<std::size_t>(max_copies)));
-}
-
-void Recorder::add(const std::string& name, Setup setup, Rates rates, const TimingOptions& timing,
-                   cudaStream_t stream) {
+void Recorder::add(const std::string& name, Setup setup, Rates rates, const TimingOptions& timing) {
+  // Google Benchmark aborts the process on a non-positive iteration count; say which benchmark instead.
+  if (timing.iterations <= 0 || timing.warmup < 0)
+    throw Error(fmt::format("{}: timed repetitions must be positive and warm-up launches non-negative "
+                            "(got {} and {})", name, timing.iterations, timing.warmup));
   const std::size_t index = entries_.size();
   entries_.push_back(Entry{name, std::move(rates), {}, nlohmann::json::object(), {}});
-  auto body = [this, index, setup = std::move(setup), timing, stream](benchmark::State& state) {
+  // The body finds its entry by index: entries_ may reallocate while later benchmarks are added.
+  auto body = [this, index, setup = std::move(setup), timing](benchmark::State& state) {
     Entry& entry = entries_[index];
     try {
       Prepared prep = setup();
+      const std::unique_ptr<Timer> timer = make_timer_();
       for (int w = 0; w < timing.warmup; ++w) prep.launch(w);
-      SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream));
-      GpuTimer timer(stream);
+      timer->settle();
       std::vector<double> samples;
       int rep = 0;
       for (auto _ : state) {
-        timer.start();
+        timer->start();
         prep.launch(rep++);
-        const double s = timer.stop_seconds();
+        const double s = timer->stop_seconds();
         state.SetIterationTime(s);
         samples.push_back(s);
       }
       entry.samples.insert(entry.samples.end(), samples.begin(), samples.end());
       entry.fields = prep.fields;
-      for (const auto& [key, value] : entry.rates(summarize(samples).median).items())
+      // Held in a named object: a range-for over items() of the returned temporary would iterate
+      // a destroyed object (C++20 extends only the lifetime of the outermost temporary).
+      const nlohmann::json counters = entry.rates(summarize(samples).median);
+      for (const auto& [key, value] : counters.items())
         if (value.is_number()) state.counters[key] = value.get<double>();
     } catch (const std::exception& e) {
       entry.error = e.what();
@@ -84,6 +67,14 @@ nlohmann::json Recorder::results() const {
     }
     if (e.samples.empty()) continue;  // filtered out
     const double median = summarize(e.samples).median;
+    // A zero median (work below the timer's resolution) would make every rate infinite, which JSON
+    // writes as null: say so instead of writing a number.
+    if (!(median > 0)) {
+      out.push_back({{"name", e.name},
+                     {"error", fmt::format("median time {} s is not positive (below the timer's resolution?): "
+                                           "no rate computed", median)}});
+      continue;
+    }
     nlohmann::json r = {{"name", e.name}, {"time_s", median}, {"samples_s", e.samples}};
     r.update(e.fields);
     r.update(e.rates(median));
@@ -114,7 +105,12 @@ SplitArgs split_benchmark_args(int argc, const char* const* argv) {
   return split;
 }
 
-void run_registered_benchmarks(const std::vector<std::string>& gbench_args, const char* argv0) {
+void run_registered_benchmarks(const std::vector<std::string>& gbench_args, const char* argv0,
+                               benchmark::BenchmarkReporter* display) {
+  // On every way out, bad flags included, the registry is emptied: its bodies point into their Recorder.
+  struct ClearRegistry {
+    ~ClearRegistry() { benchmark::ClearRegisteredBenchmarks(); }
+  } clear_registry;
   std::vector<std::string> storage{argv0};
   storage.insert(storage.end(), gbench_args.begin(), gbench_args.end());
   std::vector<char*> args;
@@ -123,7 +119,10 @@ void run_registered_benchmarks(const std::vector<std::string>& gbench_args, cons
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data()))
     throw Error("unrecognised --benchmark_ option (see --help for the accepted flags)");
-  benchmark::RunSpecifiedBenchmarks();
+  if (display)
+    benchmark::RunSpecifiedBenchmarks(display);
+  else
+    benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 }
 

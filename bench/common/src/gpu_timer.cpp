@@ -14,6 +14,8 @@ GpuTimer::~GpuTimer() {
   cudaEventDestroy(end_);
 }
 
+void GpuTimer::settle() { SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
 void GpuTimer::start() { SEQPAR_CUDA_CHECK(cudaEventRecord(begin_, stream_)); }
 
 double GpuTimer::stop_seconds() {
@@ -22,6 +24,10 @@ double GpuTimer::stop_seconds() {
   float ms = 0;
   SEQPAR_CUDA_CHECK(cudaEventElapsedTime(&ms, begin_, end_));
   return static_cast<double>(ms) * 1e-3;
+}
+
+TimerFactory gpu_timers(cudaStream_t stream) {
+  return [stream] { return std::make_unique<GpuTimer>(stream); };
 }
 
 }  // namespace seqpar::bench

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "seqpar/bench/cublas_gemm.hpp"
+#include "seqpar/bench/device_memory.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
 #include "seqpar/bench/gemm_shapes.hpp"
+#include "seqpar/bench/gpu_timer.hpp"
 #include "seqpar/common/cuda_check.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
@@ -115,7 +117,7 @@ int run(int argc, char** argv) {
   const std::vector<GemmShape> shapes = selected_shapes(opt);
   if (!device_or_explain("seqpar-bench-gemm")) return 2;
   auto handle = std::make_shared<CublasHandle>();
-  Recorder rec;
+  Recorder rec(gpu_timers());
   register_all(shapes, handle, opt.timing, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
   if (!opt.json_path.empty()) {

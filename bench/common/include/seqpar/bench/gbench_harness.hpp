@@ -1,42 +1,22 @@
-// The shared driver of the GPU microbenchmarks built on Google Benchmark (seqpar-bench-attention,
-// seqpar-bench-reshard): CUDA-event manual timing with warm-up, every repetition kept as a sample,
-// input rotation against L2 reuse, and the MEASUREMENT JSON written with -J.
+// The shared driver of the microbenchmarks built on Google Benchmark (seqpar-bench-attention,
+// -gemm, -reshard): manual timing with warm-up, every repetition kept as a sample, and the
+// MEASUREMENT JSON written with -J. This is the host part: it builds without CUDA and its tests run
+// in CI. The timing source is a Timer (timer.hpp): CUDA events in the GPU programs
+// (gpu_timer.hpp), steady_clock in the host tests. Device buffers and L2 rotation are in
+// device_memory.hpp (CUDA builds).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
-#include <cuda_runtime.h>
 
-#include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "seqpar/bench/timer.hpp"
 #include "seqpar/common/error.hpp"
 
 namespace seqpar::bench {
-
-// A cudaMalloc'd buffer, freed on destruction.
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  explicit DeviceMemory(std::size_t bytes);
-  ~DeviceMemory();
-  DeviceMemory(DeviceMemory&& other) noexcept;
-  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  void* get() const { return ptr_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-// How many copies of a working set of `bytes` to rotate through so that consecutive repetitions do not
-// hit in L2: enough to cover twice the L2 size, at least 1, at most `max_copies`.
-int rotation_copies(std::size_t bytes, int max_copies = 16);
 
 struct TimingOptions {
   int warmup = 3;       // untimed launches before the timed ones
@@ -46,6 +26,14 @@ struct TimingOptions {
 // Collects the results of all registered benchmarks for the JSON document.
 class Recorder {
  public:
+  // Every benchmark is timed with a timer from `make_timer` (gpu_timers() for GPU work). There is
+  // no default: a host clock around an asynchronous GPU launch would time only the launch.
+  explicit Recorder(TimerFactory make_timer);
+  // Google Benchmark keeps the registered bodies, which point at this object: it must stay where it
+  // is until run_registered_benchmarks() has returned.
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
   // Registers `name` with Google Benchmark. `setup` runs once when the benchmark starts and returns the
   // launch function (called with the repetition index, to pick the rotated buffers) and the result's extra
   // fields; `rates` turns the median time into counters and fields (for example tflops, algbw_gbps).
@@ -56,11 +44,12 @@ class Recorder {
   };
   using Setup = std::function<Prepared()>;
   using Rates = std::function<nlohmann::json(double median_s)>;
-  void add(const std::string& name, Setup setup, Rates rates, const TimingOptions& timing,
-           cudaStream_t stream = nullptr);
+  void add(const std::string& name, Setup setup, Rates rates, const TimingOptions& timing);
 
   // One entry per benchmark that ran, in registration order; samples of repeated runs
-  // (--benchmark_repetitions) are pooled under the one name.
+  // (--benchmark_repetitions) are pooled under the one name. A benchmark that failed (its setup or a
+  // launch threw, or its median is not a positive time, so no rate could be computed) is
+  // {"name", "error"} and has no numbers.
   nlohmann::json results() const;
 
  private:
@@ -71,6 +60,7 @@ class Recorder {
     nlohmann::json fields;
     std::string error;
   };
+  TimerFactory make_timer_;
   std::vector<Entry> entries_;  // registration order; Google Benchmark runs them after all are added
 };
 
@@ -85,8 +75,13 @@ struct SplitArgs {
 };
 SplitArgs split_benchmark_args(int argc, const char* const* argv);
 
-// Initialises Google Benchmark with its own flags, runs everything registered, shuts it down.
-void run_registered_benchmarks(const std::vector<std::string>& gbench_args, const char* argv0);
+// Initialises Google Benchmark with its own flags, runs everything registered, shuts it down, and
+// clears the registry (the registered bodies point into their Recorder, which may go away next).
+// `display` null: Google Benchmark's own display (honours --benchmark_format), which Google
+// Benchmark 1.7 frees after the run, so it serves one call per process, as in the programs. Tests,
+// which run many times in one process, pass a reporter of their own.
+void run_registered_benchmarks(const std::vector<std::string>& gbench_args, const char* argv0,
+                               benchmark::BenchmarkReporter* display = nullptr);
 
 // What every single-GPU harness program shares: --warmup, --iters and -J FILE on its command line;
 // parsing its own arguments (returns -1 to go on, else the exit code: 0 after --help); the device
