@@ -1,11 +1,15 @@
 #include "seqpar/reports/calibrate.hpp"
 #include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/efficiency_curves.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <tuple>
 #include <map>
 #include <set>
 
@@ -29,7 +33,14 @@ double bus_factor(const std::string& op, double ranks) {
 }
 
 struct CommPoint { std::string op; double ranks, bus_bytes, time_s; };
-struct KernelPoint { std::string op; double tokens, flops_per_s; };
+// One attention or GEMM row. The rate is the row's own (tflops, or flops / time_s); time_s is
+// flops / rate so that the two always agree.
+struct KernelPoint {
+  std::string file, name, op;  // op: fwd, bwd or gemm
+  int head_dim = 0;            // attention; 0 when the row does not say
+  std::optional<bool> causal;  // attention; empty when the row does not say
+  double tokens = 0, flops = 0, time_s = 0, flops_per_s = 0;
+};
 
 struct Collected {
   std::map<std::string, std::vector<CommPoint>> comm;  // "intra" / "inter"
@@ -38,6 +49,8 @@ struct Collected {
   std::set<std::string> attention_files, gemm_files;
   std::optional<std::string> gpu_name;
   std::vector<std::string> notes;
+  std::map<std::string, std::map<std::string, int>> unused_ops;  // file -> op -> rows not fitted
+  std::map<std::string, int> rows_without_op;                  // file -> rows (end-to-end times)
 };
 
 std::string join(const std::set<std::string>& s) {
@@ -98,7 +111,10 @@ void collect(const json& doc, const std::string& where, const std::string& file,
     std::string w = fmt::format("{}: results[{}]", where, i);
     const json& r = results[i];
     auto op = optional_string(r, "op", w);
-    if (!op) continue;
+    if (!op) {
+      ++c.rows_without_op[file];
+      continue;
+    }
     if (std::find(kCommOps.begin(), kCommOps.end(), *op) != kCommOps.end()) {
       if (mode != "real-ranks") { comm_skipped_mode = true; continue; }
       double ranks = require_number(r, "ranks", w);
@@ -126,19 +142,41 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       }
       std::string dtype = optional_string(r, "dtype", w).value_or("bf16");
       if (dtype != "bf16" && dtype != "fp16" && dtype != "f16") continue;  // the profile's peak is bf16/fp16
-      double tflops = require_number(r, "tflops", w);
-      c.attention.push_back({*op, require_number(r, "seq_len", w), tflops * 1e12});
+      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0};
+      p.flops_per_s = require_number(r, "tflops", w) * 1e12;
+      p.tokens = require_number(r, "seq_len", w);
+      if (auto d = optional_number(r, "head_dim", w)) p.head_dim = static_cast<int>(*d);
+      if (r.contains("causal") && !r["causal"].is_null()) {
+        if (!r["causal"].is_boolean()) throw Error(fmt::format("{}: field 'causal' must be true or false", w));
+        p.causal = r["causal"].get<bool>();
+      }
+      // The FLOPs of the call (DESIGN.md conventions, as the benchmark counted them); rows that only
+      // give a rate and a time have flops = rate x time.
+      if (auto f = optional_number(r, "flops", w)) p.flops = *f;
+      else p.flops = p.flops_per_s * require_number(r, "time_s", w);
+      if (!(p.flops > 0) || !(p.flops_per_s > 0) || !(p.tokens > 0) || !std::isfinite(p.flops) ||
+          !std::isfinite(p.flops_per_s) || p.head_dim < 0)
+        throw Error(fmt::format("{}: flops, tflops, seq_len and head_dim must be positive", w));
+      p.time_s = p.flops / p.flops_per_s;
+      c.attention.push_back(p);
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
       double m = require_number(r, "m", w);
-      double rate;
-      if (auto tf = optional_number(r, "tflops", w)) rate = *tf * 1e12;
-      else rate = 2 * m * require_number(r, "n", w) * require_number(r, "k", w) / require_number(r, "time_s", w);
+      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0};
+      p.flops = 2 * m * require_number(r, "n", w) * require_number(r, "k", w);
+      if (auto tf = optional_number(r, "tflops", w)) p.flops_per_s = *tf * 1e12;
+      else p.flops_per_s = p.flops / require_number(r, "time_s", w);
       // The efficiency is modelled against the token dimension: m for Y = X W^T and dX, but k for
       // the weight gradient, so rows that name their token count are fitted by it.
-      const double tokens = optional_number(r, "tokens", w).value_or(m);
-      c.gemm.push_back({*op, tokens, rate});
+      p.tokens = optional_number(r, "tokens", w).value_or(m);
+      if (!(p.flops > 0) || !(p.flops_per_s > 0) || !(p.tokens > 0) || !std::isfinite(p.flops) ||
+          !std::isfinite(p.flops_per_s))
+        throw Error(fmt::format("{}: m, n, k, the rate and the token count must be positive", w));
+      p.time_s = p.flops / p.flops_per_s;
+      c.gemm.push_back(p);
       c.gemm_files.insert(file);
+    } else {
+      ++c.unused_ops[file][*op];
     }
   }
   if (!skipped_backends.empty())
@@ -146,6 +184,35 @@ void collect(const json& doc, const std::string& where, const std::string& file,
                                   where, join(skipped_backends)));
   if (comm_skipped_mode)
     c.notes.push_back(fmt::format("{}: communication rows skipped: mode '{}' does not measure real links", where, mode));
+}
+
+std::string series_label(const KernelPoint& p) {
+  if (p.op == "gemm") return "gemm";
+  std::string label = "attention " + p.op;
+  if (p.head_dim > 0) label += fmt::format(" d{}", p.head_dim);
+  if (p.causal) label += *p.causal ? " causal" : " non-causal";
+  return label;
+}
+
+// Each fitted row against the profile, loaded as `seqpar simulate --system PROFILE.json` loads it
+// and timed by the simulator's own kernel cost functions.
+void predict_rows(const json& profile, const std::vector<KernelPoint>& pts, CalibrationResult& res) {
+  const sim::System sys = sim::system_from_json(profile, "calibrated profile");
+  for (const auto& p : pts) {
+    const double t = p.op == "gemm"
+                         ? sim::gemm_time(sys.gpu, p.flops, p.tokens, 1)
+                         : sim::attention_time(sys.gpu, p.flops, p.tokens, p.op == "bwd", {p.head_dim, p.causal.value_or(false)});
+    const double predicted = p.flops / t, residual = predicted / p.flops_per_s - 1;
+    res.rows.push_back({{"file", p.file}, {"name", p.name}, {"series", series_label(p)}, {"tokens", p.tokens},
+                        {"measured_time_s", p.time_s}, {"predicted_time_s", t},
+                        {"measured_tflops", p.flops_per_s / 1e12}, {"predicted_tflops", predicted / 1e12},
+                        {"residual", residual}});
+    res.max_abs_residual = std::max(res.max_abs_residual, std::fabs(residual));
+    if (std::fabs(residual) > kRowTolerance)
+      res.notes.push_back(fmt::format("{}: {}: the profile predicts {:.1f} TFLOP/s against {:.1f} measured ({:+.1f}%, "
+                                      "beyond {:.0f}%): its curve does not represent this row", p.file, p.name,
+                                      predicted / 1e12, p.flops_per_s / 1e12, residual * 100, kRowTolerance * 100));
+  }
 }
 
 json figure(double value, std::string source) { return {{"value", value}, {"source", std::move(source)}}; }
@@ -226,50 +293,123 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     ++fitted_groups;
   }
 
-  auto fit_kernels = [&](const std::vector<KernelPoint>& pts, const std::vector<std::string>& ops,
-                         const std::vector<std::string>& eff_keys, const char* half_key, const std::set<std::string>& files,
-                         const char* what) {
-    if (pts.empty()) return;
-    std::vector<SaturationSeries> series;
-    std::vector<std::string> used_ops, used_keys;
-    for (std::size_t k = 0; k < ops.size(); ++k) {
-      SaturationSeries s;
-      for (const auto& p : pts)
-        if (p.op == ops[k]) { s.tokens.push_back(p.tokens); s.flops_per_s.push_back(p.flops_per_s); }
-      if (s.tokens.empty()) continue;
-      series.push_back(s);
-      used_ops.push_back(ops[k]);
-      used_keys.push_back(eff_keys[k]);
+  // Kernel rows. The simulator charges every kernel call the GPU's kernel overhead on top of
+  // flops / (peak x efficiency), so the curves are fitted to the time left after it; the profile
+  // then reproduces each measured time through the simulator's own gemm_time / attention_time.
+  const double overhead_s = figure_value(gpu, "kernel_overhead_us", gpu_where) * 1e-6;
+  std::vector<KernelPoint> kernel_points;  // the rows fitted, checked one by one below
+  auto fit_series = [&](const std::vector<KernelPoint>& pts, const std::string& label) -> std::optional<CurveFit> {
+    SaturationSeries s;
+    std::vector<KernelPoint> used;
+    for (const auto& p : pts) {
+      if (p.flops_per_s > peak)
+        throw Error(fmt::format("calibrate: {}: {} ran at {:.1f} TFLOP/s, above the base GPU's peak of {} TFLOP/s; "
+                                "choose the right --base-system", p.file, p.name, p.flops_per_s / 1e12, peak / 1e12));
+      if (!(p.time_s > overhead_s)) {
+        res.notes.push_back(fmt::format("{}: {} not fitted: its time {:.3g} s is not above the base GPU's kernel "
+                                        "overhead of {:.3g} s", p.file, p.name, p.time_s, overhead_s));
+        continue;
+      }
+      s.tokens.push_back(p.tokens);
+      s.flops_per_s.push_back(p.flops / (p.time_s - overhead_s));
+      used.push_back(p);
     }
-    SaturationFit f;
+    CurveFit f;
     try {
-      f = fit_saturation(series, peak);
+      f = fit_efficiency_curve(s, peak);
     } catch (const Error& e) {
-      res.notes.push_back(fmt::format("{} not fitted: {}", what, e.what()));
-      return;
+      res.notes.push_back(fmt::format("{} not fitted: {}", label, e.what()));
+      return std::nullopt;
     }
-    std::string src = fmt::format("fitted by seqpar calibrate from {}: {} points, achieved = peak x eff x L/(L + L_half), "
-                                  "RMS relative residual {:.2f}%{}", join(files), f.points, f.rel_residual * 100,
-                                  f.at_bound ? " (L_half at the search bound: the sizes do not pin it down)" : "");
-    json fit_json = {{"points", f.points}, {"half_tokens", f.half_tokens}, {"rel_residual", f.rel_residual}};
-    for (std::size_t k = 0; k < series.size(); ++k) {
-      if (f.efficiency[k] > 1)
-        throw Error(fmt::format("calibrate: fitted {} {:.3f} exceeds 1: the measurements beat the base GPU's peak of "
-                                "{} TFLOP/s; choose the right --base-system", used_keys[k], f.efficiency[k], peak / 1e12));
-      gpu[used_keys[k]] = figure(f.efficiency[k], src);
-      fit_json[used_keys[k]] = f.efficiency[k];
-      res.fitted.push_back(fmt::format("{}: {:.3f}", used_keys[k], f.efficiency[k]));
-    }
-    gpu[half_key] = figure(f.half_tokens, src);
-    res.fitted.push_back(fmt::format("{}: {:.0f} ({} points, residual {:.2f}%)", half_key, f.half_tokens, f.points,
-                                     f.rel_residual * 100));
-    fits[what] = fit_json;
-    ++fitted_groups;
+    kernel_points.insert(kernel_points.end(), used.begin(), used.end());
+    res.fitted.push_back(fmt::format("{}: efficiency {:.4f}, L_half {:.0f}, exponent {:.2f} ({} points, RMS residual "
+                                     "{:.2f}%, max {:.2f}%)", label, f.efficiency, f.half_tokens, f.exponent, f.points,
+                                     f.rel_residual * 100, f.max_rel_residual * 100));
+    return f;
   };
-  fit_kernels(c.attention, {"fwd", "bwd"}, {"attention_fwd_efficiency", "attention_bwd_efficiency"},
-              "attention_half_tokens", c.attention_files, "attention");
-  fit_kernels(c.gemm, {"gemm"}, {"gemm_efficiency"}, "gemm_half_tokens", c.gemm_files, "gemm");
+  auto files_of = [](const std::vector<KernelPoint>& pts) {
+    std::set<std::string> files;
+    for (const auto& p : pts) files.insert(p.file);
+    return files;
+  };
+  auto curve_source = [&](const CurveFit& f, const std::vector<KernelPoint>& pts, const std::string& label) {
+    return fmt::format("fitted by seqpar calibrate from {}: {} points of {}, achieved = peak x eff x L^p/(L^p + "
+                       "L_half^p) after the {:g} us kernel overhead, RMS relative residual {:.2f}% (max {:.2f}%){}{}{}",
+                       join(files_of(pts)), f.points, label, overhead_s * 1e6, f.rel_residual * 100,
+                       f.max_rel_residual * 100, f.exponent_fixed ? "; two sizes only: p held at 1" : "",
+                       f.at_bound ? "; a parameter ended on its search bound: the sizes do not pin it down" : "",
+                       f.capped ? "; the efficiency is held at its bound of 1" : "");
+  };
+  auto curve_json = [](const CurveFit& f) {
+    return json{{"points", f.points}, {"efficiency", f.efficiency}, {"half_tokens", f.half_tokens},
+                {"exponent", f.exponent}, {"rel_residual", f.rel_residual}, {"max_rel_residual", f.max_rel_residual}};
+  };
 
+  if (!c.gemm.empty()) {
+    if (auto f = fit_series(c.gemm, "gemm")) {
+      const std::string src = curve_source(*f, c.gemm, "GEMM");
+      gpu["gemm_efficiency"] = figure(f->efficiency, src);
+      gpu["gemm_half_tokens"] = figure(f->half_tokens, src);
+      gpu["gemm_exponent"] = figure(f->exponent, src);
+      fits["gemm"] = curve_json(*f);
+      ++fitted_groups;
+    }
+  }
+
+  // Attention: one curve per (direction, head dim, mask), since the rates differ by all three.
+  std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
+  for (const auto& p : c.attention)
+    groups[{p.op == "bwd" ? 1 : 0, p.head_dim, p.causal ? int(*p.causal) : -1}].push_back(p);
+  json curves = json::array(), attention_fits = json::array();
+  sim::Gpu fitted_curves;  // to pick the scalar figures with the simulator's own selection
+  for (const auto& [key, pts] : groups) {
+    const auto [bwd, head_dim, causal] = key;
+    sim::AttentionCurve ac;
+    ac.backward = bwd == 1;
+    ac.head_dim = head_dim;
+    if (causal >= 0) ac.causal = causal == 1;
+    const std::string label = series_label(pts.front());
+    if (auto f = fit_series(pts, label)) {
+      ac.curve = {f->efficiency, f->half_tokens, f->exponent};
+      curves.push_back(sim::attention_curve_json(ac, curve_source(*f, pts, label)));
+      fitted_curves.attention_curves.push_back(ac);
+      json fj = curve_json(*f);
+      fj["series"] = label;
+      attention_fits.push_back(fj);
+    }
+  }
+  if (!curves.empty()) {
+    gpu["attention_curves"] = curves;
+    // The scalar figures stay meaningful for anything that reads them: the curve the simulator
+    // would use for a causal head-dim-128 call (the usual training shape).
+    for (bool bwd : {false, true}) {
+      if (std::none_of(fitted_curves.attention_curves.begin(), fitted_curves.attention_curves.end(),
+                       [bwd](const sim::AttentionCurve& a) { return a.backward == bwd; }))
+        continue;
+      const sim::EfficiencyCurve ec = sim::attention_curve(fitted_curves, bwd, {128, true});
+      const std::string src = fmt::format(
+          "seqpar calibrate: the {} attention curve nearest a causal head-dim-128 call (efficiency at large L); the "
+          "simulator uses attention_curves, which replace this figure", bwd ? "backward" : "forward");
+      gpu[bwd ? "attention_bwd_efficiency" : "attention_fwd_efficiency"] = figure(ec.efficiency, src);
+      if (!bwd) gpu["attention_half_tokens"] = figure(ec.half_tokens, src);
+    }
+    fits["attention"] = attention_fits;
+    ++fitted_groups;
+  }
+
+  for (const auto& [file, ops] : c.unused_ops) {
+    std::string list;
+    int n = 0;
+    for (const auto& [op, k] : ops) {
+      list += fmt::format("{}{} {}", list.empty() ? "" : ", ", k, op);
+      n += k;
+    }
+    c.notes.push_back(fmt::format("{}: {} rows not fitted ({}): the profile models collectives, attention and GEMM "
+                                  "kernels only", file, n, list));
+  }
+  for (const auto& [file, n] : c.rows_without_op)
+    c.notes.push_back(fmt::format("{}: {} rows without an op (end-to-end measurements: full reshards, layers, training steps) not fitted; "
+                                  "set them beside predictions with `seqpar report`", file, n));
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
   if (fitted_groups == 0)
     throw Error(fmt::format("calibrate: nothing to fit in {}: no GPU real-rank collective rows (op, size_bytes, time_s, ranks), "
@@ -286,8 +426,10 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   info["inputs"] = json(std::vector<std::string>(all_files.begin(), all_files.end()));
   info["measured_gpu"] = c.gpu_name ? json(*c.gpu_name) : json();
   info["fits"] = fits;
-  info["notes"] = res.notes;
   system["calibration"] = info;
+  predict_rows(system, kernel_points, res);
+  system["calibration"]["rows"] = res.rows;
+  system["calibration"]["notes"] = res.notes;
   res.profile = system;
   return res;
 }

@@ -45,75 +45,95 @@ AlphaBetaFit fit_alpha_beta(const std::vector<double>& bytes, const std::vector<
 
 namespace {
 
-// For a fixed L_half, each series' efficiency minimising sum((eff * r_i - 1)^2) with
-// r_i = peak * g(L_i) / y_i is sum(r) / sum(r^2); returns the total squared relative error.
-double solve_efficiencies(const std::vector<SaturationSeries>& series, double peak, double half,
-                          std::vector<double>* eff_out) {
-  double total = 0;
-  if (eff_out) eff_out->clear();
-  for (const auto& s : series) {
-    double sr = 0, srr = 0;
-    for (std::size_t i = 0; i < s.tokens.size(); ++i) {
-      double r = peak * s.tokens[i] / (s.tokens[i] + half) / s.flops_per_s[i];
-      sr += r;
-      srr += r * r;
-    }
-    double eff = sr / srr;
-    for (std::size_t i = 0; i < s.tokens.size(); ++i) {
-      double r = peak * s.tokens[i] / (s.tokens[i] + half) / s.flops_per_s[i];
-      total += (eff * r - 1) * (eff * r - 1);
-    }
-    if (eff_out) eff_out->push_back(eff);
+constexpr double kMinExponent = 0.25, kMaxExponent = 8;  // within sim's kMin/kMaxCurveExponent
+constexpr double kMinHalf = 1, kMaxHalf = 1e8;
+
+struct Eval {
+  double err = INFINITY;  // sum of squared relative errors
+  double eff = 0;
+  bool capped = false;
+};
+
+// For fixed (L_half, p) the efficiency minimising sum((eff * r_i - 1)^2), r_i = peak * g(L_i) / y_i,
+// is sum(r) / sum(r^2); the objective is a parabola in eff, so clipping at 1 is the constrained optimum.
+Eval evaluate(const SaturationSeries& s, double peak, double log_half, double p) {
+  const double half = std::exp(log_half);
+  std::vector<double> r(s.tokens.size());
+  double sr = 0, srr = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    const double x = std::pow(s.tokens[i] / half, p);
+    r[i] = peak * (std::isinf(x) ? 1.0 : x / (1 + x)) / s.flops_per_s[i];
+    sr += r[i];
+    srr += r[i] * r[i];
   }
-  return total;
+  Eval e;
+  if (!(srr > 0)) return e;
+  e.eff = sr / srr;
+  if (e.eff > 1) {
+    e.eff = 1;
+    e.capped = true;
+  }
+  e.err = 0;
+  for (double ri : r) e.err += (e.eff * ri - 1) * (e.eff * ri - 1);
+  return e;
 }
 
 }  // namespace
 
-SaturationFit fit_saturation(const std::vector<SaturationSeries>& series, double peak) {
-  if (series.empty()) throw Error("efficiency fit: no series to fit");
+CurveFit fit_efficiency_curve(const SaturationSeries& s, double peak) {
   if (!(peak > 0)) throw Error("efficiency fit: the peak rate must be positive");
+  if (s.tokens.empty() || s.tokens.size() != s.flops_per_s.size())
+    throw Error("efficiency fit: the series needs points with a token count and a rate each");
   std::set<double> distinct;
-  int n = 0;
-  for (const auto& s : series) {
-    if (s.tokens.empty() || s.tokens.size() != s.flops_per_s.size())
-      throw Error("efficiency fit: every series needs points with a token count and a rate each");
-    for (std::size_t i = 0; i < s.tokens.size(); ++i) {
-      if (!(s.tokens[i] > 0) || !(s.flops_per_s[i] > 0))
-        throw Error("efficiency fit: token counts and rates must be positive");
-      distinct.insert(s.tokens[i]);
-      ++n;
-    }
+  for (std::size_t i = 0; i < s.tokens.size(); ++i) {
+    if (!(s.tokens[i] > 0) || !(s.flops_per_s[i] > 0) || !std::isfinite(s.tokens[i]) || !std::isfinite(s.flops_per_s[i]))
+      throw Error("efficiency fit: token counts and rates must be positive and finite");
+    distinct.insert(s.tokens[i]);
   }
   if (distinct.size() < 2)
     throw Error(fmt::format("efficiency fit: needs at least 2 distinct sizes to separate efficiency from "
                             "L_half, got {}", distinct.size()));
-  // Coarse grid over log L_half, then golden-section refinement around the best grid point.
-  const double lo = std::log(1.0), hi = std::log(1e8);
-  const int grid = 400;
-  int best = 0;
-  double best_err = INFINITY;
-  for (int k = 0; k <= grid; ++k) {
-    double e = solve_efficiencies(series, peak, std::exp(lo + (hi - lo) * k / grid), nullptr);
-    if (e < best_err) { best_err = e; best = k; }
+  const bool fixed = distinct.size() < 3;
+  const double lo_u = std::log(kMinHalf), hi_u = std::log(kMaxHalf);
+  const double lo_p = fixed ? 1 : kMinExponent, hi_p = fixed ? 1 : kMaxExponent;
+  // Coarse grid, then compass search from its best point with halving steps.
+  const int nu = 160, np = fixed ? 0 : 62;
+  double best_u = lo_u, best_p = lo_p;
+  Eval best;
+  for (int i = 0; i <= nu; ++i)
+    for (int k = 0; k <= np; ++k) {
+      const double u = lo_u + (hi_u - lo_u) * i / nu, p = np ? lo_p + (hi_p - lo_p) * k / np : lo_p;
+      Eval e = evaluate(s, peak, u, p);
+      if (e.err < best.err) { best = e; best_u = u; best_p = p; }
+    }
+  double du = (hi_u - lo_u) / nu, dp = np ? (hi_p - lo_p) / np : 0;
+  for (int it = 0; it < 200 && du > 1e-10; ++it) {
+    bool moved = false;
+    for (auto [su, sp] : {std::pair{1, 0}, {-1, 0}, {0, 1}, {0, -1}}) {
+      const double u = std::clamp(best_u + su * du, lo_u, hi_u), p = std::clamp(best_p + sp * dp, lo_p, hi_p);
+      Eval e = evaluate(s, peak, u, p);
+      if (e.err < best.err) { best = e; best_u = u; best_p = p; moved = true; }
+    }
+    if (!moved) { du /= 2; dp /= 2; }
   }
-  double step = (hi - lo) / grid;
-  double a = std::max(lo, lo + step * (best - 1)), b = std::min(hi, lo + step * (best + 1));
-  const double phi = (std::sqrt(5.0) - 1) / 2;
-  double c = b - phi * (b - a), d = a + phi * (b - a);
-  double fc = solve_efficiencies(series, peak, std::exp(c), nullptr);
-  double fd = solve_efficiencies(series, peak, std::exp(d), nullptr);
-  for (int it = 0; it < 100 && b - a > 1e-10; ++it) {
-    if (fc < fd) { b = d; d = c; fd = fc; c = b - phi * (b - a); fc = solve_efficiencies(series, peak, std::exp(c), nullptr); }
-    else { a = c; c = d; fc = fd; d = a + phi * (b - a); fd = solve_efficiencies(series, peak, std::exp(d), nullptr); }
+  CurveFit f;
+  f.efficiency = best.eff;
+  f.half_tokens = std::exp(best_u);
+  f.exponent = best_p;
+  f.points = static_cast<int>(s.tokens.size());
+  f.exponent_fixed = fixed;
+  f.capped = best.capped;
+  const double edge = 1e-6;
+  f.at_bound = best_u - lo_u < edge || hi_u - best_u < edge ||
+               (!fixed && (best_p - lo_p < edge || hi_p - best_p < edge));
+  double ss = 0;
+  for (std::size_t i = 0; i < s.tokens.size(); ++i) {
+    const double x = std::pow(s.tokens[i] / f.half_tokens, f.exponent);
+    const double e = peak * f.efficiency * (std::isinf(x) ? 1.0 : x / (1 + x)) / s.flops_per_s[i] - 1;
+    ss += e * e;
+    f.max_rel_residual = std::max(f.max_rel_residual, std::fabs(e));
   }
-  SaturationFit f;
-  double log_half = (a + b) / 2;
-  f.half_tokens = std::exp(log_half);
-  double err = solve_efficiencies(series, peak, f.half_tokens, &f.efficiency);
-  f.points = n;
-  f.rel_residual = std::sqrt(err / n);
-  f.at_bound = best == 0 || best == grid;
+  f.rel_residual = std::sqrt(ss / f.points);
   return f;
 }
 

@@ -47,8 +47,9 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const int R = p.ring_degree;
   if (R == 1) {
     const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
-    c.fwd_kernel_s = attention_time(g, flops, a.attn_tokens, false);
-    c.bwd_kernel_s = attention_time(g, 2.5 * flops, a.attn_tokens, true);
+    const AttentionKernel kernel{m.head_dim, m.causal};
+    c.fwd_kernel_s = attention_time(g, flops, a.attn_tokens, false, kernel);
+    c.bwd_kernel_s = attention_time(g, 2.5 * flops, a.attn_tokens, true, kernel);
     c.fwd_s = c.fwd_kernel_s + a2a_fwd;
     c.bwd_s = c.bwd_kernel_s + a2a_bwd;
     c.fwd_comm_s = a2a_fwd;
@@ -64,13 +65,15 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // zigzag gives every rank half a block (one varlen call over half-length chunks), while the
   // contiguous ring's last rank holds a full unmasked block at every step. Without a mask every
   // step is a full block and zigzag changes nothing.
+  // The diagonal step applies the model's mask; every later step is an unmasked block.
   const bool zigzag = p.zigzag() && m.causal;
-  const double step0_f = attention_time(g, mask * block, a.attn_tokens, false);
-  const double step0_b = attention_time(g, 2.5 * mask * block, a.attn_tokens, true);
-  const double step_f = zigzag ? attention_time(g, block / 2, a.block_tokens, false)
-                               : attention_time(g, block, a.attn_tokens, false);
-  const double step_b = zigzag ? attention_time(g, 2.5 * block / 2, a.block_tokens, true)
-                               : attention_time(g, 2.5 * block, a.attn_tokens, true);
+  const AttentionKernel diagonal{m.head_dim, m.causal}, unmasked{m.head_dim, false};
+  const double step0_f = attention_time(g, mask * block, a.attn_tokens, false, diagonal);
+  const double step0_b = attention_time(g, 2.5 * mask * block, a.attn_tokens, true, diagonal);
+  const double step_f = zigzag ? attention_time(g, block / 2, a.block_tokens, false, unmasked)
+                               : attention_time(g, block, a.attn_tokens, false, unmasked);
+  const double step_b = zigzag ? attention_time(g, 2.5 * block / 2, a.block_tokens, true, unmasked)
+                               : attention_time(g, 2.5 * block, a.attn_tokens, true, unmasked);
   const double steps_after0 = R - 1;
   c.fwd_kernel_s = step0_f + steps_after0 * step_f;
   c.bwd_kernel_s = step0_b + steps_after0 * step_b;

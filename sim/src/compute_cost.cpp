@@ -1,14 +1,42 @@
 #include "seqpar/sim/compute_cost.hpp"
 
+#include <cmath>
+
 namespace seqpar::sim {
 
 namespace {
 constexpr double kBf16 = 2.0;
-
-double shape_efficiency(double peak_eff, double tokens, double half) {
-  return tokens <= 0 ? 0.0 : peak_eff * tokens / (tokens + half);
-}
 }  // namespace
+
+double curve_efficiency(const EfficiencyCurve& c, double tokens) {
+  if (tokens <= 0) return 0.0;
+  if (c.half_tokens <= 0) return c.efficiency;
+  // (L/h)^p / (1 + (L/h)^p) computed from the ratio: L^p itself overflows for large L and p.
+  const double x = std::pow(tokens / c.half_tokens, c.exponent);
+  return std::isinf(x) ? c.efficiency : c.efficiency * x / (1.0 + x);
+}
+
+EfficiencyCurve gemm_curve(const Gpu& g) { return {g.gemm_efficiency, g.gemm_half_tokens, g.gemm_exponent}; }
+
+EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKernel& k) {
+  const AttentionCurve* best = nullptr;
+  double best_dist = 0;
+  bool best_mask = false;
+  for (const auto& c : g.attention_curves) {
+    if (c.backward != backward) continue;
+    // Head dimensions compare by ratio (64 is as far from 128 as 128 from 256); an unrecorded one
+    // ranks after every recorded one.
+    const double dist = c.head_dim > 0 && k.head_dim > 0 ? std::fabs(std::log(double(c.head_dim) / k.head_dim)) : 1e3;
+    const bool mask = c.causal.has_value() && *c.causal == k.causal;
+    if (!best || dist < best_dist || (dist == best_dist && mask && !best_mask)) {
+      best = &c;
+      best_dist = dist;
+      best_mask = mask;
+    }
+  }
+  if (best) return best->curve;
+  return {backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency, g.attention_half_tokens, 1.0};
+}
 
 double mlp_gemm_flops(const Model& m, double tokens) {
   const double mats = m.mlp == MlpKind::swiglu ? 3.0 : 2.0;
@@ -28,13 +56,12 @@ double attention_flops(double batch, double seq_q, double seq_k, double heads, d
 }
 
 double gemm_time(const Gpu& g, double flops, double tokens, int launches) {
-  const double eff = shape_efficiency(g.gemm_efficiency, tokens, g.gemm_half_tokens);
+  const double eff = curve_efficiency(gemm_curve(g), tokens);
   return flops / (g.bf16_flops * eff) + launches * g.kernel_overhead_s;
 }
 
-double attention_time(const Gpu& g, double flops, double block_tokens, bool backward) {
-  const double peak = backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency;
-  const double eff = shape_efficiency(peak, block_tokens, g.attention_half_tokens);
+double attention_time(const Gpu& g, double flops, double block_tokens, bool backward, const AttentionKernel& kernel) {
+  const double eff = curve_efficiency(attention_curve(g, backward, kernel), block_tokens);
   return flops / (g.bf16_flops * eff) + g.kernel_overhead_s;
 }
 

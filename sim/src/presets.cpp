@@ -8,6 +8,7 @@
 
 #include "presets_data.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/sim/efficiency_curves.hpp"
 
 namespace seqpar::sim {
 
@@ -152,6 +153,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
                         {"attention_fwd_efficiency", g.attention_fwd_efficiency},
                         {"attention_bwd_efficiency", g.attention_bwd_efficiency}})
     if (v > 1) throw Error(fmt::format("{}: field '{}' is a fraction of peak and must be at most 1 (got {})", what, key, v));
+  read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   return g;
 }
 

@@ -31,25 +31,71 @@ TEST(AlphaBeta, NeedsTwoSizes) {
   EXPECT_THROW(fit_alpha_beta({1e6, 2e6}, {2e-3, 1e-3}), seqpar::Error);  // time falls with size
 }
 
-TEST(Saturation, RecoversEfficienciesAndSharedHalfPoint) {
-  const double peak = 1000e12;
-  SaturationSeries fwd, bwd;
-  for (double L = 512; L <= 65536; L *= 2) {
-    fwd.tokens.push_back(L);
-    fwd.flops_per_s.push_back(peak * 0.7 * L / (L + 1500));
-    bwd.tokens.push_back(L);
-    bwd.flops_per_s.push_back(peak * 0.5 * L / (L + 1500));
+namespace {
+
+SaturationSeries hill_series(double peak, double eff, double half, double p, double noise, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> n(0, noise);
+  SaturationSeries s;
+  for (double L = 256; L <= 65536; L *= 2) {
+    s.tokens.push_back(L);
+    s.flops_per_s.push_back(peak * eff * std::pow(L, p) / (std::pow(L, p) + std::pow(half, p)) * (1 + n(rng)));
   }
-  SaturationFit f = fit_saturation({fwd, bwd}, peak);
-  ASSERT_EQ(f.efficiency.size(), 2u);
-  EXPECT_NEAR(f.efficiency[0], 0.7, 1e-4);
-  EXPECT_NEAR(f.efficiency[1], 0.5, 1e-4);
-  EXPECT_NEAR(f.half_tokens / 1500, 1.0, 1e-3);
-  EXPECT_FALSE(f.at_bound);
-  EXPECT_EQ(f.points, 16);
+  return s;
 }
 
-TEST(Saturation, OneSizeCannotSeparateEfficiencyFromHalfPoint) {
+}  // namespace
+
+TEST(EfficiencyCurve, RecoversAClassicSaturatingCurve) {
+  CurveFit f = fit_efficiency_curve(hill_series(1000e12, 0.7, 1500, 1.0, 0, 1), 1000e12);
+  EXPECT_NEAR(f.efficiency, 0.7, 1e-4);
+  EXPECT_NEAR(f.half_tokens / 1500, 1.0, 1e-3);
+  EXPECT_NEAR(f.exponent, 1.0, 1e-3);
+  EXPECT_LT(f.max_rel_residual, 1e-4);
+  EXPECT_FALSE(f.at_bound);
+  EXPECT_FALSE(f.capped);
+  EXPECT_EQ(f.points, 9);
+}
+
+TEST(EfficiencyCurve, RecoversASteepCurveLikeMeasuredGemms) {
+  // cuBLAS on H100 rises from 124 to 794 TFLOP/s between 1024^3 and 8192^3: far steeper than
+  // L / (L + L_half), which is why the exponent is fitted.
+  CurveFit f = fit_efficiency_curve(hill_series(989.4e12, 0.8, 1500, 3.0, 0, 2), 989.4e12);
+  EXPECT_NEAR(f.efficiency, 0.8, 1e-4);
+  EXPECT_NEAR(f.half_tokens / 1500, 1.0, 1e-3);
+  EXPECT_NEAR(f.exponent, 3.0, 1e-3);
+}
+
+TEST(EfficiencyCurve, RecoversParametersFromNoisyPoints) {
+  for (unsigned seed = 10; seed < 20; ++seed) {
+    CurveFit f = fit_efficiency_curve(hill_series(1000e12, 0.6, 2000, 2.0, 0.02, seed), 1000e12);
+    EXPECT_NEAR(f.efficiency, 0.6, 0.03) << "seed " << seed;
+    EXPECT_NEAR(f.half_tokens / 2000, 1.0, 0.15) << "seed " << seed;
+    EXPECT_NEAR(f.exponent, 2.0, 0.4) << "seed " << seed;
+    EXPECT_LT(f.rel_residual, 0.04) << "seed " << seed;
+  }
+}
+
+TEST(EfficiencyCurve, EfficiencyIsHeldAtOne) {
+  // Rates that an efficiency of 1.3 would explain: the fit may not go beyond 1, and says so.
+  CurveFit f = fit_efficiency_curve(hill_series(1000e12, 1.3, 1000, 1.0, 0, 3), 1000e12);
+  EXPECT_LE(f.efficiency, 1.0);
+  EXPECT_GT(f.efficiency, 0.0);
+  EXPECT_TRUE(f.capped);
+}
+
+TEST(EfficiencyCurve, TwoSizesHoldTheExponentAtOne) {
+  SaturationSeries s{{1024, 4096}, {0.5e15 * 1024 / 2024, 0.5e15 * 4096 / 5096}};
+  CurveFit f = fit_efficiency_curve(s, 1e15);
+  EXPECT_TRUE(f.exponent_fixed);
+  EXPECT_EQ(f.exponent, 1.0);
+  EXPECT_NEAR(f.efficiency, 0.5, 1e-4);
+  EXPECT_NEAR(f.half_tokens / 1000, 1.0, 1e-3);
+}
+
+TEST(EfficiencyCurve, OneSizeCannotSeparateEfficiencyFromHalfPoint) {
   SaturationSeries s{{4096, 4096}, {5e14, 5.1e14}};
-  EXPECT_THROW(fit_saturation({s}, 1e15), seqpar::Error);
+  EXPECT_THROW(fit_efficiency_curve(s, 1e15), seqpar::Error);
+  EXPECT_THROW(fit_efficiency_curve(SaturationSeries{{1024, 2048}, {1e14, -1}}, 1e15), seqpar::Error);
+  EXPECT_THROW(fit_efficiency_curve(SaturationSeries{}, 1e15), seqpar::Error);
 }

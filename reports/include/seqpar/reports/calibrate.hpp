@@ -25,10 +25,19 @@ struct InputDocument {
   nlohmann::json doc;
 };
 
+// A fitted row the profile misses by more than this is named in the notes.
+inline constexpr double kRowTolerance = 0.05;
+
 struct CalibrationResult {
   nlohmann::json profile;           // the system preset document
   std::vector<std::string> fitted;  // human lines, one per fitted figure group
   std::vector<std::string> notes;   // what was skipped and why, what was assumed
+  // One object per fitted kernel row: file, name, series, tokens, measured_/predicted_time_s,
+  // measured_/predicted_tflops and residual (predicted / measured rate - 1), the prediction made by
+  // the simulator's own cost functions on the profile as `--system` loads it. Also written to the
+  // profile's calibration.rows.
+  nlohmann::json rows = nlohmann::json::array();
+  double max_abs_residual = 0;
 };
 
 CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& options,

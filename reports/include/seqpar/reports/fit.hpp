@@ -1,5 +1,5 @@
 // The least-squares fits behind `seqpar calibrate`: alpha-beta (latency + bytes / bandwidth) for a
-// link, and saturating efficiency (achieved = peak * eff * L / (L + L_half)) for kernels.
+// link, and a saturating Hill curve (achieved = peak * eff * L^p / (L^p + L_half^p)) for kernels.
 // Both minimise relative error, so small and large messages or shapes weigh alike.
 #pragma once
 #include <vector>
@@ -22,17 +22,24 @@ struct SaturationSeries {
   std::vector<double> flops_per_s;  // achieved rate of each point
 };
 
-struct SaturationFit {
-  std::vector<double> efficiency;   // one per series
-  double half_tokens = 0;           // shared L_half
-  double rel_residual = 0;          // RMS relative error over all points
+// achieved = peak * efficiency * L^p / (L^p + half_tokens^p) (sim::EfficiencyCurve), fitted to
+// one series by relative error with the efficiency constrained to (0, 1].
+struct CurveFit {
+  double efficiency = 0;
+  double half_tokens = 0;
+  double exponent = 1;
+  double rel_residual = 0;      // root-mean-square relative error over the points
+  double max_rel_residual = 0;  // largest |relative error| of one point
   int points = 0;
-  bool at_bound = false;            // L_half ended on the search bound: the data do not pin it down
+  bool exponent_fixed = false;  // fewer than 3 distinct sizes: p held at 1 (two sizes fit two parameters)
+  bool at_bound = false;        // L_half or p ended on its search bound: the sizes do not pin it down
+  bool capped = false;          // the best unconstrained efficiency exceeded 1 and is held at 1
 };
 
-// Shared L_half over all series (attention forward and backward share one), one efficiency per
-// series: a 1-D search over log L_half with each efficiency in closed form. Throws seqpar::Error
-// when a series is empty or the points span fewer than 2 distinct L.
-SaturationFit fit_saturation(const std::vector<SaturationSeries>& series, double peak_flops_per_s);
+// A 2-D search over (log L_half, p) with the efficiency in closed form at each point (the
+// least-squares optimum, clipped to 1 where it would exceed it), then a compass refinement.
+// Throws seqpar::Error when the series is empty, has a non-positive value or spans fewer than 2
+// distinct L.
+CurveFit fit_efficiency_curve(const SaturationSeries& series, double peak_flops_per_s);
 
 }  // namespace seqpar::reports

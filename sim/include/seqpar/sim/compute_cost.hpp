@@ -1,6 +1,8 @@
 // Compute cost: FLOPs (DESIGN.md §2 conventions) over an achievable rate that depends on shape.
-// Efficiency rises with the token dimension as L / (L + L_half): small GEMMs and short attention
-// blocks fill the GPU poorly. Memory-bound elementwise work is bytes over HBM bandwidth.
+// Efficiency rises with the token dimension as a Hill curve, eff * L^p / (L^p + L_half^p)
+// (hardware.hpp: EfficiencyCurve): small GEMMs and short attention blocks fill the GPU poorly.
+// Every kernel call also pays the GPU's kernel overhead. Memory-bound elementwise work is bytes
+// over HBM bandwidth.
 #pragma once
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
@@ -19,9 +21,25 @@ double attention_flops(double batch, double seq_q, double seq_k, double heads, d
 // GEMM kernels per layer (forward); the backward launches twice as many.
 inline constexpr int kGemmsPerLayer = 7;
 
+// The curve's efficiency at `tokens` (0 for no tokens).
+double curve_efficiency(const EfficiencyCurve& c, double tokens);
+EfficiencyCurve gemm_curve(const Gpu& g);
+
 double gemm_time(const Gpu& g, double flops, double tokens, int launches);
+
+// What an attention kernel call computes, beyond its FLOPs: the head dimension (0: unspecified)
+// and whether it applies a causal mask (the diagonal block of a causal model; ring steps after the
+// first are unmasked blocks).
+struct AttentionKernel {
+  int head_dim = 0;
+  bool causal = false;
+};
+// The calibrated curve for a call: same direction, then the nearest head dimension (by ratio),
+// then the same mask; the GPU's scalar attention figures when it has no curve of that direction.
+EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKernel& kernel);
 // One attention kernel call over a block whose key (and query) length is `block_tokens`.
-double attention_time(const Gpu& g, double flops, double block_tokens, bool backward);
+double attention_time(const Gpu& g, double flops, double block_tokens, bool backward,
+                      const AttentionKernel& kernel = {});
 double memory_bound_time(const Gpu& g, double bytes);
 
 // Bytes that one layer's elementwise ops (norms, RoPE, residuals, activation) move per token,

@@ -1,9 +1,30 @@
 // Hardware as the cost models see it: one GPU type, and one system (node type) built of it.
 // Rates are achievable figures (peak x efficiency) where the preset gives an efficiency.
 #pragma once
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace seqpar::sim {
+
+// Efficiency of a kernel family against its token dimension L (GEMM rows, attention key length):
+// efficiency * L^p / (L^p + half_tokens^p), a Hill curve. p = 1 is the classic L / (L + L_half);
+// measured cuBLAS GEMMs rise far more steeply than that (p about 3 on H100), so calibrated
+// profiles fit p as well.
+struct EfficiencyCurve {
+  double efficiency = 0;   // fraction of peak approached at large L, in (0, 1]
+  double half_tokens = 0;  // L at which half of it is reached
+  double exponent = 1;     // steepness p
+};
+
+// A calibrated attention curve for one kind of kernel call. Attention rates differ by direction,
+// head dimension and mask, so a calibrated profile holds one curve per measured kind.
+struct AttentionCurve {
+  bool backward = false;
+  int head_dim = 0;                 // 0: the measurements did not say
+  std::optional<bool> causal;       // empty: the measurements did not say
+  EfficiencyCurve curve;
+};
 
 struct Gpu {
   std::string name;
@@ -13,9 +34,13 @@ struct Gpu {
   double pcie_bytes_per_s = 0;        // one direction, GPU <-> host
   double gemm_efficiency = 0;         // fraction of peak on large GEMMs
   double gemm_half_tokens = 0;        // token rows at which GEMM efficiency is half its peak
+  double gemm_exponent = 1;           // steepness of the GEMM curve (EfficiencyCurve::exponent)
   double attention_fwd_efficiency = 0;
   double attention_bwd_efficiency = 0;
   double attention_half_tokens = 0;   // key/query block length at which attention efficiency halves
+  // Calibrated curves per kernel kind (seqpar calibrate); when one matches a call's direction it
+  // replaces the three scalar attention figures above (compute_cost.hpp: select_attention_curve).
+  std::vector<AttentionCurve> attention_curves;
   double kernel_overhead_s = 0;
   double reserved_bytes = 0;          // context, workspaces, fragmentation
 };
