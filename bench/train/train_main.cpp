@@ -1,10 +1,12 @@
 // seqpar-train: the end-to-end training step of a Llama-style decoder under a sequence-parallel
 // plan (launched by mpirun/srun, one rank per GPU; or virtual ranks / the loopback proxy).
 // Prints per-step time, tokens/s, TFLOP/s, MFU and peak memory; -J writes measurement JSON with
-// the plan fields of `seqpar simulate --json`; --validate compares every step with SP = 1.
+// the plan fields of `seqpar simulate --json`; --validate checks every step against the unsharded
+// step and an fp32 reference (validation.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -13,7 +15,9 @@
 #include "seqpar/common/stats.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
+#include "seqpar/train/size_limits.hpp"
 #include "seqpar/train/trainer.hpp"
+#include "seqpar/train/validation.hpp"
 
 namespace st = seqpar::train;
 
@@ -25,12 +29,34 @@ struct Options {
   int steps = 5, warmup = 1;
   float lr = 1e-3f;
   bool validate = false;
-  double rtol = 1e-4, atol = 1e-7;
+  st::ValidationRule rule;
+  std::string precision = "bf16";
+  std::string removed_rtol, removed_atol;  // the old tolerance flags, refused with a pointer to the new rule
   std::string gpu;  // preset whose bf16 peak gives MFU
 };
 
-int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan,
-             seqpar::comm::Communicator& world, st::Backend& be, int argc, char** argv) {
+// Option checks that need no plan: a NaN learning rate or tolerance never reaches a step.
+void check_options(const Options& o) {
+  if (o.steps < 1) throw seqpar::Error(fmt::format("--steps = {}: must be >= 1", o.steps));
+  if (o.warmup < 0 || (!o.validate && o.warmup >= o.steps))
+    throw seqpar::Error(fmt::format("--warmup = {} with --steps = {}: at least one step must be timed",
+                                    o.warmup, o.steps));
+  if (!std::isfinite(o.lr) || !(o.lr > 0.0f))
+    throw seqpar::Error(fmt::format("--lr = {}: must be a finite number > 0", o.lr));
+  for (const auto& [flag, value] : {std::pair{"--rtol", &o.removed_rtol}, std::pair{"--atol", &o.removed_atol}})
+    if (!value->empty())
+      throw seqpar::Error(fmt::format(
+          "{} {}: no longer taken: --validate now passes when the sharded step's error against an fp32 "
+          "reference is at most --error-factor (default 2) times the unsharded step's plus --error-atol "
+          "(default 1e-5)", flag, *value));
+  st::check_rule(o.rule);
+  const st::Precision p = st::parse_precision(o.precision);
+  if (p == st::Precision::fp32 && o.run.backend == "cuda")
+    throw seqpar::Error("--precision fp32 with --backend cuda: the CUDA back end's attention kernels take bf16 "
+                        "only (fp32 is the CPU back end's reference mode)");
+}
+
+st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan) {
   st::TrainSetup s;
   s.model = cfg;
   s.seq_len = plan.seq_len;
@@ -40,15 +66,40 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
   s.micro_batch = plan.micro_batch;
   s.opt.lr = o.lr;
   s.seed = o.run.seed;
+  return s;
+}
+
+// Sizes are checked before any rank allocates: the sharded step and, with --validate, the
+// unsharded one every rank also runs.
+void check_sizes(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan) {
+  const st::TrainSetup s = make_setup(o, cfg, plan);
+  st::check_step_sizes(s);
+  if (o.validate) st::check_step_sizes(st::reference_setup(s, plan.dp()));
+}
+
+// --validate: the unsharded step in the same back end and precision, and in plain fp32 on the CPU.
+struct Validator {
+  std::unique_ptr<st::Backend> unsharded_be, reference_be;
+  std::unique_ptr<st::Trainer> unsharded, reference;
+};
+
+int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan,
+             seqpar::comm::Communicator& world, st::Backend& be, int argc, char** argv) {
+  const st::TrainSetup s = make_setup(o, cfg, plan);
+  const st::Precision precision = st::parse_precision(o.precision);
   const bool lead = world.rank() == 0;
   const bool proxy = world.backend() == seqpar::comm::Backend::loopback;
 
+  be.set_precision(precision);
   st::Trainer trainer(be, &world, s);
-  std::unique_ptr<st::Backend> ref_be;
-  std::unique_ptr<st::Trainer> ref;
+  Validator val;
   if (o.validate) {
-    ref_be = st::make_backend(o.run.backend);
-    ref = std::make_unique<st::Trainer>(*ref_be, nullptr, st::reference_setup(s, plan.dp()));
+    const st::TrainSetup ref_setup = st::reference_setup(s, plan.dp());
+    val.unsharded_be = st::make_backend(o.run.backend);
+    val.unsharded_be->set_precision(precision);
+    val.unsharded = std::make_unique<st::Trainer>(*val.unsharded_be, nullptr, ref_setup);
+    val.reference_be = st::make_cpu_backend(st::Precision::fp32);
+    val.reference = std::make_unique<st::Trainer>(*val.reference_be, nullptr, ref_setup);
   }
   const double tokens = static_cast<double>(plan.seq_len) * plan.micro_batch * plan.dp();
   const double flops = st::model_flops(cfg, static_cast<std::int64_t>(plan.micro_batch) * plan.dp(), plan.seq_len);
@@ -69,11 +120,17 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
                 world.size(), o.run.backend.c_str(), o.run.comm.c_str(), cfg.name.c_str(),
                 cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads,
                 static_cast<long long>(cfg.total_params()));
-  if (lead)
-    std::printf("%6s %12s %12s %14s %12s %8s %14s%s\n", "step", "loss", "time_ms", "tokens/s/gpu",
-                "TFLOP/s/gpu", "MFU", "peak_MiB", o.validate ? "   ref_loss  worst_rel_diff" : "");
+  if (lead && !o.validate)
+    std::printf("%6s %12s %12s %14s %12s %8s %14s\n", "step", "loss", "time_ms", "tokens/s/gpu",
+                "TFLOP/s/gpu", "MFU", "peak_MiB");
+  if (lead && o.validate)
+    std::printf("# validate: precision %s; each tensor's err = ||x - fp32 ref|| / ||fp32 ref||; pass when "
+                "sharded err <= %g x unsharded err + %g\n%6s %12s %12s %12s  %s\n",
+                o.precision.c_str(), o.rule.error_factor, o.rule.error_atol, "step", "loss", "unsharded", "fp32_ref",
+                "closest to its bound: sharded err, unsharded err, ratio");
   std::vector<double> samples, losses;
   nlohmann::json validation = nlohmann::json::array();
+  st::ValidationReport last;
   int failures = 0;
   be.memory().reset_peak();
   for (int i = 0; i < o.steps; ++i) {
@@ -82,23 +139,45 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
       r = trainer.step();
     } else {
       r = trainer.compute_gradients();
-      const st::StepResult rr = ref->compute_gradients();
-      const st::ValidationReport rep = st::compare_step(trainer.model(), r.loss, trainer.grads_host(),
-                                                        rr.loss, ref->grads_host(), o.rtol, o.atol);
-      for (const st::Mismatch& m : rep.failures)
-        std::fprintf(stderr, "rank %d step %d: MISMATCH %s: max abs diff %.3g (rel %.3g)\n",
-                     world.rank(), i + 1, m.what.c_str(), m.max_abs_diff, m.max_rel_diff);
-      failures += static_cast<int>(rep.failures.size());
-      validation.push_back({{"step", i + 1}, {"loss", r.loss}, {"reference_loss", rr.loss},
-                            {"worst_rel_diff", rep.worst_rel}, {"worst", rep.worst_what},
-                            {"mismatches", rep.failures.size()}});
-      trainer.optimizer_step();
-      ref->optimizer_step();
+      const st::StepResult ru = val.unsharded->compute_gradients(), rr = val.reference->compute_gradients();
+      last = st::compare_step(trainer.model().tensors(), {r.loss, trainer.grads_host()},
+                              {ru.loss, val.unsharded->grads_host()}, {rr.loss, val.reference->grads_host()},
+                              o.rule);
+      nlohmann::json tensors = nlohmann::json::array();
+      for (const st::TensorCheck& t : last.tensors) {
+        if (!t.ok)
+          std::fprintf(stderr, "rank %d step %d: MISMATCH %s: sharded err %.3g > allowed %.3g (%g x unsharded err "
+                       "%.3g + %g; ratio %.3g)\n", world.rank(), i + 1, t.what.c_str(), t.sharded_error, t.allowed,
+                       o.rule.error_factor, t.unsharded_error, o.rule.error_atol, t.ratio);
+        // JSON has no inf or NaN: those become null (and such a check has failed).
+        tensors.push_back({{"name", t.what}, {"sharded_error", t.sharded_error},
+                           {"unsharded_error", t.unsharded_error}, {"ratio", t.ratio},
+                           {"allowed_error", t.allowed}, {"passed", t.ok}});
+      }
+      failures += last.failures();
+      const st::TensorCheck& w = last.worst();
+      validation.push_back({{"step", i + 1}, {"loss", r.loss}, {"unsharded_loss", ru.loss},
+                            {"reference_loss", rr.loss}, {"worst", w.what}, {"failures", last.failures()},
+                            {"tensors", tensors}});
       if (lead)
-        std::printf("%6d %12.6f %12s %14s %12s %8s %14s %10.6f %15.3g (%s)\n", i + 1, r.loss, "-",
-                    "-", "-", "-", "-", rr.loss, rep.worst_rel, rep.worst_what.c_str());
+        std::printf("%6d %12.6f %12.6f %12.6f  %s: %.3g, %.3g, %.3g\n", i + 1, r.loss, ru.loss, rr.loss,
+                    w.what.c_str(), w.sharded_error, w.unsharded_error, w.ratio);
+      // Every run takes the next step from the fp32 reference's parameters, so each step is
+      // checked at the same point and rounding does not compound over the steps.
+      trainer.optimizer_step();
+      val.unsharded->optimizer_step();
+      val.reference->optimizer_step();
+      const std::vector<float> params = val.reference->params_host();
+      trainer.set_params_host(params);
+      val.unsharded->set_params_host(params);
       losses.push_back(r.loss);
       continue;
+    }
+    if (!std::isfinite(r.loss)) {  // the same all-reduced loss on every rank: all stop here
+      if (lead)
+        std::fprintf(stderr, "seqpar-train: error: step %d: the loss is %g, not finite: the training diverged "
+                     "(try a smaller --lr)\n", i + 1, r.loss);
+      return 1;
     }
     losses.push_back(r.loss);
     if (i >= o.warmup) samples.push_back(r.time_s);
@@ -112,9 +191,16 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
   }
   const double total_failures = proxy ? failures : st::sum_over(world, be, failures);
   const std::vector<double> peaks = st::gather_over(world, be, static_cast<double>(be.memory().peak_bytes()));
-  if (o.validate && lead)
-    std::printf("# validate: %s (%g mismatches over all ranks and %d steps; rtol %g, atol %g)\n",
-                total_failures == 0 ? "PASS" : "FAIL", total_failures, o.steps, o.rtol, o.atol);
+  if (o.validate && lead) {
+    std::printf("# step %d, every tensor:\n%-28s %12s %12s %10s %12s %s\n", o.steps, "tensor", "sharded_err",
+                "unsharded_err", "ratio", "allowed", "ok");
+    for (const st::TensorCheck& t : last.tensors)
+      std::printf("%-28s %12.3g %12.3g %10.3g %12.3g %s\n", t.what.c_str(), t.sharded_error, t.unsharded_error,
+                  t.ratio, t.allowed, t.ok ? "yes" : "NO");
+    std::printf("# validate: %s (%g failed tensor checks over all ranks and %d steps; precision %s, factor %g, "
+                "atol %g)\n", total_failures == 0 ? "PASS" : "FAIL", total_failures, o.steps,
+                o.precision.c_str(), o.rule.error_factor, o.rule.error_atol);
+  }
 
   if (lead && !o.run.json_path.empty()) {
     nlohmann::json doc = st::measurement_document(argc, argv, "seqpar-train",
@@ -126,6 +212,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
     doc["config"] = {{"model", mc}, {"steps", o.steps}, {"warmup", o.warmup}, {"lr", o.lr},
                      {"seed", o.run.seed}, {"backend", o.run.backend}, {"comm", o.run.comm},
                      {"world_size", world.size()}, {"validate", o.validate}, {"dtype", "f32"},
+                     {"precision", o.precision},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::sim::to_json(plan);
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,
@@ -145,8 +232,19 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
       res["tflops_per_gpu"] = tf;
       res["mfu"] = peak_flops > 0 ? nlohmann::json(tf * 1e12 / peak_flops) : nlohmann::json(nullptr);
     }
-    if (o.validate) res["validation"] = {{"passed", total_failures == 0}, {"rtol", o.rtol},
-                                          {"atol", o.atol}, {"steps", validation}};
+    if (o.validate)
+      res["validation"] = {
+          {"passed", total_failures == 0},
+          {"rule", "sharded_error <= error_factor * unsharded_error + error_atol, per tensor"},
+          {"error", "relative RMS: ||x - reference|| / ||reference|| over the tensor"},
+          {"sharded", fmt::format("{} back end, {} precision, the plan", o.run.backend, o.precision)},
+          {"unsharded", fmt::format("{} back end, {} precision, sp = 1", o.run.backend, o.precision)},
+          {"reference", "cpu back end, fp32, sp = 1"},
+          {"precision", o.precision},
+          {"error_factor", o.rule.error_factor},
+          {"error_atol", o.rule.error_atol},
+          {"failures", total_failures},
+          {"steps", validation}};
     for (const char* k : {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"})
       if (res.contains(k)) doc[k] = res[k];
     doc["peak_memory_bytes"] = res["peak_memory_bytes"];
@@ -168,16 +266,21 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "steps left out of the timing");
   app.add_option("--lr", o.lr, "AdamW learning rate");
   app.add_flag("--validate", o.validate,
-               "compare loss and every gradient with the unsharded step (SP = 1) each step; exit 1 on a mismatch");
-  app.add_option("--rtol", o.rtol, "validation: tolerance relative to each tensor's largest gradient");
-  app.add_option("--atol", o.atol, "validation: absolute tolerance");
+               "each step, compare the loss and every gradient with the unsharded step (SP = 1, same back end and "
+               "precision) and an fp32 CPU reference; exit 1 when the sharded step is less accurate than allowed");
+  app.add_option("--precision", o.precision,
+                 "bf16 (default): attention inputs and outputs in bf16, as the CUDA kernels take them (the CPU back "
+                 "end rounds at the same places); fp32: plain fp32 (CPU back end only)");
+  app.add_option("--error-factor", o.rule.error_factor,
+                 "validation: the sharded step's error may be this many times the unsharded step's (default 2)");
+  app.add_option("--error-atol", o.rule.error_atol,
+                 "validation: plus this much normalised error (default 1e-5; covers fp32 summation order)");
+  app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
+  app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (o.steps < 1) throw seqpar::Error(fmt::format("--steps = {}: must be >= 1", o.steps));
-    if (o.warmup < 0 || (!o.validate && o.warmup >= o.steps))
-      throw seqpar::Error(fmt::format("--warmup = {} with --steps = {}: at least one step must be timed",
-                                      o.warmup, o.steps));
+    check_options(o);
     if (o.validate && o.run.comm == "loopback")
       throw seqpar::Error("--validate needs real peers: the loopback proxy does not compute the sharded result");
     const st::ModelConfig cfg = o.model.resolve();
@@ -188,15 +291,21 @@ int main(int argc, char** argv) {
     if (!launched) {
       const seqpar::sim::Plan plan = o.run.plan(local_world);
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+      check_sizes(o, cfg, plan);
     }
     return st::launch_ranks(&argc, &argv, o.run, local_world,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::sim::Plan plan = o.run.plan(world.size());
                               st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+                              check_sizes(o, cfg, plan);
                               return run_rank(o, cfg, plan, world, be, argc, argv);
                             });
   } catch (const seqpar::Error& e) {
     std::fprintf(stderr, "seqpar-train: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else (a JSON library error, bad_alloc) is still reported, never an abort.
+    std::fprintf(stderr, "seqpar-train: internal error: %s\n", e.what());
+    return 3;
   }
 }

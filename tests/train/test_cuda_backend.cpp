@@ -10,6 +10,7 @@
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/trainer.hpp"
+#include "seqpar/train/validation.hpp"
 
 namespace seqpar::train {
 namespace {
@@ -129,9 +130,12 @@ TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {
   Trainer tc(*cpu, nullptr, s), tg(*gpu, nullptr, s);
   const StepResult rc = tc.compute_gradients(), rg = tg.compute_gradients();
   EXPECT_NEAR(rg.loss, rc.loss, 2e-3 * rc.loss);
-  // bf16 attention and TF32 GEMMs: gradients agree to about 1e-2 of each tensor's scale.
-  const ValidationReport rep = compare_step(tg.model(), rg.loss, tg.grads_host(), rc.loss, tc.grads_host(), 3e-2, 1e-6);
-  for (const Mismatch& m : rep.failures) ADD_FAILURE() << m.what << " rel " << m.max_rel_diff;
+  // bf16 attention and TF32 GEMMs: each gradient tensor agrees with the fp32 CPU step to about
+  // 1e-2 relative RMS.
+  const std::vector<double> errors =
+      tensor_errors(tg.model().tensors(), {rg.loss, tg.grads_host()}, {rc.loss, tc.grads_host()});
+  for (std::size_t i = 1; i < errors.size(); ++i)
+    EXPECT_LT(errors[i], 3e-2) << "grad " << tg.model().tensors()[i - 1].name;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // CPU back end: plain loops written for clarity (the reference the CUDA back end is held to),
-// attention and reshards from seqpar::ref.
+// attention and reshards from seqpar::ref. In bf16 precision attention rounds what the CUDA back
+// end hands its bf16 flash kernels (q, k, v; o and dO in the backward) and what they write (o,
+// dq, dk, dv) to bf16, so a CPU run sees the GPU's rounding at the same places.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -17,8 +19,11 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
+  explicit CpuBackend(Precision p) : precision_(p) {}
   std::string_view name() const override { return "cpu"; }
   bool on_gpu() const override { return false; }
+  Precision precision() const override { return precision_; }
+  void set_precision(Precision p) override { precision_ = p; }
 
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
@@ -185,12 +190,30 @@ class CpuBackend final : public Backend {
 
   void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v,
                          float* o, float* lse) override {
-    ref::attention_forward(s, q, k, v, o, lse);
+    if (precision_ == Precision::fp32) {
+      ref::attention_forward(s, q, k, v, o, lse);
+      return;
+    }
+    const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    const float* q16 = rounded(0, q, nq);
+    const float* k16 = rounded(1, k, nk);
+    const float* v16 = rounded(2, v, nk);
+    ref::attention_forward(s, q16, k16, v16, o, lse);  // lse stays fp32, as the kernels write it
+    round_to_bf16(o, nq);
   }
   void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v,
                           const float* o, const float* lse, const float* dout, float* dq,
                           float* dk, float* dv) override {
-    ref::attention_backward(s, q, k, v, o, lse, dout, dq, dk, dv);
+    if (precision_ == Precision::fp32) {
+      ref::attention_backward(s, q, k, v, o, lse, dout, dq, dk, dv);
+      return;
+    }
+    const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    ref::attention_backward(s, rounded(0, q, nq), rounded(1, k, nk), rounded(2, v, nk),
+                            rounded(3, o, nq), lse, rounded(4, dout, nq), dq, dk, dv);
+    round_to_bf16(dq, nq);
+    round_to_bf16(dk, nk);
+    round_to_bf16(dv, nk);
   }
   void lse_merge(int batch, int seq_q, int heads, int head_dim, float* o, float* lse,
                  const float* o_part, const float* lse_part) override {
@@ -237,6 +260,16 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // A bf16-rounded copy of an input in scratch slot i (the inputs themselves stay fp32, as the
+  // CUDA back end converts into its own bf16 buffers). Plain host vectors: scratch, like the
+  // CUDA back end's grow-only slots, but not charged to the tracker since it is emulation only.
+  const float* rounded(std::size_t i, const float* x, std::int64_t n) {
+    std::vector<float>& buf = scratch_[i];
+    buf.assign(x, x + n);
+    round_to_bf16(buf.data(), n);
+    return buf.data();
+  }
+
   void* raw_allocate(std::size_t bytes) override {
     // 64-byte alignment: cache lines, and what vector loads in the reference loops like.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -244,10 +277,13 @@ class CpuBackend final : public Backend {
     return p;
   }
   void raw_free(void* p) noexcept override { std::free(p); }
+
+  Precision precision_;
+  std::vector<float> scratch_[5];
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend(Precision p) { return std::make_unique<CpuBackend>(p); }
 
 }  // namespace seqpar::train

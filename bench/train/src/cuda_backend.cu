@@ -2,7 +2,8 @@
 // merge and Ulysses reshard kernels, and the small kernels of cuda_ops.cu, all on one compute
 // stream that the communicators join. The model keeps fp32 activations; the flash kernels take
 // bf16, so attention converts its inputs to bf16 and its outputs back (mixed precision, like
-// training with bf16 attention); validation on the GPU therefore needs bf16-level tolerances.
+// training with bf16 attention); validation on the GPU therefore compares the sharded step's error
+// against an fp32 CPU reference with the unsharded step's (validation.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -50,6 +51,12 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   bool on_gpu() const override { return true; }
+  Precision precision() const override { return Precision::bf16; }
+  void set_precision(Precision p) override {
+    if (p != Precision::bf16)
+      throw Error(fmt::format("--precision {}: the CUDA back end's attention kernels take bf16 only "
+                              "(fp32 is the CPU back end's reference mode)", to_string(p)));
+  }
   void* compute_stream() override { return stream_; }
 
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
@@ -192,12 +199,6 @@ class CudaBackend final : public Backend {
     std::int64_t bytes = 0;
   };
 
-  static std::int64_t q_elems(const AttnShape& s) {
-    return std::int64_t{s.batch} * s.seq_q * s.heads * s.head_dim;
-  }
-  static std::int64_t k_elems(const AttnShape& s) {
-    return std::int64_t{s.batch} * s.seq_k * s.kv_heads * s.head_dim;
-  }
   // Grow-only scratch for the bf16 copies and the backward workspace, charged to attention_buffers.
   void* slot(std::size_t i, std::size_t bytes) {
     if (scratch_.size() <= i) scratch_.resize(i + 1);

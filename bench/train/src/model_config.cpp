@@ -2,19 +2,35 @@
 
 #include <fmt/format.h>
 
+#include "seqpar/common/checked.hpp"
 #include "seqpar/common/error.hpp"
 
 namespace seqpar::train {
 
-std::int64_t ModelConfig::params_per_layer() const {
-  const std::int64_t c = hidden, q = static_cast<std::int64_t>(heads) * head_dim,
-                     kv = static_cast<std::int64_t>(kv_heads) * head_dim;
-  return 2 * c + c * q + 2 * c * kv + q * c + 3 * c * static_cast<std::int64_t>(ffn);
+// Checked: user sizes (--hidden 1e9 ...) would otherwise wrap into a small or negative count.
+namespace {
+constexpr const char* kParamFields = "parameters (layers, hidden, heads x head_dim, kv_heads, ffn_hidden, vocab)";
+std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul<std::int64_t>(a, b, kParamFields); }
+std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add<std::int64_t>(a, b, kParamFields); }
+}  // namespace
+
+std::int64_t ModelConfig::attention_params_per_layer() const {
+  const std::int64_t c = hidden, q = mul(heads, head_dim), kv = mul(kv_heads, head_dim);
+  return add(c, add(mul(2, mul(c, q)), mul(2, mul(c, kv))));  // norm; wq and wo; wk and wv
 }
 
+std::int64_t ModelConfig::mlp_params_per_layer() const {
+  return add(hidden, mul(3, mul(hidden, ffn)));  // norm; w1, w3 and w2
+}
+
+std::int64_t ModelConfig::params_per_layer() const {
+  return add(attention_params_per_layer(), mlp_params_per_layer());
+}
+
+std::int64_t ModelConfig::embedding_params() const { return mul(mul(vocab, hidden), tied_embeddings ? 1 : 2); }
+
 std::int64_t ModelConfig::total_params() const {
-  const std::int64_t emb = static_cast<std::int64_t>(vocab) * hidden;
-  return layers * params_per_layer() + emb * (tied_embeddings ? 1 : 2) + hidden;
+  return add(add(mul(layers, params_per_layer()), embedding_params()), hidden);
 }
 
 ModelConfig from_sim(const sim::Model& m) {

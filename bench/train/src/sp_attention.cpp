@@ -126,6 +126,10 @@ void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
     q.reset();
     k.reset();
     v.reset();
+    if (fault_ == Fault::kv_wrong_block && r_ == 1 && ulysses_->rank() == 1) {
+      swap_first_kv_chunks(s.k);
+      swap_first_kv_chunks(s.v);
+    }
   }
   s.o = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
   s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
@@ -134,6 +138,19 @@ void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
     s.out = Floats(be_, static_cast<std::int64_t>(b) * nl_ * dims_.heads * d,
                    MemCategory::activations);
     scatter_seq(s.o.data(), s.out.data(), dims_.heads);
+  }
+}
+
+void SpAttention::swap_first_kv_chunks(Floats& kv) {
+  // [b, U * nl, kvl, d]: peer j's chunk is tokens [j * nl, (j + 1) * nl) of each sequence.
+  const std::int64_t chunk = static_cast<std::int64_t>(nl_) * kvl_ * dims_.head_dim;
+  const auto bytes = static_cast<std::size_t>(chunk) * sizeof(float);
+  Floats tmp(be_, chunk, MemCategory::working);
+  for (int bi = 0; bi < dims_.batch; ++bi) {
+    float* a = kv.data() + static_cast<std::int64_t>(bi) * ng_ * kvl_ * dims_.head_dim;
+    be_.copy(tmp.data(), a, bytes);
+    be_.copy(a, a + chunk, bytes);
+    be_.copy(a + chunk, tmp.data(), bytes);
   }
 }
 
@@ -159,6 +176,14 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
   Floats o_part(be_, static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
   Floats lse_part(be_, static_cast<std::int64_t>(max_seg) * hl_, MemCategory::attention_buffers);
 
+  // Fault::kv_wrong_block: ring rank 1 keeps its own block (step 0) and uses it again at step 1.
+  const bool stale_step = fault_ == Fault::kv_wrong_block && r_ > 1 && ring_index_ == 1;
+  Floats stale;
+  if (stale_step) {
+    stale = Floats(be_, 2 * kv_n, MemCategory::working);
+    be_.copy(stale.data(), cur.data(), stale.bytes());
+  }
+
   const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
   for (int t = 0; t < r_; ++t) {
     comm::Request req;
@@ -167,6 +192,7 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
                                    static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
     const int src = (ring_index_ + r_ - t) % r_;
     const std::vector<Segment> ksegs = layout_.group_segments(src);
+    const float* kv = stale_step && t == 1 ? stale.data() : cur.data();
     for (int bi = 0; bi < b; ++bi) {
       for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
         const Segment& qs = my_segs_[qi];
@@ -175,8 +201,7 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
           const AttnShape sh = block_shape(qs, ks);
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
-          be_.attention_forward(sh, q + qo, cur.data() + ko, cur.data() + kv_n + ko,
-                                o_part.data(), lse_part.data());
+          be_.attention_forward(sh, q + qo, kv + ko, kv + kv_n + ko, o_part.data(), lse_part.data());
           be_.lse_merge(1, qs.len, hl_, d, o + qo, lse + lse_offset(bi, static_cast<int>(qi)),
                         o_part.data(), lse_part.data());
         }

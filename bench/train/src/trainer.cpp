@@ -8,6 +8,7 @@
 #include <random>
 
 #include "seqpar/common/error.hpp"
+#include "seqpar/train/size_limits.hpp"
 
 namespace seqpar::train {
 
@@ -43,9 +44,12 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
   } else if (sp != 1) {
     throw Error(fmt::format("sp = {} needs a communicator (run under mpirun or with --comm virtual)", sp));
   }
+  validate(setup.model);
   const SeqLayout layout(setup.seq_len, setup.ulysses, setup.ring, setup.zigzag);
+  check_step_sizes(setup);  // before the first allocation
   model_ = std::make_unique<Model>(be, setup.model, setup.micro_batch, layout, ring_index_,
                                    groups_.ulysses.get(), groups_.ring.get());
+  if (setup.fault == Fault::kv_wrong_block) model_->attention().plant_fault(setup.fault);
   model_->init(setup.seed);
   const std::vector<int> pos = layout.positions(sp_index_);
   positions_.clear();
@@ -70,7 +74,7 @@ void Trainer::load_batch() {
   const std::int64_t n = setup_.seq_len;
   const int mb = setup_.micro_batch, dp = world_size() / (setup_.ulysses * setup_.ring);
   const std::size_t nl = positions_.size() / static_cast<std::size_t>(mb);
-  std::vector<int> tokens(positions_.size());
+  std::vector<int> tokens(positions_.size()), first;  // first: sequence of batch entry 0
   labels_.assign(positions_.size(), -1);
   for (int b = 0; b < mb; ++b) {
     // Fresh sequences every step; ids laid out so that the unsharded reference (dp = 1,
@@ -78,6 +82,7 @@ void Trainer::load_batch() {
     const std::int64_t id = static_cast<std::int64_t>(steps_done_) * dp * mb +
                             static_cast<std::int64_t>(dp_index_) * mb + b;
     const std::vector<int> seq = synthetic_sequence(setup_.seed, id, n, setup_.model.vocab);
+    if (b == 0) first = seq;
     for (std::size_t i = 0; i < nl; ++i) {
       const std::size_t k = static_cast<std::size_t>(b) * nl + i;
       const int p = positions_[k];
@@ -86,6 +91,14 @@ void Trainer::load_batch() {
       // on another shard (shift before sharding). The sequence's last token has none.
       if (p + 1 < n) labels_[k] = seq[static_cast<std::size_t>(p) + 1];
     }
+  }
+  if (setup_.fault == Fault::label_off_by_one && sp_index_ == 0 && dp_index_ == 0 &&
+      setup_.ulysses * setup_.ring > 1) {
+    // The end of this rank's first contiguous run: the shard edge whose label lives elsewhere.
+    std::size_t k = 0;
+    while (k + 1 < nl && positions_[k + 1] == positions_[k] + 1) ++k;
+    const std::int64_t p = positions_[k];
+    if (p + 2 < n) labels_[k] = first[static_cast<std::size_t>(p) + 2];
   }
   be_.copy_from_host(tokens_d_.data(), tokens.data(), tokens_d_.bytes());
   be_.copy_from_host(labels_d_.data(), labels_.data(), labels_d_.bytes());
@@ -139,6 +152,12 @@ std::vector<float> Trainer::params_host() {
   return h;
 }
 
+void Trainer::set_params_host(const std::vector<float>& params) {
+  if (params.size() != static_cast<std::size_t>(model_->param_count()))
+    throw Error(fmt::format("set_params_host: {} values for {} parameters", params.size(), model_->param_count()));
+  be_.copy_from_host(model_->params(), params.data(), params.size() * sizeof(float));
+}
+
 std::vector<float> Trainer::grads_host() {
   std::vector<float> h(static_cast<std::size_t>(model_->param_count()));
   be_.copy_to_host(h.data(), model_->grads(), h.size() * sizeof(float));
@@ -151,35 +170,8 @@ TrainSetup reference_setup(const TrainSetup& s, int dp) {
   r.ring = 1;
   r.zigzag = false;
   r.micro_batch = s.micro_batch * dp;
+  r.fault = Fault::none;
   return r;
-}
-
-ValidationReport compare_step(const Model& model, double loss, const std::vector<float>& grads,
-                              double ref_loss, const std::vector<float>& ref_grads, double rtol,
-                              double atol) {
-  ValidationReport rep;
-  rep.loss = loss;
-  rep.reference_loss = ref_loss;
-  auto check = [&](const std::string& what, double max_abs, double ref_scale) {
-    const double rel = max_abs / std::max(ref_scale, 1e-30);
-    if (rel > rep.worst_rel || rep.worst_what.empty()) {
-      rep.worst_rel = rel;
-      rep.worst_what = what;
-    }
-    if (!(max_abs <= atol + rtol * ref_scale)) rep.failures.push_back({what, max_abs, rel});
-  };
-  check("loss", std::abs(loss - ref_loss), std::abs(ref_loss));
-  for (const ParamTensor& t : model.tensors()) {
-    double max_abs = 0, scale = 0;
-    for (std::int64_t i = t.offset; i < t.offset + t.count; ++i) {
-      const double a = grads[static_cast<std::size_t>(i)], b = ref_grads[static_cast<std::size_t>(i)];
-      const double diff = std::abs(a - b);
-      if (!(diff <= max_abs)) max_abs = diff;  // NaN propagates as a failure
-      scale = std::max(scale, std::abs(b));
-    }
-    check("grad " + t.name, max_abs, scale);
-  }
-  return rep;
 }
 
 }  // namespace seqpar::train

@@ -10,21 +10,34 @@
 
 #include "seqpar/kernels/attention_ref.hpp"
 #include "seqpar/train/memory.hpp"
+#include "seqpar/train/precision.hpp"
 
 namespace seqpar::train {
 
 // One attention block problem: the shape the CPU references and the CUDA kernels share.
 // Causal: query i sees key j iff k_offset + j <= q_offset + i.
 using AttnShape = ref::AttentionShape;
+// Elements of q (and o, dO, dq) and of k (and v, dk, dv) of one block.
+inline std::int64_t q_elems(const AttnShape& s) {
+  return std::int64_t{s.batch} * s.seq_q * s.heads * s.head_dim;
+}
+inline std::int64_t k_elems(const AttnShape& s) {
+  return std::int64_t{s.batch} * s.seq_k * s.kv_heads * s.head_dim;
+}
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual bool on_gpu() const = 0;
+  // The precision attention runs in (precision.hpp). The CPU back end does both; the CUDA back
+  // end's flash kernels are bf16 only, so it refuses fp32 with seqpar::Error.
+  virtual Precision precision() const = 0;
+  virtual void set_precision(Precision p) = 0;
 
   MemoryTracker& memory() { return memory_; }
-  // Counting allocation: every buffer of the step goes through here.
+  // Counting allocation: every buffer of the step goes through here. Running out of memory is a
+  // seqpar::Error naming the bytes, the category and what the back end already holds.
   void* allocate(std::int64_t bytes, MemCategory c);
   void deallocate(void* p, std::int64_t bytes, MemCategory c) noexcept;
 
@@ -114,7 +127,9 @@ class Backend {
   MemoryTracker memory_;
 };
 
-std::unique_ptr<Backend> make_cpu_backend();
+// fp32: plain fp32 everywhere (the validation reference); bf16: attention rounds its inputs and
+// outputs to bf16 where the CUDA back end's kernels do.
+std::unique_ptr<Backend> make_cpu_backend(Precision p = Precision::fp32);
 // CUDA builds only; throws seqpar::Error when no device is usable or CUDA is not built in.
 std::unique_ptr<Backend> make_cuda_backend(int device);
 bool cuda_backend_built();

@@ -16,8 +16,12 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;
 
+  // Parameter counts; each throws seqpar::Error naming the sizes when it does not fit in 64 bits.
+  std::int64_t attention_params_per_layer() const;  // its RMSNorm, wq, wk, wv, wo
+  std::int64_t mlp_params_per_layer() const;        // its RMSNorm, w1, w3, w2
   std::int64_t params_per_layer() const;
-  std::int64_t total_params() const;
+  std::int64_t embedding_params() const;  // embedding and LM head (one table when tied)
+  std::int64_t total_params() const;      // every layer, the embeddings and the final norm
 };
 
 // From a simulator preset; only SwiGLU models are supported (throws seqpar::Error otherwise).

@@ -10,6 +10,7 @@
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/train/backend.hpp"
+#include "seqpar/train/fault.hpp"
 #include "seqpar/train/seq_layout.hpp"
 
 namespace seqpar::train {
@@ -44,6 +45,8 @@ class SpAttention {
   void backward(const AttnSaved& saved, const float* dout, float* dq, float* dk, float* dv);
 
   int kv_replication() const { return rep_; }
+  // Tests only: plants Fault::kv_wrong_block (fault.hpp); other faults are not attention's.
+  void plant_fault(Fault f) { fault_ = f; }
 
  private:
   void ring_forward(const float* q, const float* k, const float* v, float* o, float* lse);
@@ -59,6 +62,8 @@ class SpAttention {
                 const std::function<void(const float*)>& unpack);
   AttnShape block_shape(const Segment& qs, const Segment& ks) const;
   std::int64_t lse_offset(int b, int seg) const;
+  // Fault::kv_wrong_block without a ring: swaps the gathered K,V chunks of peers 0 and 1.
+  void swap_first_kv_chunks(Floats& kv);
 
   Backend& be_;
   SeqLayout layout_;
@@ -69,6 +74,7 @@ class SpAttention {
   int u_, r_, rep_ = 1;
   int nl_, ng_, hl_, kvl_;  // local tokens, gathered tokens, heads and KV heads after the gather
   std::vector<Segment> my_segs_;
+  Fault fault_ = Fault::none;
 };
 
 }  // namespace seqpar::train

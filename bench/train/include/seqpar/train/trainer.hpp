@@ -1,6 +1,6 @@
 // One rank's training step: synthetic data sharded to its tokens, forward/backward, loss averaged
 // over every real token of the step (all SP and DP ranks), gradients all-reduced over the world,
-// AdamW. The validation compares a sharded step with the unsharded one on the same seed and data.
+// AdamW. validation.hpp compares a sharded step with the unsharded one and an fp32 reference.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/train/fault.hpp"
 #include "seqpar/train/model.hpp"
 
 namespace seqpar::train {
@@ -20,6 +21,7 @@ struct TrainSetup {
   int micro_batch = 1;        // sequences per SP group per step
   AdamWConfig opt;
   std::uint64_t seed = 1234;
+  Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
 };
 
 // Sequence `id`: a random start token, then next = (5 * t + 3) mod vocab — a bigram the model
@@ -54,6 +56,9 @@ class Trainer {
   const std::vector<int>& labels() const { return labels_; }
   std::vector<float> params_host();
   std::vector<float> grads_host();
+  // Overwrites the parameters (all of them, host order): validation steps every run from the
+  // reference's parameters so that rounding does not compound over steps.
+  void set_params_host(const std::vector<float>& params);
   int world_size() const { return world_ ? world_->size() : 1; }
 
  private:
@@ -72,24 +77,7 @@ class Trainer {
   int steps_done_ = 0, loaded_step_ = -1;
 };
 
-// Unsharded reference of the same global step: one rank, all dp * micro_batch sequences.
+// Unsharded reference of the same global step: one rank, all dp * micro_batch sequences, no fault.
 TrainSetup reference_setup(const TrainSetup& s, int dp);
-
-struct Mismatch {
-  std::string what;  // "loss" or a tensor name
-  double max_abs_diff = 0, max_rel_diff = 0;
-};
-struct ValidationReport {
-  double loss = 0, reference_loss = 0;
-  double worst_rel = 0;  // largest relative difference over the loss and every gradient tensor
-  std::string worst_what;
-  std::vector<Mismatch> failures;
-  bool ok() const { return failures.empty(); }
-};
-
-// Compares loss and every gradient tensor: |a - b| <= atol + rtol * max|b| per tensor.
-ValidationReport compare_step(const Model& model, double loss, const std::vector<float>& grads,
-                              double ref_loss, const std::vector<float>& ref_grads, double rtol,
-                              double atol);
 
 }  // namespace seqpar::train

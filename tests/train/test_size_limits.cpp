@@ -1,0 +1,127 @@
+// Up-front size limits of the training step (size_limits.hpp): huge sizes are errors naming the
+// fields and the bound before anything is allocated; the estimate tracks the counting allocator.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "seqpar/common/error.hpp"
+#include "seqpar/train/size_limits.hpp"
+#include "seqpar/train/trainer.hpp"
+
+namespace seqpar::train {
+namespace {
+
+std::string error_of(const TrainSetup& s) {
+  try {
+    check_step_sizes(s);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SizeLimits, TheDefaultStepPasses) { EXPECT_EQ(error_of(TrainSetup{}), ""); }
+
+TEST(SizeLimits, HugeSizesNameTheirFieldsAndTheBound) {
+  TrainSetup s;
+  s.model.hidden = 1 << 30;  // the embedding alone: 256 x 2^30 parameters x 16 bytes = 4 TiB
+  std::string e = error_of(s);
+  EXPECT_NE(e.find("above the limit of 1 TiB"), std::string::npos) << e;
+  // MLP weights, 2 layers x 3 x 2^30 x 128 parameters, are the largest part (1.5 of 4.5 TiB).
+  EXPECT_NE(e.find("the largest part is MLP weights"), std::string::npos) << e;
+  EXPECT_NE(e.find("--hidden x --ffn-hidden"), std::string::npos) << e;
+  EXPECT_NE(e.find("(reduce those sizes)"), std::string::npos) << e;  // --sp does not shard weights
+
+  s = TrainSetup{};
+  s.model.layers = 1 << 30;
+  e = error_of(s);
+  EXPECT_NE(e.find("the largest part is MLP weights with their gradients and AdamW states (16 bytes x --layers"),
+            std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.model.vocab = 1 << 30;
+  e = error_of(s);
+  EXPECT_NE(e.find("the largest part is embedding and LM head weights"), std::string::npos) << e;
+  EXPECT_NE(e.find("--vocab x --hidden"), std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.model.vocab = 1 << 30;
+  s.seq_len = 1 << 20;  // logits: 2^20 tokens x 2^30 vocabulary
+  e = error_of(s);
+  EXPECT_NE(e.find("logits (--micro-batch x --seq-len / sp x --vocab)"), std::string::npos) << e;
+  EXPECT_NE(e.find("(reduce those sizes or raise --sp)"), std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.seq_len = std::int64_t{1} << 32;  // positions are int
+  e = error_of(s);
+  EXPECT_NE(e.find("--seq-len: 4294967296 is above the limit of 2147483647"), std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.seq_len = 1 << 30;
+  s.micro_batch = 4;
+  e = error_of(s);
+  EXPECT_NE(e.find("--micro-batch x --seq-len / sp: 4294967296 is above the limit of 2147483647"),
+            std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.model.heads = 1 << 20;
+  s.model.kv_heads = 1;
+  s.model.head_dim = 1 << 12;
+  e = error_of(s);
+  EXPECT_NE(e.find("--heads x --head-dim: 4294967296 is above the limit of 2147483647"), std::string::npos) << e;
+
+  s = TrainSetup{};
+  s.model.hidden = s.model.ffn = s.model.vocab = s.model.layers = 2147483647;  // past 64 bits
+  e = error_of(s);
+  EXPECT_NE(e.find("does not fit in 64 bits"), std::string::npos) << e;
+  EXPECT_NE(e.find("1 TiB"), std::string::npos) << e;
+}
+
+TEST(SizeLimits, TheTrainerRefusesBeforeAllocating) {
+  TrainSetup s;
+  s.model.ffn = 1 << 30;
+  auto be = make_cpu_backend();
+  EXPECT_THROW(Trainer(*be, nullptr, s), Error);
+  EXPECT_EQ(be->memory().peak_bytes(), 0);
+}
+
+TEST(SizeLimits, TheEstimateTracksTheMeasuredPeak) {
+  for (const int ffn : {128, 1024}) {
+    TrainSetup s;
+    s.model.ffn = ffn;
+    s.seq_len = 256;
+    s.micro_batch = 2;
+    auto be = make_cpu_backend();
+    Trainer t(*be, nullptr, s);
+    t.step();
+    const double measured = static_cast<double>(be->memory().peak_bytes());
+    const double estimated = static_cast<double>(estimate_footprint(s).total_bytes());
+    EXPECT_GT(estimated, 0.5 * measured) << "ffn " << ffn;
+    EXPECT_LT(estimated, 2.0 * measured) << "ffn " << ffn;
+  }
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SEQPAR_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SEQPAR_UNDER_ASAN 1
+#endif
+#endif
+
+TEST(SizeLimits, OutOfMemoryIsAnErrorNamingTheAllocation) {
+#ifdef SEQPAR_UNDER_ASAN
+  GTEST_SKIP() << "AddressSanitizer aborts on an impossible allocation instead of failing it";
+#endif
+  auto be = make_cpu_backend();
+  try {
+    be->allocate(std::int64_t{1} << 62, MemCategory::logits);
+    FAIL() << "a 4 EiB allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of host memory: allocating 4611686018427387904 bytes for logits"),
+              std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace seqpar::train
