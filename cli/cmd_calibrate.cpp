@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,6 +23,21 @@ struct CalibrateArgs {
   bool json = false;
 };
 
+// Each fitted row beside the profile's prediction (the simulator's own cost functions), so a
+// reader sees how well the profile represents the measurements, row by row.
+void print_rows(const seqpar::reports::CalibrationResult& r) {
+  if (r.rows.empty()) return;
+  std::size_t w = 4;
+  for (const auto& row : r.rows) w = std::max(w, row["name"].get<std::string>().size());
+  std::cout << fmt::format("rows (measured against the profile's prediction):\n  {:<{}}  {:>9}  {:>13}  {:>14}  {:>8}\n",
+                           "name", w, "tokens", "measured TF/s", "predicted TF/s", "residual");
+  for (const auto& row : r.rows)
+    std::cout << fmt::format("  {:<{}}  {:>9.0f}  {:>13.1f}  {:>14.1f}  {:>+7.2f}%\n", row["name"].get<std::string>(), w,
+                             row["tokens"].get<double>(), row["measured_tflops"].get<double>(),
+                             row["predicted_tflops"].get<double>(), row["residual"].get<double>() * 100);
+  std::cout << fmt::format("  largest |residual|: {:.2f}%\n", r.max_abs_residual * 100);
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app) {
@@ -29,8 +45,10 @@ void add_calibrate_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "calibrate",
       "Fit a hardware profile from measurement JSON: link bandwidth and latency (seqpar-bench-comm, real ranks), "
-      "attention and GEMM efficiency against shape (seqpar-bench-attention; rows with op gemm, m, n, k). Writes a "
-      "system preset usable as --system PROFILE.json; figures it cannot fit come from --base-system");
+      "attention and GEMM efficiency curves against shape (seqpar-bench-attention: one curve per direction, head dim "
+      "and mask; seqpar-bench-gemm: rows with op gemm, m, n, k). Writes a system preset usable as --system "
+      "PROFILE.json and prints each fitted row beside the profile's prediction; figures it cannot fit come from "
+      "--base-system");
   cmd->add_option("files", args->files, "measurement JSON files (or sweep collections)")->required();
   cmd->add_option("--out", args->out, "profile JSON to write")->required();
   cmd->add_option("--base-system", args->options.base_system,
@@ -39,7 +57,8 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--comm-level", args->options.comm_level,
                   "link level of the collective measurements: intra, inter, or auto (from the rank layout's node count)")
       ->capture_default_str();
-  cmd->add_flag("--json", args->json, "print the profile as JSON instead of a summary");
+  cmd->add_flag("--json", args->json,
+                "print the profile as JSON instead of a summary (calibration.rows: each fitted row, measured against predicted)");
   cmd->callback([args] {
     using namespace seqpar::reports;
     std::vector<InputDocument> inputs;
@@ -56,6 +75,7 @@ void add_calibrate_command(CLI::App& app) {
     std::cout << fmt::format("profile '{}' (base {}) written to {}\nfitted:\n", r.profile["name"].get<std::string>(),
                              r.profile["calibration"]["base_system"].get<std::string>(), args->out);
     for (const auto& line : r.fitted) std::cout << "  " << line << "\n";
+    print_rows(r);
     if (!r.notes.empty()) std::cout << "notes:\n";
     for (const auto& line : r.notes) std::cout << "  " << line << "\n";
   });

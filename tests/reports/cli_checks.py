@@ -118,11 +118,32 @@ with tempfile.TemporaryDirectory() as tmp:
     doc["results"] = rows
     prof = os.path.join(tmp, "profile.json")
     r = run("calibrate", write("attn.json", doc), "--out", prof)
-    check(r.returncode == 0 and "attention_fwd_efficiency" in r.stdout, "calibrate", r)
+    check(r.returncode == 0 and "attention fwd: efficiency" in r.stdout, "calibrate", r)
     if r.returncode == 0:
         p = json.load(open(prof))
         check(abs(p["gpu"]["attention_half_tokens"]["value"] / 1200 - 1) < 0.01, "calibrate recovers L_half")
         check(p["name"] == "dgx-h100-calibrated", "calibrate picks the base from the GPU name")
+    # calibrate on the committed H100 measurements (every file, as `*.json` gives them), then the
+    # profile as --system.
+    h100 = os.path.join(FIX, "h100-2026-11")
+    h100_files = sorted(os.path.join(h100, f) for f in os.listdir(h100) if f.endswith(".json"))
+    h100_prof = os.path.join(tmp, "h100.json")
+    r = run("calibrate", *h100_files, "--out", h100_prof)
+    check(r.returncode == 0 and "largest |residual|" in r.stdout and "not fitted" in r.stdout,
+          "calibrate on the H100 measurements", r)
+    r = run("calibrate", *h100_files, "--out", h100_prof, "--json")
+    check(r.returncode == 0, "calibrate --json on the H100 measurements", r)
+    if r.returncode == 0:
+        p = json.loads(r.stdout)
+        rows = p["calibration"]["rows"]
+        check(len(rows) == 37 and all(abs(row["residual"]) <= 0.05 for row in rows),
+              "calibrate --json: every fitted H100 row within 5% of the profile's prediction")
+        effs = [p["gpu"]["gemm_efficiency"]["value"]] + [c["efficiency"] for c in p["gpu"]["attention_curves"]]
+        check(all(0 < e <= 1 for e in effs), "calibrated efficiencies lie in (0, 1]")
+        r = run("simulate", "--system", h100_prof, "--model", "llama3-8b", "--gpus", "8", "--seq-len", "128K",
+                "--method", "ulysses", "--sp", "8", "--json")
+        check(r.returncode == 0 and json.loads(r.stdout)["valid"] is True and json.loads(r.stdout)["step_time_s"] > 0,
+              "simulate --system <calibrated H100 profile>", r)
     r = run("calibrate", base, "--out", prof, "--base-system", "no-such-system")
     check(r.returncode == 2 and "no-such-system" in r.stderr, "calibrate names an unknown base", r)
 

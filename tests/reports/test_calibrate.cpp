@@ -228,7 +228,8 @@ TEST(CalibrateRealH100, FitsEveryFileWithEfficienciesInRangeAndEachRowWithinFive
 TEST(CalibrateRealH100, ProfileLoadsAsSystemAndReproducesTheRowsThroughTheSimulator) {
   CalibrationResult r = calibrate(h100_inputs(), {}, seqpar::reports::sim_preset_lookup());
   // Written and loaded back as `--system PROFILE.json` is.
-  const std::string path = (std::filesystem::temp_directory_path() / "seqpar-test-h100-profile.json").string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("seqpar-test-h100-profile-" + std::to_string(std::random_device{}()) + ".json")).string();
   std::ofstream(path) << r.profile.dump(2);
   const seqpar::sim::System s = seqpar::sim::load_system(path);
   std::filesystem::remove(path);
