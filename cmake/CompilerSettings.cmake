@@ -14,3 +14,6 @@ function(seqpar_warnings target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion>
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --Werror=all-warnings>)
 endfunction()
+
+# SEQPAR_SANITIZE (ASan + UBSan) for the host-code check; off by default.
+include(Sanitizers)
