@@ -175,6 +175,8 @@ int main(int argc, char** argv) {
   app.add_option("--methods", o.methods, "comma-separated: ulysses,ring,ring-zigzag,hybrid");
   app.add_option("--reps", o.reps, "timed repetitions (the median is reported)");
   app.add_option("--warmup", o.warmup, "untimed repetitions first");
+  st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
+  checks.add(app);
   CLI11_PARSE(app, argc, argv);
   try {
     if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
@@ -182,7 +184,11 @@ int main(int argc, char** argv) {
     const st::ModelConfig cfg = o.model.resolve();
     for (const std::string& m : seqpar::split_list(o.methods, "--methods")) seqpar::sim::parse_method(m);
     const int local_world = o.run.gpus > 0 ? o.run.gpus : o.run.sp;
-    return st::launch_ranks(&argc, &argv, o.run, local_world,
+    // Parsed values; -J is left out (only rank 0 writes it).
+    checks.same_options = st::run_options_json(o.run, cfg);
+    checks.same_options.update({{"--methods", seqpar::split_list(o.methods, "--methods")},
+                                {"--reps", o.reps}, {"--warmup", o.warmup}});
+    return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               return run_rank(o, cfg, world, be, argc, argv);
                             });

@@ -1,7 +1,6 @@
 #include "full_reshard.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +14,8 @@
 #include "seqpar/bench/dtype_map.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/comm/element.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/stats.hpp"
@@ -182,8 +183,7 @@ std::size_t total_wrong(const RankResult& r) {
 // An iteration (and each stage) is done when its slowest rank is; wrong counts add up.
 void combine_world(RankResult& r) {
   std::vector<double> v = flatten(r);
-  const int rc = MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  if (rc != MPI_SUCCESS) throw Error(fmt::format("MPI error: MPI_Allreduce of the stage times failed with code {}", rc));
+  comm::bench::world_max(v, "the all-reduce of the stage times");
   unflatten(v, r);
   for (auto& per_variant : r.wrong)
     for (std::size_t& x : per_variant) x = comm::bench::world_sum(x);
@@ -289,6 +289,22 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
     throw Error(fmt::format("--sp {} does not divide the {} MPI ranks (ranks = dp x sp)", P, world));
   st.shape = make_shape(P, o.batch, parse_count(o.seq_len, "--seq-len"), o.heads, o.kv_heads, o.head_dim);
   const Shape& s = st.shape;
+  comm::configure_comm_timeout(o.comm_timeout);
+  // Parsed values; left out: -J (only rank 0 writes it) and --comm-timeout (each rank's own).
+  if (real_ranks)
+    comm::verify_same_options({{"--comm", o.comm},
+                               {"--device", device},
+                               {"--dtype", kernels::to_string(st.dtype)},
+                               {"--sp", P},
+                               {"--batch", s.batch},
+                               {"--seq-len", s.seq_len},
+                               {"--heads", s.heads},
+                               {"--kv-heads", s.kv_heads},
+                               {"--head-dim", s.head_dim},
+                               {"--warmup", o.warmup},
+                               {"--iters", o.iters},
+                               {"-c,--check", o.check},
+                               {"--inject-fault", o.inject_fault}});
 
   started = true;
   RankResult result;

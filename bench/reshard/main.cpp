@@ -11,6 +11,7 @@
 #include "bench_driver.hpp"
 #include "full_reshard.hpp"
 #include "options.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/error.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
@@ -71,6 +72,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
       ->capture_default_str();
   app.add_flag("--inject-fault", o.inject_fault, "Full reshard: corrupt one input element on rank 0 before the check");
   app.add_option("-J,--json", o.json_path, "Write the measurement JSON to FILE");
+  app.add_option("--comm-timeout", o.comm_timeout, std::string("Full reshard: ") + comm::kCommTimeoutHelp);
   std::reverse(own.begin(), own.end());  // CLI11 parses a reversed vector
   try {
     app.parse(own);

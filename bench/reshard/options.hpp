@@ -1,6 +1,7 @@
 // The command line of seqpar-bench-reshard, shared by its two modes: the reshard kernels alone
 // (no --comm; Google Benchmark rows in GB/s) and the full Ulysses reshard (--comm given).
 #pragma once
+#include <optional>
 #include <string>
 
 namespace seqpar::bench {
@@ -17,6 +18,7 @@ struct ReshardOptions {
   int check = 1;  // full reshard: compare every output with the CPU reference
   bool inject_fault = false;
   std::string json_path;
+  std::optional<double> comm_timeout;  // --comm-timeout (the communication watchdog)
 };
 
 }  // namespace seqpar::bench

@@ -278,6 +278,8 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
   app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
+  st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
+  checks.add(app);
   CLI11_PARSE(app, argc, argv);
   try {
     check_options(o);
@@ -293,7 +295,13 @@ int main(int argc, char** argv) {
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
       check_sizes(o, cfg, plan);
     }
-    return st::launch_ranks(&argc, &argv, o.run, local_world,
+    // Parsed values; -J is left out (only rank 0 writes it).
+    checks.same_options = st::run_options_json(o.run, cfg);
+    checks.same_options.update({{"--steps", o.steps}, {"--warmup", o.warmup}, {"--lr", o.lr},
+                                {"--validate", o.validate}, {"--precision", o.precision},
+                                {"--error-factor", o.rule.error_factor},
+                                {"--error-atol", o.rule.error_atol}, {"--gpu", o.gpu}});
+    return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::sim::Plan plan = o.run.plan(world.size());
                               st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);

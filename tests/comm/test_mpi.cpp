@@ -5,10 +5,23 @@
 
 #include "reference.hpp"
 #include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/same_options.hpp"
 #include "seqpar/common/error.hpp"
 
 namespace seqpar::comm::test {
 namespace {
+
+int world_size() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
 
 std::vector<int> all_ranks(int P) {
   std::vector<int> v(static_cast<std::size_t>(P));
@@ -61,6 +74,26 @@ TEST(MpiWorld, BadPeerIsAnError) {
   auto c = make_mpi_world();
   float x = 0;
   EXPECT_THROW(c->send_recv_async(&x, c->size(), &x, 0, 1, DType::f32), Error);
+}
+
+TEST(MpiSameOptions, EqualOptionsPass) {
+  EXPECT_NO_THROW(verify_same_options({{"--seq-len", 4096}, {"--method", "ring"}}));
+}
+
+TEST(MpiSameOptions, EveryRankNamesTheFirstDifferenceWithBothValues) {
+  const int W = world_size();
+  if (W < 2) GTEST_SKIP() << "needs 2 or more ranks";
+  const int rank = world_rank();
+  // The last rank differs in --seq-len and in --steps; --seq-len sorts first, so it is named.
+  const bool odd = rank == W - 1;
+  const nlohmann::json mine = {{"--steps", odd ? 7 : 5}, {"--seq-len", odd ? 2048 : 4096}};
+  try {
+    verify_same_options(mine);
+    FAIL() << "rank " << rank << ": the difference went unnoticed";
+  } catch (const Error& e) {
+    const std::string expected = "--seq-len is 4096 on rank 0 but 2048 on rank " + std::to_string(W - 1);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
 }
 
 TEST(Nccl, CollectivesAndRingMatchReference) {

@@ -7,12 +7,15 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "bench_driver.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/comm/collective.hpp"
 #include "seqpar/comm/element.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/stats.hpp"
@@ -28,6 +31,7 @@ struct Options {
   int sp = 0, ulysses = 0, ring = 0;
   bool inject_fault = false;
   std::string json;
+  std::optional<double> comm_timeout;
 };
 
 // SP degrees from the flags: with none given the SP group is the world and all of it Ulysses.
@@ -118,7 +122,9 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   app.add_flag("--inject-fault", o.inject_fault,
                "corrupt one input element on rank 0 before the check (tests the check)");
   app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
+  app.add_option("--comm-timeout", o.comm_timeout, kCommTimeoutHelp);
   if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
+  configure_comm_timeout(o.comm_timeout);
 
   // Everything the arguments decide is validated before any communication, the same way on
   // every rank, so a bad argument is one message and a clean exit everywhere.
@@ -133,6 +139,23 @@ int run(int argc, char** argv, int world_rank, bool& started) {
                                         o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i"));
   std::vector<Shape> shapes;
   for (auto bytes : sizes) shapes.push_back(make_shape(op, bytes, dt, ranks));
+  // Parsed values, so "-b 1K" and "-b 1024" agree. Left out: -J (only rank 0 writes it) and
+  // --comm-timeout (each rank's own watchdog).
+  verify_same_options({{"-o,--op", to_string(op)},
+                       {"-d,--datatype", to_string(dt)},
+                       {"--backend", to_string(backend)},
+                       {"-b,--minbytes", sizes.front()},
+                       {"-e,--maxbytes", parse_count(o.max_bytes, "-e")},
+                       {"-f,--stepfactor", o.factor},
+                       {"-i,--stepbytes", o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i")},
+                       {"-w,--warmup_iters", o.warmup},
+                       {"-n,--iters", o.iters},
+                       {"-c,--check", o.check},
+                       {"--inject-fault", o.inject_fault},
+                       {"--group", o.group},
+                       {"--sp", layout.sp},
+                       {"--ulysses-degree", layout.ulysses},
+                       {"--ring-degree", layout.ring}});
 
   started = true;
   auto world = backend == Backend::mpi ? make_mpi_world() : make_nccl_world();

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -13,6 +14,8 @@
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/run_info.hpp"
 #include "mpi_check.hpp"
+#include "mpi_watch.hpp"
+#include "seqpar/comm/same_options.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -86,8 +89,13 @@ NvtxRange::~NvtxRange() = default;
 #endif
 
 namespace {
-void check_mpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) throw Error(fmt::format("MPI error: {} failed with code {}", what, rc));
+// One watched all-reduce over the world: the drivers' reductions hang on a frozen rank like any
+// collective, so they go through the watchdog too.
+void world_allreduce(void* data, int count, MPI_Datatype type, MPI_Op op, const char* what) {
+  detail::mpi_stall_point();
+  MPI_Request req = MPI_REQUEST_NULL;
+  SEQPAR_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, MPI_COMM_WORLD, &req));
+  detail::mpi_wait_watched(req, what);
 }
 }  // namespace
 
@@ -104,11 +112,8 @@ std::vector<double> time_iterations(Communicator& world, Communicator& c, int wa
     s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // An iteration is done when its slowest rank is.
-  std::vector<double> slowest(t.size());
-  check_mpi(MPI_Allreduce(t.data(), slowest.data(), static_cast<int>(t.size()), MPI_DOUBLE,
-                          MPI_MAX, MPI_COMM_WORLD),
-            "MPI_Allreduce of the iteration times");
-  return slowest;
+  world_max(t, "the all-reduce of the iteration times");
+  return t;
 }
 
 int parse_options(CLI::App& app, int argc, char** argv, int world_rank) {
@@ -139,8 +144,11 @@ std::vector<std::string> world_hosts() {
   SEQPAR_MPI_CHECK(MPI_Get_processor_name(name, &len));
   const int n = world_size();
   std::vector<char> all(std::size_t(n) * MPI_MAX_PROCESSOR_NAME, 0);
-  SEQPAR_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-                                 MPI_COMM_WORLD));
+  detail::mpi_stall_point();
+  MPI_Request req = MPI_REQUEST_NULL;
+  SEQPAR_MPI_CHECK(MPI_Iallgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
+                                  MPI_CHAR, MPI_COMM_WORLD, &req));
+  detail::mpi_wait_watched(req, "the all-gather of the host names");
   std::vector<std::string> hosts;
   for (int r = 0; r < n; ++r) hosts.emplace_back(all.data() + std::size_t(r) * MPI_MAX_PROCESSOR_NAME);
   return hosts;
@@ -154,15 +162,20 @@ nlohmann::json placement_json(const std::vector<int>& members) {
 }
 
 std::size_t world_sum(std::size_t v) {
-  unsigned long long in = v, out = 0;
-  check_mpi(MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Allreduce of the error counts");
-  return static_cast<std::size_t>(out);
+  unsigned long long x = v;
+  world_allreduce(&x, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, "the all-reduce of the error counts");
+  return static_cast<std::size_t>(x);
+}
+
+void world_max(std::vector<double>& v, const char* what) {
+  if (v.size() > static_cast<std::size_t>(INT_MAX))
+    throw Error(fmt::format("{}: {} values exceed MPI's count limit", what, v.size()));
+  world_allreduce(v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, what);
 }
 
 int world_size() {
   int n = 0;
-  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &n), "MPI_Comm_size");
+  SEQPAR_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &n));
   return n;
 }
 
@@ -209,7 +222,11 @@ int guarded_main(int argc, char** argv, const std::function<int(int rank, bool& 
     return body(rank, started);
   } catch (const Error& e) {
     if (!started) {
-      if (rank == 0) std::fprintf(stderr, "error: %s\n", e.what());
+      // Ranks given different arguments may fail differently, or only some may fail: the
+      // start-up option exchange lets the others stop with this rank's message instead of
+      // waiting in verify_same_options for it.
+      const std::string msg = report_start_error(e.what());
+      if (rank == 0) std::fprintf(stderr, "error: %s\n", msg.c_str());
       return 2;
     }
     std::fprintf(stderr, "error on rank %d: %s\n", rank, e.what());

@@ -62,6 +62,8 @@ Backend benchmark_backend(const std::string& name, const char* program);
 
 // Sum of a value over MPI_COMM_WORLD, and its size.
 std::size_t world_sum(std::size_t v);
+// Element-wise maximum over MPI_COMM_WORLD, in place; `what` names it in errors and timeouts.
+void world_max(std::vector<double>& v, const char* what);
 int world_size();
 
 // {run_info..., kind, program, mode, device, environment, config, results: []}
@@ -73,8 +75,13 @@ std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::i
                                       std::int64_t step);
 
 // Runs body(world_rank) inside an MPI session. seqpar::Error before `started` is set (argument
-// errors, identical on every rank): rank 0 prints it, every rank exits 2. Errors after that
-// print on the rank that saw them and abort the job, so no peer hangs in a collective.
+// errors, and the start-up option check): rank 0 prints it, every rank exits 2; a rank that
+// fails its argument checks alone takes part in the option exchange (report_start_error), so
+// the ranks that passed stop too, with its message. Errors after `started` print on the rank
+// that saw them and abort the job, so no peer hangs in a collective.
+//
+// Every body calls verify_same_options(options_json) after its argument checks and before
+// setting `started`; the timeout comes from configure_comm_timeout (watchdog.hpp).
 int guarded_main(int argc, char** argv, const std::function<int(int rank, bool& started)>& body);
 
 }  // namespace seqpar::comm::bench

@@ -6,12 +6,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "bench_driver.hpp"
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/comm/collective.hpp"
 #include "seqpar/comm/element.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/stats.hpp"
@@ -25,6 +28,7 @@ struct Options {
   int warmup = 5, iters = 20, check = 1;
   bool inject_fault = false;
   std::string json;
+  std::optional<double> comm_timeout;
 };
 
 // Block elements per tensor (K or V) held by one ring rank.
@@ -75,7 +79,9 @@ int run(int argc, char** argv, int world_rank, bool& started) {
       ->capture_default_str()->check(CLI::Range(0, 1));
   app.add_flag("--inject-fault", o.inject_fault, "corrupt one K element on rank 0 before the check");
   app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
+  app.add_option("--comm-timeout", o.comm_timeout, kCommTimeoutHelp);
   if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
+  configure_comm_timeout(o.comm_timeout);
 
   const DType dt = parse_dtype(o.dtype);
   const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-ring-step");
@@ -93,6 +99,19 @@ int run(int argc, char** argv, int world_rank, bool& started) {
     seq_lens.push_back(parse_count(s, "--seq-len"));
     elems.push_back(block_elements(o, seq_lens.back(), layout));
   }
+  // Parsed values; left out: -J (only rank 0 writes it) and --comm-timeout (each rank's own).
+  verify_same_options({{"--seq-len", seq_lens},
+                       {"--batch", o.batch},
+                       {"--kv-heads", o.kv_heads},
+                       {"--head-dim", o.head_dim},
+                       {"--ulysses-degree", layout.ulysses},
+                       {"--ring-degree", layout.ring},
+                       {"-d,--datatype", to_string(dt)},
+                       {"--backend", to_string(backend)},
+                       {"-w,--warmup_iters", o.warmup},
+                       {"-n,--iters", o.iters},
+                       {"-c,--check", o.check},
+                       {"--inject-fault", o.inject_fault}});
 
   started = true;
   auto world_comm = backend == Backend::mpi ? make_mpi_world() : make_nccl_world();

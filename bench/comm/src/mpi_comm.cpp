@@ -1,10 +1,15 @@
 // MPI on host memory: the back end for CPU runs and CI. bf16 and f16 travel as 16-bit words
 // and are summed by user-defined MPI operations with the same rounding as the other back ends.
+// Every operation is posted non-blocking and completed under the watchdog (mpi_watch.hpp), so a
+// frozen peer aborts the job with a message naming the rank and the operation.
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <cstdio>
+
 #include "checks.hpp"
 #include "mpi_check.hpp"
+#include "mpi_watch.hpp"
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/comm/element.hpp"
 #include "seqpar/common/error.hpp"
@@ -32,11 +37,37 @@ MPI_Datatype mpi_type(DType dt) {
   return MPI_DATATYPE_NULL;
 }
 
+// "send_recv (send to rank 3: pending; receive from rank 1: done) in world ranks [1, 3]".
+std::string send_recv_text(MPI_Comm comm, int dst, int src, const std::vector<bool>& done) {
+  std::vector<int> world;
+  try {
+    world = detail::mpi_world_ranks(comm);
+  } catch (const Error&) {
+  }
+  auto name = [&](int r) {
+    return r >= 0 && static_cast<std::size_t>(r) < world.size() ? world[static_cast<std::size_t>(r)]
+                                                                 : r;
+  };
+  return fmt::format("send_recv (receive from rank {}: {}; send to rank {}: {})", name(src),
+                     done[0] ? "done" : "pending", name(dst), done[1] ? "done" : "pending");
+}
+
 struct MpiRequest : RequestState {
   MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Comm comm = MPI_COMM_NULL;
+  int dst = -1, src = -1;
+  void complete() {
+    detail::mpi_wait_watched(2, reqs, [&](const std::vector<bool>& done) {
+      return send_recv_text(comm, dst, src, done);
+    });
+  }
   ~MpiRequest() override {
     // A request dropped without wait() must still complete before its buffers go away.
-    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    try {
+      complete();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "seqpar: a dropped send_recv failed: %s\n", e.what());
+    }
   }
 };
 
@@ -64,15 +95,22 @@ class MpiComm final : public Communicator {
   bool device_memory() const override { return false; }
 
   void all_to_all(const void* send, void* recv, std::size_t count, DType dt) override {
-    SEQPAR_MPI_CHECK(MPI_Alltoall(send, detail::mpi_count(count), mpi_type(dt), recv,
-                                  detail::mpi_count(count), mpi_type(dt), comm_));
+    detail::mpi_stall_point();
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Ialltoall(send, detail::mpi_count(count), mpi_type(dt), recv,
+                                   detail::mpi_count(count), mpi_type(dt), comm_, &req));
+    complete(req, "all_to_all");
   }
 
   Request send_recv_async(const void* send, int dst, void* recv, int src, std::size_t count,
                           DType dt) override {
     detail::check_peer(dst, size_, "send_recv destination");
     detail::check_peer(src, size_, "send_recv source");
+    detail::mpi_stall_point();
     auto st = std::make_unique<MpiRequest>();
+    st->comm = comm_;
+    st->dst = dst;
+    st->src = src;
     const int n = detail::mpi_count(count);
     SEQPAR_MPI_CHECK(MPI_Irecv(recv, n, mpi_type(dt), src, kRingTag, comm_, &st->reqs[0]));
     SEQPAR_MPI_CHECK(MPI_Isend(send, n, mpi_type(dt), dst, kRingTag, comm_, &st->reqs[1]));
@@ -83,29 +121,47 @@ class MpiComm final : public Communicator {
     if (!r.pending()) return;
     auto* st = dynamic_cast<MpiRequest*>(r.state.get());
     if (!st) throw Error("wait: the request does not belong to an MPI communicator");
-    SEQPAR_MPI_CHECK(MPI_Waitall(2, st->reqs, MPI_STATUSES_IGNORE));
+    st->complete();
     r.state.reset();
   }
 
   void all_gather(const void* send, void* recv, std::size_t count, DType dt) override {
-    SEQPAR_MPI_CHECK(MPI_Allgather(send, detail::mpi_count(count), mpi_type(dt), recv,
-                                   detail::mpi_count(count), mpi_type(dt), comm_));
+    detail::mpi_stall_point();
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Iallgather(send, detail::mpi_count(count), mpi_type(dt), recv,
+                                    detail::mpi_count(count), mpi_type(dt), comm_, &req));
+    complete(req, "all_gather");
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t count, DType dt) override {
-    SEQPAR_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, detail::mpi_count(count),
-                                              mpi_type(dt), sum_op(dt), comm_));
+    detail::mpi_stall_point();
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, detail::mpi_count(count),
+                                               mpi_type(dt), sum_op(dt), comm_, &req));
+    complete(req, "reduce_scatter");
   }
 
   void all_reduce(const void* send, void* recv, std::size_t count, DType dt) override {
-    SEQPAR_MPI_CHECK(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
-                                   detail::mpi_count(count), mpi_type(dt), sum_op(dt), comm_));
+    detail::mpi_stall_point();
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                                    detail::mpi_count(count), mpi_type(dt), sum_op(dt), comm_,
+                                    &req));
+    complete(req, "all_reduce");
   }
 
-  void barrier() override { SEQPAR_MPI_CHECK(MPI_Barrier(comm_)); }
+  void barrier() override {
+    detail::mpi_stall_point();
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Ibarrier(comm_, &req));
+    complete(req, "barrier");
+  }
 
   std::unique_ptr<Communicator> subgroup(std::span<const int> members) override {
     detail::check_members(members, rank_, size_);
+    // MPI has no non-blocking split: a watched barrier first, so that a missing rank is reported
+    // here rather than hanging the split.
+    barrier();
     // The lowest member names the group; the position in the list orders it.
     MPI_Comm sub = MPI_COMM_NULL;
     SEQPAR_MPI_CHECK(
@@ -113,7 +169,9 @@ class MpiComm final : public Communicator {
     auto group = std::make_unique<MpiComm>(sub);
     // Every member must have named the same group, or the split silently differs.
     std::vector<int> parents(static_cast<std::size_t>(group->size()));
-    SEQPAR_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, parents.data(), 1, MPI_INT, sub));
+    MPI_Request req = MPI_REQUEST_NULL;
+    SEQPAR_MPI_CHECK(MPI_Iallgather(&rank_, 1, MPI_INT, parents.data(), 1, MPI_INT, sub, &req));
+    detail::mpi_wait_watched(req, "the member check of a new subgroup");
     if (!std::equal(parents.begin(), parents.end(), members.begin(), members.end()))
       throw Error(fmt::format("subgroup: rank {} named members [{}] but the group formed is [{}]",
                               rank_, fmt::join(members, ","), fmt::join(parents, ",")));
@@ -122,6 +180,13 @@ class MpiComm final : public Communicator {
 
  private:
   static constexpr int kRingTag = 7301;
+
+  // Completes one request under the watchdog: "all_reduce over world ranks [0, 2]".
+  void complete(MPI_Request& req, const char* op) const {
+    detail::mpi_wait_watched(1, &req, [&](const std::vector<bool>&) {
+      return fmt::format("{} over {}", op, detail::mpi_group_text(comm_));
+    });
+  }
 
   MPI_Op sum_op(DType dt) const {
     if (dt == DType::bf16) return sum_bf16_;

@@ -1,14 +1,23 @@
 // NCCL, one rank per GPU, bootstrapped over MPI. Collectives run on the compute stream (set_stream);
 // ring steps run on the communicator's own stream so attention can overlap them.
+// Watchdog: the host blocks only in synchronize() (and barrier()), which polls the streams and
+// ncclCommGetAsyncError against the deadline; on timeout it names the rank, aborts the NCCL
+// communicator and the MPI job. The bootstrap's MPI calls are watched like the MPI back end's.
+// Not covered: NCCL's own blocking connection setup inside the first ncclGroupEnd of a
+// send/recv pair (a peer that never arrives there hangs NCCL itself).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <mpi.h>
 #include <nccl.h>
 
+#include <cstdio>
+
 #include "checks.hpp"
 #include "device_ops.hpp"
 #include "mpi_check.hpp"
+#include "mpi_watch.hpp"
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/cuda_check.hpp"
 #include "seqpar/common/error.hpp"
 
@@ -39,7 +48,7 @@ ncclDataType_t nccl_type(DType dt) {
 
 class NcclComm final : public Communicator {
  public:
-  explicit NcclComm(ncclComm_t comm) : comm_(comm) {
+  explicit NcclComm(ncclComm_t comm) : comm_(comm), world_rank_(detail::mpi_world_rank()) {
     SEQPAR_NCCL_CHECK(ncclCommUserRank(comm_, &rank_));
     SEQPAR_NCCL_CHECK(ncclCommCount(comm_, &size_));
     side_ = detail::create_stream();
@@ -105,12 +114,15 @@ class NcclComm final : public Communicator {
 
   void set_stream(void* s) override { stream_ = s; }
   void synchronize() override {
-    detail::sync_stream(stream_);
-    detail::sync_stream(side_);
+    detail::mpi_stall_point();
+    watch_stream(stream_, "the collectives on the compute stream");
+    watch_stream(side_, "the ring send/recv steps on the side stream");
   }
 
   std::unique_ptr<Communicator> subgroup(std::span<const int> members) override {
     detail::check_members(members, rank_, size_);
+    // ncclCommSplit blocks until every rank arrives: a watched barrier first names a missing one.
+    barrier();
     ncclComm_t sub = nullptr;
     SEQPAR_NCCL_CHECK(
         ncclCommSplit(comm_, members.front(), detail::position_of(members, rank_), &sub, nullptr));
@@ -124,7 +136,36 @@ class NcclComm final : public Communicator {
  private:
   cudaStream_t stream() const { return static_cast<cudaStream_t>(stream_); }
 
+  // cudaStreamSynchronize under the watchdog: polls the stream and NCCL's asynchronous error.
+  void watch_stream(void* s, const char* what) {
+    const Deadline deadline;
+    PollBackoff backoff;
+    for (;;) {
+      const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(s));
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) SEQPAR_CUDA_CHECK(e);
+      ncclResult_t async = ncclSuccess;
+      SEQPAR_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+      if (async != ncclSuccess && async != ncclInProgress)
+        throw Error(fmt::format("NCCL error on rank {} while waiting for {}: {}", world_rank_, what,
+                                ncclGetErrorString(async)));
+      if (deadline.expired()) break;
+      backoff.pause();
+    }
+    const std::string msg = timeout_message(
+        fmt::format("rank {}", world_rank_),
+        fmt::format("synchronize ({}, NCCL communicator of {} ranks, as its rank {})", what, size_,
+                    rank_),
+        deadline.limit_s());
+    std::fprintf(stderr, "seqpar: %s; aborting the job\n", msg.c_str());
+    std::fflush(stderr);
+    ncclCommAbort(comm_);  // frees the kernels stuck waiting for the peer
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    throw Error(msg);  // not reached
+  }
+
   ncclComm_t comm_;
+  int world_rank_ = 0;
   int rank_ = 0, size_ = 1;
   void* stream_ = nullptr;  // compute stream (legacy default unless set)
   void* side_ = nullptr;    // ring steps
@@ -141,6 +182,12 @@ std::unique_ptr<Communicator> make_nccl_world() {
   SEQPAR_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   SEQPAR_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   MPI_Comm node = MPI_COMM_NULL;
+  // Every MPI call of the bootstrap is watched; the blocking ones follow a watched barrier, after
+  // which every rank is known to have arrived.
+  MPI_Request req = MPI_REQUEST_NULL;
+  detail::mpi_stall_point();
+  SEQPAR_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  detail::mpi_wait_watched(req, "the NCCL bootstrap (barrier over the world)");
   SEQPAR_MPI_CHECK(
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   SEQPAR_MPI_CHECK(MPI_Comm_rank(node, &local_rank));
@@ -161,7 +208,11 @@ std::unique_ptr<Communicator> make_nccl_world() {
 
   ncclUniqueId id{};
   if (rank == 0) SEQPAR_NCCL_CHECK(ncclGetUniqueId(&id));
-  SEQPAR_MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
+  SEQPAR_MPI_CHECK(MPI_Ibcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD, &req));
+  detail::mpi_wait_watched(req, "the NCCL bootstrap (broadcast of the unique id from rank 0)");
+  // ncclCommInitRank blocks until all ranks join: a watched barrier first.
+  SEQPAR_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  detail::mpi_wait_watched(req, "the NCCL bootstrap (barrier before ncclCommInitRank)");
   ncclComm_t comm = nullptr;
   SEQPAR_NCCL_CHECK(ncclCommInitRank(&comm, size, id, rank));
   return std::make_unique<NcclComm>(comm);

@@ -1,5 +1,7 @@
-// Builds without MPI: the MPI and NCCL factories explain why they cannot start.
+// Builds without MPI: the MPI and NCCL factories explain why they cannot start; with one process
+// there are no other ranks whose options could differ.
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/comm/same_options.hpp"
 #include "seqpar/common/error.hpp"
 
 namespace seqpar::comm {
@@ -13,5 +15,9 @@ MpiSession::MpiSession(int*, char***) {
 }
 
 MpiSession::~MpiSession() = default;
+
+void verify_same_options(const nlohmann::json& options) { option_values(options); }
+
+std::string report_start_error(const std::string& message) { return message; }
 
 }  // namespace seqpar::comm

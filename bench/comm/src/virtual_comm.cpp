@@ -1,6 +1,8 @@
 // Virtual ranks: P communicators in one process, one thread per rank. Every operation is a
 // rendezvous: each rank posts its buffers, all meet, each reads what it needs from its peers'
 // buffers, all meet again. Reductions sum in rank order, so every rank gets identical bits.
+// Each rendezvous waits at most the watchdog's limit (watchdog.hpp): a rank whose thread died or
+// stopped would otherwise leave its peers waiting forever; they throw seqpar::Error instead.
 #include <fmt/format.h>
 
 #include <condition_variable>
@@ -13,6 +15,7 @@
 #include "seqpar/bench/environment.hpp"
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/comm/element.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/common/error.hpp"
 
 namespace seqpar::comm {
@@ -59,16 +62,26 @@ struct Shared {
   int arrived = 0;
   std::uint64_t generation = 0;
 
-  void rendezvous() {
+  // rank and op name the waiting rank in the timeout error.
+  void rendezvous(int rank, Op op) {
+    const Deadline deadline;
     std::unique_lock lock(m);
     const std::uint64_t g = generation;
     if (++arrived == size) {
       arrived = 0;
       ++generation;
       cv.notify_all();
-    } else {
-      cv.wait(lock, [&] { return generation != g; });
+      return;
     }
+    auto done = [&] { return generation != g; };
+    if (deadline.limit_s() <= 0) {
+      cv.wait(lock, done);
+      return;
+    }
+    if (!cv.wait_for(lock, std::chrono::duration<double>(deadline.limit_s()), done))
+      throw Error(timeout_message(fmt::format("virtual rank {}", rank),
+                                  fmt::format("{} ({} of {} ranks arrived)", op_name(op), arrived, size),
+                                  deadline.limit_s()));
   }
 };
 
@@ -86,7 +99,7 @@ class VirtualComm final : public Communicator {
     const std::size_t bytes = count * dtype_size(dt);
     for (int p = 0; p < size(); ++p)
       detail::copy_sync(at(recv, p * bytes), at(s[p].send, rank_ * bytes), bytes, sh_->on_gpu);
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
   }
 
   // Completes before returning (every rank of the ring takes part in the same step).
@@ -104,7 +117,7 @@ class VirtualComm final : public Communicator {
                                 p, s[p].src, s[s[p].src].dst));
     }
     detail::copy_sync(recv, s[src].send, count * dtype_size(dt), sh_->on_gpu);
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
     return {};
   }
 
@@ -115,7 +128,7 @@ class VirtualComm final : public Communicator {
     const std::size_t bytes = count * dtype_size(dt);
     for (int p = 0; p < size(); ++p)
       detail::copy_sync(at(recv, p * bytes), s[p].send, bytes, sh_->on_gpu);
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
   }
 
   void reduce_scatter(const void* send, void* recv, std::size_t count, DType dt) override {
@@ -128,7 +141,7 @@ class VirtualComm final : public Communicator {
 
   void barrier() override {
     meet({Op::barrier});
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
   }
 
   void set_stream(void* s) override { stream_ = s; }
@@ -150,9 +163,9 @@ class VirtualComm final : public Communicator {
     if (members.front() == rank_)
       sh_->slots[rank_].created =
           std::make_shared<Shared>(static_cast<int>(members.size()), sh_->on_gpu);
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
     auto group = sh_->slots[members.front()].created;
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
     return std::make_unique<VirtualComm>(std::move(group), detail::position_of(members, rank_));
   }
 
@@ -165,8 +178,9 @@ class VirtualComm final : public Communicator {
   // Posts this rank's slot, meets the others and checks they called the same operation.
   const std::vector<Slot>& meet(Slot mine) {
     if (sh_->on_gpu) detail::sync_stream(stream_);  // the send data must be ready
+    op_ = mine.op;
     sh_->slots[rank_] = std::move(mine);
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
     const auto& s = sh_->slots;
     for (int p = 1; p < size(); ++p)
       if (s[p].op != s[0].op || s[p].count != s[0].count || s[p].dt != s[0].dt)
@@ -189,12 +203,13 @@ class VirtualComm final : public Communicator {
       detail::copy_sync(staged.data(), at(s[p].send, offset), bytes, sh_->on_gpu);
       add_into(acc.data(), staged.data(), count, dt);
     }
-    sh_->rendezvous();
+    sh_->rendezvous(rank_, op_);
     detail::copy_sync(recv, acc.data(), bytes, sh_->on_gpu);
   }
 
   std::shared_ptr<Shared> sh_;
   int rank_;
+  Op op_ = Op::barrier;  // the operation in progress, for the timeout message
   void* stream_ = nullptr;
 };
 

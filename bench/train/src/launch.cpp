@@ -10,6 +10,8 @@
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/run_info.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/sp_attention.hpp"
@@ -121,8 +123,35 @@ int run_guarded(const char* who, int rank, const std::function<int()>& f) {
 
 }  // namespace
 
+void LaunchChecks::add(CLI::App& app) {
+  app.add_option("--comm-timeout", comm_timeout, comm::kCommTimeoutHelp);
+}
+
+nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
+  return {{"--model", {{"name", cfg.name},
+                       {"layers", cfg.layers},
+                       {"hidden", cfg.hidden},
+                       {"heads", cfg.heads},
+                       {"kv_heads", cfg.kv_heads},
+                       {"head_dim", cfg.head_dim},
+                       {"ffn_hidden", cfg.ffn},
+                       {"vocab", cfg.vocab},
+                       {"tied_embeddings", cfg.tied_embeddings}}},
+          {"--seq-len", parse_count(o.seq_len, "--seq-len")},
+          {"--method", sim::to_string(sim::parse_method(o.method))},
+          {"--sp", o.sp},
+          {"--ulysses-degree", o.ulysses_degree},
+          {"--ring-degree", o.ring_degree},
+          {"--micro-batch", o.micro_batch},
+          {"--gpus", o.gpus},
+          {"--backend", o.backend},
+          {"--comm", o.comm},
+          {"--seed", o.seed}};
+}
+
 int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
-                 const RankBody& body) {
+                 const LaunchChecks& checks, const RankBody& body) {
+  comm::configure_comm_timeout(checks.comm_timeout);
   const comm::Backend kind = comm::parse_backend(o.comm);
   std::string why;
   if (!comm::backend_available(kind, &why))
@@ -134,6 +163,15 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
     throw Error("--comm mpi moves host buffers: use --backend cpu, or --comm nccl on GPUs");
   if (kind == comm::Backend::mpi || kind == comm::Backend::nccl) {
     comm::MpiSession session(argc, argv);
+    // Before any other communication (NCCL's bootstrap included): ranks started with different
+    // options would crash, hang or compute a wrong result. All ranks agree on the outcome, so
+    // they return together, without MPI_Abort; rank 0 says why.
+    try {
+      comm::verify_same_options(checks.same_options);
+    } catch (const Error& e) {
+      if (session.world_rank() == 0) std::fprintf(stderr, "seqpar: error: %s\n", e.what());
+      return 2;
+    }
     int rc = run_guarded("seqpar", session.world_rank(), [&] {
       auto world = kind == comm::Backend::mpi ? comm::make_mpi_world() : comm::make_nccl_world();
       auto be = make_backend(o.backend);

@@ -39,12 +39,30 @@ struct RunOptions {
 // "real-ranks", "virtual-ranks" or "single-rank-proxy" for a communicator back end.
 std::string mode_name(comm::Backend b);
 
+// What launch_ranks checks before any rank runs its body.
+struct LaunchChecks {
+  // The parsed options every MPI rank must share (comm::verify_same_options): run_options_json
+  // plus the program's own. Leave out what may differ per rank (-J: only rank 0 writes it).
+  nlohmann::json same_options = nlohmann::json::object();
+  // --comm-timeout (comm::configure_comm_timeout): the watchdog of every communication call.
+  std::optional<double> comm_timeout;
+  // Registers --comm-timeout on app.
+  void add(CLI::App& app);
+};
+
+// The parsed model and run options (65536, not "64K") under their option names, without -J.
+// Throws seqpar::Error on a value that does not parse.
+nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg);
+
 // Starts the ranks and calls body(world, backend) on each (threads for virtual ranks; only
 // rank 0 for loopback). world_size: virtual/loopback rank count (MPI/NCCL: the launcher's).
-// Returns the process exit code: the largest body() returned on any local rank; a seqpar::Error
-// thrown on a rank is printed with the rank and gives 2.
+// On MPI/NCCL, every rank first checks checks.same_options against rank 0's: on a difference
+// rank 0 prints the first differing option and every rank returns 2 before any other
+// communication. Returns the process exit code: the largest body() returned on any local rank;
+// a seqpar::Error thrown on a rank is printed with the rank and gives 2.
 using RankBody = std::function<int(comm::Communicator& world, Backend& be)>;
-int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size, const RankBody& body);
+int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
+                 const LaunchChecks& checks, const RankBody& body);
 
 std::unique_ptr<Backend> make_backend(const std::string& name);
 
