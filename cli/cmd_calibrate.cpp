@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/reports/calibrate.hpp"
 #include "seqpar/reports/json_input.hpp"
 
@@ -66,10 +67,10 @@ void add_calibrate_command(CLI::App& app) {
     CalibrationResult r = calibrate(inputs, args->options, sim_preset_lookup());
     std::ofstream out(args->out);
     if (!out) throw seqpar::Error(fmt::format("--out {}: cannot open for writing", args->out));
-    out << r.profile.dump(2) << "\n";
+    out << dump_json(r.profile) << "\n";
     if (!out) throw seqpar::Error(fmt::format("--out {}: write failed", args->out));
     if (args->json) {
-      std::cout << r.profile.dump(2) << "\n";
+      std::cout << dump_json(r.profile) << "\n";
       return;
     }
     std::cout << fmt::format("profile '{}' (base {}) written to {}\nfitted:\n", r.profile["name"].get<std::string>(),

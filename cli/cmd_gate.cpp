@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/reports/gate.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
@@ -52,7 +53,7 @@ void add_gate_command(CLI::App& app) {
       out["new"] = args->current;
       nlohmann::json result = to_json(r);
       for (auto& [k, v] : result.items()) out[k] = v;
-      std::cout << out.dump(2) << "\n";
+      std::cout << dump_json(out) << "\n";
     } else {
       std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n\n", args->baseline, base.format, args->current, cur.format)
                 << format_table(r);

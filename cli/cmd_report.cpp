@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 
@@ -46,7 +47,7 @@ void add_report_command(CLI::App& app) {
     if (args->json) {
       nlohmann::json j = {{"markdown", out.markdown_path}, {"html", out.html_path}, {"data", out.data_path},
                           {"images", out.images}, {"warnings", out.warnings}};
-      std::cout << j.dump(2) << "\n";
+      std::cout << dump_json(j) << "\n";
       return;
     }
     std::cout << fmt::format("wrote {}\n      {}\n      {}\n      {} plots\n", out.markdown_path, out.html_path,

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -189,7 +190,7 @@ void add_sweep_command(CLI::App& app) {
         std::ofstream f(path);
         if (!(f << text)) throw Error(fmt::format("out: cannot write '{}'", path));
       };
-      write("sweep.json", doc.dump(2) + "\n");
+      write("sweep.json", dump_json(doc) + "\n");
       write("sweep.csv", csv);
 
       if (o->json) {

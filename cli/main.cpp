@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "seqpar/common/error.hpp"
@@ -39,6 +40,14 @@ int main(int argc, char** argv) {
   } catch (const seqpar::Error& e) {
     std::fprintf(stderr, "seqpar: error: %s\n", e.what());
     return 2;
+  } catch (const nlohmann::json::exception& e) {
+    // The readers name file and field; this is the backstop that keeps any other JSON library
+    // error (bad input all the same) from aborting the program.
+    std::fprintf(stderr, "seqpar: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seqpar: internal error: %s\n", e.what());
+    return 3;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/common/run_info.hpp"
 #include "seqpar/sim/presets.hpp"
 
@@ -100,21 +101,28 @@ nlohmann::json document(const std::string& program) {
   return j;
 }
 
-void print_json(const nlohmann::json& j) { fmt::print("{}\n", j.dump(2)); }
+void print_json(const nlohmann::json& j) { fmt::print("{}\n", dump_json(j)); }
 
 }  // namespace seqpar::cli
 
 namespace seqpar::cli {
 void guarded(bool json, const std::string& program, const std::function<void()>& body) {
+  auto fail = [&](const std::string& message) {
+    if (!json) throw Error(message);
+    nlohmann::json j = document(program);
+    j["valid"] = false;
+    j["errors"] = {message};
+    print_json(j);
+    throw CLI::RuntimeError(2);
+  };
   try {
     body();
   } catch (const Error& e) {
-    if (!json) throw;
-    nlohmann::json j = document(program);
-    j["valid"] = false;
-    j["errors"] = {e.what()};
-    print_json(j);
-    throw CLI::RuntimeError(2);
+    fail(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // Readers turn the JSON library's errors into seqpar::Error naming the file and field; one
+    // that slipped past them is still bad input, reported, not an abort.
+    fail(fmt::format("{}: {}", program, e.what()));
   }
 }
 }  // namespace seqpar::cli

@@ -195,5 +195,9 @@ int main(int argc, char** argv) {
   } catch (const seqpar::Error& e) {
     std::fprintf(stderr, "seqpar-bench-layer: error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    // Anything else (a JSON library error, bad_alloc) is still reported, never an abort.
+    std::fprintf(stderr, "seqpar-bench-layer: internal error: %s\n", e.what());
+    return 3;
   }
 }

@@ -3,27 +3,17 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/common/run_info.hpp"
 
 namespace seqpar::reports {
 
 using nlohmann::json;
 
-json load_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", path, e.what()));
-  }
-}
+json load_json_file(const std::string& path) { return read_json_file(path); }
 
 std::string document_kind(const json& doc, std::string_view where) {
   if (!doc.is_object()) throw Error(fmt::format("{}: the document must be a JSON object", where));
@@ -51,13 +41,13 @@ const json& require(const json& obj, std::string_view key, std::string_view wher
 
 double require_number(const json& obj, std::string_view key, std::string_view where) {
   const json& v = require(obj, key, where);
-  if (!v.is_number()) throw Error(fmt::format("{}: field '{}' must be a number, got {}", where, key, v.dump()));
+  if (!v.is_number()) throw Error(fmt::format("{}: field '{}' must be a number, got {}", where, key, dump_json(v, -1)));
   return v.get<double>();
 }
 
 std::string require_string(const json& obj, std::string_view key, std::string_view where) {
   const json& v = require(obj, key, where);
-  if (!v.is_string()) throw Error(fmt::format("{}: field '{}' must be a string, got {}", where, key, v.dump()));
+  if (!v.is_string()) throw Error(fmt::format("{}: field '{}' must be a string, got {}", where, key, dump_json(v, -1)));
   return v.get<std::string>();
 }
 
@@ -71,7 +61,7 @@ std::optional<double> optional_number(const json& obj, std::string_view key, std
   if (!obj.is_object()) throw Error(fmt::format("{}: expected a JSON object", where));
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) throw Error(fmt::format("{}: field '{}' must be a number or null, got {}", where, key, it->dump()));
+  if (!it->is_number()) throw Error(fmt::format("{}: field '{}' must be a number or null, got {}", where, key, dump_json(*it, -1)));
   return it->get<double>();
 }
 
@@ -79,7 +69,7 @@ std::optional<std::string> optional_string(const json& obj, std::string_view key
   if (!obj.is_object()) throw Error(fmt::format("{}: expected a JSON object", where));
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string or null, got {}", where, key, it->dump()));
+  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string or null, got {}", where, key, dump_json(*it, -1)));
   return it->get<std::string>();
 }
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
@@ -470,7 +471,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   ReportOutput out;
   fs::path dir(opt.out_dir);
   out.data_path = (dir / "report-data.json").string();
-  write_file(out.data_path, doc.dump(2) + "\n");
+  write_file(out.data_path, dump_json(doc) + "\n");
 
   std::set<std::string> drawn;
   for (const auto& f : figures) fs::remove(dir / f["file"].get<std::string>(), ec);  // no stale plot passes as drawn

@@ -62,7 +62,11 @@ void read_google_benchmark(const json& doc, const std::string& where, SampleSet&
   for (std::size_t i = 0; i < entries.size(); ++i) {
     std::string w = fmt::format("{}: benchmarks[{}]", where, i);
     const json& e = entries[i];
-    if (e.value("error_occurred", false)) continue;
+    if (!e.is_object()) throw Error(fmt::format("{}: each benchmark entry must be a JSON object", w));
+    if (auto err = e.find("error_occurred"); err != e.end()) {
+      if (!err->is_boolean()) throw Error(fmt::format("{}: field 'error_occurred' must be true or false", w));
+      if (err->get<bool>()) continue;
+    }
     std::string name = require_string(e, "name", w);
     std::string run_name = optional_string(e, "run_name", w).value_or(name);
     std::string run_type = optional_string(e, "run_type", w).value_or("iteration");

@@ -147,6 +147,37 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("calibrate", base, "--out", prof, "--base-system", "no-such-system")
     check(r.returncode == 2 and "no-such-system" in r.stderr, "calibrate names an unknown base", r)
 
+    # JSON-library failures on user input (issue 12) are errors naming the file, never aborts.
+    gbench = write("gbench.json", {"context": {"date": "x"}, "benchmarks": [1]})
+    for args in (("gate", gbench, gbench), ("report", gbench, "--out", os.path.join(tmp, "r7")),
+                 ("gate", base, write("gbench_err.json", {"context": {}, "benchmarks": [
+                     {"name": "a", "error_occurred": "yes", "real_time": 1, "time_unit": "ms"}]}))):
+        r = run(*args)
+        check(r.returncode == 2 and ".json: benchmarks[0]" in r.stderr, f"{args[0]} names a bad Google Benchmark entry", r)
+    r = run("calibrate", gbench, "--base-system", "dgx-h100", "--out", os.path.join(tmp, "p7.json"))
+    check(r.returncode == 2 and "gbench.json" in r.stderr, "calibrate names a Google Benchmark file it cannot use", r)
+    huge = write("huge.json", json.dumps(measurement([("attn", [1e-3] * 3)])).replace("0.001", "1e400", 1))
+    deep = write("deep.json", "{\"kind\": \"measurement\", \"results\": " + "[" * 100000 + "]" * 100000 + "}")
+    for sub, extra in (("gate", (base,)), ("report", ("--out", os.path.join(tmp, "r8"))),
+                       ("calibrate", ("--out", os.path.join(tmp, "p8.json")))):
+        for path, needle in ((huge, "huge.json: malformed JSON: a number is out of range"),
+                             (deep, "deep.json: malformed JSON: nested deeper than 256")):
+            args = (sub, base, path) if sub == "gate" else (sub, path, *extra)
+            r = run(*args)
+            check(r.returncode == 2 and needle in r.stderr, f"{sub} names {os.path.basename(path)}", r)
+    # A file name that is not UTF-8 lands in "command" of --json output: replaced, not an abort.
+    odd = os.path.join(tmp, "base\udcff.json")  # the byte 0xff, by Python's surrogateescape
+    with open(odd, "w") as f:
+        f.write(open(base).read())
+    rb = subprocess.run([CLI, "gate", odd, same, "--json"], capture_output=True, timeout=300)
+    ok = rb.returncode == 0
+    try:
+        ok = ok and "\ufffd" in json.loads(rb.stdout.decode("utf-8"))["command"]
+    except (ValueError, KeyError):
+        ok = False
+    check(ok, f"gate --json with a non-UTF-8 file name: rc={rb.returncode} stdout={rb.stdout[-500:]!r} "
+              f"stderr={rb.stderr[-500:]!r}")
+
     # sweep.py -> results.json -> report
     spec = write("spec.json", {"program": os.path.join(SRC, "scripts", "tests", "fake_bench.py"),
                                "grid": {"--seq-len": [1024, 2048]}, "ranks": 1})
