@@ -32,7 +32,7 @@ void add_advise_command(CLI::App& app) {
     guarded(o->common.json, "seqpar advise", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
-      const std::int64_t n = parse_count(o->seq_len, "seq_len");
+      const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
       const sim::Advice a = sim::advise(m, s, gpus, n, search_space(o->search, o->mem));
 

@@ -4,9 +4,11 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "seqpar/common/checked.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -32,25 +34,24 @@ void add_comm_command(CLI::App& app) {
     guarded(o->common.json, "seqpar comm", [&] {
       const sim::System s = load_system(o->common.system);
       const sim::Collective op = sim::parse_collective(o->op);
-      std::vector<double> sizes;
+      // Checked first: the node count below divides by it and a wrapped sum would print nonsense.
+      require_range("gpus", o->gpus, 1, sim::limits::kMaxGpus);
+      std::vector<std::int64_t> sizes;
       if (!o->size.empty()) {
         if (!o->minbytes.empty() || !o->maxbytes.empty()) throw Error("size: give either --size or -b/-e, not both");
-        sizes.push_back(double(parse_count(o->size, "size")));
+        sizes.push_back(parse_count(o->size, "size"));
       } else {
         if (o->minbytes.empty() || o->maxbytes.empty()) throw Error("size: give --size, or both -b and -e");
-        const double b = double(parse_count(o->minbytes, "minbytes")), e = double(parse_count(o->maxbytes, "maxbytes"));
-        if (e < b) throw Error(fmt::format("maxbytes: {} is smaller than minbytes {}", o->maxbytes, o->minbytes));
-        if (!(o->factor > 1)) throw Error(fmt::format("stepfactor: {} must be greater than 1", o->factor));
-        for (double x = b; x <= e * (1 + 1e-9); x *= o->factor) sizes.push_back(x);
+        sizes = sim::size_range(parse_count(o->minbytes, "-b"), parse_count(o->maxbytes, "-e"), o->factor, 0);
       }
-      const sim::Placement pl = sim::place_group(s, std::max(o->gpus, 1), 1);
+      const sim::Placement pl = sim::place_group(s, o->gpus, 1);
       nlohmann::json rows = nlohmann::json::array();
       Table t({"size (B)", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
-      for (double bytes : sizes) {
-        const sim::CommEstimate e = sim::estimate_collective(s, op, bytes, o->gpus);
+      for (const std::int64_t bytes : sizes) {
+        const sim::CommEstimate e = sim::estimate_collective(s, op, double(bytes), o->gpus);
         rows.push_back({{"op", o->op}, {"bytes", bytes}, {"ranks", o->gpus}, {"time_s", e.time_s},
                         {"algbw_gbps", e.algbw_gbps}, {"busbw_gbps", e.busbw_gbps}});
-        t.add({fmt::format("{:.0f}", bytes), fmt::format("{:.2f}", e.time_s * 1e6), fmt::format("{:.2f}", e.algbw_gbps),
+        t.add({std::to_string(bytes), fmt::format("{:.2f}", e.time_s * 1e6), fmt::format("{:.2f}", e.algbw_gbps),
                fmt::format("{:.2f}", e.busbw_gbps)});
       }
       if (o->common.json) {

@@ -12,6 +12,14 @@
 
 namespace seqpar::cli {
 
+namespace {
+// Why there is no answer: every plan the constraints allow breaks a rule, or none fits.
+std::string none_reason(const sim::MaxLenAdvice& a) {
+  return a.per_structure.empty() ? "no plan is valid under the given constraints; see rejected"
+                                 : "no plan fits even the shortest sequence; see rejected";
+}
+}  // namespace
+
 void add_maxlen_command(CLI::App& app) {
   struct Opts {
     CommonOptions common;
@@ -38,7 +46,7 @@ void add_maxlen_command(CLI::App& app) {
         j["system"] = sim::to_json(s, gpus);
         j["gpus"] = gpus;
         j["valid"] = a.max_seq_len > 0;
-        j["errors"] = a.max_seq_len > 0 ? nlohmann::json::array() : nlohmann::json::array({"no plan fits even the shortest sequence; see rejected"});
+        j["errors"] = a.max_seq_len > 0 ? nlohmann::json::array() : nlohmann::json::array({none_reason(a)});
         j["max_seq_len"] = a.max_seq_len;
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
@@ -55,7 +63,7 @@ void add_maxlen_command(CLI::App& app) {
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
         } else {
-          fmt::print("no plan fits even the shortest sequence\n");
+          fmt::print("{}\n", none_reason(a));
         }
         Table t({"plan (memory options as searched)", "max tokens"});
         for (const auto& [p, n] : a.per_structure) t.add({sim::describe(p), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});

@@ -80,7 +80,7 @@ void add_simulate_command(CLI::App& app) {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
-      const sim::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_count(o->seq_len, "seq_len"), s);
+      const sim::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       const sim::Result r = sim::simulate(m, s, p);
       if (o->common.json) {
         nlohmann::json j = document("seqpar simulate");

@@ -6,13 +6,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "seqpar/common/checked.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/json_io.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "table.hpp"
@@ -28,10 +31,23 @@ std::vector<T> parse_list(const std::string& text, const char* field, F convert)
   return out;
 }
 
+// A GPU count or SP degree: a count of at most sim::limits::kMaxGpus.
 int parse_int(const std::string& s, const char* field) {
   const std::int64_t v = parse_count(s, field);
-  if (v > 1 << 30) throw Error(fmt::format("{}: {} is too large", field, s));
+  require_range(field, v, 1, sim::limits::kMaxGpus);
   return int(v);
+}
+
+// Every list of a sweep names each value once: a repeat would duplicate every point of the grid.
+// `args` are the items as the user wrote them, for the message ("1K" and "1024" are one length).
+template <typename T>
+void refuse_duplicates(const std::vector<T>& items, const std::vector<std::string>& args, const char* field) {
+  for (std::size_t i = 0; i < items.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (items[i] == items[k]) {
+        if (args[i] == args[k]) throw Error(fmt::format("{}: '{}' is listed twice; list each value once", field, args[i]));
+        throw Error(fmt::format("{}: '{}' and '{}' are the same value; list each value once", field, args[k], args[i]));
+      }
 }
 
 // "hybrid 8x2", "ulysses 8", "dp only": the plan's structure in a table cell.
@@ -70,7 +86,8 @@ void add_sweep_command(CLI::App& app) {
   struct Opts {
     std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = "ulysses,ring,ring-zigzag,hybrid";
     std::string out;
-    int ulysses_degree = 0, micro_batch = 1;
+    std::optional<int> ulysses_degree;
+    int micro_batch = 1;
     bool json = false;
     MemoryFlags mem;
   };
@@ -82,7 +99,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--seq-len", o->seq_lens, "Sequence lengths, comma-separated (e.g. 32K,128K,1M)")->required();
   cmd->add_option("--sp", o->sps, "SP degrees, comma-separated (default: every divisor of each GPU count)");
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
-  cmd->add_option("--ulysses-degree", o->ulysses_degree, "Hybrid: only this Ulysses degree (default: the best one)");
+  cmd->add_option("--ulysses-degree", o->ulysses_degree,
+                  "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method");
   cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
@@ -91,24 +109,40 @@ void add_sweep_command(CLI::App& app) {
   cmd->callback([o] {
     guarded(o->json, "seqpar sweep", [&] {
       const sim::Model m = sim::load_model(o->model);
+      const auto system_args = split_list(o->systems, "system");
       const auto systems = parse_list<sim::System>(o->systems, "system", [](const std::string& s) { return load_system(s); });
+      // Points are keyed by system name, so two inputs naming one system would be mixed up.
+      for (std::size_t i = 0; i < systems.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k)
+          if (systems[i].name == systems[k].name)
+            throw Error(system_args[i] == system_args[k]
+                            ? fmt::format("system: '{}' is listed twice; list each system once", system_args[i])
+                            : fmt::format("system: '{}' and '{}' both name the system '{}'; give each its own \"name\"",
+                                          system_args[k], system_args[i], systems[i].name));
       const auto gpus = parse_list<int>(o->gpus, "gpus", [](const std::string& s) { return parse_int(s, "gpus"); });
-      const auto seqs = parse_list<std::int64_t>(o->seq_lens, "seq_len", [](const std::string& s) { return parse_count(s, "seq_len"); });
+      refuse_duplicates(gpus, split_list(o->gpus, "gpus"), "gpus");
+      const auto seqs = parse_list<std::int64_t>(o->seq_lens, "seq_len", [](const std::string& s) { return parse_seq_len(s); });
+      refuse_duplicates(seqs, split_list(o->seq_lens, "seq_len"), "seq_len");
       const auto methods = parse_list<sim::Method>(o->methods, "method", [](const std::string& s) { return sim::parse_method(s); });
+      refuse_duplicates(methods, split_list(o->methods, "method"), "method");
       std::vector<int> sps;
-      if (!o->sps.empty()) sps = parse_list<int>(o->sps, "sp", [](const std::string& s) { return parse_int(s, "sp"); });
-      if (o->micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o->micro_batch));
+      if (!o->sps.empty()) {
+        sps = parse_list<int>(o->sps, "sp", [](const std::string& s) { return parse_int(s, "sp"); });
+        refuse_duplicates(sps, split_list(o->sps, "sp"), "sp");
+      }
+      sim::SearchSpace base;
+      base.methods = methods;
+      base.sp = sps;
+      base.ulysses_degree = o->ulysses_degree;
+      base.memory = o->mem.fixed();
+      base.micro_batch = o->micro_batch;
+      for (int g : gpus) sim::check_search(g, base);  // every constraint is honoured, or an error now
 
       std::vector<Point> points;
       for (const sim::System& s : systems)
         for (int g : gpus)
           for (std::int64_t n : seqs) {
-            sim::SearchSpace space;
-            space.methods = methods;
-            space.sp = sps;
-            if (o->ulysses_degree) space.ulysses_degree = o->ulysses_degree;
-            space.memory = o->mem.fixed();
-            space.micro_batch = o->micro_batch;
+            const sim::SearchSpace& space = base;
             // One point per (method, sp): hybrid keeps its best Ulysses x Ring split.
             std::map<std::pair<int, int>, std::size_t> slot;
             for (const sim::Plan& st : sim::structures(m, s, g, n, space)) {

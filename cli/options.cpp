@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "seqpar/common/checked.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/json_io.hpp"
+#include "seqpar/common/parse.hpp"
 #include "seqpar/common/run_info.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace seqpar::cli {
@@ -42,27 +45,26 @@ void add_search(CLI::App* app, SearchOptions& o) {
   app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str();
   app->add_option("--method", o.method, "Only this method (default: all)");
   app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)");
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Hybrid: only this Ulysses degree");
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)");
   app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
 }
 
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
-  if (o.gpus <= 0) throw Error(fmt::format("gpus: {} must be at least 1", o.gpus));
-  if (o.micro_batch <= 0) throw Error(fmt::format("micro_batch: {} must be at least 1", o.micro_batch));
   sim::SearchSpace space;
   if (!o.method.empty()) space.methods = {sim::parse_method(o.method)};
-  if (o.sp != 0) space.sp = {o.sp};
-  if (o.ulysses_degree != 0) space.ulysses_degree = o.ulysses_degree;
+  if (o.sp) space.sp = {*o.sp};
+  space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed();
   space.micro_batch = o.micro_batch;
+  sim::check_search(o.gpus, space);
   return space;
 }
 
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, "ulysses | ring | ring-zigzag | hybrid")->capture_default_str();
-  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: all GPUs)");
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Hybrid: Ulysses degree U (inside a node by default)");
-  app->add_option("--ring-degree", o.ring_degree, "Hybrid: ring degree R (P = U x R)");
+  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)");
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
+  app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");
   app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
 }
 
@@ -81,16 +83,15 @@ sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model);
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
 
 sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
-  sim::Plan p;
-  p.method = sim::parse_method(o.method);
-  p.gpus = gpus;
-  p.seq_len = seq_len;
-  p.sp = o.sp == 0 ? gpus : o.sp;
-  p.ulysses_degree = o.ulysses_degree;
-  p.ring_degree = o.ring_degree;
-  p.micro_batch = o.micro_batch;
+  sim::Plan p = sim::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);
   p.mem = m.options();
-  return sim::normalized(p, s.gpus_per_node);
+  return p;
+}
+
+std::int64_t parse_seq_len(const std::string& text, const char* field) {
+  const std::int64_t n = parse_count(text, field);
+  require_range(field, n, 1, sim::limits::kMaxSeqLen);
+  return n;
 }
 
 nlohmann::json document(const std::string& program) {

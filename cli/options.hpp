@@ -21,12 +21,9 @@ struct CommonOptions {
   bool json = false;
 };
 
-struct PlanOptions {
-  std::string method = "ulysses";
-  int sp = 0;  // 0: all GPUs
-  int ulysses_degree = 0, ring_degree = 0;
-  int micro_batch = 1;
-};
+// --method, --sp, --ulysses-degree, --ring-degree, --micro-batch as given (sim::plan_from_flags
+// turns them into a plan, the same way for every program).
+using PlanOptions = sim::PlanFlags;
 
 struct MemoryFlags {
   int zero = 1;
@@ -43,12 +40,13 @@ struct MemoryFlags {
 struct SearchOptions {
   int gpus = 8;
   std::string method;
-  int sp = 0, ulysses_degree = 0, micro_batch = 1;
+  std::optional<int> sp, ulysses_degree;  // nullopt: not given, search them all
+  int micro_batch = 1;
 };
 
 void add_common(CLI::App* app, CommonOptions& o);
 void add_search(CLI::App* app, SearchOptions& o);
-// Validates gpus and micro_batch (seqpar::Error naming them) and builds the search space.
+// The search space the flags name, checked by sim::check_search (seqpar::Error naming the field).
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m);
 void add_plan(CLI::App* app, PlanOptions& o);
 void add_memory(CLI::App* app, MemoryFlags& m);
@@ -56,8 +54,11 @@ void add_memory(CLI::App* app, MemoryFlags& m);
 sim::Model load_model(const CommonOptions& o);
 sim::System load_system(const std::string& name_or_path);
 
-// A normalized plan from the flags (validity is the simulator's to check).
+// A normalized plan from the flags (sim::plan_from_flags; validity is the simulator's to check).
 sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);
+
+// --seq-len: a count (128K, 1M) of at most sim::limits::kMaxSeqLen tokens; `field` names it.
+std::int64_t parse_seq_len(const std::string& text, const char* field = "seq_len");
 
 // {schema_version, tool_version, command, host, created_utc, kind: "prediction", program, mode: "modelled"}
 nlohmann::json document(const std::string& program);

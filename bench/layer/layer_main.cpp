@@ -34,13 +34,17 @@ st::RunOptions for_method(const Options& o, const std::string& method) {
   st::RunOptions r = o.run;
   r.method = method;
   if (method != "hybrid") {
+    // The method fixes its degrees from sp (r.sp: --sp or what the flags imply).
     r.ulysses_degree = r.ring_degree = 0;
-  } else if (r.ulysses_degree <= 0 && r.ring_degree <= 0) {
+    r.ulysses_given = r.ring_given = false;
+    r.sp_given = true;
+  } else if (!r.ulysses_given && !r.ring_given) {
     int u = 1;
     for (int d = 1; d * d <= r.sp; ++d)
       if (r.sp % d == 0) u = d;
     r.ulysses_degree = u;
     r.ring_degree = r.sp / u;
+    r.ulysses_given = r.ring_given = true;
   }
   return r;
 }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "seqpar/common/checked.hpp"
+#include "seqpar/common/error.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
@@ -12,11 +15,16 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Ascending. n is at most limits::kMaxGpus (check_search), so d * d cannot overflow.
 std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
+  std::vector<int> low, high;
+  for (int d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // The set that saves the most memory: every option on. Each option never raises the peak, so
@@ -61,10 +69,40 @@ const std::vector<MemoryOptions>& memory_option_sets() {
   return sets;
 }
 
+void check_search(int gpus, const SearchSpace& space) {
+  require_range("gpus", gpus, 1, limits::kMaxGpus);
+  require_range("micro_batch", space.micro_batch, 1, limits::kMaxMicroBatch);
+  if (space.methods.empty()) throw Error("method: no method to search");
+  for (std::size_t i = 0; i < space.methods.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (space.methods[i] == space.methods[k])
+        throw Error(fmt::format("method: {} is listed twice", to_string(space.methods[i])));
+  for (std::size_t i = 0; i < space.sp.size(); ++i) {
+    require_range("sp", space.sp[i], 1, limits::kMaxGpus);
+    for (std::size_t k = 0; k < i; ++k)
+      if (space.sp[i] == space.sp[k]) throw Error(fmt::format("sp: {} is listed twice", space.sp[i]));
+  }
+  const bool hybrid = std::find(space.methods.begin(), space.methods.end(), Method::hybrid) != space.methods.end();
+  if (space.ulysses_degree) {
+    require_range("ulysses_degree", *space.ulysses_degree, 1, limits::kMaxGpus);
+    // Ulysses and the rings have no free Ulysses degree (U = P or U = 1): the flag would be ignored.
+    if (!hybrid)
+      throw Error(fmt::format("ulysses_degree: {} fixes the hybrid's Ulysses x Ring split, but --method does not "
+                              "include hybrid; for Ulysses over {} GPUs give --sp {}",
+                              *space.ulysses_degree, *space.ulysses_degree, *space.ulysses_degree));
+  }
+  const bool only_sp1 = space.sp.size() == 1 ? space.sp[0] == 1 : space.sp.empty() && gpus == 1;
+  if (only_sp1 && space.methods.size() == 1 && space.methods[0] == Method::hybrid)
+    throw Error("method: hybrid needs an SP degree of at least 2 (sp 1 is data parallelism only), so this search has "
+                "no plan; give more GPUs or --sp");
+}
+
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   (void)m;
+  (void)s;
+  check_search(gpus, space);
   std::vector<Plan> out;
-  const std::vector<int> sps = space.sp.empty() ? divisors(std::max(gpus, 1)) : space.sp;
+  const std::vector<int> sps = space.sp.empty() ? divisors(gpus) : space.sp;
   auto add = [&](Method method, int sp, int u, int r) {
     Plan p;
     p.method = method;
@@ -77,8 +115,11 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
     out.push_back(p);
   };
   for (int P : sps) {
-    if (P == 1) {  // no sequence parallelism: every method is the same plan, listed once
-      if (!space.methods.empty()) add(Method::ulysses, 1, 1, 1);
+    if (P == 1) {
+      // No sequence parallelism: every method but hybrid is the same plan (degree 1), listed
+      // once. A hybrid splits P into U x R, which sp 1 cannot, so a search for hybrids leaves it out.
+      const bool any = std::any_of(space.methods.begin(), space.methods.end(), [](Method x) { return x != Method::hybrid; });
+      if (any) add(Method::ulysses, 1, 1, 1);
       continue;
     }
     for (Method method : space.methods) {
@@ -88,7 +129,8 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
         case Method::ring_zigzag: add(method, P, 1, P); break;
         case Method::hybrid:
           if (space.ulysses_degree) {
-            add(method, P, *space.ulysses_degree, P / std::max(1, *space.ulysses_degree));
+            // Kept even when U does not divide P, so the rejection says why (U x R != P).
+            add(method, P, *space.ulysses_degree, std::max(1, P / *space.ulysses_degree));
           } else {
             for (int u : divisors(P))
               if (u > 1 && u < P) add(method, P, u, P / u);
@@ -97,7 +139,6 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
       }
     }
   }
-  (void)s;
   return out;
 }
 
@@ -169,7 +210,7 @@ std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
     return simulate(m, s, p).fits;
   };
   if (!ok(1)) return 0;
-  constexpr std::int64_t kLimit = std::int64_t{1} << 40;  // a trillion tokens: no GPU fits more
+  constexpr std::int64_t kLimit = limits::kMaxSeqLen;  // a trillion tokens: no GPU fits more
   std::int64_t lo = 1, hi = 2;
   while (hi * gran <= kLimit && ok(hi)) {
     lo = hi;

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "seqpar/common/checked.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {
 
@@ -107,7 +109,7 @@ double collective_time(const System& s, Collective c, double bytes, const Placem
 }
 
 CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks) {
-  if (ranks < 1) throw Error(fmt::format("gpus: {} must be at least 1", ranks));
+  require_range("gpus", ranks, 1, limits::kMaxGpus);
   if (c == Collective::send_recv && ranks < 2) throw Error("gpus: sendrecv needs at least 2 GPUs");
   if (!(bytes > 0)) throw Error(fmt::format("size: {} bytes must be positive", bytes));
   CommEstimate e;
@@ -117,6 +119,37 @@ CommEstimate estimate_collective(const System& s, Collective c, double bytes, in
     e.busbw_gbps = e.algbw_gbps * bus_factor(c, ranks);
   }
   return e;
+}
+
+std::vector<std::int64_t> size_range(std::int64_t min, std::int64_t max, double factor, std::int64_t step) {
+  if (min <= 0) throw Error(fmt::format("-b {}: the minimum size must be positive", min));
+  if (max < min) throw Error(fmt::format("-e {}: the maximum size must be at least -b ({})", max, min));
+  if (step < 0) throw Error(fmt::format("-i {}: the step must not be negative", step));
+  if (step == 0 && !(factor > 1 && std::isfinite(factor)))
+    throw Error(fmt::format("-f {}: the size factor must be greater than 1 (or give -i)", factor));
+  // Count the rows before making any, so a range of a trillion rows fails at once instead of
+  // filling memory: (max - min) / step + 1 exactly, or the steps of factor from min to max.
+  const double rows = step > 0 ? double((max - min) / step) + 1
+                               : std::floor(std::log(double(max) / double(min)) / std::log(factor) + 1e-9) + 1;
+  if (rows > double(limits::kMaxSizeRows))
+    throw Error(fmt::format("{}: -b {} to -e {} gives {:.0f} sizes, more than the limit of {}; {}", step > 0 ? "-i" : "-f",
+                            min, max, rows, limits::kMaxSizeRows,
+                            step > 0 ? "give a larger -i or a narrower -b..-e" : "give a larger -f or a narrower -b..-e"));
+  std::vector<std::int64_t> sizes;
+  if (step > 0) {
+    for (std::int64_t s = min;; s += step) {  // s + step <= max never overflows: max is an int64
+      sizes.push_back(s);
+      if (s > max - step) break;
+    }
+    return sizes;
+  }
+  double x = double(min);
+  for (double k = 0; k < rows; ++k, x *= factor) {
+    // Whole bytes; the last row may land a rounding error above max, which it stands for.
+    const std::int64_t b = std::min(max, static_cast<std::int64_t>(std::llround(x)));
+    if (sizes.empty() || b > sizes.back()) sizes.push_back(b);
+  }
+  return sizes;
 }
 
 }  // namespace seqpar::sim

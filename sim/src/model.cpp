@@ -1,19 +1,29 @@
 #include "seqpar/sim/model.hpp"
 
+#include "seqpar/common/checked.hpp"
+
 namespace seqpar::sim {
+
+// Checked: a model file's shapes are user input, and a wrapped count would pass as a small model.
+namespace {
+std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b, "model: parameter count"); }
+std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add(a, b, "model: parameter count"); }
+}  // namespace
 
 std::int64_t Model::norm_params() const { return norm == NormKind::layernorm ? 2 * std::int64_t{hidden} : hidden; }
 
 std::int64_t Model::params_per_layer() const {
-  const std::int64_t h = hidden, q = std::int64_t{heads} * head_dim, kv = std::int64_t{kv_heads} * head_dim;
-  const std::int64_t attention = h * q + 2 * h * kv + q * h;
-  const std::int64_t mlp_params = (mlp == MlpKind::swiglu ? 3 : 2) * h * ffn_hidden;
-  return attention + mlp_params + 2 * norm_params();
+  const std::int64_t h = hidden, q = mul(heads, head_dim), kv = mul(kv_heads, head_dim);
+  const std::int64_t attention = add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
+  const std::int64_t mlp_params = mul(mlp == MlpKind::swiglu ? 3 : 2, mul(h, ffn_hidden));
+  return add(add(attention, mlp_params), 2 * norm_params());
 }
 
 std::int64_t Model::embedding_params() const {
-  const std::int64_t table = std::int64_t{vocab} * hidden;
-  return (tied_embeddings ? table : 2 * table) + norm_params();  // + final norm
+  const std::int64_t table = mul(vocab, hidden);
+  return add(tied_embeddings ? table : mul(2, table), norm_params());  // + final norm
 }
+
+std::int64_t Model::total_params() const { return add(mul(layers, params_per_layer()), embedding_params()); }
 
 }  // namespace seqpar::sim

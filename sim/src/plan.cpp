@@ -6,6 +6,7 @@
 
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
+#include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {
 
@@ -44,18 +45,71 @@ Plan normalized(Plan p, int gpus_per_node) {
   switch (p.method) {
     case Method::ulysses:
       if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ulysses_degree = p.sp;
-      if (p.ring_degree <= 0) p.ring_degree = 1;
+      if (p.ring_degree == 0) p.ring_degree = 1;
       break;
     case Method::ring:
     case Method::ring_zigzag:
       if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ring_degree = p.sp;
-      if (p.ulysses_degree <= 0) p.ulysses_degree = 1;
+      if (p.ulysses_degree == 0) p.ulysses_degree = 1;
       break;
     case Method::hybrid:
-      if (p.ulysses_degree <= 0 && p.ring_degree <= 0) p.ulysses_degree = std::min(p.sp, std::max(1, gpus_per_node));
-      if (p.ulysses_degree <= 0 && p.ring_degree > 0 && p.sp % p.ring_degree == 0) p.ulysses_degree = p.sp / p.ring_degree;
-      if (p.ring_degree <= 0 && p.ulysses_degree > 0 && p.sp % p.ulysses_degree == 0) p.ring_degree = p.sp / p.ulysses_degree;
+      if (p.ulysses_degree == 0 && p.ring_degree == 0 && p.sp > 0) {
+        // The largest divisor of P that fits in a node: Ulysses inside, the ring across nodes.
+        for (int u = std::min(p.sp, std::max(1, gpus_per_node)); u >= 1; --u)
+          if (p.sp % u == 0) {
+            p.ulysses_degree = u;
+            break;
+          }
+      }
+      if (p.ulysses_degree == 0 && p.ring_degree > 0 && p.sp % p.ring_degree == 0) p.ulysses_degree = p.sp / p.ring_degree;
+      if (p.ring_degree == 0 && p.ulysses_degree > 0 && p.sp % p.ulysses_degree == 0) p.ring_degree = p.sp / p.ulysses_degree;
       break;
+  }
+  return p;
+}
+
+std::optional<int> implied_sp(const PlanFlags& f) {
+  if (f.sp) return f.sp;
+  const Method method = parse_method(f.method);
+  const std::optional<int> U = f.ulysses_degree, R = f.ring_degree;
+  if (U && R && *U >= 1 && *R >= 1) {
+    // In 64 bits: each degree is an int, so the product cannot wrap here; the bound says why it
+    // is refused instead of passing a wrapped P on to the divisibility rules.
+    const std::int64_t P = std::int64_t{*U} * *R;
+    if (P > limits::kMaxGpus)
+      throw Error(fmt::format("sp: ulysses_degree {} x ring_degree {} = {} is above the limit of {} GPUs", *U, *R, P,
+                              limits::kMaxGpus));
+    return static_cast<int>(P);
+  }
+  if (method == Method::ulysses && U && !R && *U >= 1) return U;
+  if ((method == Method::ring || method == Method::ring_zigzag) && R && !U && *R >= 1) return R;
+  return std::nullopt;
+}
+
+Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node) {
+  Plan p;
+  p.method = parse_method(f.method);
+  p.gpus = gpus;
+  p.seq_len = seq_len;
+  p.sp = implied_sp(f).value_or(gpus);
+  p.ulysses_degree = f.ulysses_degree.value_or(0);
+  p.ring_degree = f.ring_degree.value_or(0);
+  p.micro_batch = f.micro_batch;
+  p = normalized(p, gpus_per_node);
+  // A given degree stands as given (check_plan says what is wrong with it), never replaced.
+  if (f.ulysses_degree) p.ulysses_degree = *f.ulysses_degree;
+  if (f.ring_degree) p.ring_degree = *f.ring_degree;
+  const bool u_missing = !f.ulysses_degree && p.ulysses_degree == 0, r_missing = !f.ring_degree && p.ring_degree == 0;
+  if (u_missing || r_missing) {  // hybrid only: the other methods always fill their degrees
+    const int known = u_missing ? p.ring_degree : p.ulysses_degree;
+    if (p.sp >= 1 && known >= 1 && u_missing != r_missing)
+      throw Error(fmt::format("{}: sp {} is not divisible by {} {}, so no whole {} makes ulysses_degree x "
+                              "ring_degree = sp",
+                              u_missing ? "ulysses_degree" : "ring_degree", p.sp, u_missing ? "ring_degree" : "ulysses_degree",
+                              known, u_missing ? "Ulysses degree" : "ring degree"));
+    // sp or the given degree is below 1: check_plan names that; a 0 here would only add noise.
+    if (u_missing) p.ulysses_degree = 1;
+    if (r_missing) p.ring_degree = 1;
   }
   return p;
 }

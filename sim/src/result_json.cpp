@@ -21,7 +21,8 @@ json to_json(const System& s, int gpus) {
   return {{"name", s.name},
           {"gpu", s.gpu.name},
           {"gpus_per_node", s.gpus_per_node},
-          {"nodes", gpus > 0 ? (gpus + s.gpus_per_node - 1) / s.gpus_per_node : 0},
+          // In 64 bits: an invalid plan's GPU count may be near INT_MAX, and is still printed.
+          {"nodes", gpus > 0 ? (std::int64_t{gpus} + s.gpus_per_node - 1) / s.gpus_per_node : 0},
           {"intra_link", link},
           {"intra_gbps", s.intra.bytes_per_s / 1e9},
           {"inter_gbps", s.inter.bytes_per_s / 1e9},

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "seqpar/common/checked.hpp"
+#include "seqpar/sim/limits.hpp"
+
 namespace seqpar::sim {
 
 std::int64_t seq_granularity(const Plan& p) {
@@ -9,35 +12,32 @@ std::int64_t seq_granularity(const Plan& p) {
   return p.zigzag() && p.ring_degree > 1 ? 2 * P : P;
 }
 
-bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
+bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   auto fail = [&](std::string msg) { errors.push_back(std::move(msg)); };
-  (void)s;
+  auto range = [&](std::string_view field, std::int64_t v, std::int64_t hi) {
+    if (auto e = range_error(field, v, 1, hi)) fail(std::move(*e));
+  };
 
-  if (p.gpus <= 0) fail(fmt::format("gpus: {} must be at least 1", p.gpus));
+  range("gpus", p.gpus, limits::kMaxGpus);
   if (p.seq_len <= 0) fail(fmt::format("seq_len: {} must be positive", p.seq_len));
-  if (p.micro_batch <= 0) fail(fmt::format("micro_batch: {} must be at least 1", p.micro_batch));
-  if (p.sp <= 0) fail(fmt::format("sp: {} must be at least 1", p.sp));
-  if (p.ulysses_degree <= 0) fail(fmt::format("ulysses_degree: {} must be at least 1", p.ulysses_degree));
-  if (p.ring_degree <= 0) fail(fmt::format("ring_degree: {} must be at least 1", p.ring_degree));
+  else range("seq_len", p.seq_len, limits::kMaxSeqLen);
+  range("micro_batch", p.micro_batch, limits::kMaxMicroBatch);
+  range("sp", p.sp, limits::kMaxGpus);
+  range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
+  range("ring_degree", p.ring_degree, limits::kMaxGpus);
   if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
-  if (errors.size() != before) return false;  // the rules below divide by these
+  if (errors.size() != before) return false;  // the rules below divide and multiply by these
 
   if (p.gpus % p.sp != 0)
     fail(fmt::format("gpus: {} GPUs are not divisible by sp {} (the data-parallel degree gpus/sp must be whole)", p.gpus, p.sp));
-  if (p.ulysses_degree * p.ring_degree != p.sp)
+  // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
+  if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));
   if (p.method == Method::ulysses && p.ring_degree != 1)
     fail(fmt::format("ring_degree: method ulysses has no ring (got {}); use --method hybrid", p.ring_degree));
   if ((p.method == Method::ring || p.method == Method::ring_zigzag) && p.ulysses_degree != 1)
     fail(fmt::format("ulysses_degree: method {} has no Ulysses part (got {}); use --method hybrid", to_string(p.method), p.ulysses_degree));
-
-  const int U = p.ulysses_degree;
-  if (m.heads % U != 0)
-    fail(fmt::format("heads: {} query heads are not divisible by the Ulysses degree {}", m.heads, U));
-  if (m.kv_heads % U != 0 && U % m.kv_heads != 0)
-    fail(fmt::format("kv_heads: {} KV heads and Ulysses degree {}: neither divides the other, so KV heads can be "
-                     "neither split nor replicated evenly", m.kv_heads, U));
 
   const std::int64_t gran = seq_granularity(p);
   if (p.seq_len % gran != 0) {
@@ -48,6 +48,21 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
   }
   if (p.mem.offload_checkpoints && p.mem.checkpoint != Checkpoint::full)
     fail("offload_checkpoints: offloading keeps full-checkpoint layer inputs in host memory; it needs --checkpoint full");
+  return errors.size() == before;
+}
+
+bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
+  (void)s;
+  const std::size_t before = errors.size();
+  const bool structure_ok = check_plan_structure(p, errors);
+  if (!structure_ok && range_error("", p.ulysses_degree, 1, limits::kMaxGpus)) return false;  // U is out of range
+
+  const int U = p.ulysses_degree;
+  if (m.heads % U != 0)
+    errors.push_back(fmt::format("heads: {} query heads are not divisible by the Ulysses degree {}", m.heads, U));
+  if (m.kv_heads % U != 0 && U % m.kv_heads != 0)
+    errors.push_back(fmt::format("kv_heads: {} KV heads and Ulysses degree {}: neither divides the other, so KV heads can be "
+                                 "neither split nor replicated evenly", m.kv_heads, U));
   return errors.size() == before;
 }
 

@@ -150,4 +150,112 @@ TEST(Cli, EverySubcommandHasHelp) {
   }
 }
 
+// Issue 12, item 4: sizes that overflowed, unbounded ranges, ignored constraints, one plan rule.
+TEST(CliLimits, OverflowingSizesAreErrorsNamingTheBound) {
+  expect_error("advise --gpus 2147483647 --seq-len 1M", "gpus: 2147483647 is above the limit of 1048576");
+  expect_error("maxlen --gpus 2147483647", "gpus: 2147483647 is above the limit of 1048576");
+  expect_error("comm --gpus 2147483647 --size 1M", "gpus: 2147483647 is above the limit of 1048576");
+  expect_error("sweep --gpus 2147483647 --seq-len 1M --out /tmp/seqpar_never_written", "gpus: 2147483647 is above the limit");
+  expect_error("simulate --seq-len 2T", "seq_len: 2199023255552 is above the limit of 1099511627776");
+  // An invalid plan's document still describes the system: never a negative node count.
+  const CliRun big = seqpar("simulate --gpus 2147483647 --seq-len 1M --json");
+  EXPECT_EQ(big.code, 1) << big.err;
+  EXPECT_EQ(big.json()["system"]["nodes"], 268435456) << big.out;
+  // 4 x 1073741825 is 4 in 32 bits: this passed as a valid plan.
+  const CliRun r = seqpar("simulate --seq-len 128K --method hybrid --ulysses-degree 4 --ring-degree 1073741825 --json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(r.json()["valid"].get<bool>());
+  EXPECT_NE(r.out.find("above the limit of 1048576"), std::string::npos) << r.out;
+  // A model whose parameter count does not fit in 64 bits (2^14 layers of 2^54 parameters).
+  const std::string model = "/tmp/seqpar_huge_model_" + std::to_string(getpid()) + ".json";
+  std::ofstream(model) << R"({"name": "huge", "layers": 16384, "hidden": 1048576, "heads": 65536, "kv_heads": 65536,
+                               "head_dim": 65536, "ffn_hidden": 4096, "vocab": 32000})";
+  expect_error("simulate --model " + model + " --seq-len 128K", "parameter count");
+  std::filesystem::remove(model);
+}
+
+TEST(CliLimits, SizeRangesHaveAtMostAThousandRows) {
+  expect_error("comm -b 1 -e 1T -f 1.0000001", "-f: -b 1 to -e 1099511627776 gives 277258886 sizes, more than the limit of 1000");
+  const CliRun r = seqpar("comm --op allgather -b 1K -e 1M -f 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = r.json()["results"];
+  ASSERT_EQ(rows.size(), 11u);
+  EXPECT_EQ(rows.front()["bytes"], 1024);
+  EXPECT_EQ(rows.back()["bytes"], 1 << 20);
+}
+
+TEST(CliLimits, SearchConstraintsAreHonouredOrRefused) {
+  expect_error("advise --seq-len 128K --ulysses-degree -4", "ulysses_degree: -4 must be at least 1");
+  expect_error("maxlen --sp 0", "sp: 0 must be at least 1");
+  expect_error("advise --seq-len 128K --method ulysses --ulysses-degree 4", "does not include hybrid");
+  expect_error("maxlen --method hybrid --sp 1", "hybrid needs an SP degree of at least 2");
+  // No hybrid on 8 GPUs has U = 3: the answer says so instead of offering a data-parallel plan.
+  CliRun r = seqpar("maxlen --method hybrid --ulysses-degree 3 --json");
+  EXPECT_EQ(r.code, 1) << r.out;
+  auto j = r.json();
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_TRUE(j["plan"].is_null());
+  ASSERT_FALSE(j["rejected"].empty());
+  for (const auto& rej : j["rejected"]) {
+    EXPECT_EQ(rej["plan"]["method"], "hybrid");
+    EXPECT_EQ(rej["plan"]["ulysses_degree"], 3);
+  }
+  r = seqpar("maxlen --method hybrid --ulysses-degree 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = r.json();
+  EXPECT_EQ(j["plan"]["method"], "hybrid");
+  EXPECT_EQ(j["plan"]["ulysses_degree"], 2);
+  r = seqpar("advise --seq-len 64K --gpus 8 --sp 4 --micro-batch 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  j = r.json();
+  ASSERT_FALSE(j["ranked"].empty());
+  for (const auto& p : j["ranked"]) {
+    EXPECT_EQ(p["plan"]["sp"], 4);
+    EXPECT_EQ(p["plan"]["micro_batch"], 2);
+  }
+}
+
+TEST(CliLimits, SweepRefusesDuplicateListItems) {
+  const std::string out = "/tmp/seqpar_sweep_dup_" + std::to_string(getpid());
+  expect_error("sweep --system dgx-h100,dgx-h100 --seq-len 32K --out " + out, "system: 'dgx-h100' is listed twice");
+  expect_error("sweep --seq-len 1K,1024 --out " + out, "seq_len: '1K' and '1024' are the same value");
+  expect_error("sweep --gpus 8,16,8 --seq-len 32K --out " + out, "gpus: '8' is listed twice");
+  expect_error("sweep --sp 2,2 --seq-len 32K --out " + out, "sp: '2' is listed twice");
+  expect_error("sweep --method ring,ulysses,ring --seq-len 32K --out " + out, "method: 'ring' is listed twice");
+  expect_error("sweep --method ring --ulysses-degree 2 --seq-len 32K --out " + out, "does not include hybrid");
+  // Two files that name the same system would have their points mixed up under one name.
+  const CliRun presets = seqpar("presets --kind system --json");
+  ASSERT_EQ(presets.code, 0) << presets.err;
+  const nlohmann::json all = presets.json();
+  nlohmann::json doc;
+  for (const auto& p : all["presets"])
+    if (p["name"] == "dgx-h100") doc = p["document"];
+  ASSERT_FALSE(doc.is_null());
+  const std::string a = out + "_a.json", b = out + "_b.json";
+  std::ofstream(a) << doc.dump();
+  doc["gpus_per_node"] = 4;
+  std::ofstream(b) << doc.dump();
+  expect_error("sweep --system " + a + "," + b + " --seq-len 32K --out " + out,
+               "system: '" + a + "' and '" + b + "' both name the system 'dgx-h100'");
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CliPlan, SpIsInferredFromTheDegreesAsInEveryProgram) {
+  CliRun r = seqpar("simulate --gpus 8 --seq-len 64K --method hybrid --ulysses-degree 2 --ring-degree 2 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = r.json();
+  EXPECT_EQ(j["plan"]["sp"], 4);
+  EXPECT_EQ(j["plan"]["dp"], 2);
+  r = seqpar("simulate --gpus 8 --seq-len 64K --method ulysses --ulysses-degree 4 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json()["plan"]["sp"], 4);
+  // A given degree is kept, and the rule it breaks is named.
+  expect_error("simulate --gpus 8 --seq-len 64K --method ulysses --sp 8 --ulysses-degree 1",
+               "sp: 8 must equal ulysses_degree 1 x ring_degree 1");
+  expect_error("simulate --gpus 8 --seq-len 64K --method hybrid --sp 8 --ulysses-degree 3",
+               "ring_degree: sp 8 is not divisible by ulysses_degree 3");
+}
+
 }  // namespace

@@ -19,6 +19,7 @@
 #include "seqpar/common/error.hpp"
 #include "seqpar/common/parse.hpp"
 #include "seqpar/common/stats.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 
 namespace seqpar::comm {
 namespace {
@@ -134,9 +135,10 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
   const RankLayout layout = layout_from(o, bench::world_size());
   const int ranks = group_size(layout, o.group);
-  const auto sizes = bench::sweep_sizes(parse_count(o.min_bytes, "-b"),
-                                        parse_count(o.max_bytes, "-e"), o.factor,
-                                        o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i"));
+  // The simulator's range (seqpar comm uses it too): at most limits::kMaxSizeRows rows.
+  const auto sizes = sim::size_range(parse_count(o.min_bytes, "-b"), parse_count(o.max_bytes, "-e"),
+                                     static_cast<double>(o.factor),
+                                     o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i"));
   std::vector<Shape> shapes;
   for (auto bytes : sizes) shapes.push_back(make_shape(op, bytes, dt, ranks));
   // Parsed values, so "-b 1K" and "-b 1024" agree. Left out: -J (only rank 0 writes it) and

@@ -196,22 +196,6 @@ nlohmann::json measurement_doc(int argc, char** argv, const std::string& program
   return doc;
 }
 
-std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,
-                                      std::int64_t step) {
-  if (min <= 0) throw Error(fmt::format("-b {}: the minimum size must be positive", min));
-  if (max < min)
-    throw Error(fmt::format("-e {}: the maximum size must be at least -b ({})", max, min));
-  if (step < 0) throw Error(fmt::format("-i {}: the step must not be negative", step));
-  if (step == 0 && factor < 2)
-    throw Error(fmt::format("-f {}: the size factor must be at least 2 (or give -i)", factor));
-  std::vector<std::int64_t> sizes;
-  for (std::int64_t s = min; s <= max; s = step ? s + step : s * factor) {
-    sizes.push_back(s);
-    if (!step && s > max / factor) break;  // the next size would overflow or pass max
-  }
-  return sizes;
-}
-
 int guarded_main(int argc, char** argv, const std::function<int(int rank, bool& started)>& body) {
   std::unique_ptr<MpiSession> mpi;
   bool started = false;

@@ -70,10 +70,6 @@ int world_size();
 nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
                                const std::string& mode, bool gpu, nlohmann::json config);
 
-// nccl-tests style row sizes: from min to max, multiplying by factor (step == 0) or adding step.
-std::vector<std::int64_t> sweep_sizes(std::int64_t min, std::int64_t max, std::int64_t factor,
-                                      std::int64_t step);
-
 // Runs body(world_rank) inside an MPI session. seqpar::Error before `started` is set (argument
 // errors, and the start-up option check): rank 0 prints it, every rank exits 2; a rank that
 // fails its argument checks alone takes part in the option exchange (report_start_error), so

@@ -13,6 +13,7 @@
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/comm/watchdog.hpp"
 #include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/validity.hpp"
 #include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/sp_attention.hpp"
 
@@ -50,10 +51,24 @@ ModelConfig ModelOptions::resolve() const {
 
 void RunOptions::add(CLI::App& app) {
   app.add_option("--seq-len", seq_len, "tokens per sequence, full length (accepts 64K, 1M)");
-  app.add_option("--method", method, "ulysses | ring | ring-zigzag | hybrid");
-  app.add_option("--sp", sp, "sequence-parallel degree P = U x R");
-  app.add_option("--ulysses-degree", ulysses_degree, "U (hybrid)");
-  app.add_option("--ring-degree", ring_degree, "R (hybrid)");
+  // Each plan flag records that it was given and updates sp, so the default rank count follows
+  // the same inference as the plan (sim::implied_sp) whatever order the flags come in.
+  auto implied = [this] {
+    if (sp_given) return;
+    try {
+      sp = sim::implied_sp(plan_flags()).value_or(1);
+    } catch (const Error&) {
+      // A bad --method or an oversized U x R: plan() reports it with the same message.
+    }
+  };
+  app.add_option_function<std::string>("--method", [this, implied](const std::string& v) { method = v; implied(); },
+                                        "ulysses | ring | ring-zigzag | hybrid");
+  app.add_option_function<int>("--sp", [this](const int& v) { sp = v; sp_given = true; },
+                               "sequence-parallel degree P (default: U x R when both are given, else all ranks)");
+  app.add_option_function<int>("--ulysses-degree", [this, implied](const int& v) { ulysses_degree = v; ulysses_given = true; implied(); },
+                               "Ulysses degree U");
+  app.add_option_function<int>("--ring-degree", [this, implied](const int& v) { ring_degree = v; ring_given = true; implied(); },
+                               "ring degree R (P = U x R)");
   app.add_option("--micro-batch", micro_batch, "sequences per SP group per step");
   app.add_option("--gpus", gpus,
                  "ranks for --comm virtual|loopback (default: sp); mpi/nccl take the launcher's");
@@ -63,31 +78,28 @@ void RunOptions::add(CLI::App& app) {
   app.add_option("--seed", seed, "seed of the parameters and the synthetic data");
 }
 
+sim::PlanFlags RunOptions::plan_flags() const {
+  sim::PlanFlags f;
+  f.method = method;
+  if (sp_given) f.sp = sp;
+  if (ulysses_given) f.ulysses_degree = ulysses_degree;
+  if (ring_given) f.ring_degree = ring_degree;
+  f.micro_batch = micro_batch;
+  return f;
+}
+
 sim::Plan RunOptions::plan(int world_size) const {
-  sim::Plan p;
-  p.method = sim::parse_method(method);
-  p.seq_len = parse_count(seq_len, "--seq-len");
-  if (sp < 1) throw Error(fmt::format("--sp = {}: must be >= 1", sp));
-  if (micro_batch < 1) throw Error(fmt::format("--micro-batch = {}: must be >= 1", micro_batch));
-  p.sp = sp;
-  p.gpus = world_size;
-  p.ulysses_degree = ulysses_degree;
-  p.ring_degree = ring_degree;
-  p.micro_batch = micro_batch;
+  // 8 GPUs per node: a hybrid without degrees keeps Ulysses within 8 ranks, as on a DGX.
+  sim::Plan p = sim::plan_from_flags(plan_flags(), world_size, parse_count(seq_len, "--seq-len"), 8);
   p.mem.zero = 0;  // plain data parallelism: gradients all-reduced, states replicated
   p.mem.checkpoint = sim::Checkpoint::none;
-  p = sim::normalized(p, 8);
-  if (p.ulysses_degree < 1 || p.ring_degree < 1 || p.ulysses_degree * p.ring_degree != p.sp)
-    throw Error(fmt::format("--ulysses-degree {} x --ring-degree {} must equal --sp {}",
-                            p.ulysses_degree, p.ring_degree, p.sp));
-  if ((p.method == sim::Method::ulysses && p.ring_degree != 1) ||
-      ((p.method == sim::Method::ring || p.method == sim::Method::ring_zigzag) &&
-       p.ulysses_degree != 1))
-    throw Error(fmt::format("--method {} takes no {} degree", method,
-                            p.method == sim::Method::ulysses ? "ring" : "Ulysses"));
-  if (world_size % p.sp != 0)
-    throw Error(fmt::format("{} ranks are not divisible into sp = {} groups", world_size, p.sp));
-  SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag());  // checks divisibility
+  std::vector<std::string> errors;
+  if (!sim::check_plan_structure(p, errors)) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    throw Error(all);
+  }
+  SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag());  // the step's own token layout
   return p;
 }
 

@@ -21,11 +21,19 @@ struct SearchSpace {
   int micro_batch = 1;
 };
 
+// Throws seqpar::Error naming the field when the search cannot honour a constraint: GPUs, SP
+// degrees, Ulysses degree or micro-batch outside [1, limits]; no method; a method or SP degree
+// listed twice; a Ulysses degree without the hybrid method (only hybrids have a free U); or a
+// space with no plan at all (only hybrid with sp 1). advise, advise_max_seq_len and structures
+// call it, so no constraint is silently dropped.
+void check_search(int gpus, const SearchSpace& space);
+
 // Every combination of ZeRO stage, checkpointing (with and without offload), tiled MLP,
 // tiled loss and optimizer offload.
 const std::vector<MemoryOptions>& memory_option_sets();
 
 // Plans that differ only in memory options: method, sp, U, R (memory options at their defaults).
+// The data-parallel-only plan (sp = 1) stands for every method but hybrid and is listed once.
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
 
 struct Rejection {

@@ -2,7 +2,9 @@
 // socket topology; across nodes: the per-GPU share of the NICs), for the collectives seqpar uses.
 // Bandwidth conventions follow nccl-tests: algbw = bytes / time, busbw = algbw x bus factor.
 #pragma once
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "seqpar/sim/hardware.hpp"
 
@@ -35,5 +37,11 @@ struct CommEstimate {
 };
 // A collective over `ranks` consecutive GPUs of the system.
 CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks);
+
+// The message sizes of an nccl-tests style range, for seqpar comm and seqpar-bench-comm alike:
+// from `min` to `max` bytes, each size `factor` times the last (step == 0; whole bytes, a size
+// repeated by rounding listed once) or `step` bytes more. seqpar::Error naming -b/-e/-f/-i when
+// the range is empty or malformed, or has more than limits::kMaxSizeRows rows.
+std::vector<std::int64_t> size_range(std::int64_t min, std::int64_t max, double factor, std::int64_t step);
 
 }  // namespace seqpar::sim

@@ -23,10 +23,11 @@ struct Model {
   bool causal = true;  // decoder LMs; false for encoders: no mask, no ring imbalance
 
   // Parameter counts: weights and norms; linear-layer biases are not modelled (< 0.1% of GPT's).
+  // Computed with checked arithmetic: a count beyond 64 bits throws seqpar::Error.
   std::int64_t norm_params() const;
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
-  std::int64_t total_params() const { return layers * params_per_layer() + embedding_params(); }
+  std::int64_t total_params() const;
 };
 
 }  // namespace seqpar::sim

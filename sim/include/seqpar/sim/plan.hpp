@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,10 +45,29 @@ struct Plan {
 };
 
 // Fills ulysses_degree / ring_degree from method and sp where the method fixes them
-// (ulysses: U = P; ring: R = P). For hybrid, a missing degree is derived from the other, and
-// with neither given U = min(P, gpus_per_node) so Ulysses stays inside a node.
-// Does not validate; see validity.hpp.
+// (ulysses: U = P; ring: R = P). For hybrid, a missing (0) degree is derived from the other, and
+// with neither given U = the largest divisor of P not above gpus_per_node, so Ulysses stays
+// inside a node. Does not validate; see validity.hpp.
 Plan normalized(Plan p, int gpus_per_node);
+
+// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree,
+// --micro-batch); nullopt where the flag was not given.
+struct PlanFlags {
+  std::string method = "ulysses";
+  std::optional<int> sp, ulysses_degree, ring_degree;
+  int micro_batch = 1;
+};
+
+// The SP degree the flags name without knowing the GPU count: --sp when given; else U x R when
+// both degrees are given; else U for ulysses, R for ring methods; nullopt when only the GPU count
+// can decide (then P = all GPUs). Throws seqpar::Error when U x R is beyond limits::kMaxGpus.
+std::optional<int> implied_sp(const PlanFlags& f);
+
+// The one place flags become a plan, for seqpar simulate and the measuring programs alike:
+// P from implied_sp (else `gpus`), missing degrees from normalized(); a given flag is never
+// overridden. Throws seqpar::Error for an unknown method or a hybrid degree that cannot be
+// derived (P not divisible by the other). Does not validate the rest: check_plan does.
+Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node);
 
 // {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}

@@ -15,6 +15,11 @@ namespace seqpar::sim {
 // Returns true when the plan is valid. Cheap when the plan is valid (no allocation).
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors);
 
+// The rules that need no model: sizes within [1, limits], GPUs divisible into the degrees,
+// U x R = P, the method's degrees, sequence divisibility, memory options. check_plan applies
+// these and then the head rules; the training step, which checks heads its own way, calls this.
+bool check_plan_structure(const Plan& p, std::vector<std::string>& errors);
+
 // The sequence granularity of a plan: seq_len must be a multiple of it (P, or 2P for zigzag).
 std::int64_t seq_granularity(const Plan& p);
 
