@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <cmath>
+#include <optional>
 
 #include "presets_data.hpp"
 #include "seqpar/common/error.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
+#include "seqpar/common/json_io.hpp"
+#include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {
 
@@ -18,14 +20,27 @@ using nlohmann::json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Physical bounds of each figure. Far wider than any real part, but narrow enough that every
+// product the cost models form stays a finite, normal double: 1e-320 TFLOP/s or 1e308 GiB would
+// otherwise come out as infinite times or memory and be reported as a valid plan.
+struct Range {
+  double lo, hi;
+};
+constexpr Range kRate{1e-3, 1e6};         // GB/s, TFLOP/s: 1 MB/s .. 1 PB/s
+constexpr Range kMemoryGiB{1e-3, 1e6};    // 1 MiB .. 1 PiB per GPU
+constexpr Range kFraction{1e-3, 1.0};     // a share of peak; below 0.1% is a typo, not hardware
+constexpr Range kLatencyUs{0, 1e6};       // up to a second per message or kernel
+constexpr Range kTokens{0, 1e9};          // efficiency half points
+constexpr Range kHostGparams{1e-6, 1e6};  // host optimizer rate, 10^9 params/s
+
 // A figure is {"value": v, "source": "..."} in the built-in presets; a bare number is accepted
-// in user files so a quick what-if needs no citation.
-double figure(const json& j, const char* key, std::string_view what, bool required = true,
-              double fallback = 0) {
+// in user files so a quick what-if needs no citation. Must be finite and within `r`.
+double figure(const json& j, const char* key, std::string_view what, Range r,
+              std::optional<double> fallback = std::nullopt) {
   auto it = j.find(key);
   if (it == j.end()) {
-    if (required) throw Error(fmt::format("{}: missing field '{}'", what, key));
-    return fallback;
+    if (!fallback) throw Error(fmt::format("{}: missing field '{}'", what, key));
+    return *fallback;
   }
   const json* v = &*it;
   if (it->is_object()) {
@@ -34,22 +49,19 @@ double figure(const json& j, const char* key, std::string_view what, bool requir
     v = &*vi;
   }
   if (!v->is_number())
-    throw Error(fmt::format("{}: field '{}' must be a number (got {})", what, key, v->dump()));
-  double x = v->get<double>();
-  if (!(x >= 0)) throw Error(fmt::format("{}: field '{}' must not be negative (got {})", what, key, x));
+    throw Error(fmt::format("{}: field '{}' must be a number (got {})", what, key, dump_json(*v, -1)));
+  const double x = v->get<double>();
+  if (!std::isfinite(x)) throw Error(fmt::format("{}: field '{}' must be a finite number (got {})", what, key, x));
+  if (x < r.lo || x > r.hi)
+    throw Error(fmt::format("{}: field '{}' must be between {:g} and {:g} (got {:g})", what, key, r.lo, r.hi, x));
   return x;
 }
 
-double positive(const json& j, const char* key, std::string_view what) {
-  double x = figure(j, key, what);
-  if (x <= 0) throw Error(fmt::format("{}: field '{}' must be positive (got {})", what, key, x));
-  return x;
-}
-
-int positive_int(const json& j, const char* key, std::string_view what) {
-  double x = positive(j, key, what);
-  if (x != static_cast<double>(static_cast<int>(x)))
-    throw Error(fmt::format("{}: field '{}' must be a whole number (got {})", what, key, x));
+// A count (GPUs, layers, heads...): a whole number in [1, hi]. The bound keeps the int conversion
+// defined and the products of counts (parameters, activations) far from 64-bit overflow.
+int count(const json& j, const char* key, std::string_view what, int hi) {
+  const double x = figure(j, key, what, Range{1, double(hi)});
+  if (x != std::floor(x)) throw Error(fmt::format("{}: field '{}' must be a whole number (got {:g})", what, key, x));
   return static_cast<int>(x);
 }
 
@@ -65,18 +77,6 @@ std::string text(const json& j, const char* key, std::string_view what, const ch
 
 bool looks_like_path(std::string_view s) {
   return s.find('/') != s.npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
-}
-
-json read_json_file(std::string_view path) {
-  std::ifstream in{std::string(path)};
-  if (!in) throw Error(fmt::format("{}: cannot open file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", path, e.what()));
-  }
 }
 
 std::string names_of(std::string_view kind) {
@@ -102,13 +102,12 @@ Link link_from_json(const json& j, std::string_view what) {
   else if (kind == "pcie") l.kind = LinkKind::pcie;
   else if (kind == "network") l.kind = LinkKind::nvswitch;  // inter-node: only rate and latency matter
   else throw Error(fmt::format("{}: field 'link' must be nvswitch, nvlink or pcie (got '{}')", what, kind));
-  double eff = figure(j, "efficiency", what, false, 1.0);
-  if (eff <= 0 || eff > 1) throw Error(fmt::format("{}: field 'efficiency' must be in (0, 1] (got {})", what, eff));
-  l.bytes_per_s = positive(j, "bandwidth_gbps", what) * 1e9 * eff;
-  l.latency_s = figure(j, "latency_us", what) * 1e-6;
+  const double eff = figure(j, "efficiency", what, kFraction, 1.0);
+  l.bytes_per_s = figure(j, "bandwidth_gbps", what, kRate) * 1e9 * eff;
+  l.latency_s = figure(j, "latency_us", what, kLatencyUs) * 1e-6;
   if (l.kind == LinkKind::pcie) {
-    l.gpus_per_socket = positive_int(j, "gpus_per_socket", what);
-    l.cross_socket_bytes_per_s = positive(j, "cross_socket_gbps", what) * 1e9;
+    l.gpus_per_socket = count(j, "gpus_per_socket", what, limits::kMaxGpusPerNode);
+    l.cross_socket_bytes_per_s = figure(j, "cross_socket_gbps", what, kRate) * 1e9;
   }
   return l;
 }
@@ -119,12 +118,7 @@ const std::vector<PresetEntry>& builtin_presets() {
   static const std::vector<PresetEntry> all = [] {
     std::vector<PresetEntry> out;
     for (const auto& e : detail::embedded_presets()) {
-      json doc;
-      try {
-        doc = json::parse(e.content);
-      } catch (const json::parse_error& err) {
-        throw Error(fmt::format("{}: malformed built-in preset: {}", e.path, err.what()));
-      }
+      const json doc = parse_json(e.content, e.path);
       std::string kind = e.kind;
       if (!kind.empty() && kind.back() == 's') kind.pop_back();
       out.push_back({kind, text(doc, "name", e.path), text(doc, "description", e.path, ""), doc});
@@ -138,21 +132,18 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Gpu g;
   g.name = text(j, "name", what);
-  g.memory_bytes = positive(j, "memory_gib", what) * kGiB;
-  g.bf16_flops = positive(j, "bf16_tflops", what) * 1e12;
-  g.hbm_bytes_per_s = positive(j, "hbm_gbps", what) * 1e9;
-  g.pcie_bytes_per_s = positive(j, "pcie_gbps", what) * 1e9;
-  g.gemm_efficiency = positive(j, "gemm_efficiency", what);
-  g.gemm_half_tokens = figure(j, "gemm_half_tokens", what);
-  g.attention_fwd_efficiency = positive(j, "attention_fwd_efficiency", what);
-  g.attention_bwd_efficiency = positive(j, "attention_bwd_efficiency", what);
-  g.attention_half_tokens = figure(j, "attention_half_tokens", what);
-  g.kernel_overhead_s = figure(j, "kernel_overhead_us", what) * 1e-6;
-  g.reserved_bytes = figure(j, "reserved_gib", what) * kGiB;
-  for (auto [key, v] : {std::pair{"gemm_efficiency", g.gemm_efficiency},
-                        {"attention_fwd_efficiency", g.attention_fwd_efficiency},
-                        {"attention_bwd_efficiency", g.attention_bwd_efficiency}})
-    if (v > 1) throw Error(fmt::format("{}: field '{}' is a fraction of peak and must be at most 1 (got {})", what, key, v));
+  g.memory_bytes = figure(j, "memory_gib", what, kMemoryGiB) * kGiB;
+  g.bf16_flops = figure(j, "bf16_tflops", what, kRate) * 1e12;
+  g.hbm_bytes_per_s = figure(j, "hbm_gbps", what, kRate) * 1e9;
+  g.pcie_bytes_per_s = figure(j, "pcie_gbps", what, kRate) * 1e9;
+  // Efficiencies are fractions of peak: kFraction's upper bound of 1 is the rule, not a guess.
+  g.gemm_efficiency = figure(j, "gemm_efficiency", what, kFraction);
+  g.gemm_half_tokens = figure(j, "gemm_half_tokens", what, kTokens);
+  g.attention_fwd_efficiency = figure(j, "attention_fwd_efficiency", what, kFraction);
+  g.attention_bwd_efficiency = figure(j, "attention_bwd_efficiency", what, kFraction);
+  g.attention_half_tokens = figure(j, "attention_half_tokens", what, kTokens);
+  g.kernel_overhead_s = figure(j, "kernel_overhead_us", what, kLatencyUs) * 1e-6;
+  g.reserved_bytes = figure(j, "reserved_gib", what, Range{0, kMemoryGiB.hi}) * kGiB;
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   return g;
 }
@@ -165,14 +156,14 @@ System system_from_json(const json& j, std::string_view what) {
   if (gi == j.end()) throw Error(fmt::format("{}: missing field 'gpu'", what));
   if (gi->is_string()) s.gpu = load_gpu(gi->get<std::string>());
   else s.gpu = gpu_from_json(*gi, fmt::format("{}: gpu", what));
-  s.gpus_per_node = positive_int(j, "gpus_per_node", what);
+  s.gpus_per_node = count(j, "gpus_per_node", what, limits::kMaxGpusPerNode);
   auto intra = j.find("intra_node");
   auto inter = j.find("inter_node");
   if (intra == j.end()) throw Error(fmt::format("{}: missing field 'intra_node'", what));
   if (inter == j.end()) throw Error(fmt::format("{}: missing field 'inter_node'", what));
   s.intra = link_from_json(*intra, fmt::format("{}: intra_node", what));
   s.inter = link_from_json(*inter, fmt::format("{}: inter_node", what));
-  s.host_adam_params_per_s = positive(j, "host_adam_gparams_per_s", what) * 1e9;
+  s.host_adam_params_per_s = figure(j, "host_adam_gparams_per_s", what, kHostGparams) * 1e9;
   return s;
 }
 
@@ -180,13 +171,13 @@ Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Model m;
   m.name = text(j, "name", what);
-  m.layers = positive_int(j, "layers", what);
-  m.hidden = positive_int(j, "hidden", what);
-  m.heads = positive_int(j, "heads", what);
-  m.kv_heads = positive_int(j, "kv_heads", what);
-  m.head_dim = positive_int(j, "head_dim", what);
-  m.ffn_hidden = positive_int(j, "ffn_hidden", what);
-  m.vocab = positive_int(j, "vocab", what);
+  m.layers = count(j, "layers", what, limits::kMaxLayers);
+  m.hidden = count(j, "hidden", what, limits::kMaxHidden);
+  m.heads = count(j, "heads", what, limits::kMaxHeads);
+  m.kv_heads = count(j, "kv_heads", what, limits::kMaxHeads);
+  m.head_dim = count(j, "head_dim", what, limits::kMaxHeadDim);
+  m.ffn_hidden = count(j, "ffn_hidden", what, limits::kMaxFfnHidden);
+  m.vocab = count(j, "vocab", what, limits::kMaxVocab);
   std::string mlp = text(j, "mlp", what, "swiglu");
   if (mlp == "swiglu") m.mlp = MlpKind::swiglu;
   else if (mlp == "gelu") m.mlp = MlpKind::gelu;
@@ -223,7 +214,7 @@ std::optional<std::string> system_for_device_name(std::string_view device_name) 
 }
 
 json preset_document(std::string_view kind, std::string_view s) {
-  return looks_like_path(s) ? read_json_file(s) : builtin(kind, s);
+  return looks_like_path(s) ? read_json_file(std::string(s)) : builtin(kind, s);
 }
 
 namespace {

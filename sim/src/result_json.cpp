@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "seqpar/common/json_io.hpp"
+
 namespace seqpar::sim {
 
 using nlohmann::json;
@@ -44,10 +46,15 @@ json to_json(const Model& m, const System& s, const Result& r) {
   j["valid"] = r.valid;
   j["errors"] = r.errors;
   j["memory_capacity_bytes"] = r.capacity_bytes;
-  if (!r.valid) {
+  auto invalid = [&j] {
+    j["valid"] = false;
     for (const char* k : {"fits", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
                           "peak_memory_bytes", "memory", "time"})
       j[k] = nullptr;
+    for (const char* k : {"memory_peak_phase", "memory_phases", "host_memory_bytes"}) j.erase(k);
+  };
+  if (!r.valid) {
+    invalid();
     return j;
   }
   j["fits"] = r.fits;
@@ -86,6 +93,12 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
                {"exposed_offload_s", t.exposed_offload}};
+  // simulate() checks its own numbers; this catches the rest (system and model figures built in
+  // code rather than loaded), because nlohmann would print a NaN or an infinity as a silent null.
+  if (const std::string bad = first_bad_number(j); !bad.empty()) {
+    j["errors"].push_back(fmt::format("{}: not a finite non-negative number; the result is not valid", bad));
+    invalid();
+  }
   return j;
 }
 

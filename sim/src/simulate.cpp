@@ -1,6 +1,10 @@
 #include "seqpar/sim/simulate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
@@ -51,6 +55,61 @@ double optimizer_time(const Model& m, const System& s, const Plan& p) {
   // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
   const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
   return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
+}
+
+// A result is only as good as its least trustworthy number: a NaN, an infinity or a negative time
+// or size (from extreme figures in a user's preset) makes the plan invalid rather than reported.
+void check_numbers(Result& r) {
+  const TimeBreakdown& t = r.time;
+  const MemoryBreakdown& b = r.memory.peak;
+  const std::pair<const char*, double> quantities[] = {
+      {"step_time_s", r.step_time_s},
+      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"tflops_per_gpu", r.tflops_per_gpu},
+      {"mfu", r.mfu},
+      {"model_flops_per_gpu", r.model_flops_per_gpu},
+      {"memory_capacity_bytes", r.capacity_bytes},
+      {"peak_memory_bytes", r.peak_memory_bytes()},
+      {"time.compute_s", t.compute},
+      {"time.forward_s", t.forward},
+      {"time.backward_s", t.backward},
+      {"time.gemm_s", t.gemm},
+      {"time.attention_compute_s", t.attention_compute},
+      {"time.elementwise_s", t.elementwise},
+      {"time.recompute_s", t.recompute},
+      {"time.attention_s", t.attention},
+      {"time.attention_comm_s", t.attention_comm},
+      {"time.exposed_attention_comm_s", t.exposed_attention_comm},
+      {"time.dp_comm_s", t.dp_comm},
+      {"time.exposed_dp_comm_s", t.exposed_dp_comm},
+      {"time.comm_s", t.comm},
+      {"time.exposed_comm_s", t.exposed_comm},
+      {"time.optimizer_s", t.optimizer},
+      {"time.offload_s", t.offload},
+      {"time.exposed_offload_s", t.exposed_offload},
+      {"memory.parameters_bytes", b.parameters},
+      {"memory.gradients_bytes", b.gradients},
+      {"memory.optimizer_states_bytes", b.optimizer_states},
+      {"memory.activations_bytes", b.activations},
+      {"memory.attention_buffers_bytes", b.attention_buffers},
+      {"memory.working_bytes", b.working},
+      {"memory.logits_bytes", b.logits},
+      {"memory.reserved_bytes", b.reserved},
+      {"memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes},
+      {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
+      {"host_memory_bytes", r.memory.host_bytes},
+  };
+  for (const auto& [name, v] : quantities)
+    if (!std::isfinite(v) || v < 0)
+      r.errors.push_back(fmt::format("{}: the model gives {}, not a finite non-negative number; the hardware or "
+                                     "model figures are outside what the cost model can represent", name, v));
+  // A step takes time: zero would mean infinite throughput.
+  if (r.errors.empty() && !(r.step_time_s > 0))
+    r.errors.push_back(fmt::format("step_time_s: the model gives {}; a step must take a positive time", r.step_time_s));
+  if (!r.errors.empty()) {
+    r.valid = false;
+    r.fits = false;
+  }
 }
 
 }  // namespace
@@ -129,6 +188,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  check_numbers(r);
   return r;
 }
 

@@ -10,33 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_runner.hpp"
+#include "seqpar/sim/presets.hpp"
+
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-  nlohmann::json json() const { return nlohmann::json::parse(out); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-CliRun seqpar(const std::string& args) {
-  const std::string base = "/tmp/seqpar_cli_test_" + std::to_string(getpid());
-  const std::string cmd = std::string(SEQPAR_CLI) + " " + args + " >" + base + ".out 2>" + base + ".err";
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  std::filesystem::remove(base + ".out");
-  std::filesystem::remove(base + ".err");
-  return r;
-}
+using seqpar::testing::CliRun;
+using seqpar::testing::seqpar;
+using seqpar::testing::slurp;
 
 void expect_error(const std::string& args, const std::string& needle) {
   const CliRun r = seqpar(args);
@@ -140,6 +121,81 @@ TEST(Cli, BadInputWithJsonGivesValidFalse) {
   j = r.json();
   EXPECT_FALSE(j["valid"].get<bool>());
   EXPECT_NE(j["errors"][0].get<std::string>().find("nope"), std::string::npos);
+}
+
+// JSON-library failures on user input (issue 12): each aborted the program before.
+class CliJsonInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("seqpar_cli_json_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(CliJsonInput, InvalidUtf8InAFileNameWithJsonOutput) {
+  // The name lands in "command" and in the error message; dump() threw type_error.316 on it.
+  const std::string missing = (dir_ / "m\xff.json").string();
+  CliRun r = seqpar("simulate --model '" + missing + "' --seq-len 128K --json");
+  EXPECT_EQ(r.code, 2) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = r.json()) << r.out;
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_NE(j["errors"][0].get<std::string>().find("cannot open"), std::string::npos) << j["errors"];
+
+  const std::string model = write("ok\xfe.json", seqpar::sim::preset_document("model", "llama3-8b").dump());
+  r = seqpar("simulate --model '" + model + "' --seq-len 128K --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  ASSERT_NO_THROW(j = r.json()) << r.out;
+  EXPECT_TRUE(j["valid"].get<bool>());
+  EXPECT_NE(j["command"].get<std::string>().find("ok\xef\xbf\xbd.json"), std::string::npos) << j["command"];
+}
+
+TEST_F(CliJsonInput, NumbersBeyondDoubleRangeNameTheFile) {
+  nlohmann::json gpu = seqpar::sim::preset_document("gpu", "h100-sxm");
+  nlohmann::json sys = seqpar::sim::preset_document("system", "dgx-h100");
+  std::string text = gpu.dump();
+  const std::string from = "\"value\":989.4";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  text.replace(text.find(from), from.size(), "\"value\":1e400");
+  sys["gpu"] = write("gpu.json", text);
+  const std::string system = write("system.json", sys.dump());
+  CliRun r = seqpar("simulate --system " + system + " --seq-len 128K");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("gpu.json: malformed JSON: a number is out of range"), std::string::npos) << r.err;
+  r = seqpar("advise --system " + system + " --seq-len 128K --json");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.json()["errors"][0].get<std::string>().find("gpu.json"), std::string::npos) << r.out;
+}
+
+TEST_F(CliJsonInput, DeepNestingIsAnErrorNotAStackOverflow) {
+  const std::string deep = write("deep.json", "{\"name\": \"x\", \"layers\": " + std::string(100000, '[') +
+                                                  std::string(100000, ']') + "}");
+  CliRun r = seqpar("simulate --model " + deep + " --seq-len 128K --json");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.json()["errors"][0].get<std::string>().find("deep.json: malformed JSON: nested deeper than 256"),
+            std::string::npos) << r.out;
+  r = seqpar("maxlen --model " + deep);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("deep.json"), std::string::npos) << r.err;
+}
+
+TEST_F(CliJsonInput, ImpossibleFiguresAreRejectedAtLoad) {
+  nlohmann::json gpu = seqpar::sim::preset_document("gpu", "h100-sxm");
+  gpu["bf16_tflops"]["value"] = 1e-320;  // loaded before, and gave valid: true with absurd times
+  nlohmann::json sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["gpu"] = gpu;
+  const CliRun r = seqpar("simulate --system " + write("tiny.json", sys.dump()) + " --seq-len 128K --json");
+  EXPECT_EQ(r.code, 2) << r.err;
+  const auto j = r.json();
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_NE(j["errors"][0].get<std::string>().find("'bf16_tflops' must be between"), std::string::npos) << r.out;
 }
 
 TEST(Cli, EverySubcommandHasHelp) {
