@@ -6,6 +6,7 @@
 
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 
 namespace seqpar::comm {
 namespace {
@@ -16,7 +17,7 @@ void flatten_into(const nlohmann::json& j, const std::string& prefix, OptionValu
     if (value.is_object())
       flatten_into(value, name, out);
     else
-      out.emplace_back(name, value.dump());
+      out.emplace_back(name, dump_json(value, -1));  // argv is bytes: invalid UTF-8 replaced, not thrown on
   }
 }
 

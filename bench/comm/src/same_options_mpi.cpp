@@ -4,11 +4,13 @@
 #include <mpi.h>
 
 #include <climits>
+#include <string_view>
 
 #include "mpi_check.hpp"
 #include "mpi_watch.hpp"
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/common/error.hpp"
+#include "seqpar/common/json_io.hpp"
 
 namespace seqpar::comm {
 namespace {
@@ -27,7 +29,7 @@ bool mpi_running() {
 
 // Every rank's list, rank order.
 std::vector<OptionValues> gather_lists(const OptionValues& mine, int size) {
-  const std::string text = nlohmann::json(mine).dump();
+  const std::string text = dump_json(nlohmann::json(mine), -1);
   if (text.size() > static_cast<std::size_t>(INT_MAX / size))
     throw Error("verify_same_options: the option list is too long to exchange");
   int len = static_cast<int>(text.size());
@@ -47,8 +49,9 @@ std::vector<OptionValues> gather_lists(const OptionValues& mine, int size) {
   detail::mpi_wait_watched(req, "the start-up option check (option lists)");
   std::vector<OptionValues> lists;
   for (int r = 0; r < size; ++r)
-    lists.push_back(nlohmann::json::parse(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
-                                                     static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])))
+    lists.push_back(parse_json(std::string_view(all).substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                                                            static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])),
+                               fmt::format("the option list of rank {}", r))
                         .get<OptionValues>());
   return lists;
 }
