@@ -1,11 +1,52 @@
 #!/usr/bin/env bash
 # Sets up and builds like scripts/run.sh, then runs every test: the ctest suites (unit, MPI
-# multi-rank, GPU tests that skip without a device) and the Python script tests.
+# multi-rank, GPU tests that skip without a device), the Python script tests, and the host code's
+# test suites again under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, no CUDA).
+# SEQPAR_SANITIZE_TESTS=0 leaves the sanitizer pass out.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SEQPAR_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh" "$build"
 # mpirun refuses root unless told; CI and the GPU machines run as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "== test.sh: ctest, all suites ($build)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+echo "== test.sh: pytest scripts/tests"
 "${PYTHON:-python3}" -m pytest -q "$root/scripts/tests"
+
+[ "${SEQPAR_SANITIZE_TESTS:-1}" = 0 ] && exit 0
+# The sanitizer pass (cmake/Sanitizers.cmake): use-after-free, dangling temporaries, overflows, leaks
+# and undefined behaviour in host code, which a Release build may run through silently.
+asan=${SEQPAR_ASAN_BUILD_DIR:-$root/build-asan}
+echo "== test.sh: sanitizer build, ASan + UBSan, no CUDA ($asan)"
+if [ ! -f "$asan/CMakeCache.txt" ]; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DSEQPAR_ENABLE_CUDA=OFF -DSEQPAR_SANITIZE=ON "${launcher[@]}"
+fi
+cmake --build "$asan" -j "$(nproc)"
+# Reports also go to files: ctest ignores the exit code of a test that passes on an output pattern,
+# and some tests expect a non-zero exit, so a report in any file fails the pass.
+logs=$asan/sanitizer-logs
+rm -rf "$logs" && mkdir -p "$logs"
+asan_options="log_path=$logs/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1"
+export LSAN_OPTIONS="suppressions=$root/cmake/lsan-openmpi.supp:print_suppressions=0"
+status=0
+# Whole test folders, so tests added to them are included. The suites that start MPI programs
+# unwind every allocation in full (slower) so that Open MPI's own leaks reach its libraries'
+# frames and the suppressions.
+for suite in sim reports train comm reshard bench gemm kernels; do
+  [ -d "$asan/tests/$suite" ] || continue
+  unwind=1
+  case $suite in train | comm | reshard) unwind=0 ;; esac
+  echo "== test.sh: sanitizer suite tests/$suite"
+  ASAN_OPTIONS="$asan_options:fast_unwind_on_malloc=$unwind" \
+    ctest --test-dir "$asan/tests/$suite" --output-on-failure -j "$(nproc)" || status=1
+done
+if compgen -G "$logs/*" >/dev/null; then
+  cat "$logs"/*
+  echo "test.sh: sanitizer reports above (also in $logs)" >&2
+  status=1
+fi
+exit $status
