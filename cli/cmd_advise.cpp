@@ -4,8 +4,8 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "table.hpp"

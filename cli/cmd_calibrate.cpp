@@ -8,8 +8,8 @@
 #include <iostream>
 #include <memory>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/reports/calibrate.hpp"
 #include "seqpar/reports/json_input.hpp"
 

@@ -4,9 +4,9 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "seqpar/common/checked.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "table.hpp"

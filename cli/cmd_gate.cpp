@@ -5,7 +5,7 @@
 #include <iostream>
 #include <memory>
 
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/reports/gate.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"

@@ -3,7 +3,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "table.hpp"
 

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <memory>
 
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "table.hpp"

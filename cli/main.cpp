@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/run_info.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/run_info.hpp"
 
 namespace seqpar::cli {
 namespace {

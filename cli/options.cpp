@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "seqpar/common/checked.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
-#include "seqpar/common/parse.hpp"
-#include "seqpar/common/run_info.hpp"
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/run_info.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 

@@ -10,10 +10,11 @@
 #include <cstdio>
 #include <random>
 
-#include "seqpar/bench/environment.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
-#include "seqpar/common/stats.hpp"
+#include "seqpar/comm/environment.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/stats.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/model.hpp"
 #include "seqpar/train/sp_attention.hpp"
@@ -164,7 +165,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"seed", o.run.seed}};
     doc["results"] = results;
     doc["skipped"] = skipped;
-    seqpar::bench::write_json_file(o.run.json_path, doc);
+    seqpar::write_json_file(o.run.json_path, doc);
   }
   return results.empty() ? 1 : 0;
 }

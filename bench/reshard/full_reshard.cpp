@@ -12,13 +12,14 @@
 #include "bench_driver.hpp"
 #include "paths.hpp"
 #include "seqpar/bench/dtype_map.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/comm/element.hpp"
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/comm/watchdog.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
-#include "seqpar/common/stats.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/stats.hpp"
 
 namespace seqpar::bench {
 namespace {
@@ -269,7 +270,7 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
 
   std::string why;
   if (!comm::backend_available(backend, &why)) throw Error(fmt::format("--comm {}: {}", o.comm, why));
-  if (st.gpu && !cuda_device_available(&why)) throw Error(fmt::format("no usable CUDA device: {}", why));
+  if (st.gpu && !comm::cuda_device_available(&why)) throw Error(fmt::format("no usable CUDA device: {}", why));
   const int world = comm::bench::world_size();
   if (!real_ranks && world != 1)
     throw Error(fmt::format("--comm {} runs in one process: launch it without mpirun ({} MPI ranks found)", o.comm,
@@ -399,7 +400,7 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
   if (root) {
     if (st.check) std::printf("# Out of bounds values : %zu %s\n#\n", wrong, wrong ? "FAILED" : "OK");
     std::fflush(stdout);
-    if (!o.json_path.empty()) seqpar::bench::write_json_file(o.json_path, doc);
+    if (!o.json_path.empty()) seqpar::write_json_file(o.json_path, doc);
   }
   return wrong ? 1 : 0;
 }

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "movers.hpp"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/reshard.cuh"
 
 namespace seqpar::bench::reshard_full {

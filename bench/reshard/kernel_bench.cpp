@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "seqpar/bench/device_memory.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
 #include "seqpar/bench/gpu_timer.hpp"
-#include "seqpar/common/cuda_check.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/cuda_check.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/reshard.cuh"
 #include "seqpar/kernels/reshard_layout.hpp"
@@ -160,7 +160,7 @@ int run_kernel_bench(const ReshardOptions& opt, const std::vector<std::string>& 
                      char** argv) {
   if (opt.iters <= 0 || opt.warmup < 0) throw Error("--iters must be positive and --warmup non-negative");
   std::string why;
-  if (!cuda_device_available(&why)) throw Error(fmt::format("no usable CUDA device: {}", why));
+  if (!comm::cuda_device_available(&why)) throw Error(fmt::format("no usable CUDA device: {}", why));
   const TimingOptions timing{opt.warmup, opt.iters};
   Recorder rec(gpu_timers());
   register_all(opt, timing, rec);

@@ -12,7 +12,7 @@
 #include "full_reshard.hpp"
 #include "options.hpp"
 #include "seqpar/comm/watchdog.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include "kernel_bench.hpp"

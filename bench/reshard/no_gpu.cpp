@@ -1,6 +1,6 @@
 // Builds without CUDA: the GPU engines refuse with the reason; the host engines still run.
 #include "movers.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::bench::reshard_full {
 namespace {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::bench::reshard_full {
 

@@ -10,9 +10,10 @@
 #include <cstdio>
 #include <mutex>
 
-#include "seqpar/bench/environment.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/stats.hpp"
+#include "seqpar/comm/environment.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/stats.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/size_limits.hpp"
@@ -108,7 +109,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
   if (!o.gpu.empty()) {
     peak_flops = seqpar::sim::load_gpu(o.gpu).bf16_flops;
   } else if (be.on_gpu()) {
-    const nlohmann::json gpu = seqpar::bench::environment_info()["gpu"];
+    const nlohmann::json gpu = seqpar::comm::environment_info()["gpu"];
     if (gpu.is_object())
       if (auto sys = seqpar::sim::system_for_device_name(gpu["name"].get<std::string>()))
         peak_flops = seqpar::sim::load_system(*sys).gpu.bf16_flops;
@@ -250,7 +251,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
     doc["peak_memory_bytes"] = res["peak_memory_bytes"];
     doc["memory"] = res["memory"];
     doc["results"] = nlohmann::json::array({res});
-    seqpar::bench::write_json_file(o.run.json_path, doc);
+    seqpar::write_json_file(o.run.json_path, doc);
   }
   return total_failures == 0 ? 0 : 1;
 }

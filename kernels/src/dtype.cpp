@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::kernels {
 

@@ -13,7 +13,7 @@
 #include <map>
 #include <set>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
 #include "seqpar/reports/json_input.hpp"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::reports {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/stats.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/stats.hpp"
 #include "seqpar/reports/mann_whitney.hpp"
 
 namespace seqpar::reports {

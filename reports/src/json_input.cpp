@@ -5,9 +5,9 @@
 #include <fstream>
 #include <vector>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
-#include "seqpar/common/run_info.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/run_info.hpp"
 
 namespace seqpar::reports {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::reports {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <tuple>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 #include "seqpar/reports/report_data.hpp"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
 #include "seqpar/sim/plan.hpp"

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/json_input.hpp"
 
 namespace seqpar::reports {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "seqpar/common/checked.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/validity.hpp"
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "seqpar/common/checked.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {

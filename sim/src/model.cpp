@@ -1,6 +1,6 @@
 #include "seqpar/sim/model.hpp"
 
-#include "seqpar/common/checked.hpp"
+#include "seqpar/core/checked.hpp"
 
 namespace seqpar::sim {
 

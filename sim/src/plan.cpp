@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {

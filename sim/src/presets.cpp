@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "presets_data.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {

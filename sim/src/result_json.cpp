@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/json_io.hpp"
 
 namespace seqpar::sim {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "seqpar/common/checked.hpp"
+#include "seqpar/core/checked.hpp"
 #include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {

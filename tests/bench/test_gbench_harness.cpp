@@ -16,8 +16,8 @@
 
 #include "seqpar/bench/gbench_harness.hpp"
 #include "seqpar/bench/timer.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 
 namespace seqpar::bench {
 namespace {

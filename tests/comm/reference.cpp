@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <random>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #ifdef SEQPAR_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #endif
 
 #include "seqpar/comm/element.hpp"

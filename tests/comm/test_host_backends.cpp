@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "reference.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/comm/element.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::comm::test {
 namespace {
@@ -88,7 +88,7 @@ TEST(VirtualRanksGroups, MismatchedOperationsFailOnEveryRankInsteadOfHanging) {
 
 TEST(VirtualRanksGpu, CollectivesAndRingMatchReferenceOnDevice) {
   std::string why;
-  if (!bench::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   auto comms = make_virtual_world(4, true);
   std::vector<std::thread> threads;
   for (auto& c : comms)
@@ -102,7 +102,7 @@ TEST(VirtualRanksGpu, CollectivesAndRingMatchReferenceOnDevice) {
 
 TEST(LoopbackGpu, MovesBytesOnDevice) {
   std::string why;
-  if (!bench::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   auto c = make_loopback(1, 0, true);
   expect_collectives_match(*c, {0}, 1, DType::f32, 9);
 }

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "seqpar/comm/communicator.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::comm {
 namespace {

@@ -4,9 +4,9 @@
 #include <mpi.h>
 
 #include "reference.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/comm/same_options.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::comm::test {
 namespace {
@@ -99,10 +99,10 @@ TEST(MpiSameOptions, EveryRankNamesTheFirstDifferenceWithBothValues) {
 TEST(Nccl, CollectivesAndRingMatchReference) {
   std::string why;
   if (!backend_available(Backend::nccl, &why)) GTEST_SKIP() << why;
-  if (!bench::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   int ranks = 0;
   ASSERT_EQ(MPI_Comm_size(MPI_COMM_WORLD, &ranks), MPI_SUCCESS);
-  const int gpus = bench::environment_info()["gpu_count"].get<int>();
+  const int gpus = comm::environment_info()["gpu_count"].get<int>();
   // NCCL refuses two ranks on one GPU; the decision is the same on every rank.
   if (ranks > gpus) GTEST_SKIP() << ranks << " ranks but " << gpus << " GPUs";
   auto c = make_nccl_world();

@@ -10,7 +10,7 @@
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/comm/watchdog.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::comm::test {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "seqpar/bench/gemm_shapes.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace seqpar::bench {

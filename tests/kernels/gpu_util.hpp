@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "seqpar/bench/environment.hpp"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/comm/environment.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/dtype.hpp"
 
 #define SEQPAR_SKIP_WITHOUT_GPU()                                                      \
   do {                                                                                 \
     std::string seqpar_why_;                                                           \
-    if (!::seqpar::bench::cuda_device_available(&seqpar_why_))                        \
+    if (!::seqpar::comm::cuda_device_available(&seqpar_why_))                        \
       GTEST_SKIP() << "no usable CUDA device (" << seqpar_why_ << "): GPU test skipped"; \
   } while (0)
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/attention_ref.hpp"
 #include "seqpar/kernels/reshard_ref.hpp"
 #include "test_util.hpp"

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/block_mask.hpp"
 
 namespace seqpar {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "attention_check.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
 #include "seqpar/kernels/lse_merge.cuh"
 

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <vector>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/reshard_ref.hpp"
 #include "test_util.hpp"
 

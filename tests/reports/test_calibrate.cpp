@@ -6,7 +6,7 @@
 #include <fstream>
 #include <random>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/calibrate.hpp"
 #include "seqpar/reports/json_input.hpp"
 #ifdef SEQPAR_TEST_WITH_SIM

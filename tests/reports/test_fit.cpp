@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
 
 using namespace seqpar::reports;

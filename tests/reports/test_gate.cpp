@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/gate.hpp"
 #include "seqpar/reports/samples.hpp"
 

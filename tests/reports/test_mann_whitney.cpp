@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/mann_whitney.hpp"
 
 using seqpar::reports::mann_whitney_u;

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/reports/base64.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "paths.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::bench::reshard_full {
 namespace {

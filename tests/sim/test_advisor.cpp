@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/validity.hpp"

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "cli_runner.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"

@@ -9,8 +9,8 @@
 #include <limits>
 #include <string>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 
 namespace seqpar {
 namespace {

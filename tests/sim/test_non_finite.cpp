@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fixtures.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/json_io.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"

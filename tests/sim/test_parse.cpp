@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 
 namespace seqpar {
 namespace {

@@ -5,7 +5,7 @@
 #include <set>
 #include <unistd.h>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace seqpar::sim {

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"

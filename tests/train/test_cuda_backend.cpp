@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
@@ -28,7 +28,7 @@ class CudaVsCpu : public ::testing::Test {
   void SetUp() override {
     if (!cuda_backend_built()) GTEST_SKIP() << "this build has no CUDA back end";
     std::string why;
-    if (!bench::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
     gpu = make_cuda_backend(0);
     cpu = make_cpu_backend();
   }

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "seqpar/comm/communicator.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/trainer.hpp"
 

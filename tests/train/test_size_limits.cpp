@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/train/size_limits.hpp"
 #include "seqpar/train/trainer.hpp"
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "seqpar/comm/communicator.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
 

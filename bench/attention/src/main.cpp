@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "seqpar/bench/device_memory.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
 #include "seqpar/bench/gpu_timer.hpp"
-#include "seqpar/common/cuda_check.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/cuda_check.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/flash_attention.cuh"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::bench {
 

@@ -11,13 +11,13 @@
 
 #include "seqpar/bench/cublas_gemm.hpp"
 #include "seqpar/bench/device_memory.hpp"
-#include "seqpar/bench/environment.hpp"
+#include "seqpar/comm/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
 #include "seqpar/bench/gemm_shapes.hpp"
 #include "seqpar/bench/gpu_timer.hpp"
-#include "seqpar/common/cuda_check.hpp"
-#include "seqpar/common/error.hpp"
-#include "seqpar/common/parse.hpp"
+#include "seqpar/core/cuda_check.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/sim/presets.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/dtype.hpp"
 
 namespace seqpar::kernels::detail {

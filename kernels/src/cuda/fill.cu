@@ -1,6 +1,6 @@
 // Counter-based uniform fill: value i depends only on (seed, i), so a fill is reproducible.
 #include "device_util.cuh"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/fill.cuh"
 
 namespace seqpar::kernels {

@@ -11,7 +11,7 @@
 #include <cmath>
 
 #include "flash_common.cuh"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/flash_attention.cuh"
 
 namespace seqpar::kernels {

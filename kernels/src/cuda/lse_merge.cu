@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "device_util.cuh"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/lse_merge.cuh"
 
 namespace seqpar::kernels {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "device_util.cuh"
-#include "seqpar/common/cuda_check.hpp"
+#include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/reshard.cuh"
 #include "seqpar/kernels/reshard_layout.hpp"
 

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "seqpar/common/cuda_check.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/cuda_check.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
 #include "seqpar/kernels/fill.cuh"
 

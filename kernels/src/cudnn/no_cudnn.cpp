@@ -1,5 +1,5 @@
 // The cuDNN engine in a build without cuDNN or its frontend headers: every entry point says why.
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
 
 #ifndef SEQPAR_NO_CUDNN_REASON

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 namespace seqpar::ref {
 namespace {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "seqpar/bench/gemm_shapes.hpp"
-#include "seqpar/common/error.hpp"
+#include "seqpar/core/error.hpp"
 
 #define SEQPAR_CUBLAS_CHECK(call)                                                                      \
   do {                                                                                                 \

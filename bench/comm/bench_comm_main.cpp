@@ -1,0 +1,270 @@
+// seqpar-bench-comm: one collective over a range of message sizes, in the conventions of
+// nccl-tests (-b/-e/-f/-i sizes, -w/-n iterations, -c data check, time/algbw/busbw/#wrong
+// columns, average bus bandwidth), on MPI host memory or NCCL device memory, over the world or
+// one group of the SP x DP layout. Runs under mpirun or srun, one rank per GPU.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "bench_driver.hpp"
+#include "seqpar/comm/environment.hpp"
+#include "seqpar/comm/collective.hpp"
+#include "seqpar/comm/element.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/stats.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+
+namespace seqpar::comm {
+namespace {
+
+struct Options {
+  std::string min_bytes = "32K", max_bytes = "32M", step_bytes;
+  std::int64_t factor = 2;
+  int warmup = 5, iters = 20, check = 1;
+  std::string op = "alltoall", dtype = "f32", backend = "mpi", group = "world";
+  int sp = 0, ulysses = 0, ring = 0;
+  bool inject_fault = false;
+  std::string json;
+  std::optional<double> comm_timeout;
+};
+
+// SP degrees from the flags: with none given the SP group is the world and all of it Ulysses.
+RankLayout layout_from(const Options& o, int world) {
+  int sp = o.sp > 0 ? o.sp : 0;
+  int u = o.ulysses, r = o.ring;
+  if (sp == 0) sp = (u > 0 && r > 0) ? u * r : (u > 0 ? u : (r > 0 ? r : world));
+  if (u == 0 && r == 0) u = sp, r = 1;
+  if (u == 0) {
+    if (r < 1 || sp % r != 0)
+      throw Error(fmt::format("--ring-degree {} does not divide --sp {}", r, sp));
+    u = sp / r;
+  }
+  if (r == 0) {
+    if (u < 1 || sp % u != 0)
+      throw Error(fmt::format("--ulysses-degree {} does not divide --sp {}", u, sp));
+    r = sp / u;
+  }
+  if (u * r != sp)
+    throw Error(fmt::format("--sp {} is not --ulysses-degree {} x --ring-degree {}", sp, u, r));
+  return RankLayout::make(world, u, r);
+}
+
+int group_size(const RankLayout& l, const std::string& group) {
+  if (group == "world") return l.world;
+  if (group == "sp") return l.sp;
+  if (group == "ulysses") return l.ulysses;
+  if (group == "ring") return l.ring;
+  if (group == "dp") return l.dp;
+  throw Error(fmt::format("--group {}: use world, sp, ulysses, ring or dp", group));
+}
+
+// World ranks of rank 0's group: the group every row of the table describes.
+std::vector<int> group_members(const RankLayout& l, const std::string& group) {
+  if (group == "sp") return l.sp_group(0);
+  if (group == "ulysses") return l.ulysses_group(0);
+  if (group == "ring") return l.ring_group(0);
+  if (group == "dp") return l.dp_group(0);
+  std::vector<int> all(std::size_t(l.world));
+  for (int w = 0; w < l.world; ++w) all[std::size_t(w)] = w;
+  return all;
+}
+
+Communicator& pick_group(Communicator& world, Groups& g, const std::string& group) {
+  if (group == "sp") return *g.sp;
+  if (group == "ulysses") return *g.ulysses;
+  if (group == "ring") return *g.ring;
+  if (group == "dp") return *g.dp;
+  return world;
+}
+
+nlohmann::json layout_json(const RankLayout& l, const std::string& group) {
+  return {{"world", l.world},     {"sp", l.sp},  {"ulysses_degree", l.ulysses},
+          {"ring_degree", l.ring}, {"dp", l.dp}, {"group", group},
+          {"group_size", group_size(l, group)},
+          {"rule", "dp index = rank / sp; ulysses index = (rank % sp) % ulysses; "
+                   "ring index = (rank % sp) / ulysses"}};
+}
+
+int run(int argc, char** argv, int world_rank, bool& started) {
+  Options o;
+  CLI::App app{"Collective microbenchmark in the style of nccl-tests (one rank per GPU)",
+               "seqpar-bench-comm"};
+  app.add_option("-b,--minbytes", o.min_bytes, "smallest message size, bytes (K/M/G)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest message size, bytes (K/M/G)")
+      ->capture_default_str();
+  app.add_option("-f,--stepfactor", o.factor, "multiply the size by this between rows")
+      ->capture_default_str();
+  app.add_option("-i,--stepbytes", o.step_bytes, "add this many bytes between rows instead of -f");
+  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations per size")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("-n,--iters", o.iters, "timed iterations per size (each timed alone)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("-c,--check", o.check, "check the received data (0: no, 1: yes)")
+      ->capture_default_str()->check(CLI::Range(0, 1));
+  app.add_option("-o,--op", o.op, "alltoall, sendrecv (ring step), allgather, reducescatter, allreduce")
+      ->capture_default_str();
+  app.add_option("-d,--datatype", o.dtype, "f32|float, f64|double, bf16|bfloat16, f16|half, i32, i64, u8")
+      ->capture_default_str();
+  app.add_option("--backend", o.backend, "mpi (host memory) or nccl (device memory)")
+      ->capture_default_str();
+  app.add_option("--group", o.group, "world, or one group of the layout: sp, ulysses, ring, dp")
+      ->capture_default_str();
+  app.add_option("--sp", o.sp, "sequence-parallel degree (default: all ranks)");
+  app.add_option("--ulysses-degree", o.ulysses, "Ulysses group size (adjacent ranks)");
+  app.add_option("--ring-degree", o.ring, "ring group size");
+  app.add_flag("--inject-fault", o.inject_fault,
+               "corrupt one input element on rank 0 before the check (tests the check)");
+  app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
+  app.add_option("--comm-timeout", o.comm_timeout, kCommTimeoutHelp);
+  if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
+  configure_comm_timeout(o.comm_timeout);
+
+  // Everything the arguments decide is validated before any communication, the same way on
+  // every rank, so a bad argument is one message and a clean exit everywhere.
+  const Collective op = parse_collective(o.op);
+  const DType dt = parse_dtype(o.dtype);
+  const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-comm");
+  if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
+  const RankLayout layout = layout_from(o, bench::world_size());
+  const int ranks = group_size(layout, o.group);
+  // The simulator's range (seqpar comm uses it too): at most limits::kMaxSizeRows rows.
+  const auto sizes = sim::size_range(parse_count(o.min_bytes, "-b"), parse_count(o.max_bytes, "-e"),
+                                     static_cast<double>(o.factor),
+                                     o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i"));
+  std::vector<Shape> shapes;
+  for (auto bytes : sizes) shapes.push_back(make_shape(op, bytes, dt, ranks));
+  // Parsed values, so "-b 1K" and "-b 1024" agree. Left out: -J (only rank 0 writes it) and
+  // --comm-timeout (each rank's own watchdog).
+  verify_same_options({{"-o,--op", to_string(op)},
+                       {"-d,--datatype", to_string(dt)},
+                       {"--backend", to_string(backend)},
+                       {"-b,--minbytes", sizes.front()},
+                       {"-e,--maxbytes", parse_count(o.max_bytes, "-e")},
+                       {"-f,--stepfactor", o.factor},
+                       {"-i,--stepbytes", o.step_bytes.empty() ? 0 : parse_count(o.step_bytes, "-i")},
+                       {"-w,--warmup_iters", o.warmup},
+                       {"-n,--iters", o.iters},
+                       {"-c,--check", o.check},
+                       {"--inject-fault", o.inject_fault},
+                       {"--group", o.group},
+                       {"--sp", layout.sp},
+                       {"--ulysses-degree", layout.ulysses},
+                       {"--ring-degree", layout.ring}});
+
+  started = true;
+  auto world = backend == Backend::mpi ? make_mpi_world() : make_nccl_world();
+  Groups groups;
+  if (o.group != "world") groups = make_groups(*world, layout.ulysses, layout.ring);
+  Communicator& c = pick_group(*world, groups, o.group);
+  const bool gpu = c.device_memory();
+
+  std::size_t max_send = 0, max_recv = 0;
+  for (const auto& s : shapes) {
+    max_send = std::max(max_send, s.send_count * dtype_size(dt));
+    max_recv = std::max(max_recv, s.recv_count * dtype_size(dt));
+  }
+  bench::Buffer send(max_send, gpu), recv(max_recv, gpu);
+  std::vector<unsigned char> host_send(max_send), host_recv(max_recv);
+
+  nlohmann::json config = {{"op", to_string(op)},          {"datatype", to_string(dt)},
+                           {"backend", to_string(backend)}, {"min_bytes", sizes.front()},
+                           {"max_bytes", sizes.back()},    {"step_factor", o.factor},
+                           {"warmup_iters", o.warmup},     {"iters", o.iters},
+                           {"check", o.check != 0},        {"inject_fault", o.inject_fault},
+                           {"ranks", ranks},               {"group", o.group}};
+  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", "real-ranks", gpu, config);
+  doc["layout"] = layout_json(layout, o.group);
+  doc["layout"].update(bench::placement_json(group_members(layout, o.group)));
+
+  const bool root = world_rank == 0;
+  if (root) {
+    std::printf("# seqpar-bench-comm: %s, %s, backend %s (%s memory)\n", to_string(op).data(),
+                to_string(dt).data(), to_string(backend).data(), gpu ? "device" : "host");
+    std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); group %s of %d ranks\n",
+                layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, o.group.c_str(),
+                ranks);
+    std::printf("#\n# %10s %12s %6s %10s %8s %8s %7s\n", "size", "count", "type", "time",
+                "algbw", "busbw", "#wrong");
+    std::printf("# %10s %12s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "(us)", "(GB/s)",
+                "(GB/s)", "");
+  }
+
+  std::size_t total_wrong = 0;
+  double busbw_sum = 0;
+  for (const Shape& s : shapes) {
+    fill_send(op, host_send.data(), s, dt, c.rank(), c.size());
+    send.upload(host_send.data(), s.send_count * dtype_size(dt));
+    const std::string name = fmt::format("{}/{}/{}/{}B", to_string(op), to_string(dt), o.group, s.bytes);
+    std::vector<double> samples;
+    {
+      bench::NvtxRange range(name);
+      samples = bench::time_iterations(*world, c, o.warmup, o.iters,
+                                       [&] { run_collective(op, c, send.data(), recv.data(), s, dt); });
+    }
+    nlohmann::json wrong = nullptr;
+    if (o.check) {
+      // Fresh input, poisoned output, one more call: the data of this row, not a leftover.
+      if (o.inject_fault && world_rank == 0) {
+        store(host_send.data(), 0, dt, pattern_value(c.rank(), 0, dt) + 3);
+        send.upload(host_send.data(), dtype_size(dt));
+      }
+      recv.fill(0xA5);
+      run_collective(op, c, send.data(), recv.data(), s, dt);
+      c.synchronize();
+      recv.download(host_recv.data(), s.recv_count * dtype_size(dt));
+      const std::size_t w = bench::world_sum(count_wrong(op, host_recv.data(), s, dt, c.rank(), c.size()));
+      total_wrong += w;
+      wrong = w;
+    }
+    const Stats st = summarize(samples);
+    const double algbw = static_cast<double>(s.bytes) / st.median / 1e9;
+    const double busbw = algbw * bus_factor(op, ranks);
+    busbw_sum += busbw;
+    if (root) {
+      std::printf("  %10zu %12zu %6s %10.2f %8.3f %8.3f %7s\n", s.bytes, s.count,
+                  to_string(dt).data(), st.median * 1e6, algbw, busbw,
+                  o.check ? std::to_string(wrong.get<std::size_t>()).c_str() : "N/A");
+      std::fflush(stdout);
+    }
+    doc["results"].push_back({{"name", name},
+                              {"op", to_string(op)},
+                              {"size_bytes", s.bytes},
+                              {"count", s.count},
+                              {"type", to_string(dt)},
+                              {"group", o.group},
+                              {"ranks", ranks},
+                              {"time_s", st.median},
+                              {"samples_s", samples},
+                              {"stats", to_json(st, "_s")},
+                              {"algbw_gbps", algbw},
+                              {"busbw_gbps", busbw},
+                              {"wrong", wrong}});
+  }
+  const double avg_busbw = busbw_sum / static_cast<double>(shapes.size());
+  doc["avg_busbw_gbps"] = avg_busbw;
+  doc["wrong_total"] = o.check ? nlohmann::json(total_wrong) : nlohmann::json(nullptr);
+  if (root) {
+    if (o.check)
+      std::printf("# Out of bounds values : %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %g\n#\n", avg_busbw);
+    if (!o.json.empty()) seqpar::write_json_file(o.json, doc);
+  }
+  return total_wrong ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace seqpar::comm
+
+int main(int argc, char** argv) {
+  return seqpar::comm::bench::guarded_main(
+      argc, argv, [&](int rank, bool& started) { return seqpar::comm::run(argc, argv, rank, started); });
+}

@@ -1,0 +1,37 @@
+// The one safe way to read and write JSON that users hand us: every failure of the JSON library
+// (syntax, numbers beyond double range such as 1e400, nesting deep enough to exhaust the stack,
+// invalid UTF-8 in text we echo back) becomes a seqpar::Error naming the file, never an abort.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace seqpar {
+
+// Deepest nesting of arrays and objects accepted. The parser, the serializer and every walker
+// recurse once per level; real seqpar documents are under 10 deep, so 256 is generous and keeps
+// hostile input (100,000 '[') far from the stack limit.
+inline constexpr int kMaxJsonDepth = 256;
+
+// Parses `text`; `where` (a file name, "--system", ...) starts every error message:
+// "<where>: malformed JSON: ...", "<where>: a number is out of range ...", "<where>: JSON nested
+// deeper than 256 levels ...". The depth is checked before the parser runs.
+nlohmann::json parse_json(std::string_view text, std::string_view where);
+
+// Reads and parses a file: the errors of parse_json, or "<path>: cannot open the file for reading".
+nlohmann::json read_json_file(const std::string& path);
+
+// Serializes with invalid UTF-8 replaced by U+FFFD (file names and argv are bytes, not text) rather
+// than throwing; indent < 0 gives one line. Non-finite numbers come out as null (nlohmann's rule).
+std::string dump_json(const nlohmann::json& j, int indent = 2);
+
+// The first number in `j` that is NaN, infinite or (unless allowed) negative, as "path = value"
+// ("time.compute_s = inf"); empty when there is none. Documents that will be dumped are checked
+// with it because nlohmann writes non-finite numbers as null, silently.
+std::string first_bad_number(const nlohmann::json& j, bool allow_negative = false);
+
+// Writes a measurement document to the -J path with dump_json; throws seqpar::Error naming the path
+// when the file cannot be opened or written.
+void write_json_file(const std::string& path, const nlohmann::json& doc);
+
+}  // namespace seqpar

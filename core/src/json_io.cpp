@@ -1,0 +1,102 @@
+#include "seqpar/core/json_io.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "seqpar/core/error.hpp"
+
+namespace seqpar {
+
+namespace {
+
+// Deepest bracket nesting outside strings, stopping early past the limit. A pre-scan rather than a
+// parser callback because the SAX parser is not the only recursion: destroying, copying and
+// dumping a parsed value recurse too, so a deep document must never be built at all.
+void check_depth(std::string_view text, std::string_view where) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  std::size_t line = 1;
+  for (char c : text) {
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw Error(fmt::format("{}: malformed JSON: nested deeper than {} levels (at line {})", where,
+                                kMaxJsonDepth, line));
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;  // unbalanced brackets are the parser's to report
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, std::string_view where) {
+  check_depth(text, where);
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::out_of_range& e) {
+    // 406: a number such as 1e400 that no double holds.
+    throw Error(fmt::format("{}: malformed JSON: a number is out of range: {}", where, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: malformed JSON: {}", where, e.what()));
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(fmt::format("{}: reading the file failed", path));
+  return parse_json(ss.str(), path);
+}
+
+std::string dump_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+std::string first_bad_number_at(const nlohmann::json& j, bool allow_negative, const std::string& path) {
+  if (j.is_number()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && (allow_negative || v >= 0)) return "";
+    return fmt::format("{} = {}", path.empty() ? "(value)" : path, v);
+  }
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      std::string b = first_bad_number_at(v, allow_negative, path.empty() ? k : path + "." + k);
+      if (!b.empty()) return b;
+    }
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      std::string b = first_bad_number_at(j[i], allow_negative, fmt::format("{}[{}]", path, i));
+      if (!b.empty()) return b;
+    }
+  }
+  return "";
+}
+}  // namespace
+
+std::string first_bad_number(const nlohmann::json& j, bool allow_negative) {
+  return first_bad_number_at(j, allow_negative, "");
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
+  out << dump_json(doc) << '\n';  // argv and paths may hold invalid UTF-8: replaced, not thrown on
+  if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
+
+}  // namespace seqpar

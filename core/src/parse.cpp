@@ -1,0 +1,63 @@
+#include "seqpar/core/parse.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+#include "seqpar/core/error.hpp"
+
+namespace seqpar {
+
+std::int64_t parse_count(std::string_view text, std::string_view field) {
+  std::string_view s = text;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  if (s.empty()) throw Error(fmt::format("{}: empty value; expected a count such as 131072, 128K or 1M", field));
+  std::int64_t mult = 1;
+  switch (std::toupper(static_cast<unsigned char>(s.back()))) {
+    case 'K': mult = std::int64_t{1} << 10; break;
+    case 'M': mult = std::int64_t{1} << 20; break;
+    case 'G': mult = std::int64_t{1} << 30; break;
+    case 'T': mult = std::int64_t{1} << 40; break;
+    default: break;
+  }
+  if (mult != 1) s.remove_suffix(1);
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || ptr != s.data() + s.size())
+    throw Error(fmt::format("{}: '{}' is not a count; expected digits with an optional K, M or G suffix", field, text));
+  if (v <= 0) throw Error(fmt::format("{}: {} must be positive", field, text));
+  if (v > std::numeric_limits<std::int64_t>::max() / mult)
+    throw Error(fmt::format("{}: '{}' is too large", field, text));
+  return v * mult;
+}
+
+std::vector<std::string> split_list(std::string_view text, std::string_view field) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = text.find(',', start);
+    std::string_view item = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (item.empty()) throw Error(fmt::format("{}: empty item in list '{}'", field, text));
+    out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string format_count(std::int64_t n) {
+  static constexpr const char* kSuffix[] = {"", "K", "M", "G", "T"};
+  int i = 0;
+  while (i < 4 && n != 0 && n % 1024 == 0) {
+    n /= 1024;
+    ++i;
+  }
+  return fmt::format("{}{}", n, kSuffix[i]);
+}
+
+}  // namespace seqpar

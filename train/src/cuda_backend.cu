@@ -1,0 +1,249 @@
+// CUDA back end: cuBLAS GEMMs (TF32 tensor cores, fp32 storage), seqpar's flash attention, LSE
+// merge and Ulysses reshard kernels, and the small kernels of cuda_ops.cu, all on one compute
+// stream that the communicators join. The model keeps fp32 activations; the flash kernels take
+// bf16, so attention converts its inputs to bf16 and its outputs back (mixed precision, like
+// training with bf16 attention); validation on the GPU therefore compares the sharded step's error
+// against an fp32 CPU reference with the unsharded step's (validation.hpp).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda_ops.cuh"
+#include "seqpar/core/cuda_check.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/kernels/flash_attention.cuh"
+#include "seqpar/kernels/lse_merge.cuh"
+#include "seqpar/kernels/reshard.cuh"
+#include "seqpar/train/backend.hpp"
+
+#define SEQPAR_CUBLAS_CHECK(call)                                                                \
+  do {                                                                                           \
+    cublasStatus_t seqpar_st_ = (call);                                                          \
+    if (seqpar_st_ != CUBLAS_STATUS_SUCCESS)                                                     \
+      throw ::seqpar::Error(fmt::format("cuBLAS error at {}:{}: {} failed: {}", __FILE__, __LINE__, \
+                                        #call, cublasGetStatusString(seqpar_st_)));             \
+  } while (0)
+
+namespace seqpar::train {
+namespace {
+
+using kernels::DType;
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) {
+    if (device >= 0) SEQPAR_CUDA_CHECK(cudaSetDevice(device));
+    SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    SEQPAR_CUBLAS_CHECK(cublasCreate(&blas_));
+    SEQPAR_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    SEQPAR_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH));
+  }
+  ~CudaBackend() override {
+    for (Slot& s : scratch_) deallocate(s.p, s.bytes, MemCategory::attention_buffers);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string_view name() const override { return "cuda"; }
+  bool on_gpu() const override { return true; }
+  Precision precision() const override { return Precision::bf16; }
+  void set_precision(Precision p) override {
+    if (p != Precision::bf16)
+      throw Error(fmt::format("--precision {}: the CUDA back end's attention kernels take bf16 only "
+                              "(fp32 is the CPU back end's reference mode)", to_string(p)));
+  }
+  void* compute_stream() override { return stream_; }
+
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    // The host buffer may be a temporary: wait until it has been read.
+    SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void zero(void* p, std::size_t bytes) override {
+    if (bytes) SEQPAR_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+  }
+  void synchronize() override { SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+            float* c) override {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    SEQPAR_CUBLAS_CHECK(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                                    k, &alpha, b, tb ? k : n, a, ta ? m : k, &beta, c, n));
+  }
+  void add(float* y, const float* x, std::int64_t n) override { cuda::add(y, x, n, stream_); }
+  void scale(float* x, float alpha, std::int64_t n) override { cuda::scale(x, alpha, n, stream_); }
+  void embedding_forward(float* out, const int* tokens, const float* table, int t, int c) override {
+    cuda::embedding_forward(out, tokens, table, t, c, stream_);
+  }
+  void embedding_backward(float* dtable, const float* dout, const int* tokens, int t, int c) override {
+    cuda::embedding_backward(dtable, dout, tokens, t, c, stream_);
+  }
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int t, int c,
+                       float eps) override {
+    cuda::rmsnorm_forward(out, rstd, inp, w, t, c, eps, stream_);
+  }
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                        const float* rstd, int t, int c) override {
+    cuda::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, t, c, stream_);
+  }
+  void rope(float* x, const int* pos, int t, int heads, int d, float theta, bool inverse) override {
+    cuda::rope(x, pos, t, heads, d, theta, inverse, stream_);
+  }
+  void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) override {
+    cuda::swiglu_forward(out, gate, up, n, stream_);
+  }
+  void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+                       std::int64_t n) override {
+    cuda::swiglu_backward(dgate, dup, dout, gate, up, n, stream_);
+  }
+  void cross_entropy(float* losses, float* logits, const int* labels, int t, int v, float dscale) override {
+    cuda::cross_entropy(losses, logits, labels, t, v, dscale, stream_);
+  }
+  void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
+             float wd, int step) override {
+    cuda::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, stream_);
+  }
+
+  void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v, float* o,
+                         float* lse) override {
+    const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    auto* q16 = bf16(0, nq);
+    auto* k16 = bf16(1, nk);
+    auto* v16 = bf16(2, nk);
+    auto* o16 = bf16(3, nq);
+    cuda::to_bf16(q16, q, nq, stream_);
+    cuda::to_bf16(k16, k, nk, stream_);
+    cuda::to_bf16(v16, v, nk, stream_);
+    kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
+    cuda::from_bf16(o, o16, nq, stream_);
+  }
+  void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v, const float* o,
+                          const float* lse, const float* dout, float* dq, float* dk, float* dv) override {
+    const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    auto* q16 = bf16(0, nq);
+    auto* k16 = bf16(1, nk);
+    auto* v16 = bf16(2, nk);
+    auto* o16 = bf16(3, nq);
+    auto* do16 = bf16(4, nq);
+    auto* dq16 = bf16(5, nq);
+    auto* dk16 = bf16(6, nk);
+    auto* dv16 = bf16(7, nk);
+    cuda::to_bf16(q16, q, nq, stream_);
+    cuda::to_bf16(k16, k, nk, stream_);
+    cuda::to_bf16(v16, v, nk, stream_);
+    cuda::to_bf16(o16, o, nq, stream_);
+    cuda::to_bf16(do16, dout, nq, stream_);
+    void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(s));
+    kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
+                                      stream_);
+    cuda::from_bf16(dq, dq16, nq, stream_);
+    cuda::from_bf16(dk, dk16, nk, stream_);
+    cuda::from_bf16(dv, dv16, nk, stream_);
+  }
+  void lse_merge(int batch, int seq_q, int heads, int d, float* o, float* lse, const float* o_part,
+                 const float* lse_part) override {
+    kernels::lse_merge(batch, seq_q, heads, d, DType::fp32, o, lse, DType::fp32, o_part, lse_part, stream_);
+  }
+  void ulysses_pack(int p, int b, int n, int h, int d, const float* in, float* out) override {
+    kernels::ulysses_pack(p, b, n, h, d, DType::fp32, in, out, stream_);
+  }
+  void ulysses_unpack(int p, int b, int n, int h, int d, const float* in, float* out) override {
+    kernels::ulysses_unpack(p, b, n, h, d, DType::fp32, in, out, stream_);
+  }
+  void ulysses_pack_reverse(int p, int b, int n, int h, int d, const float* in, float* out) override {
+    kernels::ulysses_pack_reverse(p, b, n, h, d, DType::fp32, in, out, stream_);
+  }
+  void ulysses_unpack_reverse(int p, int b, int n, int h, int d, const float* in, float* out) override {
+    kernels::ulysses_unpack_reverse(p, b, n, h, d, DType::fp32, in, out, stream_);
+  }
+  void ulysses_pack_qkv(int p, int b, int n, int h, int kv, int d, const float* q, const float* k, const float* v,
+                        float* out) override {
+    kernels::ulysses_pack_qkv(p, b, n, h, kv, d, DType::fp32, q, k, v, out, stream_);
+  }
+  void ulysses_unpack_qkv(int p, int b, int n, int h, int kv, int d, const float* in, float* q, float* k,
+                          float* v) override {
+    kernels::ulysses_unpack_qkv(p, b, n, h, kv, d, DType::fp32, in, q, k, v, stream_);
+  }
+  void ulysses_pack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* dq, const float* dk,
+                                const float* dv, float* out) override {
+    kernels::ulysses_pack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, dq, dk, dv, out, stream_);
+  }
+  void ulysses_unpack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* in, float* dq,
+                                  float* dk, float* dv) override {
+    kernels::ulysses_unpack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, in, dq, dk, dv, stream_);
+  }
+  void replicate_kv_heads(int rep, int b, int n, int kv, int d, const float* in, float* out) override {
+    kernels::replicate_kv_heads(rep, b, n, kv, d, DType::fp32, in, out, stream_);
+  }
+  void reduce_kv_heads(int rep, int b, int n, int kv, int d, const float* in, float* out) override {
+    kernels::reduce_kv_heads(rep, b, n, kv, d, DType::fp32, in, out, stream_);
+  }
+
+ private:
+  struct Slot {
+    void* p = nullptr;
+    std::int64_t bytes = 0;
+  };
+
+  // Grow-only scratch for the bf16 copies and the backward workspace, charged to attention_buffers.
+  void* slot(std::size_t i, std::size_t bytes) {
+    if (scratch_.size() <= i) scratch_.resize(i + 1);
+    Slot& s = scratch_[i];
+    const auto need = static_cast<std::int64_t>((bytes + 255) / 256 * 256);
+    if (s.bytes < need) {
+      synchronize();  // an earlier launch may still read the old buffer
+      deallocate(s.p, s.bytes, MemCategory::attention_buffers);
+      s.p = allocate(need, MemCategory::attention_buffers);
+      s.bytes = need;
+    }
+    return s.p;
+  }
+  std::uint16_t* bf16(std::size_t i, std::int64_t elems) {
+    return static_cast<std::uint16_t*>(slot(i, static_cast<std::size_t>(elems) * 2));
+  }
+
+  void* raw_allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    SEQPAR_CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void raw_free(void* p) noexcept override {
+    // Frees happen while work using other buffers may be queued; cudaFree synchronises the device.
+    cudaFree(p);
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::vector<Slot> scratch_;
+};
+
+}  // namespace
+
+bool cuda_backend_built() { return true; }
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    throw Error(fmt::format("--backend cuda: no usable CUDA device ({})",
+                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices"));
+  if (device >= count)
+    throw Error(fmt::format("--backend cuda: device {} does not exist ({} devices)", device, count));
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace seqpar::train

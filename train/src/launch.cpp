@@ -1,0 +1,247 @@
+#include "seqpar/train/launch.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "seqpar/comm/environment.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/run_info.hpp"
+#include "seqpar/comm/same_options.hpp"
+#include "seqpar/comm/watchdog.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/validity.hpp"
+#include "seqpar/train/seq_layout.hpp"
+#include "seqpar/train/sp_attention.hpp"
+
+#ifdef SEQPAR_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace seqpar::train {
+
+void ModelOptions::add(CLI::App& app) {
+  app.add_option("--model", model,
+                 "model preset name or JSON file (default: a tiny 2-layer model)");
+  app.add_option("--layers", layers, "override: decoder layers (presets scaled down in depth)");
+  app.add_option("--hidden", hidden, "override: hidden size");
+  app.add_option("--heads", heads, "override: attention heads");
+  app.add_option("--kv-heads", kv_heads, "override: KV heads (GQA)");
+  app.add_option("--head-dim", head_dim, "override: head dimension");
+  app.add_option("--ffn-hidden", ffn, "override: SwiGLU hidden size");
+  app.add_option("--vocab", vocab, "override: vocabulary size");
+}
+
+ModelConfig ModelOptions::resolve() const {
+  ModelConfig c;
+  if (!model.empty()) c = from_sim(sim::load_model(model));
+  if (layers) c.layers = *layers;
+  if (hidden) c.hidden = *hidden;
+  if (heads) c.heads = *heads;
+  if (kv_heads) c.kv_heads = *kv_heads;
+  if (head_dim) c.head_dim = *head_dim;
+  if (ffn) c.ffn = *ffn;
+  if (vocab) c.vocab = *vocab;
+  validate(c);
+  return c;
+}
+
+void RunOptions::add(CLI::App& app) {
+  app.add_option("--seq-len", seq_len, "tokens per sequence, full length (accepts 64K, 1M)");
+  // Each plan flag records that it was given and updates sp, so the default rank count follows
+  // the same inference as the plan (sim::implied_sp) whatever order the flags come in.
+  auto implied = [this] {
+    if (sp_given) return;
+    try {
+      sp = sim::implied_sp(plan_flags()).value_or(1);
+    } catch (const Error&) {
+      // A bad --method or an oversized U x R: plan() reports it with the same message.
+    }
+  };
+  app.add_option_function<std::string>("--method", [this, implied](const std::string& v) { method = v; implied(); },
+                                        "ulysses | ring | ring-zigzag | hybrid");
+  app.add_option_function<int>("--sp", [this](const int& v) { sp = v; sp_given = true; },
+                               "sequence-parallel degree P (default: U x R when both are given, else all ranks)");
+  app.add_option_function<int>("--ulysses-degree", [this, implied](const int& v) { ulysses_degree = v; ulysses_given = true; implied(); },
+                               "Ulysses degree U");
+  app.add_option_function<int>("--ring-degree", [this, implied](const int& v) { ring_degree = v; ring_given = true; implied(); },
+                               "ring degree R (P = U x R)");
+  app.add_option("--micro-batch", micro_batch, "sequences per SP group per step");
+  app.add_option("--gpus", gpus,
+                 "ranks for --comm virtual|loopback (default: sp); mpi/nccl take the launcher's");
+  app.add_option("--backend", backend, "cpu | cuda");
+  app.add_option("--comm", comm, "mpi | nccl | virtual | loopback");
+  app.add_option("-J,--json", json_path, "write the measurement JSON to FILE");
+  app.add_option("--seed", seed, "seed of the parameters and the synthetic data");
+}
+
+sim::PlanFlags RunOptions::plan_flags() const {
+  sim::PlanFlags f;
+  f.method = method;
+  if (sp_given) f.sp = sp;
+  if (ulysses_given) f.ulysses_degree = ulysses_degree;
+  if (ring_given) f.ring_degree = ring_degree;
+  f.micro_batch = micro_batch;
+  return f;
+}
+
+sim::Plan RunOptions::plan(int world_size) const {
+  // 8 GPUs per node: a hybrid without degrees keeps Ulysses within 8 ranks, as on a DGX.
+  sim::Plan p = sim::plan_from_flags(plan_flags(), world_size, parse_count(seq_len, "--seq-len"), 8);
+  p.mem.zero = 0;  // plain data parallelism: gradients all-reduced, states replicated
+  p.mem.checkpoint = sim::Checkpoint::none;
+  std::vector<std::string> errors;
+  if (!sim::check_plan_structure(p, errors)) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    throw Error(all);
+  }
+  SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag());  // the step's own token layout
+  return p;
+}
+
+std::string mode_name(comm::Backend b) {
+  switch (b) {
+    case comm::Backend::mpi:
+    case comm::Backend::nccl: return "real-ranks";
+    case comm::Backend::virtual_ranks: return "virtual-ranks";
+    case comm::Backend::loopback: return "single-rank-proxy";
+  }
+  return "unknown";
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda") return make_cuda_backend(-1);
+  throw Error(fmt::format("--backend '{}': must be cpu or cuda", name));
+}
+
+namespace {
+
+int run_guarded(const char* who, int rank, const std::function<int()>& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s rank %d: error: %s\n", who, rank, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s rank %d: internal error: %s\n", who, rank, e.what());
+    return 3;
+  }
+}
+
+}  // namespace
+
+void LaunchChecks::add(CLI::App& app) {
+  app.add_option("--comm-timeout", comm_timeout, comm::kCommTimeoutHelp);
+}
+
+nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
+  return {{"--model", {{"name", cfg.name},
+                       {"layers", cfg.layers},
+                       {"hidden", cfg.hidden},
+                       {"heads", cfg.heads},
+                       {"kv_heads", cfg.kv_heads},
+                       {"head_dim", cfg.head_dim},
+                       {"ffn_hidden", cfg.ffn},
+                       {"vocab", cfg.vocab},
+                       {"tied_embeddings", cfg.tied_embeddings}}},
+          {"--seq-len", parse_count(o.seq_len, "--seq-len")},
+          {"--method", sim::to_string(sim::parse_method(o.method))},
+          {"--sp", o.sp},
+          {"--ulysses-degree", o.ulysses_degree},
+          {"--ring-degree", o.ring_degree},
+          {"--micro-batch", o.micro_batch},
+          {"--gpus", o.gpus},
+          {"--backend", o.backend},
+          {"--comm", o.comm},
+          {"--seed", o.seed}};
+}
+
+int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
+                 const LaunchChecks& checks, const RankBody& body) {
+  comm::configure_comm_timeout(checks.comm_timeout);
+  const comm::Backend kind = comm::parse_backend(o.comm);
+  std::string why;
+  if (!comm::backend_available(kind, &why))
+    throw Error(fmt::format("--comm {}: not available: {}", o.comm, why));
+  const bool on_gpu = o.backend == "cuda";
+  if (kind == comm::Backend::nccl && !on_gpu)
+    throw Error("--comm nccl needs --backend cuda (NCCL moves GPU buffers)");
+  if ((kind == comm::Backend::mpi) && on_gpu)
+    throw Error("--comm mpi moves host buffers: use --backend cpu, or --comm nccl on GPUs");
+  if (kind == comm::Backend::mpi || kind == comm::Backend::nccl) {
+    comm::MpiSession session(argc, argv);
+    // Before any other communication (NCCL's bootstrap included): ranks started with different
+    // options would crash, hang or compute a wrong result. All ranks agree on the outcome, so
+    // they return together, without MPI_Abort; rank 0 says why.
+    try {
+      comm::verify_same_options(checks.same_options);
+    } catch (const Error& e) {
+      if (session.world_rank() == 0) std::fprintf(stderr, "seqpar: error: %s\n", e.what());
+      return 2;
+    }
+    int rc = run_guarded("seqpar", session.world_rank(), [&] {
+      auto world = kind == comm::Backend::mpi ? comm::make_mpi_world() : comm::make_nccl_world();
+      auto be = make_backend(o.backend);
+      return body(*world, *be);
+    });
+#ifdef SEQPAR_HAVE_MPI
+    // A rank that failed alone would leave the others waiting in a collective.
+    if (rc == 2 || rc == 3) MPI_Abort(MPI_COMM_WORLD, rc);
+#endif
+    return rc;
+  }
+  if (kind == comm::Backend::loopback) {
+    auto world = comm::make_loopback(world_size, 0, on_gpu);
+    return run_guarded("seqpar", 0, [&] {
+      auto be = make_backend(o.backend);
+      return body(*world, *be);
+    });
+  }
+  auto comms = comm::make_virtual_world(world_size, on_gpu);
+  std::vector<int> rcs(static_cast<std::size_t>(world_size), 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world_size; ++r)
+    threads.emplace_back([&, r] {
+      rcs[static_cast<std::size_t>(r)] = run_guarded("seqpar", r, [&] {
+        auto be = make_backend(o.backend);
+        return body(*comms[static_cast<std::size_t>(r)], *be);
+      });
+    });
+  for (auto& t : threads) t.join();
+  return *std::max_element(rcs.begin(), rcs.end());
+}
+
+nlohmann::json measurement_document(int argc, const char* const* argv, const std::string& program,
+                                    const std::string& mode, bool on_gpu) {
+  nlohmann::json j = run_info(argc, argv);
+  j["kind"] = "measurement";
+  j["program"] = program;
+  j["mode"] = mode;
+  j["device"] = on_gpu ? "gpu" : "cpu";
+  j["environment"] = comm::environment_info();
+  return j;
+}
+
+double sum_over(comm::Communicator& c, Backend& be, double value) {
+  Array<double> buf(be, 1, MemCategory::working);
+  be.copy_from_host(buf.data(), &value, sizeof(double));
+  if (c.size() > 1) c.all_reduce(buf.data(), buf.data(), 1, comm::DType::f64);
+  be.copy_to_host(&value, buf.data(), sizeof(double));
+  return value;
+}
+
+std::vector<double> gather_over(comm::Communicator& c, Backend& be, double value) {
+  Array<double> send(be, 1, MemCategory::working), recv(be, c.size(), MemCategory::working);
+  be.copy_from_host(send.data(), &value, sizeof(double));
+  c.all_gather(send.data(), recv.data(), 1, comm::DType::f64);
+  std::vector<double> out(static_cast<std::size_t>(c.size()));
+  be.copy_to_host(out.data(), recv.data(), out.size() * sizeof(double));
+  return out;
+}
+
+}  // namespace seqpar::train

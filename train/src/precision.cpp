@@ -1,0 +1,28 @@
+#include "seqpar/train/precision.hpp"
+
+#include <fmt/format.h>
+
+#include "seqpar/comm/element.hpp"
+#include "seqpar/core/error.hpp"
+
+namespace seqpar::train {
+
+std::string_view to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+
+Precision parse_precision(std::string_view text, std::string_view field) {
+  if (text == "fp32") return Precision::fp32;
+  if (text == "bf16") return Precision::bf16;
+  throw Error(fmt::format("{} '{}': must be bf16 or fp32", field, text));
+}
+
+void round_to_bf16(float* x, std::int64_t n) {
+  // The one host bf16 conversion of the project (comm's element access, which the host
+  // communicators reduce with), so the emulation rounds exactly as the reductions do.
+  std::uint16_t b = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    comm::store(&b, 0, comm::DType::bf16, static_cast<double>(x[i]));
+    x[i] = static_cast<float>(comm::load(&b, 0, comm::DType::bf16));
+  }
+}
+
+}  // namespace seqpar::train

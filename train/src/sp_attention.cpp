@@ -1,0 +1,322 @@
+#include "seqpar/train/sp_attention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "seqpar/core/error.hpp"
+
+namespace seqpar::train {
+
+void join_compute_stream(Backend& be, comm::Groups& g) {
+  if (!be.on_gpu()) return;
+  for (comm::Communicator* c : {g.sp.get(), g.ulysses.get(), g.ring.get(), g.dp.get()})
+    if (c) c->set_stream(be.compute_stream());
+}
+
+void check_ulysses_heads(int heads, int kv_heads, int ulysses) {
+  if (heads % ulysses != 0)
+    throw Error(fmt::format("heads = {} must be divisible by ulysses_degree = {}", heads, ulysses));
+  if (kv_heads % ulysses != 0 && ulysses % kv_heads != 0)
+    throw Error(fmt::format(
+        "kv_heads = {} and ulysses_degree = {}: one must divide the other (kv_heads % U == 0 "
+        "splits the KV heads, U % kv_heads == 0 replicates them)",
+        kv_heads, ulysses));
+}
+
+SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
+                         comm::Communicator* ulysses, comm::Communicator* ring, AttnDims dims)
+    : be_(be), layout_(layout), ring_index_(ring_index), ulysses_(ulysses), ring_(ring),
+      dims_(dims), u_(layout.ulysses()), r_(layout.ring()) {
+  if (u_ > 1 && (!ulysses_ || ulysses_->size() != u_))
+    throw Error(fmt::format("Ulysses group: need a communicator of size {}", u_));
+  if (r_ > 1 && (!ring_ || ring_->size() != r_))
+    throw Error(fmt::format("Ring group: need a communicator of size {}", r_));
+  check_ulysses_heads(dims.heads, dims.kv_heads, u_);
+  int kv = dims.kv_heads;
+  if (kv % u_ != 0) {  // U % kv_heads == 0: each KV head replicated so every rank gets one
+    rep_ = u_ / kv;
+    kv = u_;
+  }
+  nl_ = layout.local_len();
+  ng_ = layout.group_len();
+  hl_ = dims.heads / u_;
+  kvl_ = kv / u_;
+  my_segs_ = layout.group_segments(ring_index);
+}
+
+void SpAttention::exchange(std::int64_t n, const std::function<void(float*)>& pack,
+                           const std::function<void(const float*)>& unpack) {
+  Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
+  pack(send.data());
+  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::f32);
+  unpack(recv.data());
+}
+
+void SpAttention::gather_seq(const float* in, float* out, int heads) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
+           [&](float* send) { be_.ulysses_pack(u_, b, nl_, heads, d, in, send); },
+           [&](const float* recv) { be_.ulysses_unpack(u_, b, nl_, heads, d, recv, out); });
+}
+
+void SpAttention::scatter_seq(const float* in, float* out, int heads) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
+           [&](float* send) { be_.ulysses_pack_reverse(u_, b, nl_, heads, d, in, send); },
+           [&](const float* recv) { be_.ulysses_unpack_reverse(u_, b, nl_, heads, d, recv, out); });
+}
+
+void SpAttention::gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv,
+                             int kv) {
+  const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
+           [&](float* send) { be_.ulysses_pack_qkv(u_, b, nl_, h, kv, d, q, k, v, send); },
+           [&](const float* recv) { be_.ulysses_unpack_qkv(u_, b, nl_, h, kv, d, recv, yq, yk, yv); });
+}
+
+void SpAttention::scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv,
+                              int kv) {
+  const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
+  exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
+           [&](float* send) { be_.ulysses_pack_qkv_reverse(u_, b, nl_, h, kv, d, dq, dk, dv, send); },
+           [&](const float* recv) { be_.ulysses_unpack_qkv_reverse(u_, b, nl_, h, kv, d, recv, xq, xk, xv); });
+}
+
+AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
+  AttnShape s;
+  s.batch = 1;  // one sequence at a time: a segment of it is then one contiguous block
+  s.seq_q = qs.len;
+  s.seq_k = ks.len;
+  s.heads = hl_;
+  s.kv_heads = kvl_;
+  s.head_dim = dims_.head_dim;
+  s.causal = true;
+  s.q_offset = qs.pos;
+  s.k_offset = ks.pos;
+  return s;
+}
+
+std::int64_t SpAttention::lse_offset(int b, int seg) const {
+  // [b][segment][H/U][segment length]: each (sequence, segment) block is its own lse array.
+  return (static_cast<std::int64_t>(b) * ng_ + my_segs_[seg].offset) * hl_;
+}
+
+void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  if (u_ == 1) {
+    s.q = std::move(q);
+    s.k = std::move(k);
+    s.v = std::move(v);
+  } else {
+    if (rep_ > 1) {  // each KV head replicated so every rank of the group gets one
+      for (Floats* kv : {&k, &v}) {
+        Floats wide(be_, static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
+        be_.replicate_kv_heads(rep_, b, nl_, dims_.kv_heads, d, kv->data(), wide.data());
+        *kv = std::move(wide);
+      }
+    }
+    s.q = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
+    const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+    s.k = Floats(be_, kv_n, MemCategory::activations);
+    s.v = Floats(be_, kv_n, MemCategory::activations);
+    gather_qkv(q.data(), k.data(), v.data(), s.q.data(), s.k.data(), s.v.data(), kvl_ * u_);
+    q.reset();
+    k.reset();
+    v.reset();
+    if (fault_ == Fault::kv_wrong_block && r_ == 1 && ulysses_->rank() == 1) {
+      swap_first_kv_chunks(s.k);
+      swap_first_kv_chunks(s.v);
+    }
+  }
+  s.o = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
+  s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
+  ring_forward(s.q.data(), s.k.data(), s.v.data(), s.o.data(), s.lse.data());
+  if (u_ > 1) {
+    s.out = Floats(be_, static_cast<std::int64_t>(b) * nl_ * dims_.heads * d,
+                   MemCategory::activations);
+    scatter_seq(s.o.data(), s.out.data(), dims_.heads);
+  }
+}
+
+void SpAttention::swap_first_kv_chunks(Floats& kv) {
+  // [b, U * nl, kvl, d]: peer j's chunk is tokens [j * nl, (j + 1) * nl) of each sequence.
+  const std::int64_t chunk = static_cast<std::int64_t>(nl_) * kvl_ * dims_.head_dim;
+  const auto bytes = static_cast<std::size_t>(chunk) * sizeof(float);
+  Floats tmp(be_, chunk, MemCategory::working);
+  for (int bi = 0; bi < dims_.batch; ++bi) {
+    float* a = kv.data() + static_cast<std::int64_t>(bi) * ng_ * kvl_ * dims_.head_dim;
+    be_.copy(tmp.data(), a, bytes);
+    be_.copy(a, a + chunk, bytes);
+    be_.copy(a + chunk, tmp.data(), bytes);
+  }
+}
+
+void SpAttention::ring_forward(const float* q, const float* k, const float* v, float* o,
+                               float* lse) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+  // K and V travel together: one message per ring step.
+  Floats cur(be_, 2 * kv_n, MemCategory::attention_buffers), next;
+  if (r_ > 1) next = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+  be_.copy(cur.data(), k, kv_n * sizeof(float));
+  be_.copy(cur.data() + kv_n, v, kv_n * sizeof(float));
+
+  // o = 0, lse = -inf: "nothing merged yet".
+  be_.zero(o, static_cast<std::size_t>(b) * ng_ * hl_ * d * sizeof(float));
+  {
+    std::vector<float> ninf(static_cast<std::size_t>(b) * ng_ * hl_,
+                            -std::numeric_limits<float>::infinity());
+    be_.copy_from_host(lse, ninf.data(), ninf.size() * sizeof(float));
+  }
+  int max_seg = 0;
+  for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
+  Floats o_part(be_, static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
+  Floats lse_part(be_, static_cast<std::int64_t>(max_seg) * hl_, MemCategory::attention_buffers);
+
+  // Fault::kv_wrong_block: ring rank 1 keeps its own block (step 0) and uses it again at step 1.
+  const bool stale_step = fault_ == Fault::kv_wrong_block && r_ > 1 && ring_index_ == 1;
+  Floats stale;
+  if (stale_step) {
+    stale = Floats(be_, 2 * kv_n, MemCategory::working);
+    be_.copy(stale.data(), cur.data(), stale.bytes());
+  }
+
+  const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
+  for (int t = 0; t < r_; ++t) {
+    comm::Request req;
+    if (t + 1 < r_)
+      req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
+                                   static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+    const int src = (ring_index_ + r_ - t) % r_;
+    const std::vector<Segment> ksegs = layout_.group_segments(src);
+    const float* kv = stale_step && t == 1 ? stale.data() : cur.data();
+    for (int bi = 0; bi < b; ++bi) {
+      for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
+        const Segment& qs = my_segs_[qi];
+        for (const Segment& ks : ksegs) {
+          if (ks.pos > qs.pos + qs.len - 1) continue;  // entirely in the causal future
+          const AttnShape sh = block_shape(qs, ks);
+          const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
+          const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
+          be_.attention_forward(sh, q + qo, kv + ko, kv + kv_n + ko, o_part.data(), lse_part.data());
+          be_.lse_merge(1, qs.len, hl_, d, o + qo, lse + lse_offset(bi, static_cast<int>(qi)),
+                        o_part.data(), lse_part.data());
+        }
+      }
+    }
+    if (t + 1 < r_) {  // (a back end may complete the transfer at once and return no request)
+      ring_->wait(req);
+      std::swap(cur, next);
+    }
+  }
+}
+
+void SpAttention::backward(const AttnSaved& s, const float* dout, float* dq, float* dk,
+                           float* dv) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  if (u_ == 1) {
+    ring_backward(s, dout, dq, dk, dv);
+    return;
+  }
+  const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
+  const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+  Floats dout_g(be_, q_n, MemCategory::attention_buffers), dq_g(be_, q_n, MemCategory::attention_buffers);
+  Floats dk_g(be_, kv_n, MemCategory::attention_buffers), dv_g(be_, kv_n, MemCategory::attention_buffers);
+  gather_seq(dout, dout_g.data(), dims_.heads);
+  ring_backward(s, dout_g.data(), dq_g.data(), dk_g.data(), dv_g.data());
+  dout_g.reset();
+  if (rep_ == 1) {
+    scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk, dv, dims_.kv_heads);
+    return;
+  }
+  // Each KV head's replicas come back as separate heads; their gradients are summed.
+  const std::int64_t wide_n = static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d;
+  Floats dk_w(be_, wide_n, MemCategory::attention_buffers), dv_w(be_, wide_n, MemCategory::attention_buffers);
+  scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk_w.data(), dv_w.data(), kvl_ * u_);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dk_w.data(), dk);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dv_w.data(), dv);
+}
+
+void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq, float* dk,
+                                float* dv) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
+  const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+  const bool ring = r_ > 1;
+  // K,V rotate ahead (overlapped with the block in hand); the dK,dV of the visiting block are
+  // accumulated here, then sent on to the next rank, which adds its part while the following
+  // block is computed. After R sends each rank holds the full dK,dV of its own block.
+  Floats cur(be_, 2 * kv_n, MemCategory::attention_buffers), next, dkv_in;
+  Floats dkv_local[2];
+  dkv_local[0] = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+  if (ring) {
+    next = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+    dkv_in = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+    dkv_local[1] = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+  }
+  be_.copy(cur.data(), s.k.data(), kv_n * sizeof(float));
+  be_.copy(cur.data() + kv_n, s.v.data(), kv_n * sizeof(float));
+  be_.zero(dq, q_n * sizeof(float));
+
+  int max_seg = 0;
+  for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
+  const std::int64_t max_k = ng_;  // a K segment is at most a whole group
+  Floats dq_t(be_, static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
+  Floats dk_t(be_, max_k * kvl_ * d, MemCategory::attention_buffers);
+  Floats dv_t(be_, max_k * kvl_ * d, MemCategory::attention_buffers);
+
+  const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
+  comm::Request dkv_req;
+  for (int t = 0; t < r_; ++t) {
+    comm::Request kv_req;
+    if (t + 1 < r_)
+      kv_req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
+                                      static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+    Floats& acc = dkv_local[t % 2];
+    be_.zero(acc.data(), acc.bytes());
+    const int src = (ring_index_ + r_ - t) % r_;
+    const std::vector<Segment> ksegs = layout_.group_segments(src);
+    for (int bi = 0; bi < b; ++bi) {
+      for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
+        const Segment& qs = my_segs_[qi];
+        for (const Segment& ks : ksegs) {
+          if (ks.pos > qs.pos + qs.len - 1) continue;
+          const AttnShape sh = block_shape(qs, ks);
+          const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
+          const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
+          const std::int64_t kn = static_cast<std::int64_t>(ks.len) * kvl_ * d;
+          be_.attention_backward(sh, s.q.data() + qo, cur.data() + ko, cur.data() + kv_n + ko,
+                                 s.o.data() + qo, s.lse.data() + lse_offset(bi, static_cast<int>(qi)),
+                                 dout + qo, dq_t.data(), dk_t.data(), dv_t.data());
+          be_.add(dq + qo, dq_t.data(), static_cast<std::int64_t>(qs.len) * hl_ * d);
+          be_.add(acc.data() + ko, dk_t.data(), kn);
+          be_.add(acc.data() + kv_n + ko, dv_t.data(), kn);
+        }
+      }
+    }
+    if (ring) {
+      if (t > 0) {  // the dK,dV the previous ranks accumulated for this same block
+        ring_->wait(dkv_req);
+        be_.add(acc.data(), dkv_in.data(), 2 * kv_n);
+      }
+      dkv_req = ring_->send_recv_async(acc.data(), next_rank, dkv_in.data(), prev_rank,
+                                       static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+    }
+    if (t + 1 < r_) {
+      ring_->wait(kv_req);
+      std::swap(cur, next);
+    }
+  }
+  const float* own = dkv_local[0].data();
+  if (ring) {
+    ring_->wait(dkv_req);
+    own = dkv_in.data();
+  }
+  be_.copy(dk, own, kv_n * sizeof(float));
+  be_.copy(dv, own + kv_n, kv_n * sizeof(float));
+}
+
+}  // namespace seqpar::train
