@@ -22,7 +22,9 @@ echo "== test.sh: sanitizer build, ASan + UBSan, no CUDA ($asan)"
 if [ ! -f "$asan/CMakeCache.txt" ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DSEQPAR_ENABLE_CUDA=OFF -DSEQPAR_SANITIZE=ON "${launcher[@]}"
+  # -O1: the optimisation level the sanitizers are designed for, and a much faster build than -O3.
+  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DSEQPAR_ENABLE_CUDA=OFF -DSEQPAR_SANITIZE=ON "${launcher[@]}"
 fi
 cmake --build "$asan" -j "$(nproc)"
 # Reports also go to files: ctest ignores the exit code of a test that passes on an output pattern,
