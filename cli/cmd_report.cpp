@@ -33,8 +33,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--out", args->options.out_dir, "output directory (created)")->required();
   cmd->add_option("--title", args->options.title, "report title")->capture_default_str();
   cmd->add_option("--python", args->options.python, "Python interpreter with matplotlib")->capture_default_str();
-  cmd->add_option("--scripts-dir", args->options.scripts_dir,
-                  "seqpar's scripts/ folder (default: $SEQPAR_SCRIPTS_DIR, else the source tree seqpar was built from)");
+  cmd->add_option("--plots-dir", args->options.plots_dir,
+                  "the folder of the plot scripts, seqpar's reports/plots/ (default: $SEQPAR_PLOTS_DIR, else the source tree "
+                  "seqpar was built from)");
   cmd->add_flag("--no-plots", args->no_plots, "tables only");
   cmd->add_flag("--json", args->json, "print the written files and warnings as JSON");
   cmd->callback([args] {

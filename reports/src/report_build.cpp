@@ -10,6 +10,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/reports/figure_kinds.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 #include "seqpar/reports/report_data.hpp"
@@ -130,90 +131,98 @@ std::string link_label(const json& p) {
 
 }  // namespace
 
-json plan_figures(const json& data) {
-  json figs = json::array();
-  auto groups = groups_of(data["points"]);
+namespace {
 
-  for (const auto& [key, pts] : groups) {
-    // Throughput against sequence length, a panel per SP size, a line per method.
-    std::map<std::int64_t, std::map<std::string, std::vector<std::pair<double, double>>>> panels;
-    for (const auto& p : pts) {
-      if (!plottable(p)) continue;
-      // One line per method and split; each point carries its own fastest memory options.
-      std::string label = structure_label(p["plan"]);
-      if (p["origin"] == "measurement") label += " (measured)";
-      panels[int_of(p["plan"], "sp")][label].push_back({num(p["plan"], "seq_len"), num(p, "tokens_per_s_per_gpu")});
-    }
-    if (!panels.empty()) {
-      json fig = {{"type", "lines"}, {"section", "throughput"},
-                  {"file", "throughput-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
-                  {"title", "Throughput: " + group_title(key)}, {"xlabel", "sequence length (tokens)"},
-                  {"ylabel", "tokens/s per GPU"}, {"xscale", "log2"}, {"panels", json::array()},
-                  {"caption", fmt::format("Tokens/s per GPU against sequence length, {}; plans that do not fit in "
-                                          "memory are left out. Sources: {} ({}).", group_title(key), sources_of(pts), modes_of(pts))}};
-      for (auto& [sp, series] : panels) {
-        json panel = {{"title", fmt::format("SP = {}", sp)}, {"series", json::array()}};
-        for (auto& [label, xy] : series) {
-          std::sort(xy.begin(), xy.end());
-          json s = {{"label", label}, {"x", json::array()}, {"y", json::array()}};
-          for (auto& [x, y] : xy) { s["x"].push_back(x); s["y"].push_back(y); }
-          panel["series"].push_back(s);
-        }
-        fig["panels"].push_back(panel);
-      }
-      figs.push_back(fig);
-    }
+std::string group_file(const std::string& prefix, const GroupKey& key) {
+  return prefix + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key));
+}
 
-    std::int64_t seq = 0;
-    std::vector<json> sel = breakdown_selection(pts, &seq);
-    if (sel.empty()) continue;
-    std::string where = fmt::format("{} at sequence length {}", group_title(key), fmt_seq(static_cast<double>(seq)));
-    json cats = json::array();
-    for (const auto& p : sel) cats.push_back(p["plan_label"].get<std::string>() + (p["fits"].get<bool>() ? "" : " (OOM)"));
-    json tstacks = json::array();
-    std::vector<std::vector<std::pair<std::string, double>>> parts;
-    for (const auto& p : sel) parts.push_back(time_parts(p));
-    std::vector<std::string> names;
-    for (const auto& ps : parts) for (const auto& [n, v] : ps) if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-    for (const auto& n : names) {
-      json vals = json::array();
-      for (const auto& ps : parts) {
-        double v = 0;
-        for (const auto& [k, x] : ps) if (k == n) v = x;
-        vals.push_back(v);
-      }
-      tstacks.push_back({{"label", n}, {"values", vals}});
-    }
-    figs.push_back({{"type", "stacked_bars"}, {"section", "step_time"},
-                    {"file", "step-time-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
-                    {"title", "Step time: " + where}, {"ylabel", "seconds per step"}, {"categories", cats}, {"stacks", tstacks},
-                    {"caption", fmt::format("Step-time breakdown, {}. Sources: {} ({}).", where, sources_of(sel), modes_of(sel))}});
-
-    std::vector<std::string> mnames;
-    for (const auto& p : sel) for (auto& [k, v] : p["memory"].items()) if (std::find(mnames.begin(), mnames.end(), k) == mnames.end()) mnames.push_back(k);
-    if (mnames.empty()) continue;
-    json mstacks = json::array();
-    for (const auto& n : mnames) {
-      json vals = json::array();
-      for (const auto& p : sel) vals.push_back(num(p["memory"], n.c_str()) / (1024.0 * 1024 * 1024));
-      std::string label = n.size() > 6 && n.ends_with("_bytes") ? n.substr(0, n.size() - 6) : n;
-      std::replace(label.begin(), label.end(), '_', ' ');
-      mstacks.push_back({{"label", label}, {"values", vals}});
-    }
-    json fig = {{"type", "stacked_bars"}, {"section", "memory"},
-                {"file", "memory-" + slug(std::get<0>(key) + "-" + std::get<1>(key)) + fmt::format("-g{}.png", std::get<2>(key))},
-                {"title", "Memory per GPU: " + where}, {"ylabel", "GiB per GPU"}, {"categories", cats}, {"stacks", mstacks},
-                {"caption", fmt::format("Peak memory per GPU by part against the device capacity, {}. Sources: {} ({}).",
-                                        where, sources_of(sel), modes_of(sel))}};
-    double cap = num(sel.front(), "memory_capacity_bytes");
-    if (cap > 0) fig["hline"] = {{"y", cap / (1024.0 * 1024 * 1024)}, {"label", "device capacity"}};
-    figs.push_back(fig);
+// Throughput against sequence length, a panel per SP size, a line per method; null when nothing fits.
+json throughput_figure(const GroupKey& key, const std::vector<json>& pts) {
+  std::map<std::int64_t, std::map<std::string, std::vector<std::pair<double, double>>>> panels;
+  for (const auto& p : pts) {
+    if (!plottable(p)) continue;
+    // One line per method and split; each point carries its own fastest memory options.
+    std::string label = structure_label(p["plan"]);
+    if (p["origin"] == "measurement") label += " (measured)";
+    panels[int_of(p["plan"], "sp")][label].push_back({num(p["plan"], "seq_len"), num(p, "tokens_per_s_per_gpu")});
   }
+  if (panels.empty()) return nullptr;
+  json fig = figure_spec(kLinesFigure, "throughput", group_file("throughput-", key));
+  fig.update({{"title", "Throughput: " + group_title(key)}, {"xlabel", "sequence length (tokens)"},
+              {"ylabel", "tokens/s per GPU"}, {"xscale", "log2"}, {"panels", json::array()},
+              {"caption", fmt::format("Tokens/s per GPU against sequence length, {}; plans that do not fit in "
+                                      "memory are left out. Sources: {} ({}).", group_title(key), sources_of(pts), modes_of(pts))}});
+  for (auto& [sp, series] : panels) {
+    json panel = {{"title", fmt::format("SP = {}", sp)}, {"series", json::array()}};
+    for (auto& [label, xy] : series) {
+      std::sort(xy.begin(), xy.end());
+      json s = {{"label", label}, {"x", json::array()}, {"y", json::array()}};
+      for (auto& [x, y] : xy) { s["x"].push_back(x); s["y"].push_back(y); }
+      panel["series"].push_back(s);
+    }
+    fig["panels"].push_back(panel);
+  }
+  return fig;
+}
 
-  // The same model on different systems: best plan's throughput per system, a panel per GPU count.
+// The bar labels of a breakdown: each plan, marked when it does not fit.
+json breakdown_categories(const std::vector<json>& sel) {
+  json cats = json::array();
+  for (const auto& p : sel) cats.push_back(p["plan_label"].get<std::string>() + (p["fits"].get<bool>() ? "" : " (OOM)"));
+  return cats;
+}
+
+json step_time_figure(const GroupKey& key, const std::vector<json>& sel, const std::string& where) {
+  std::vector<std::vector<std::pair<std::string, double>>> parts;
+  for (const auto& p : sel) parts.push_back(time_parts(p));
+  std::vector<std::string> names;
+  for (const auto& ps : parts) for (const auto& [n, v] : ps) if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  json tstacks = json::array();
+  for (const auto& n : names) {
+    json vals = json::array();
+    for (const auto& ps : parts) {
+      double v = 0;
+      for (const auto& [k, x] : ps) if (k == n) v = x;
+      vals.push_back(v);
+    }
+    tstacks.push_back({{"label", n}, {"values", vals}});
+  }
+  json fig = figure_spec(kStackedBarsFigure, "step_time", group_file("step-time-", key));
+  fig.update({{"title", "Step time: " + where}, {"ylabel", "seconds per step"}, {"categories", breakdown_categories(sel)},
+              {"stacks", tstacks},
+              {"caption", fmt::format("Step-time breakdown, {}. Sources: {} ({}).", where, sources_of(sel), modes_of(sel))}});
+  return fig;
+}
+
+// The parts of the peak memory against the device capacity; null when no point has memory parts.
+json memory_figure(const GroupKey& key, const std::vector<json>& sel, const std::string& where) {
+  std::vector<std::string> mnames;
+  for (const auto& p : sel) for (auto& [k, v] : p["memory"].items()) if (std::find(mnames.begin(), mnames.end(), k) == mnames.end()) mnames.push_back(k);
+  if (mnames.empty()) return nullptr;
+  json mstacks = json::array();
+  for (const auto& n : mnames) {
+    json vals = json::array();
+    for (const auto& p : sel) vals.push_back(num(p["memory"], n.c_str()) / (1024.0 * 1024 * 1024));
+    std::string label = n.size() > 6 && n.ends_with("_bytes") ? n.substr(0, n.size() - 6) : n;
+    std::replace(label.begin(), label.end(), '_', ' ');
+    mstacks.push_back({{"label", label}, {"values", vals}});
+  }
+  json fig = figure_spec(kStackedBarsFigure, "memory", group_file("memory-", key));
+  fig.update({{"title", "Memory per GPU: " + where}, {"ylabel", "GiB per GPU"}, {"categories", breakdown_categories(sel)},
+              {"stacks", mstacks},
+              {"caption", fmt::format("Peak memory per GPU by part against the device capacity, {}. Sources: {} ({}).",
+                                      where, sources_of(sel), modes_of(sel))}});
+  double cap = num(sel.front(), "memory_capacity_bytes");
+  if (cap > 0) fig["hline"] = {{"y", cap / (1024.0 * 1024 * 1024)}, {"label", "device capacity"}};
+  return fig;
+}
+
+// The same model on different systems: best plan's throughput per system, a panel per GPU count.
+void add_systems_figures(const json& points, json& figs) {
   std::map<std::string, std::map<std::int64_t, std::map<std::string, std::map<double, double>>>> by_model;
   std::map<std::string, std::vector<json>> model_points;
-  for (const auto& p : data["points"]) {
+  for (const auto& p : points) {
     if (p["origin"] != "prediction" || !plottable(p)) continue;
     std::string sys = p["system"].get<std::string>() + " (" + link_label(p) + ")";
     double& best = by_model[p["model"].get<std::string>()][int_of(p["plan"], "gpus")][sys][num(p["plan"], "seq_len")];
@@ -233,72 +242,100 @@ json plan_figures(const json& data) {
       panels.push_back(panel);
     }
     if (panels.empty()) continue;
-    figs.push_back({{"type", "lines"}, {"section", "systems"}, {"file", "systems-" + slug(model) + ".png"},
-                    {"title", "Systems side by side: " + model}, {"xlabel", "sequence length (tokens)"},
-                    {"ylabel", "best tokens/s per GPU"}, {"xscale", "log2"}, {"panels", panels},
-                    {"caption", fmt::format("{}: throughput of the best plan at each sequence length on each system "
-                                            "(intra-node link; nodes). Sources: {} ({}).", model,
-                                            sources_of(model_points[model]), modes_of(model_points[model]))}});
+    json fig = figure_spec(kLinesFigure, "systems", "systems-" + slug(model) + ".png");
+    fig.update({{"title", "Systems side by side: " + model}, {"xlabel", "sequence length (tokens)"},
+                {"ylabel", "best tokens/s per GPU"}, {"xscale", "log2"}, {"panels", panels},
+                {"caption", fmt::format("{}: throughput of the best plan at each sequence length on each system "
+                                        "(intra-node link; nodes). Sources: {} ({}).", model,
+                                        sources_of(model_points[model]), modes_of(model_points[model]))}});
+    figs.push_back(fig);
   }
+}
 
-  if (!data["comparisons"].empty()) {
-    json pts = json::array();
-    std::vector<json> srcs;
-    for (const auto& c : data["comparisons"]) {
-      pts.push_back({{"x", c["predicted_step_time_s"]}, {"y", c["measured_step_time_s"]},
-                     {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(num(c, "seq_len"))}});
-      srcs.push_back({{"source", c["prediction_source"]}, {"mode", "modelled"}});
-      srcs.push_back({{"source", c["measurement_source"]}, {"mode", c["measurement_mode"]}});
-    }
-    figs.push_back({{"type", "parity"}, {"section", "validation"}, {"file", "predicted-vs-measured.png"},
-                    {"title", "Predicted against measured step time"}, {"xlabel", "predicted step time (s)"},
-                    {"ylabel", "measured step time (s)"}, {"points", pts},
-                    {"caption", fmt::format("Each point is one plan; the diagonal is a perfect prediction. Sources: {} ({}).",
-                                            sources_of(srcs), modes_of(srcs))}});
+json parity_figure(const json& comparisons) {
+  json pts = json::array();
+  std::vector<json> srcs;
+  for (const auto& c : comparisons) {
+    pts.push_back({{"x", c["predicted_step_time_s"]}, {"y", c["measured_step_time_s"]},
+                   {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(num(c, "seq_len"))}});
+    srcs.push_back({{"source", c["prediction_source"]}, {"mode", "modelled"}});
+    srcs.push_back({{"source", c["measurement_source"]}, {"mode", c["measurement_mode"]}});
   }
+  json fig = figure_spec(kParityFigure, "validation", "predicted-vs-measured.png");
+  fig.update({{"title", "Predicted against measured step time"}, {"xlabel", "predicted step time (s)"},
+              {"ylabel", "measured step time (s)"}, {"points", pts},
+              {"caption", fmt::format("Each point is one plan; the diagonal is a perfect prediction. Sources: {} ({}).",
+                                      sources_of(srcs), modes_of(srcs))}});
+  return fig;
+}
+
+}  // namespace
+
+json plan_figures(const json& data) {
+  json figs = json::array();
+  for (const auto& [key, pts] : groups_of(data["points"])) {
+    if (json f = throughput_figure(key, pts); !f.is_null()) figs.push_back(f);
+    std::int64_t seq = 0;
+    std::vector<json> sel = breakdown_selection(pts, &seq);
+    if (sel.empty()) continue;
+    std::string where = fmt::format("{} at sequence length {}", group_title(key), fmt_seq(static_cast<double>(seq)));
+    figs.push_back(step_time_figure(key, sel, where));
+    if (json f = memory_figure(key, sel, where); !f.is_null()) figs.push_back(f);
+  }
+  add_systems_figures(data["points"], figs);
+  if (!data["comparisons"].empty()) figs.push_back(parity_figure(data["comparisons"]));
   return figs;
 }
 
-Document build_document(const json& data, const json& figures, const std::set<std::string>& drawn, const std::string& title) {
-  Document doc;
-  doc.title = title;
+namespace {
+
+int count_origin(const json& points, const char* origin) {
+  return static_cast<int>(std::count_if(points.begin(), points.end(), [&](const json& p) { return p["origin"] == origin; }));
+}
+
+Section inputs_section(const json& data) {
   Section intro;
   intro.title = "Inputs";
   intro.paragraph(fmt::format("{} source documents, {} plan points ({} predicted, {} measured), {} benchmark rows. Every "
                               "table row names its source (S1, S2, ...); the Sources section gives each source's command, "
                               "versions and measurement mode.",
-                              data["sources"].size(), data["points"].size(),
-                              std::count_if(data["points"].begin(), data["points"].end(), [](const json& p) { return p["origin"] == "prediction"; }),
-                              std::count_if(data["points"].begin(), data["points"].end(), [](const json& p) { return p["origin"] == "measurement"; }),
-                              data["benchmarks"].size()));
-  doc.sections.push_back(intro);
+                              data["sources"].size(), data["points"].size(), count_origin(data["points"], "prediction"),
+                              count_origin(data["points"], "measurement"), data["benchmarks"].size()));
+  return intro;
+}
 
-  auto add_figures = [&](Section& s, const std::string& section) {
-    int n = 0;
-    for (const auto& f : figures) {
-      if (f["section"] != section) continue;
-      ++n;
-      std::string file = f["file"].get<std::string>();
-      if (drawn.count(file)) s.image(file, f["caption"].get<std::string>());
-      else s.paragraph(fmt::format("(Plot {} not drawn; see the warnings printed by seqpar report.) {}", file,
-                                   f["caption"].get<std::string>()));
-    }
-    return n;
-  };
+// Adds the figures of one report section (an image when drawn, else a note); returns how many.
+int add_figures(Section& s, const json& figures, const std::set<std::string>& drawn, const std::string& section) {
+  int n = 0;
+  for (const auto& f : figures) {
+    if (f["section"] != section) continue;
+    ++n;
+    std::string file = f["file"].get<std::string>();
+    if (drawn.count(file)) s.image(file, f["caption"].get<std::string>());
+    else s.paragraph(fmt::format("(Plot {} not drawn; see the warnings printed by seqpar report.) {}", file,
+                                 f["caption"].get<std::string>()));
+  }
+  return n;
+}
 
-  Section thr;
-  thr.title = "Throughput against sequence length";
-  if (add_figures(thr, "throughput") == 0) thr.paragraph("No valid plan that fits in memory in the inputs: nothing to plot.");
-  doc.sections.push_back(thr);
+// A section holding only its figures, or `none` when it has none.
+Section figure_section(const std::string& title, const json& figures, const std::set<std::string>& drawn,
+                       const std::string& section, const std::string& none) {
+  Section s;
+  s.title = title;
+  if (add_figures(s, figures, drawn, section) == 0) s.paragraph(none);
+  return s;
+}
 
-  auto groups = groups_of(data["points"]);
+// The step-time and memory breakdowns: figures, then one table row per plan of each group's selection.
+std::pair<Section, Section> breakdown_sections(const json& data, const json& figures, const std::set<std::string>& drawn) {
   Section st;
   st.title = "Step-time breakdown";
   Section mem;
   mem.title = "Memory breakdown against device capacity";
   Table st_table{{"system", "model", "GPUs", "seq", "plan", "step", "compute", "exposed comm", "tokens/s/GPU", "source", "mode"}, {}};
   Table mem_table{{"system", "model", "GPUs", "seq", "plan", "peak", "capacity", "fits", "source", "mode"}, {}};
-  for (const auto& [key, pts] : groups) {
+  for (const auto& [key, pts] : groups_of(data["points"])) {
     std::int64_t seq = 0;
     for (const auto& p : breakdown_selection(pts, &seq)) {
       const json& t = p["time"];
@@ -314,23 +351,24 @@ Document build_document(const json& data, const json& figures, const std::set<st
                                   p["fits"].get<bool>() ? "yes" : "no", p["source"], p["mode"]});
     }
   }
-  if (add_figures(st, "step_time") == 0 && st_table.rows.empty()) st.paragraph("No point in the inputs carries a time breakdown.");
+  if (add_figures(st, figures, drawn, "step_time") == 0 && st_table.rows.empty()) st.paragraph("No point in the inputs carries a time breakdown.");
   if (!st_table.rows.empty()) st.add_table(st_table);
-  if (add_figures(mem, "memory") == 0 && mem_table.rows.empty()) mem.paragraph("No point in the inputs carries a memory breakdown.");
+  if (add_figures(mem, figures, drawn, "memory") == 0 && mem_table.rows.empty()) mem.paragraph("No point in the inputs carries a memory breakdown.");
   if (!mem_table.rows.empty()) mem.add_table(mem_table);
-  doc.sections.push_back(st);
-  doc.sections.push_back(mem);
+  return {st, mem};
+}
 
-  // Best plan over (sequence length x GPU count) per system: the sweep's own choice when given,
-  // else the fastest valid plan that fits among the points.
-  Section best;
-  best.title = "Best plan over sequence length and GPU count";
-  struct Cell { std::string text; double rate = -1; };
-  std::map<std::string, std::map<std::int64_t, std::map<std::int64_t, Cell>>> grid;  // system/model -> seq -> gpus
+struct BestCell { std::string text; double rate = -1; };
+using BestGrid = std::map<std::string, std::map<std::int64_t, std::map<std::int64_t, BestCell>>>;  // system/model -> seq -> gpus
+
+// Best plan over (sequence length x GPU count) per system: the sweep's own choice when given,
+// else the fastest valid plan that fits among the points.
+BestGrid best_plan_grid(const json& data) {
+  BestGrid grid;
   std::set<std::string> from_sweep;
   for (const auto& b : data["best"]) {
     std::string sys = b["system"].get<std::string>() + (str(b, "model").empty() ? "" : " / " + str(b, "model"));
-    Cell c;
+    BestCell c;
     if (b["plan_label"].is_string())
       c = {fmt::format("{} ({} tok/s/GPU) [{}]", b["plan_label"].get<std::string>(),
                        b["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
@@ -345,13 +383,20 @@ Document build_document(const json& data, const json& figures, const std::set<st
     std::string sys = p["system"].get<std::string>() + " / " + p["model"].get<std::string>();
     std::string sys_plain = p["system"].get<std::string>();
     if (from_sweep.count(sys) || from_sweep.count(sys_plain)) continue;
-    Cell& c = grid[sys][int_of(p["plan"], "seq_len")][int_of(p["plan"], "gpus")];
+    BestCell& c = grid[sys][int_of(p["plan"], "seq_len")][int_of(p["plan"], "gpus")];
     if (plottable(p) && num(p, "tokens_per_s_per_gpu") > c.rate)
       c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), fmt_rate(num(p, "tokens_per_s_per_gpu")),
                        p["source"].get<std::string>()), num(p, "tokens_per_s_per_gpu")};
     else if (c.rate < 0)
       c = {"none fits [" + p["source"].get<std::string>() + "]", 0};
   }
+  return grid;
+}
+
+Section best_plan_section(const json& data) {
+  Section best;
+  best.title = "Best plan over sequence length and GPU count";
+  const BestGrid grid = best_plan_grid(data);
   for (const auto& [sys, rows] : grid) {
     std::set<std::int64_t> gpus;
     for (const auto& [seq, cells] : rows) for (const auto& [g, c] : cells) gpus.insert(g);
@@ -367,51 +412,53 @@ Document build_document(const json& data, const json& figures, const std::set<st
     best.add_table(t);
   }
   if (grid.empty()) best.paragraph("No predictions in the inputs: no best-plan table.");
-  doc.sections.push_back(best);
+  return best;
+}
 
-  Section sys;
-  sys.title = "The same model on NVLink, PCIe and multi-node InfiniBand";
-  if (add_figures(sys, "systems") == 0)
-    sys.paragraph("The inputs hold each model on one system only (same GPU count): no side-by-side comparison.");
-  doc.sections.push_back(sys);
-
+Section validation_section(const json& data, const json& figures, const std::set<std::string>& drawn) {
   Section val;
   val.title = "Predicted against measured";
   if (data["comparisons"].empty()) {
     val.paragraph("No measurement in the inputs matches a predicted plan (same model and plan fields): no comparison.");
-  } else {
-    add_figures(val, "validation");
-    Table t{{"model", "system", "plan", "GPUs", "seq", "predicted", "measured", "error", "prediction", "measurement", "measurement mode"}, {}};
-    for (const auto& c : data["comparisons"])
-      t.rows.push_back({c["model"], c["system"], c["plan_label"], std::to_string(int_of(c, "gpus")), fmt_seq(num(c, "seq_len")),
-                        fmt_seconds(num(c, "predicted_step_time_s")), fmt_seconds(num(c, "measured_step_time_s")),
-                        fmt::format("{:+.1f}%", num(c, "error") * 100), c["prediction_source"], c["measurement_source"],
-                        describe_mode(c["measurement_mode"].get<std::string>())});
-    val.add_table(t);
-    val.paragraph("Error = predicted / measured - 1. Communication in a single-rank-proxy measurement runs over a loopback, "
-                  "so its step time does not validate the communication model.");
+    return val;
   }
-  doc.sections.push_back(val);
+  add_figures(val, figures, drawn, "validation");
+  Table t{{"model", "system", "plan", "GPUs", "seq", "predicted", "measured", "error", "prediction", "measurement", "measurement mode"}, {}};
+  for (const auto& c : data["comparisons"])
+    t.rows.push_back({c["model"], c["system"], c["plan_label"], std::to_string(int_of(c, "gpus")), fmt_seq(num(c, "seq_len")),
+                      fmt_seconds(num(c, "predicted_step_time_s")), fmt_seconds(num(c, "measured_step_time_s")),
+                      fmt::format("{:+.1f}%", num(c, "error") * 100), c["prediction_source"], c["measurement_source"],
+                      describe_mode(c["measurement_mode"].get<std::string>())});
+  val.add_table(t);
+  val.paragraph("Error = predicted / measured - 1. Communication in a single-rank-proxy measurement runs over a loopback, "
+                "so its step time does not validate the communication model.");
+  return val;
+}
 
+Section benchmarks_section(const json& data) {
   Section bench;
   bench.title = "Benchmark measurements";
   if (data["benchmarks"].empty()) {
     bench.paragraph("No microbenchmark rows in the inputs.");
-  } else {
-    Table t{{"program", "benchmark", "time (median)", "reps", "figures", "device", "mode", "source"}, {}};
-    for (const auto& b : data["benchmarks"]) {
-      std::string figs;
-      for (const char* k : {"tflops", "busbw_gbps", "algbw_gbps", "gbps", "tokens_per_s", "peak_memory_bytes"})
-        if (b["fields"].contains(k) && b["fields"][k].is_number())
-          figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", fmt_rate(b["fields"][k].get<double>()), k);
-      t.rows.push_back({b["program"], b["name"], fmt_seconds(num(b, "time_s")),
-                        b.contains("repetitions") ? std::to_string(int_of(b, "repetitions")) : "-", figs.empty() ? "-" : figs,
-                        b["device"], b["mode"], b["source"]});
-    }
-    bench.add_table(t);
+    return bench;
   }
-  doc.sections.push_back(bench);
+  Table t{{"program", "benchmark", "time (median)", "reps", "figures", "device", "mode", "source"}, {}};
+  for (const auto& b : data["benchmarks"]) {
+    std::string figs;
+    for (const char* k : {"tflops", "busbw_gbps", "algbw_gbps", "gbps", "tokens_per_s", "peak_memory_bytes"})
+      if (b["fields"].contains(k) && b["fields"][k].is_number())
+        figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", fmt_rate(b["fields"][k].get<double>()), k);
+    t.rows.push_back({b["program"], b["name"], fmt_seconds(num(b, "time_s")),
+                      b.contains("repetitions") ? std::to_string(int_of(b, "repetitions")) : "-", figs.empty() ? "-" : figs,
+                      b["device"], b["mode"], b["source"]});
+  }
+  bench.add_table(t);
+  return bench;
+}
 
+std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
+
+Section sources_section(const json& data) {
   Section src;
   src.title = "Sources";
   src.paragraph("Each number above names one of these sources: the file, the exact command, the tool and library versions "
@@ -419,23 +466,40 @@ Document build_document(const json& data, const json& figures, const std::set<st
   Table t{{"id", "file", "kind", "program", "mode", "command", "tool version", "created (UTC)", "host", "GPU / driver / CUDA / NCCL / MPI"}, {}};
   for (const auto& s : data["sources"]) {
     const json& v = s["versions"];
-    std::string versions = fmt::format("{} / {} / {} / {} / {}", str(v, "gpu").empty() ? "-" : str(v, "gpu"),
-                                       str(v, "driver_version").empty() ? "-" : str(v, "driver_version"),
-                                       str(v, "cuda_runtime_version").empty() ? "-" : str(v, "cuda_runtime_version"),
-                                       str(v, "nccl_version").empty() ? "-" : str(v, "nccl_version"),
-                                       str(v, "mpi_version").empty() ? "-" : str(v, "mpi_version"));
+    std::string versions = fmt::format("{} / {} / {} / {} / {}", dash_if_empty(str(v, "gpu")), dash_if_empty(str(v, "driver_version")),
+                                       dash_if_empty(str(v, "cuda_runtime_version")), dash_if_empty(str(v, "nccl_version")),
+                                       dash_if_empty(str(v, "mpi_version")));
     t.rows.push_back({s["id"], s["file"], s["kind"], s["program"], s["mode_description"], s["command"], s["tool_version"],
                       s["created_utc"], s["host"], versions});
   }
   src.add_table(t);
-  doc.sections.push_back(src);
+  return src;
+}
+
+}  // namespace
+
+Document build_document(const json& data, const json& figures, const std::set<std::string>& drawn, const std::string& title) {
+  Document doc;
+  doc.title = title;
+  doc.sections.push_back(inputs_section(data));
+  doc.sections.push_back(figure_section("Throughput against sequence length", figures, drawn, "throughput",
+                                        "No valid plan that fits in memory in the inputs: nothing to plot."));
+  auto [step_time, memory] = breakdown_sections(data, figures, drawn);
+  doc.sections.push_back(step_time);
+  doc.sections.push_back(memory);
+  doc.sections.push_back(best_plan_section(data));
+  doc.sections.push_back(figure_section("The same model on NVLink, PCIe and multi-node InfiniBand", figures, drawn, "systems",
+                                        "The inputs hold each model on one system only (same GPU count): no side-by-side comparison."));
+  doc.sections.push_back(validation_section(data, figures, drawn));
+  doc.sections.push_back(benchmarks_section(data));
+  doc.sections.push_back(sources_section(data));
   return doc;
 }
 
-std::string resolve_scripts_dir(const std::string& configured) {
+std::string resolve_plots_dir(const std::string& configured) {
   if (!configured.empty()) return configured;
-  if (const char* env = std::getenv("SEQPAR_SCRIPTS_DIR"); env && *env) return env;
-  return std::string(SEQPAR_SOURCE_DIR) + "/scripts";
+  if (const char* env = std::getenv("SEQPAR_PLOTS_DIR"); env && *env) return env;
+  return std::string(SEQPAR_SOURCE_DIR) + "/reports/plots";
 }
 
 namespace {
@@ -476,9 +540,9 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   std::set<std::string> drawn;
   for (const auto& f : figures) fs::remove(dir / f["file"].get<std::string>(), ec);  // no stale plot passes as drawn
   if (opt.plots && !figures.empty()) {
-    std::string script = resolve_scripts_dir(opt.scripts_dir) + "/plots/render.py";
+    std::string script = resolve_plots_dir(opt.plots_dir) + "/render.py";
     if (!fs::exists(script)) {
-      out.warnings.push_back(fmt::format("plots not drawn: {} not found (set SEQPAR_SCRIPTS_DIR to seqpar's scripts/ folder)", script));
+      out.warnings.push_back(fmt::format("plots not drawn: {} not found (set SEQPAR_PLOTS_DIR to seqpar's reports/plots/ folder)", script));
     } else {
       std::string cmd = fmt::format("{} {} {} {}", shell_quote(opt.python), shell_quote(script), shell_quote(out.data_path),
                                     shell_quote(opt.out_dir));

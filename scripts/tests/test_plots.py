@@ -1,7 +1,9 @@
-"""scripts/plots: each figure type renders from the fixture figure specs (as `seqpar report` writes
-them) to a real PNG of sensible size; bad specs are reported by name, never half-drawn silently."""
+"""reports/plots: each figure type renders from the fixture figure specs (as `seqpar report` writes
+them) to a real PNG of sensible size; bad specs are reported by name, never half-drawn silently; the
+C++ figure-kind table (reports/include/seqpar/reports/figure_kinds.hpp) and the drawers agree."""
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -9,7 +11,10 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PLOTS = os.path.join(HERE, "..", "plots")
+ROOT = os.path.join(HERE, "..", "..")
+PLOTS = os.path.join(ROOT, "reports", "plots")
+KINDS_HPP = os.path.join(ROOT, "reports", "include", "seqpar", "reports", "figure_kinds.hpp")
+REPORT_CPP = os.path.join(ROOT, "reports", "src", "report_build.cpp")
 FIXTURE = os.path.join(HERE, "fixtures", "report-figures.json")
 sys.path.insert(0, PLOTS)
 
@@ -26,6 +31,35 @@ def png_size(path):
 def load_fixture():
     with open(FIXTURE) as f:
         return json.load(f)
+
+
+def cpp_figure_kinds():
+    """{type: drawer} of the FigureKind constants in figure_kinds.hpp."""
+    with open(KINDS_HPP) as f:
+        text = f.read()
+    kinds = dict(re.findall(r'FigureKind k\w+Figure\{"(\w+)", "([\w.]+)"\}', text))
+    assert kinds, f"no FigureKind constants found in {KINDS_HPP}"
+    listed = re.search(r"kFigureKinds\{([^}]*)\}", text)
+    assert listed, f"no kFigureKinds table in {KINDS_HPP}"
+    assert len(re.findall(r"k\w+Figure", listed.group(1))) == len(kinds), "kFigureKinds lists every FigureKind constant"
+    return kinds
+
+
+def test_every_cpp_figure_kind_has_its_drawer_and_every_drawer_a_kind():
+    kinds = cpp_figure_kinds()
+    assert set(kinds) == set(render.DRAW), f"C++ kinds {sorted(kinds)} against render.py's {sorted(render.DRAW)}"
+    for kind, drawer in kinds.items():
+        assert os.path.isfile(os.path.join(PLOTS, drawer)), f"{kind}: drawer reports/plots/{drawer} is missing"
+        module = render.DRAW[kind].__module__
+        assert module + ".py" == drawer, f"{kind}: C++ names {drawer}, render.py dispatches to {module}.py"
+
+
+def test_cpp_writes_figure_specs_only_through_the_kind_table():
+    # A spec with a literal "type" would bypass figure_spec() and could name a kind with no drawer.
+    with open(REPORT_CPP) as f:
+        text = f.read()
+    assert '{"type", "' not in text
+    assert "figure_spec(" in text
 
 
 def test_fixture_covers_every_figure_type():
@@ -50,7 +84,7 @@ def test_each_script_runs_standalone(tmp_path, kind):
     spec = next(f for f in load_fixture()["figures"] if f["type"] == kind)
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    script = {"lines": "lines.py", "stacked_bars": "stacked_bars.py", "parity": "parity.py"}[kind]
+    script = cpp_figure_kinds()[kind]
     r = subprocess.run([sys.executable, os.path.join(PLOTS, script), str(spec_path), str(tmp_path / "out.png")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

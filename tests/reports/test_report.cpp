@@ -5,6 +5,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/base64.hpp"
+#include "seqpar/reports/figure_kinds.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 #include "seqpar/reports/report_data.hpp"
@@ -78,6 +79,21 @@ TEST(ReportData, BadInputNamesFileAndField) {
   InputDocument nostep = load("sweep.json");
   nostep.doc["results"][0]["step_time_s"] = "fast";
   EXPECT_THROW(gather_report_data({nostep}), seqpar::Error);
+}
+
+// Every spec names a kind of the table in figure_kinds.hpp and that kind's drawer in reports/plots/;
+// scripts/tests/test_plots.py checks the table against the drawers.
+TEST(ReportFigures, EverySpecNamesAKnownKindAndItsDrawer) {
+  json d = gather_report_data({load("sweep.json"), load("train.json")});
+  std::set<std::string> kinds_seen;
+  for (const auto& f : plan_figures(d)) {
+    const std::string type = f["type"].get<std::string>();
+    auto kind = std::find_if(kFigureKinds.begin(), kFigureKinds.end(), [&](const FigureKind& k) { return k.type == type; });
+    ASSERT_NE(kind, kFigureKinds.end()) << type;
+    EXPECT_EQ(f["drawer"], "reports/plots/" + std::string(kind->drawer)) << type;
+    kinds_seen.insert(type);
+  }
+  EXPECT_EQ(kinds_seen.size(), kFigureKinds.size());  // the sweep and a matching measurement use every kind
 }
 
 TEST(ReportFigures, SweepAloneGivesTheRequiredSections) {

@@ -1,5 +1,5 @@
 // `seqpar report`: inputs -> tidy data (report-data.json) -> figure specs drawn by the matplotlib
-// scripts in scripts/plots/ -> report.md (PNG files beside it) and one self-contained report.html.
+// scripts in reports/plots/ -> report.md (PNG files beside it) and one self-contained report.html.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,7 +16,7 @@ struct ReportOptions {
   std::string title = "seqpar report";
   bool plots = true;                // false: tables only, each figure replaced by a note
   std::string python = "python3";
-  std::string scripts_dir;          // empty: $SEQPAR_SCRIPTS_DIR, else the source tree's scripts/
+  std::string plots_dir;            // empty: $SEQPAR_PLOTS_DIR, else the source tree's reports/plots/
 };
 
 struct ReportOutput {
@@ -25,16 +25,16 @@ struct ReportOutput {
   std::vector<std::string> warnings;  // plots that could not be drawn, and why
 };
 
-// The figures to draw for this data (type, file, title, and the series to plot); see
-// scripts/plots/render.py for the spec of each type.
+// The figures to draw for this data (type, drawer, file, title, and the series to plot); each kind
+// and the script that draws it are listed in figure_kinds.hpp (reports/plots/<drawer>).
 nlohmann::json plan_figures(const nlohmann::json& data);
 
 // Sections, tables and figure references; figures whose file is not in `drawn` become a note.
 Document build_document(const nlohmann::json& data, const nlohmann::json& figures, const std::set<std::string>& drawn,
                         const std::string& title);
 
-// Where scripts/ lies: options.scripts_dir, $SEQPAR_SCRIPTS_DIR, or the source tree it was built from.
-std::string resolve_scripts_dir(const std::string& configured);
+// Where the plot scripts (reports/plots/) lie: options.plots_dir, $SEQPAR_PLOTS_DIR, or the source tree it was built from.
+std::string resolve_plots_dir(const std::string& configured);
 
 ReportOutput write_report(const std::vector<InputDocument>& inputs, const ReportOptions& options);
 
