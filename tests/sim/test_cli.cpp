@@ -1,4 +1,4 @@
-// The seqpar CLI as users call it: JSON contracts of DESIGN.md §5, and bad input giving a clear
+// The seqpar CLI as users call it: the JSON contracts (docs/ARCHITECTURE.md, README), and bad input giving a clear
 // message naming the field with a non-zero exit (never a crash, never a number).
 #include <gtest/gtest.h>
 #include <sys/wait.h>

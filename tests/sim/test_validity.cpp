@@ -1,4 +1,4 @@
-// Every bad plan of DESIGN.md §5 gives a message naming the field and the rule, and no numbers.
+// Every bad plan (README, "Bad input never yields a number") gives a message naming the field and the rule, and no numbers.
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"

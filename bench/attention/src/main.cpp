@@ -1,5 +1,5 @@
 // seqpar-bench-attention: flash attention forward and backward throughput on one GPU.
-// TFLOP/s by the FLOP convention of DESIGN.md §2: forward 4*b*s^2*heads*d (half with a causal mask),
+// TFLOP/s by the FLOP convention of docs/ARCHITECTURE.md: forward 4*b*s^2*heads*d (half with a causal mask),
 // backward 2.5x the forward. scripts/bench_sdpa.py times PyTorch's SDPA on the same shapes with the same
 // result fields, so a report can set them side by side.
 #include <CLI/CLI.hpp>

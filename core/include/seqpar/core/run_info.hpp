@@ -6,7 +6,7 @@
 
 namespace seqpar {
 
-// Bumped when a JSON contract of DESIGN.md §5 changes incompatibly.
+// Bumped when a JSON contract (docs/ARCHITECTURE.md, Conventions) changes incompatibly.
 inline constexpr int kSchemaVersion = 1;
 
 const char* tool_version();

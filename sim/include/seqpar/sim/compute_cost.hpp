@@ -1,4 +1,4 @@
-// Compute cost: FLOPs (DESIGN.md §2 conventions) over an achievable rate that depends on shape.
+// Compute cost: FLOPs (docs/ARCHITECTURE.md, Conventions: FLOPs) over an achievable rate that depends on shape.
 // Efficiency rises with the token dimension as a Hill curve, eff * L^p / (L^p + L_half^p)
 // (hardware.hpp: EfficiencyCurve): small GEMMs and short attention blocks fill the GPU poorly.
 // Every kernel call also pays the GPU's kernel overhead. Memory-bound elementwise work is bytes

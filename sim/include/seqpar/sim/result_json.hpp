@@ -1,4 +1,4 @@
-// JSON forms of the simulator's objects, in the contract of DESIGN.md §5 (snake_case, units in keys).
+// JSON forms of the simulator's objects, in the JSON contract of docs/ARCHITECTURE.md (snake_case, units in keys).
 #pragma once
 #include <nlohmann/json.hpp>
 

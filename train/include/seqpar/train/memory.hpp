@@ -8,7 +8,7 @@
 
 namespace seqpar::train {
 
-// The simulator's memory parts (DESIGN.md §2 "Memory"; `seqpar simulate --json` "memory"):
+// The simulator's memory parts (docs/ARCHITECTURE.md, Conventions: Memory; `seqpar simulate --json` "memory"):
 // attention_buffers are the all-to-all buffers, the ring's K,V (and dK,dV) buffers and the
 // attention scratch; working is every other temporary of the step.
 enum class MemCategory {

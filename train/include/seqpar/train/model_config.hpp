@@ -1,5 +1,5 @@
-// Sizes of the Llama-style decoder the training step runs, and its model FLOPs (DESIGN.md §2
-// conventions: GEMMs 2mnk forward and twice that backward; attention 4·b·s²·h·d forward, halved
+// Sizes of the Llama-style decoder the training step runs, and its model FLOPs (docs/ARCHITECTURE.md,
+// Conventions: FLOPs: GEMMs 2mnk forward and twice that backward; attention 4·b·s²·h·d forward, halved
 // when causal, 2.5x that backward; never recomputation).
 #pragma once
 #include <cstdint>

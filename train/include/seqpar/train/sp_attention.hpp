@@ -30,7 +30,7 @@ struct AttnSaved {
 // On the GPU, collectives and ring steps join the back end's compute stream (no-op on the CPU).
 void join_compute_stream(Backend& be, comm::Groups& groups);
 
-// Throws seqpar::Error when the heads cannot be split over U ranks (DESIGN.md §2 rules).
+// Throws seqpar::Error when the heads cannot be split over U ranks (docs/ARCHITECTURE.md, Conventions: Methods).
 void check_ulysses_heads(int heads, int kv_heads, int ulysses);
 
 class SpAttention {

@@ -1,7 +1,7 @@
 // Is a sharded training step right? Every low-precision step differs from the exact one, and
 // sharding legitimately moves that rounding around (other blocks, other summation orders). So
-// three runs of the same step and parameters are compared (DESIGN.md §7, "Validation that
-// survives bf16"; the rule of FlashAttention's tests):
+// three runs of the same step and parameters are compared (docs/ARCHITECTURE.md, "Validation of
+// the training step"; the rule of FlashAttention's tests):
 //   sharded   - the plan under test, in the chosen back end and precision;
 //   unsharded - SP = 1, the same back end and precision;
 //   reference - SP = 1 in plain fp32 (the CPU back end).
