@@ -1,5 +1,7 @@
-// The CUDA back end against the CPU back end, op by op on the same random inputs, and one
-// training step (loss and gradients). Skips, with the reason, without a CUDA build or device.
+// The CUDA back end against the CPU back end: its cuBLAS GEMM in every transposition and one
+// training step (loss and gradients). The layer ops it calls are tested op by op against their CPU
+// references in tests/kernels/test_layer_ops_gpu.cpp. Skips, with the reason, without a CUDA build
+// or device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -65,56 +67,6 @@ TEST_F(CudaVsCpu, GemmEveryTransposition) {
       gpu->gemm(ta, tb, m, n, k, 1.0f, da.data(), db.data(), 1.0f, dc.data());
       expect_close(down(dc), ref, 5e-3, "gemm (TF32)");
     }
-}
-
-TEST_F(CudaVsCpu, NormRopeSwigluCrossEntropyAdamW) {
-  const int t = 6, c = 64, heads = 2, d = 32, v = 50;
-  const auto x = randn(t * c, 4), w = randn(c, 5), dy = randn(t * c, 6);
-  std::vector<float> y(t * c), r(t);
-  cpu->rmsnorm_forward(y.data(), r.data(), x.data(), w.data(), t, c, 1e-5f);
-  Floats gx = up(x), gw = up(w), gy(*gpu, t * c, MemCategory::working), gr(*gpu, t, MemCategory::working);
-  gpu->rmsnorm_forward(gy.data(), gr.data(), gx.data(), gw.data(), t, c, 1e-5f);
-  expect_close(down(gy), y, 1e-5, "rmsnorm forward");
-  std::vector<float> dx(t * c, 0.0f), dw(c, 0.0f);
-  cpu->rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), r.data(), t, c);
-  Floats gdx = up(std::vector<float>(t * c, 0.0f)), gdw = up(std::vector<float>(c, 0.0f)), gdy = up(dy);
-  gpu->rmsnorm_backward(gdx.data(), gdw.data(), gdy.data(), gx.data(), gw.data(), gr.data(), t, c);
-  expect_close(down(gdx), dx, 1e-4, "rmsnorm dx");
-  expect_close(down(gdw), dw, 1e-4, "rmsnorm dw");
-
-  const std::vector<int> pos = {0, 3, 9, 100, 4000, 70000};
-  Ints gpos(*gpu, t, MemCategory::working);
-  gpu->copy_from_host(gpos.data(), pos.data(), gpos.bytes());
-  auto q = randn(t * heads * d, 7);
-  Floats gq = up(q);
-  cpu->rope(q.data(), pos.data(), t, heads, d, 10000.0f, false);
-  gpu->rope(gq.data(), gpos.data(), t, heads, d, 10000.0f, false);
-  expect_close(down(gq), q, 1e-5, "rope");
-
-  const auto ga = randn(t * c, 8), ua = randn(t * c, 9);
-  std::vector<float> act(t * c);
-  cpu->swiglu_forward(act.data(), ga.data(), ua.data(), t * c);
-  Floats gga = up(ga), gua = up(ua), gact(*gpu, t * c, MemCategory::working);
-  gpu->swiglu_forward(gact.data(), gga.data(), gua.data(), t * c);
-  expect_close(down(gact), act, 1e-5, "swiglu");
-
-  auto logits = randn(t * v, 10);
-  const std::vector<int> labels = {1, -1, 49, 0, 7, 7};
-  Floats gl = up(logits), gloss(*gpu, t, MemCategory::working);
-  Ints glab(*gpu, t, MemCategory::working);
-  gpu->copy_from_host(glab.data(), labels.data(), glab.bytes());
-  std::vector<float> loss(t);
-  cpu->cross_entropy(loss.data(), logits.data(), labels.data(), t, v, 0.25f);
-  gpu->cross_entropy(gloss.data(), gl.data(), glab.data(), t, v, 0.25f);
-  expect_close(down(gloss), loss, 1e-5, "cross-entropy loss");
-  expect_close(down(gl), logits, 1e-5, "cross-entropy dlogits");
-
-  auto p = randn(100, 11), g = randn(100, 12), m = randn(100, 13), vv = randn(100, 14);
-  for (float& e : vv) e = std::abs(e);
-  Floats gp = up(p), gg = up(g), gm = up(m), gv = up(vv);
-  cpu->adamw(p.data(), g.data(), m.data(), vv.data(), 100, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
-  gpu->adamw(gp.data(), gg.data(), gm.data(), gv.data(), 100, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 3);
-  expect_close(down(gp), p, 1e-5, "adamw");
 }
 
 TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {

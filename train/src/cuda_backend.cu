@@ -1,5 +1,5 @@
 // CUDA back end: cuBLAS GEMMs (TF32 tensor cores, fp32 storage), seqpar's flash attention, LSE
-// merge and Ulysses reshard kernels, and the small kernels of cuda_ops.cu, all on one compute
+// merge and Ulysses reshard kernels, and the layer ops (kernels/layer_ops.cuh), all on one compute
 // stream that the communicators join. The model keeps fp32 activations; the flash kernels take
 // bf16, so attention converts its inputs to bf16 and its outputs back (mixed precision, like
 // training with bf16 attention); validation on the GPU therefore compares the sharded step's error
@@ -11,26 +11,20 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda_ops.cuh"
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/kernels/cublas_check.hpp"
 #include "seqpar/kernels/flash_attention.cuh"
+#include "seqpar/kernels/layer_ops.cuh"
 #include "seqpar/kernels/lse_merge.cuh"
 #include "seqpar/kernels/reshard.cuh"
 #include "seqpar/train/backend.hpp"
-
-#define SEQPAR_CUBLAS_CHECK(call)                                                                \
-  do {                                                                                           \
-    cublasStatus_t seqpar_st_ = (call);                                                          \
-    if (seqpar_st_ != CUBLAS_STATUS_SUCCESS)                                                     \
-      throw ::seqpar::Error(fmt::format("cuBLAS error at {}:{}: {} failed: {}", __FILE__, __LINE__, \
-                                        #call, cublasGetStatusString(seqpar_st_)));             \
-  } while (0)
 
 namespace seqpar::train {
 namespace {
 
 using kernels::DType;
+namespace layer_ops = kernels::layer_ops;
 
 class CudaBackend final : public Backend {
  public:
@@ -84,38 +78,38 @@ class CudaBackend final : public Backend {
     SEQPAR_CUBLAS_CHECK(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
                                     k, &alpha, b, tb ? k : n, a, ta ? m : k, &beta, c, n));
   }
-  void add(float* y, const float* x, std::int64_t n) override { cuda::add(y, x, n, stream_); }
-  void scale(float* x, float alpha, std::int64_t n) override { cuda::scale(x, alpha, n, stream_); }
+  void add(float* y, const float* x, std::int64_t n) override { layer_ops::add(y, x, n, stream_); }
+  void scale(float* x, float alpha, std::int64_t n) override { layer_ops::scale(x, alpha, n, stream_); }
   void embedding_forward(float* out, const int* tokens, const float* table, int t, int c) override {
-    cuda::embedding_forward(out, tokens, table, t, c, stream_);
+    layer_ops::embedding_forward(out, tokens, table, t, c, stream_);
   }
   void embedding_backward(float* dtable, const float* dout, const int* tokens, int t, int c) override {
-    cuda::embedding_backward(dtable, dout, tokens, t, c, stream_);
+    layer_ops::embedding_backward(dtable, dout, tokens, t, c, stream_);
   }
   void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int t, int c,
                        float eps) override {
-    cuda::rmsnorm_forward(out, rstd, inp, w, t, c, eps, stream_);
+    layer_ops::rmsnorm_forward(out, rstd, inp, w, t, c, eps, stream_);
   }
   void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
                         const float* rstd, int t, int c) override {
-    cuda::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, t, c, stream_);
+    layer_ops::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, t, c, stream_);
   }
   void rope(float* x, const int* pos, int t, int heads, int d, float theta, bool inverse) override {
-    cuda::rope(x, pos, t, heads, d, theta, inverse, stream_);
+    layer_ops::rope(x, pos, t, heads, d, theta, inverse, stream_);
   }
   void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) override {
-    cuda::swiglu_forward(out, gate, up, n, stream_);
+    layer_ops::swiglu_forward(out, gate, up, n, stream_);
   }
   void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
                        std::int64_t n) override {
-    cuda::swiglu_backward(dgate, dup, dout, gate, up, n, stream_);
+    layer_ops::swiglu_backward(dgate, dup, dout, gate, up, n, stream_);
   }
   void cross_entropy(float* losses, float* logits, const int* labels, int t, int v, float dscale) override {
-    cuda::cross_entropy(losses, logits, labels, t, v, dscale, stream_);
+    layer_ops::cross_entropy(losses, logits, labels, t, v, dscale, stream_);
   }
   void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
              float wd, int step) override {
-    cuda::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, stream_);
+    layer_ops::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, stream_);
   }
 
   void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v, float* o,
@@ -125,11 +119,11 @@ class CudaBackend final : public Backend {
     auto* k16 = bf16(1, nk);
     auto* v16 = bf16(2, nk);
     auto* o16 = bf16(3, nq);
-    cuda::to_bf16(q16, q, nq, stream_);
-    cuda::to_bf16(k16, k, nk, stream_);
-    cuda::to_bf16(v16, v, nk, stream_);
+    layer_ops::to_bf16(q16, q, nq, stream_);
+    layer_ops::to_bf16(k16, k, nk, stream_);
+    layer_ops::to_bf16(v16, v, nk, stream_);
     kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
-    cuda::from_bf16(o, o16, nq, stream_);
+    layer_ops::from_bf16(o, o16, nq, stream_);
   }
   void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv) override {
@@ -142,17 +136,17 @@ class CudaBackend final : public Backend {
     auto* dq16 = bf16(5, nq);
     auto* dk16 = bf16(6, nk);
     auto* dv16 = bf16(7, nk);
-    cuda::to_bf16(q16, q, nq, stream_);
-    cuda::to_bf16(k16, k, nk, stream_);
-    cuda::to_bf16(v16, v, nk, stream_);
-    cuda::to_bf16(o16, o, nq, stream_);
-    cuda::to_bf16(do16, dout, nq, stream_);
+    layer_ops::to_bf16(q16, q, nq, stream_);
+    layer_ops::to_bf16(k16, k, nk, stream_);
+    layer_ops::to_bf16(v16, v, nk, stream_);
+    layer_ops::to_bf16(o16, o, nq, stream_);
+    layer_ops::to_bf16(do16, dout, nq, stream_);
     void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(s));
     kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
                                       stream_);
-    cuda::from_bf16(dq, dq16, nq, stream_);
-    cuda::from_bf16(dk, dk16, nk, stream_);
-    cuda::from_bf16(dv, dv16, nk, stream_);
+    layer_ops::from_bf16(dq, dq16, nq, stream_);
+    layer_ops::from_bf16(dk, dk16, nk, stream_);
+    layer_ops::from_bf16(dv, dv16, nk, stream_);
   }
   void lse_merge(int batch, int seq_q, int heads, int d, float* o, float* lse, const float* o_part,
                  const float* lse_part) override {

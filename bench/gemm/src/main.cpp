@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "seqpar/bench/cublas_gemm.hpp"
 #include "seqpar/bench/device_memory.hpp"
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/bench/gbench_harness.hpp"
@@ -18,11 +17,15 @@
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/kernels/cublas_gemm.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/sim/presets.hpp"
 
 namespace seqpar::bench {
 namespace {
+
+using kernels::CublasHandle;
+using kernels::gemm_bf16;
 
 struct Options {
   std::string shapes = "square,layer";

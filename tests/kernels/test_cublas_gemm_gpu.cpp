@@ -1,4 +1,4 @@
-// The cuBLAS bf16 GEMM of seqpar-bench-gemm against a CPU fp64 reference on random inputs at awkward sizes,
+// The cuBLAS bf16 GEMM wrapper (kernels/cublas_gemm.hpp, timed by seqpar-bench-gemm) against a CPU fp64 reference on random inputs at awkward sizes,
 // in the three layouts the benchmark uses (forward X W^T, dX = dY W, dW = dY^T X). Skips without a GPU.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "gpu_util.hpp"
-#include "seqpar/bench/cublas_gemm.hpp"
+#include "seqpar/kernels/cublas_gemm.hpp"
 
-namespace seqpar::bench {
+namespace seqpar::kernels {
 namespace {
 
-using kernels::DType;
 using test::DeviceBuffer;
 
 struct Case {
@@ -122,4 +121,4 @@ TEST(CublasGemm, BadDimensionsAreRejected) {
 }
 
 }  // namespace
-}  // namespace seqpar::bench
+}  // namespace seqpar::kernels

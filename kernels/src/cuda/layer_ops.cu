@@ -1,12 +1,14 @@
+// The layer ops' kernels: grid-stride loops for the elementwise ops, one block per token where a row
+// is reduced (RMSNorm, cross-entropy).
 #include <cuda_bf16.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "cuda_ops.cuh"
 #include "seqpar/core/cuda_check.hpp"
+#include "seqpar/kernels/layer_ops.cuh"
 
-namespace seqpar::train::cuda {
+namespace seqpar::kernels::layer_ops {
 namespace {
 
 constexpr int kThreads = 256;
@@ -229,4 +231,4 @@ void from_bf16(float* out, const std::uint16_t* in, std::int64_t n, cudaStream_t
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace seqpar::train::cuda
+}  // namespace seqpar::kernels::layer_ops

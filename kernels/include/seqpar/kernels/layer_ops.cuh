@@ -1,12 +1,13 @@
-// The training step's small CUDA kernels (fp32): elementwise ops, RMSNorm, RoPE, SwiGLU, embedding,
-// cross-entropy, AdamW and fp32 <-> bf16 conversion. Host launchers, asynchronous on `stream`;
-// each mirrors the CPU back end's loop of the same name (cpu_backend.cpp).
+// The layer ops on the GPU (fp32): elementwise ops, RMSNorm, RoPE, SwiGLU, embedding, cross-entropy,
+// AdamW and fp32 <-> bf16 conversion, the small kernels of a training step. Host launchers callable
+// from plain C++, asynchronous on `s`; each computes what the CPU reference of the same name does
+// (layer_ops_ref.hpp, which documents the semantics and layouts) and is tested against it.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-namespace seqpar::train::cuda {
+namespace seqpar::kernels::layer_ops {
 
 void add(float* y, const float* x, std::int64_t n, cudaStream_t s);
 void scale(float* x, float alpha, std::int64_t n, cudaStream_t s);
@@ -28,4 +29,4 @@ void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float l
 void to_bf16(std::uint16_t* out, const float* in, std::int64_t n, cudaStream_t s);
 void from_bf16(float* out, const std::uint16_t* in, std::int64_t n, cudaStream_t s);
 
-}  // namespace seqpar::train::cuda
+}  // namespace seqpar::kernels::layer_ops

@@ -1,8 +1,12 @@
-#include "seqpar/bench/cublas_gemm.hpp"
+#include "seqpar/kernels/cublas_gemm.hpp"
+
+#include <fmt/format.h>
 
 #include <climits>
 
-namespace seqpar::bench {
+#include "seqpar/core/error.hpp"
+
+namespace seqpar::kernels {
 
 CublasHandle::CublasHandle(cudaStream_t stream) {
   SEQPAR_CUBLAS_CHECK(cublasCreate(&handle_));
@@ -39,4 +43,4 @@ void gemm_bf16(const CublasHandle& handle, const GemmShape& s, const void* a, co
                                    lda, &beta, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-}  // namespace seqpar::bench
+}  // namespace seqpar::kernels
