@@ -54,12 +54,12 @@ void add_advise_command(CLI::App& app) {
         fmt::print("{} on {}, {} GPUs, sequence {} tokens\n", m.name, s.name, gpus, format_count(n));
         if (const sim::Result* b = a.best()) {
           fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, step {}, peak {} of {} GiB\n\n",
-                     sim::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
+                     seqpar::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
                      gib(b->peak_memory_bytes()), gib(b->capacity_bytes));
           Table t({"# plan", "tokens/s/GPU", "MFU", "step", "exposed comm", "peak GiB"});
           for (std::size_t i = 0; i < a.ranked.size() && int(i) < o->top; ++i) {
             const sim::Result& r = a.ranked[i];
-            t.add({std::to_string(i + 1) + " " + sim::describe(r.plan), fmt::format("{:.0f}", r.tokens_per_s_per_gpu),
+            t.add({std::to_string(i + 1) + " " + seqpar::describe(r.plan), fmt::format("{:.0f}", r.tokens_per_s_per_gpu),
                    fmt::format("{:.1f}%", 100 * r.mfu), seconds(r.step_time_s), seconds(r.time.exposed_comm),
                    gib(r.peak_memory_bytes())});
           }
@@ -71,7 +71,7 @@ void add_advise_command(CLI::App& app) {
         if (!a.rejected.empty()) {
           fmt::print("\nrejected:\n");
           for (const auto& r : a.rejected)
-            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", sim::describe(r.plan), why);
+            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
         }
       }
       if (!a.best()) throw CLI::RuntimeError(1);

@@ -59,19 +59,19 @@ void add_maxlen_command(CLI::App& app) {
         fmt::print("{} on {}, {} GPUs\n", m.name, s.name, gpus);
         if (a.result) {
           fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
-                     a.max_seq_len, double(a.max_seq_len) / (1 << 20), sim::describe(a.result->plan),
+                     a.max_seq_len, double(a.max_seq_len) / (1 << 20), seqpar::describe(a.result->plan),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
         } else {
           fmt::print("{}\n", none_reason(a));
         }
         Table t({"plan (memory options as searched)", "max tokens"});
-        for (const auto& [p, n] : a.per_structure) t.add({sim::describe(p), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
+        for (const auto& [p, n] : a.per_structure) t.add({seqpar::describe(p), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
         fmt::print("{}", t.str());
         if (!a.rejected.empty()) {
           fmt::print("\nrejected:\n");
           for (const auto& r : a.rejected)
-            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", sim::describe(r.plan), why);
+            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
         }
       }
       if (a.max_seq_len == 0) throw CLI::RuntimeError(1);

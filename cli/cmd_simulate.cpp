@@ -13,10 +13,10 @@ namespace seqpar::cli {
 namespace {
 
 void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r) {
-  const sim::Plan& p = r.plan;
+  const seqpar::Plan& p = r.plan;
   fmt::print("{} on {} ({} GPUs, {} node(s)), sequence {} tokens\n", m.name, s.name, p.gpus,
              (p.gpus + s.gpus_per_node - 1) / s.gpus_per_node, format_count(p.seq_len));
-  fmt::print("plan: {}  (dp={})\n", sim::describe(p), p.dp());
+  fmt::print("plan: {}  (dp={})\n", seqpar::describe(p), p.dp());
   fmt::print("fits: {} (peak {} of {} GiB, at {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
              gib(r.capacity_bytes), r.memory.peak_phase);
   Table k({"metric", "value"});
@@ -80,7 +80,7 @@ void add_simulate_command(CLI::App& app) {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
-      const sim::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
+      const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       const sim::Result r = sim::simulate(m, s, p);
       if (o->common.json) {
         nlohmann::json j = document("seqpar simulate");

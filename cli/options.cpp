@@ -19,10 +19,10 @@ bool MemoryFlags::any_given() const {
   return false;
 }
 
-sim::MemoryOptions MemoryFlags::options() const {
-  sim::MemoryOptions m;
+seqpar::MemoryOptions MemoryFlags::options() const {
+  seqpar::MemoryOptions m;
   m.zero = zero;
-  m.checkpoint = sim::parse_checkpoint(checkpoint);
+  m.checkpoint = seqpar::parse_checkpoint(checkpoint);
   m.offload_checkpoints = offload_checkpoints;
   m.offload_optimizer = offload_optimizer;
   m.tiled_mlp = tiled_mlp;
@@ -30,7 +30,7 @@ sim::MemoryOptions MemoryFlags::options() const {
   return m;
 }
 
-std::optional<sim::MemoryOptions> MemoryFlags::fixed() const {
+std::optional<seqpar::MemoryOptions> MemoryFlags::fixed() const {
   if (!any_given()) return std::nullopt;
   return options();
 }
@@ -51,7 +51,7 @@ void add_search(CLI::App* app, SearchOptions& o) {
 
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
   sim::SearchSpace space;
-  if (!o.method.empty()) space.methods = {sim::parse_method(o.method)};
+  if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed();
@@ -82,8 +82,8 @@ void add_memory(CLI::App* app, MemoryFlags& m) {
 sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
 
-sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
-  sim::Plan p = sim::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);
+seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
+  seqpar::Plan p = seqpar::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);
   p.mem = m.options();
   return p;
 }

@@ -11,7 +11,7 @@
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
-#include "seqpar/sim/plan.hpp"
+#include "seqpar/core/plan.hpp"
 
 namespace seqpar::cli {
 
@@ -21,9 +21,9 @@ struct CommonOptions {
   bool json = false;
 };
 
-// --method, --sp, --ulysses-degree, --ring-degree, --micro-batch as given (sim::plan_from_flags
+// --method, --sp, --ulysses-degree, --ring-degree, --micro-batch as given (seqpar::plan_from_flags
 // turns them into a plan, the same way for every program).
-using PlanOptions = sim::PlanFlags;
+using PlanOptions = seqpar::PlanFlags;
 
 struct MemoryFlags {
   int zero = 1;
@@ -32,8 +32,8 @@ struct MemoryFlags {
   std::vector<CLI::Option*> given;  // to tell "fixed by the user" from "search them"
 
   bool any_given() const;
-  sim::MemoryOptions options() const;
-  std::optional<sim::MemoryOptions> fixed() const;  // set only when a memory flag was given
+  seqpar::MemoryOptions options() const;
+  std::optional<seqpar::MemoryOptions> fixed() const;  // set only when a memory flag was given
 };
 
 // What advise and maxlen search: all plans, or those of one method / SP degree / Ulysses degree.
@@ -54,8 +54,8 @@ void add_memory(CLI::App* app, MemoryFlags& m);
 sim::Model load_model(const CommonOptions& o);
 sim::System load_system(const std::string& name_or_path);
 
-// A normalized plan from the flags (sim::plan_from_flags; validity is the simulator's to check).
-sim::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);
+// A normalized plan from the flags (seqpar::plan_from_flags; validity is the simulator's to check).
+seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);
 
 // --seq-len: a count (128K, 1M) of at most sim::limits::kMaxSeqLen tokens; `field` names it.
 std::int64_t parse_seq_len(const std::string& text, const char* field = "seq_len");

@@ -51,11 +51,11 @@ st::RunOptions for_method(const Options& o, const std::string& method) {
 }
 
 // "ulysses U4", "ring-zigzag R4", "hybrid U2xR2": the table's plan column.
-std::string short_plan(const seqpar::sim::Plan& p) {
-  if (p.method == seqpar::sim::Method::ulysses) return fmt::format("ulysses U{}", p.ulysses_degree);
-  if (p.method == seqpar::sim::Method::hybrid)
+std::string short_plan(const seqpar::Plan& p) {
+  if (p.method == seqpar::Method::ulysses) return fmt::format("ulysses U{}", p.ulysses_degree);
+  if (p.method == seqpar::Method::hybrid)
     return fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
-  return fmt::format("{} R{}", seqpar::sim::to_string(p.method), p.ring_degree);
+  return fmt::format("{} R{}", seqpar::to_string(p.method), p.ring_degree);
 }
 
 std::vector<float> random_host(std::size_t n, std::uint64_t seed) {
@@ -79,7 +79,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                 "time_ms", "TFLOP/s/gpu", "tokens/s/gpu", "peak_MiB");
   for (const std::string& method : seqpar::split_list(o.methods, "--methods")) {
     const st::RunOptions ro = for_method(o, method);
-    seqpar::sim::Plan plan;
+    seqpar::Plan plan;
     try {
       plan = ro.plan(world.size());
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
@@ -144,7 +144,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                     short_plan(plan).c_str(), static_cast<long long>(plan.seq_len),
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
-      results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::sim::to_json(plan)},
+      results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::to_json(plan)},
                          {"time_s", s.median}, {"samples_s", samples}, {"stats", seqpar::to_json(s, "_s")},
                          {"tflops_per_gpu", tflops}, {"tokens_per_s_per_gpu", tokens},
                          {"flops", flops}, {"peak_memory_bytes", be.memory().peak_bytes()},
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
     if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
     if (o.warmup < 0) throw seqpar::Error(fmt::format("--warmup = {}: must be >= 0", o.warmup));
     const st::ModelConfig cfg = o.model.resolve();
-    for (const std::string& m : seqpar::split_list(o.methods, "--methods")) seqpar::sim::parse_method(m);
+    for (const std::string& m : seqpar::split_list(o.methods, "--methods")) seqpar::parse_method(m);
     const int local_world = o.run.gpus > 0 ? o.run.gpus : o.run.sp;
     // Parsed values; -J is left out (only rank 0 writes it).
     checks.same_options = st::run_options_json(o.run, cfg);

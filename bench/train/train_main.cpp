@@ -57,7 +57,7 @@ void check_options(const Options& o) {
                         "only (fp32 is the CPU back end's reference mode)");
 }
 
-st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan) {
+st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& plan) {
   st::TrainSetup s;
   s.model = cfg;
   s.seq_len = plan.seq_len;
@@ -72,7 +72,7 @@ st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const se
 
 // Sizes are checked before any rank allocates: the sharded step and, with --validate, the
 // unsharded one every rank also runs.
-void check_sizes(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan) {
+void check_sizes(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& plan) {
   const st::TrainSetup s = make_setup(o, cfg, plan);
   st::check_step_sizes(s);
   if (o.validate) st::check_step_sizes(st::reference_setup(s, plan.dp()));
@@ -84,7 +84,7 @@ struct Validator {
   std::unique_ptr<st::Trainer> unsharded, reference;
 };
 
-int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Plan& plan,
+int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& plan,
              seqpar::comm::Communicator& world, st::Backend& be, int argc, char** argv) {
   const st::TrainSetup s = make_setup(o, cfg, plan);
   const st::Precision precision = st::parse_precision(o.precision);
@@ -117,7 +117,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
 
   if (lead)
     std::printf("# seqpar-train: %s, %s, world %d, backend %s, comm %s\n# model %s: %d layers, hidden %d, heads %d/%d kv, params %lld\n",
-                seqpar::sim::describe(plan).c_str(), st::mode_name(world.backend()).c_str(),
+                seqpar::describe(plan).c_str(), st::mode_name(world.backend()).c_str(),
                 world.size(), o.run.backend.c_str(), o.run.comm.c_str(), cfg.name.c_str(),
                 cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads,
                 static_cast<long long>(cfg.total_params()));
@@ -215,9 +215,9 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::sim::Pl
                      {"world_size", world.size()}, {"validate", o.validate}, {"dtype", "f32"},
                      {"precision", o.precision},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
-    doc["plan"] = seqpar::sim::to_json(plan);
+    doc["plan"] = seqpar::to_json(plan);
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,
-                                               seqpar::sim::to_string(plan.method), plan.sp, plan.seq_len)},
+                                               seqpar::to_string(plan.method), plan.sp, plan.seq_len)},
                           {"losses", losses},
                           {"peak_memory_bytes", be.memory().peak_bytes()},
                           {"peak_memory_bytes_per_rank", peaks},
@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
     const int local_world = o.run.gpus > 0 ? o.run.gpus : o.run.sp;
     // Plans are checked before any rank starts, so bad input fails once, cleanly.
     if (!launched) {
-      const seqpar::sim::Plan plan = o.run.plan(local_world);
+      const seqpar::Plan plan = o.run.plan(local_world);
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
       check_sizes(o, cfg, plan);
     }
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
                                 {"--error-atol", o.rule.error_atol}, {"--gpu", o.gpu}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
-                              const seqpar::sim::Plan plan = o.run.plan(world.size());
+                              const seqpar::Plan plan = o.run.plan(world.size());
                               st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
                               check_sizes(o, cfg, plan);
                               return run_rank(o, cfg, plan, world, be, argc, argv);

@@ -5,7 +5,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
-#include "seqpar/sim/plan.hpp"
+#include "seqpar/core/plan.hpp"
 
 namespace seqpar::reports {
 
@@ -274,7 +274,7 @@ struct Gatherer {
 
 std::string structure_label(const json& plan) {
   try {
-    return sim::describe_structure(sim::plan_from_json(plan));
+    return seqpar::describe_structure(seqpar::plan_from_json(plan));
   } catch (const Error&) {
     return string_or(plan, "method", "?");
   }

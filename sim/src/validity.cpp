@@ -1,68 +1,17 @@
 #include "seqpar/sim/validity.hpp"
 
-#include <fmt/format.h>
-
 #include "seqpar/core/checked.hpp"
-#include "seqpar/sim/limits.hpp"
+#include "seqpar/core/limits.hpp"
 
 namespace seqpar::sim {
-
-std::int64_t seq_granularity(const Plan& p) {
-  const std::int64_t P = p.sp > 0 ? p.sp : 1;
-  return p.zigzag() && p.ring_degree > 1 ? 2 * P : P;
-}
-
-bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
-  const std::size_t before = errors.size();
-  auto fail = [&](std::string msg) { errors.push_back(std::move(msg)); };
-  auto range = [&](std::string_view field, std::int64_t v, std::int64_t hi) {
-    if (auto e = range_error(field, v, 1, hi)) fail(std::move(*e));
-  };
-
-  range("gpus", p.gpus, limits::kMaxGpus);
-  if (p.seq_len <= 0) fail(fmt::format("seq_len: {} must be positive", p.seq_len));
-  else range("seq_len", p.seq_len, limits::kMaxSeqLen);
-  range("micro_batch", p.micro_batch, limits::kMaxMicroBatch);
-  range("sp", p.sp, limits::kMaxGpus);
-  range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
-  range("ring_degree", p.ring_degree, limits::kMaxGpus);
-  if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
-  if (errors.size() != before) return false;  // the rules below divide and multiply by these
-
-  if (p.gpus % p.sp != 0)
-    fail(fmt::format("gpus: {} GPUs are not divisible by sp {} (the data-parallel degree gpus/sp must be whole)", p.gpus, p.sp));
-  // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
-  if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
-    fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));
-  if (p.method == Method::ulysses && p.ring_degree != 1)
-    fail(fmt::format("ring_degree: method ulysses has no ring (got {}); use --method hybrid", p.ring_degree));
-  if ((p.method == Method::ring || p.method == Method::ring_zigzag) && p.ulysses_degree != 1)
-    fail(fmt::format("ulysses_degree: method {} has no Ulysses part (got {}); use --method hybrid", to_string(p.method), p.ulysses_degree));
-
-  const std::int64_t gran = seq_granularity(p);
-  if (p.seq_len % gran != 0) {
-    const std::int64_t padded = (p.seq_len / gran + 1) * gran;
-    fail(fmt::format("seq_len: {} is not divisible by {} ({}); pad the sequence to {}", p.seq_len, gran,
-                     p.zigzag() && p.ring_degree > 1 ? "zigzag splits it into 2 x sp chunks" : "one shard per sp rank",
-                     padded));
-  }
-  if (p.mem.offload_checkpoints && p.mem.checkpoint != Checkpoint::full)
-    fail("offload_checkpoints: offloading keeps full-checkpoint layer inputs in host memory; it needs --checkpoint full");
-  return errors.size() == before;
-}
 
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   (void)s;
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
-  if (!structure_ok && range_error("", p.ulysses_degree, 1, limits::kMaxGpus)) return false;  // U is out of range
-
-  const int U = p.ulysses_degree;
-  if (m.heads % U != 0)
-    errors.push_back(fmt::format("heads: {} query heads are not divisible by the Ulysses degree {}", m.heads, U));
-  if (m.kv_heads % U != 0 && U % m.kv_heads != 0)
-    errors.push_back(fmt::format("kv_heads: {} KV heads and Ulysses degree {}: neither divides the other, so KV heads can be "
-                                 "neither split nor replicated evenly", m.kv_heads, U));
+  // U out of range: the structure rules named it; the head rules would only add noise.
+  if (!structure_ok && range_error("", p.ulysses_degree, 1, limits::kMaxGpus)) return false;
+  check_heads(m.heads, m.kv_heads, p.ulysses_degree, errors);
   return errors.size() == before;
 }
 

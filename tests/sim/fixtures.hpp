@@ -2,7 +2,7 @@
 #pragma once
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
-#include "seqpar/sim/plan.hpp"
+#include "seqpar/core/plan.hpp"
 
 namespace seqpar::sim::testing {
 

@@ -1,83 +1,29 @@
-// An execution plan: how G GPUs split one model's training step (sequence-parallel method and
-// degrees, data parallelism over the rest, memory options). Shared by the simulator, the
-// training step and the reports, so a measurement and a prediction name the same plan.
+// The plan is defined once, in core (seqpar/core/plan.hpp and plan_validity.hpp). This header
+// only names it inside seqpar::sim, so code that still spells `sim::Plan` or includes this path
+// keeps compiling while the tree moves to the core spellings; new code includes the core headers.
 #pragma once
-#include <cstdint>
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <string>
-#include <string_view>
+#include "seqpar/core/plan.hpp"
+#include "seqpar/core/plan_validity.hpp"
 
 namespace seqpar::sim {
 
-enum class Method { ulysses, ring, ring_zigzag, hybrid };
-enum class Checkpoint { none, selective, full };
+using seqpar::Checkpoint;
+using seqpar::MemoryOptions;
+using seqpar::Method;
+using seqpar::Plan;
+using seqpar::PlanFlags;
 
-std::string_view to_string(Method m);
-std::string_view to_string(Checkpoint c);
-// Throw seqpar::Error naming the field and the accepted values.
-Method parse_method(std::string_view s);
-Checkpoint parse_checkpoint(std::string_view s);
-
-struct MemoryOptions {
-  int zero = 1;                        // ZeRO stage 0..3 over the data x sequence parallel group
-  Checkpoint checkpoint = Checkpoint::none;
-  bool offload_checkpoints = false;    // full-checkpoint layer inputs kept in host memory
-  bool offload_optimizer = false;      // optimizer states and step on the host
-  bool tiled_mlp = false;              // MLP computed and recomputed in sequence tiles (ALST)
-  bool tiled_loss = false;             // logits and loss computed in sequence tiles (ALST)
-  bool operator==(const MemoryOptions&) const = default;
-};
-
-struct Plan {
-  Method method = Method::ulysses;
-  int gpus = 8;                // total GPUs; data parallel degree = gpus / sp
-  std::int64_t seq_len = 0;    // tokens per sequence (the full, unsharded length)
-  int sp = 1;                  // sequence-parallel degree = ulysses_degree * ring_degree
-  int ulysses_degree = 1;
-  int ring_degree = 1;
-  int micro_batch = 1;         // sequences per SP group per step
-  MemoryOptions mem;
-  bool operator==(const Plan&) const = default;
-
-  int dp() const { return sp > 0 ? gpus / sp : 0; }
-  bool zigzag() const { return method == Method::ring_zigzag || method == Method::hybrid; }
-};
-
-// Fills ulysses_degree / ring_degree from method and sp where the method fixes them
-// (ulysses: U = P; ring: R = P). For hybrid, a missing (0) degree is derived from the other, and
-// with neither given U = the largest divisor of P not above gpus_per_node, so Ulysses stays
-// inside a node. Does not validate; see validity.hpp.
-Plan normalized(Plan p, int gpus_per_node);
-
-// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree,
-// --micro-batch); nullopt where the flag was not given.
-struct PlanFlags {
-  std::string method = "ulysses";
-  std::optional<int> sp, ulysses_degree, ring_degree;
-  int micro_batch = 1;
-};
-
-// The SP degree the flags name without knowing the GPU count: --sp when given; else U x R when
-// both degrees are given; else U for ulysses, R for ring methods; nullopt when only the GPU count
-// can decide (then P = all GPUs). Throws seqpar::Error when U x R is beyond limits::kMaxGpus.
-std::optional<int> implied_sp(const PlanFlags& f);
-
-// The one place flags become a plan, for seqpar simulate and the measuring programs alike:
-// P from implied_sp (else `gpus`), missing degrees from normalized(); a given flag is never
-// overridden. Throws seqpar::Error for an unknown method or a hybrid degree that cannot be
-// derived (P not divisible by the other). Does not validate the rest: check_plan does.
-Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node);
-
-// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch",
-//  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}
-nlohmann::json to_json(const Plan& p);
-// Inverse of to_json; missing memory options take their defaults; bad values throw seqpar::Error.
-Plan plan_from_json(const nlohmann::json& j);
-
-// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt".
-std::string describe(const Plan& p);
-// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1".
-std::string describe_structure(const Plan& p);
+using seqpar::check_plan_structure;
+using seqpar::describe;
+using seqpar::describe_structure;
+using seqpar::implied_sp;
+using seqpar::normalized;
+using seqpar::parse_checkpoint;
+using seqpar::parse_method;
+using seqpar::plan_from_flags;
+using seqpar::plan_from_json;
+using seqpar::seq_granularity;
+using seqpar::to_json;
+using seqpar::to_string;
 
 }  // namespace seqpar::sim

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "seqpar/comm/communicator.hpp"
-#include "seqpar/sim/plan.hpp"
+#include "seqpar/core/plan.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/model_config.hpp"
 
@@ -27,7 +27,7 @@ struct RunOptions {
   std::string seq_len = "64";
   std::string method = "ulysses";
   // The plan flags as given (0 and *_given = false where not given). After parsing, sp is --sp,
-  // or the SP degree the other flags imply (sim::implied_sp: U x R, U for ulysses, R for ring),
+  // or the SP degree the other flags imply (seqpar::implied_sp: U x R, U for ulysses, R for ring),
   // or 1: the rank count to start when --gpus is not given. plan() then applies sim's rules.
   int sp = 1, ulysses_degree = 0, ring_degree = 0, micro_batch = 1, gpus = 0;
   bool sp_given = false, ulysses_given = false, ring_given = false;
@@ -36,11 +36,11 @@ struct RunOptions {
   std::string json_path;
   std::uint64_t seed = 1234;
   void add(CLI::App& app);
-  // The flags as sim::PlanFlags (nullopt where not given).
-  sim::PlanFlags plan_flags() const;
-  // The plan these options name over world_size ranks: sim::plan_from_flags, checked by
-  // sim::check_plan_structure and the token layout. Throws seqpar::Error on bad input.
-  sim::Plan plan(int world_size) const;
+  // The flags as seqpar::PlanFlags (nullopt where not given).
+  seqpar::PlanFlags plan_flags() const;
+  // The plan these options name over world_size ranks: seqpar::plan_from_flags, checked by
+  // seqpar::check_plan_structure and the token layout. Throws seqpar::Error on bad input.
+  seqpar::Plan plan(int world_size) const;
 };
 
 // "real-ranks", "virtual-ranks" or "single-rank-proxy" for a communicator back end.

@@ -1,4 +1,4 @@
-#include "seqpar/sim/plan.hpp"
+#include "seqpar/core/plan.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
-#include "seqpar/sim/limits.hpp"
+#include "seqpar/core/limits.hpp"
 
-namespace seqpar::sim {
+namespace seqpar {
 
 std::string_view to_string(Method m) {
   switch (m) {
@@ -183,4 +183,4 @@ std::string describe(const Plan& p) {
   return s;
 }
 
-}  // namespace seqpar::sim
+}  // namespace seqpar
