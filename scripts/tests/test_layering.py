@@ -90,3 +90,13 @@ def test_the_command_exits_non_zero_naming_the_violation(tmp_path):
     tree(tmp_path, files)
     r = subprocess.run([sys.executable, CHECK, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "bad.cpp:1" in r.stderr and "seqpar/reports/r.hpp" in r.stderr
+
+
+def test_a_target_linking_a_higher_layer_is_named(tmp_path):
+    files = dict(CLEAN)
+    files["sim/CMakeLists.txt"] = "add_library(seqpar_sim src/a.cpp)\ntarget_link_libraries(seqpar_sim\n  PUBLIC seqpar_core\n  PRIVATE seqpar_comm)\n"
+    files["comm/CMakeLists.txt"] = "add_library(seqpar_comm x.cpp)\ntarget_link_libraries(seqpar_comm PUBLIC seqpar_sim seqpar_core)\n"
+    files["core/CMakeLists.txt"] = "add_library(seqpar_core x.cpp)\n"
+    findings = tree(tmp_path, files)
+    assert findings == [os.path.join("sim", "CMakeLists.txt") + ":2: target_link_libraries(seqpar_sim ... seqpar_comm): "
+                        "sim/ may not link seqpar_comm of the higher layer comm/"], findings

@@ -4,7 +4,7 @@ to the layer of its top-level folder (core < sim < kernels < comm < train < benc
 tests/ and scripts/ stand outside), and may include `seqpar/<x>/...` headers of its own layer or a
 lower one only. Inside bench/, the harness (bench/harness) is below the programs. Also refuses
 include cycles between folders, `seqpar/<x>` names that no folder defines, and source folders that
-have no layer. Prints one line per finding, naming the file, line and include; exits 1 if any.
+have no layer, and CMake targets that link a target of a higher layer. Prints one line per finding, naming the file, line and include; exits 1 if any.
 Usage: check_layers.py [SOURCE_ROOT]"""
 import os
 import re
@@ -96,7 +96,45 @@ def check(root):
                 findings.append(f"{rel}:{lineno}: #include \"{path}\": {unit}/ may not include the higher layer {target}/ "
                                 f"(order, lowest first: core, sim, kernels, comm, train, bench/harness, bench, reports, cli)")
     findings += cycles(edges)
+    findings += link_findings(root)
     return findings
+
+
+ADD_TARGET = re.compile(r"\badd_(?:library|executable)\(\s*([A-Za-z0-9_.+-]+)")
+LINK = re.compile(r"\btarget_link_libraries\(([^)]*)\)", re.S)
+
+
+def cmake_files(root):
+    for top in LAYERS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames.sort()
+            if "CMakeLists.txt" in filenames:
+                yield os.path.relpath(os.path.join(dirpath, "CMakeLists.txt"), root)
+
+
+def link_findings(root):
+    """A CMake target of a layer may link targets of its own or lower layers only: a link runs up a
+    layer as surely as an include does (the include search path comes with it)."""
+    files = list(cmake_files(root))
+    texts = {rel: open(os.path.join(root, rel), encoding="utf-8", errors="replace").read() for rel in files}
+    owner = {}  # target -> unit of the folder that defines it
+    for rel, text in texts.items():
+        for m in ADD_TARGET.finditer(text):
+            owner[m.group(1)] = unit_of(rel)
+    out = []
+    for rel, text in texts.items():
+        unit = unit_of(rel)
+        for m in LINK.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            words = m.group(1).split()
+            for lib in words[1:]:
+                target = owner.get(lib)
+                if target is None or target == unit:
+                    continue
+                if rank_of(target) > rank_of(unit):
+                    out.append(f"{rel}:{line}: target_link_libraries({words[0]} ... {lib}): {unit}/ may not link "
+                               f"{lib} of the higher layer {target}/")
+    return out
 
 
 def cycles(edges):
@@ -138,7 +176,7 @@ def main(argv):
     for f in findings:
         print(f"check_layers.py: {f}", file=sys.stderr)
     if not findings:
-        print("check_layers.py: every include keeps to the layer order; no include cycle between folders")
+        print("check_layers.py: every include and target link keeps to the layer order; no include cycle between folders")
     return 1 if findings else 0
 
 
