@@ -1,11 +1,13 @@
 // seqpar sweep: a grid of sequence lengths x GPU counts x SP degrees x methods x systems ->
-// one point per cell (its fastest fitting memory options, or why it fails), the best plan per
-// (system, GPUs, length), written as DIR/sweep.json and DIR/sweep.csv.
+// one point per (method, SP degree) of each cell (its fastest fitting memory options, or why it
+// fails) and the chosen plan per (system, GPUs, length), written as DIR/sweep.json and
+// DIR/sweep.csv. The search is sim::run_sweep (the advisor's ranking); this file parses the
+// options and writes the output.
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
-#include <map>
 #include <optional>
 
 #include "commands.hpp"
@@ -18,6 +20,7 @@
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
+#include "seqpar/sim/sweep.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -51,22 +54,15 @@ void refuse_duplicates(const std::vector<T>& items, const std::vector<std::strin
 }
 
 // "hybrid 8x2", "ulysses 8", "dp only": the plan's structure in a table cell.
-std::string short_plan(const sim::Plan& p) {
+std::string short_plan(const seqpar::Plan& p) {
   if (p.sp == 1) return "dp only";
-  if (p.method == sim::Method::hybrid) return fmt::format("hybrid {}x{}", p.ulysses_degree, p.ring_degree);
+  if (p.method == seqpar::Method::hybrid) return fmt::format("hybrid {}x{}", p.ulysses_degree, p.ring_degree);
   return fmt::format("{} {}", to_string(p.method), p.sp);
 }
 
-struct Point {
-  std::string system;
-  int gpus;
-  std::int64_t seq_len;
-  sim::Result result;  // best fitting, else closest to fitting, else invalid
-};
-
-std::string csv_row(const Point& pt) {
+std::string csv_row(const sim::SweepPoint& pt) {
   const sim::Result& r = pt.result;
-  const sim::Plan& p = r.plan;
+  const seqpar::Plan& p = r.plan;
   std::string err;
   for (const auto& e : r.errors) err += (err.empty() ? "" : "; ") + e;
   for (char& c : err)
@@ -80,17 +76,150 @@ std::string csv_row(const Point& pt) {
                      num(r.peak_memory_bytes()), num(r.time.exposed_comm), err);
 }
 
+struct Opts {
+  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = "ulysses,ring,ring-zigzag,hybrid";
+  std::string out;
+  std::optional<int> ulysses_degree;
+  int micro_batch = 1;
+  bool json = false;
+  MemoryFlags mem;
+};
+
+// The grid the options name, each list checked for repeats.
+struct Grid {
+  sim::Model model;
+  std::vector<sim::System> systems;
+  std::vector<int> gpus;
+  std::vector<std::int64_t> seq_lens;
+  sim::SearchSpace space;
+};
+
+std::vector<sim::System> parse_systems(const std::string& text) {
+  const auto args = split_list(text, "system");
+  const auto systems = parse_list<sim::System>(text, "system", [](const std::string& s) { return load_system(s); });
+  // Points are keyed by system name, so two inputs naming one system would be mixed up.
+  for (std::size_t i = 0; i < systems.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (systems[i].name == systems[k].name)
+        throw Error(args[i] == args[k] ? fmt::format("system: '{}' is listed twice; list each system once", args[i])
+                                       : fmt::format("system: '{}' and '{}' both name the system '{}'; give each its own \"name\"",
+                                                     args[k], args[i], systems[i].name));
+  return systems;
+}
+
+Grid parse_grid(const Opts& o) {
+  Grid g;
+  g.model = sim::load_model(o.model);
+  g.systems = parse_systems(o.systems);
+  g.gpus = parse_list<int>(o.gpus, "gpus", [](const std::string& s) { return parse_int(s, "gpus"); });
+  refuse_duplicates(g.gpus, split_list(o.gpus, "gpus"), "gpus");
+  g.seq_lens = parse_list<std::int64_t>(o.seq_lens, "seq_len", [](const std::string& s) { return parse_seq_len(s); });
+  refuse_duplicates(g.seq_lens, split_list(o.seq_lens, "seq_len"), "seq_len");
+  g.space.methods = parse_list<seqpar::Method>(o.methods, "method", [](const std::string& s) { return seqpar::parse_method(s); });
+  refuse_duplicates(g.space.methods, split_list(o.methods, "method"), "method");
+  if (!o.sps.empty()) {
+    g.space.sp = parse_list<int>(o.sps, "sp", [](const std::string& s) { return parse_int(s, "sp"); });
+    refuse_duplicates(g.space.sp, split_list(o.sps, "sp"), "sp");
+  }
+  g.space.ulysses_degree = o.ulysses_degree;
+  g.space.memory = o.mem.fixed();
+  g.space.micro_batch = o.micro_batch;
+  return g;
+}
+
+const sim::System& system_named(const Grid& g, const std::string& name) {
+  return *std::find_if(g.systems.begin(), g.systems.end(), [&](const sim::System& x) { return x.name == name; });
+}
+
+nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
+  nlohmann::json b = {{"system", c.system}, {"gpus", c.gpus}, {"seq_len", c.seq_len}};
+  if (!c.best) {
+    b["plan"] = nullptr;
+    b["reason"] = "no plan is valid and fits";
+    return b;
+  }
+  const sim::Result& r = sw.points[*c.best].result;
+  b["plan"] = sim::to_json(r.plan);
+  b["step_time_s"] = r.step_time_s;
+  b["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  b["mfu"] = r.mfu;
+  b["peak_memory_bytes"] = r.peak_memory_bytes();
+  return b;
+}
+
+nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw) {
+  nlohmann::json doc = document("seqpar sweep");
+  doc["model"] = sim::to_json(g.model);
+  doc["systems"] = nlohmann::json::array();
+  for (const auto& s : g.systems) doc["systems"].push_back(sim::to_json(s, 0));
+  doc["results"] = nlohmann::json::array();
+  for (const sim::SweepPoint& pt : sw.points) doc["results"].push_back(sim::to_json(g.model, system_named(g, pt.system), pt.result));
+  doc["best"] = nlohmann::json::array();
+  for (const sim::SweepCell& c : sw.cells) doc["best"].push_back(best_json(sw, c));
+  return doc;
+}
+
+std::string sweep_csv(const sim::Sweep& sw) {
+  std::string csv =
+      "system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,zero,checkpoint,offload_checkpoints,"
+      "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
+      "peak_memory_bytes,exposed_comm_s,errors\n";
+  for (const sim::SweepPoint& pt : sw.points) csv += csv_row(pt);
+  return csv;
+}
+
+void write_outputs(const std::string& dir, const nlohmann::json& doc, const std::string& csv) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", dir, ec.message()));
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream f(path);
+    if (!(f << text)) throw Error(fmt::format("out: cannot write '{}'", path));
+  };
+  write("sweep.json", dump_json(doc) + "\n");
+  write("sweep.csv", csv);
+}
+
+// One table per system: a row per length, a column per GPU count, each cell the chosen plan.
+void print_tables(const Grid& g, const sim::Sweep& sw) {
+  for (const sim::System& s : g.systems) {
+    std::vector<std::string> header{"seq len"};
+    for (int n : g.gpus) header.push_back(fmt::format("{} GPUs", n));
+    Table t(header);
+    for (std::int64_t n : g.seq_lens) {
+      std::vector<std::string> row{format_count(n)};
+      for (int gp : g.gpus) {
+        const auto c = std::find_if(sw.cells.begin(), sw.cells.end(), [&](const sim::SweepCell& x) {
+          return x.system == s.name && x.gpus == gp && x.seq_len == n;
+        });
+        const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
+        row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", short_plan(w->plan), to_string(w->plan.mem.checkpoint),
+                                      w->tokens_per_s_per_gpu)
+                        : "does not fit");
+      }
+      t.add(row);
+    }
+    fmt::print("{} on {}: advised plan (method degree, checkpointing, tokens/s per GPU)\n{}\n", g.model.name, s.name, t.str());
+  }
+}
+
+void run(const Opts& o) {
+  const Grid g = parse_grid(o);
+  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space);
+  const nlohmann::json doc = sweep_json(g, sw);
+  write_outputs(o.out, doc, sweep_csv(sw));
+  if (o.json) {
+    print_json(doc);
+    return;
+  }
+  print_tables(g, sw);
+  fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", sw.points.size(), o.out, o.out);
+}
+
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
-  struct Opts {
-    std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = "ulysses,ring,ring-zigzag,hybrid";
-    std::string out;
-    std::optional<int> ulysses_degree;
-    int micro_batch = 1;
-    bool json = false;
-    MemoryFlags mem;
-  };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("sweep", "A grid of sequence lengths x GPUs x SP sizes x methods x systems -> CSV and JSON");
   cmd->add_option("--model", o->model, "Model preset name or path to a model JSON file")->capture_default_str();
@@ -106,150 +235,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);
   cmd->footer("Memory options given on the command line are fixed; otherwise each point takes its fastest fitting set.");
-  cmd->callback([o] {
-    guarded(o->json, "seqpar sweep", [&] {
-      const sim::Model m = sim::load_model(o->model);
-      const auto system_args = split_list(o->systems, "system");
-      const auto systems = parse_list<sim::System>(o->systems, "system", [](const std::string& s) { return load_system(s); });
-      // Points are keyed by system name, so two inputs naming one system would be mixed up.
-      for (std::size_t i = 0; i < systems.size(); ++i)
-        for (std::size_t k = 0; k < i; ++k)
-          if (systems[i].name == systems[k].name)
-            throw Error(system_args[i] == system_args[k]
-                            ? fmt::format("system: '{}' is listed twice; list each system once", system_args[i])
-                            : fmt::format("system: '{}' and '{}' both name the system '{}'; give each its own \"name\"",
-                                          system_args[k], system_args[i], systems[i].name));
-      const auto gpus = parse_list<int>(o->gpus, "gpus", [](const std::string& s) { return parse_int(s, "gpus"); });
-      refuse_duplicates(gpus, split_list(o->gpus, "gpus"), "gpus");
-      const auto seqs = parse_list<std::int64_t>(o->seq_lens, "seq_len", [](const std::string& s) { return parse_seq_len(s); });
-      refuse_duplicates(seqs, split_list(o->seq_lens, "seq_len"), "seq_len");
-      const auto methods = parse_list<sim::Method>(o->methods, "method", [](const std::string& s) { return sim::parse_method(s); });
-      refuse_duplicates(methods, split_list(o->methods, "method"), "method");
-      std::vector<int> sps;
-      if (!o->sps.empty()) {
-        sps = parse_list<int>(o->sps, "sp", [](const std::string& s) { return parse_int(s, "sp"); });
-        refuse_duplicates(sps, split_list(o->sps, "sp"), "sp");
-      }
-      sim::SearchSpace base;
-      base.methods = methods;
-      base.sp = sps;
-      base.ulysses_degree = o->ulysses_degree;
-      base.memory = o->mem.fixed();
-      base.micro_batch = o->micro_batch;
-      for (int g : gpus) sim::check_search(g, base);  // every constraint is honoured, or an error now
-
-      std::vector<Point> points;
-      for (const sim::System& s : systems)
-        for (int g : gpus)
-          for (std::int64_t n : seqs) {
-            const sim::SearchSpace& space = base;
-            // One point per (method, sp): hybrid keeps its best Ulysses x Ring split.
-            std::map<std::pair<int, int>, std::size_t> slot;
-            for (const sim::Plan& st : sim::structures(m, s, g, n, space)) {
-              sim::StructureOutcome oc = sim::best_memory_options(m, s, st, space.memory);
-              sim::Result r;
-              if (oc.best) {
-                r = std::move(*oc.best);
-              } else if (oc.closest) {
-                r = std::move(*oc.closest);
-                r.errors = oc.reasons;
-              } else {
-                r.plan = st;
-                if (space.memory) r.plan.mem = *space.memory;
-                r.errors = oc.reasons;
-                r.capacity_bytes = s.gpu.memory_bytes;
-              }
-              const auto key = std::make_pair(int(st.method), st.sp);
-              auto it = slot.find(key);
-              if (it == slot.end()) {
-                slot[key] = points.size();
-                points.push_back({s.name, g, n, std::move(r)});
-              } else {
-                sim::Result& held = points[it->second].result;
-                const bool r_ok = r.valid && r.fits, held_ok = held.valid && held.fits;
-                if ((r_ok && (!held_ok || r.tokens_per_s_per_gpu > held.tokens_per_s_per_gpu)) ||
-                    (!r_ok && !held_ok && r.valid && (!held.valid || r.peak_memory_bytes() < held.peak_memory_bytes())))
-                  held = std::move(r);
-              }
-            }
-          }
-
-      nlohmann::json doc = document("seqpar sweep");
-      doc["model"] = sim::to_json(m);
-      doc["systems"] = nlohmann::json::array();
-      for (const auto& s : systems) doc["systems"].push_back(sim::to_json(s, 0));
-      doc["results"] = nlohmann::json::array();
-      nlohmann::json best = nlohmann::json::array();
-      std::string csv =
-          "system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,zero,checkpoint,offload_checkpoints,"
-          "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
-          "peak_memory_bytes,exposed_comm_s,errors\n";
-      std::map<std::tuple<std::string, int, std::int64_t>, const Point*> winners;
-      std::vector<std::tuple<std::string, int, std::int64_t>> order;
-      for (const Point& pt : points) {
-        const sim::System& s = *std::find_if(systems.begin(), systems.end(), [&](const sim::System& x) { return x.name == pt.system; });
-        doc["results"].push_back(sim::to_json(m, s, pt.result));
-        csv += csv_row(pt);
-        const auto key = std::make_tuple(pt.system, pt.gpus, pt.seq_len);
-        if (!winners.count(key)) {
-          order.push_back(key);
-          winners[key] = nullptr;
-        }
-        const sim::Result& r = pt.result;
-        const Point*& w = winners[key];
-        if (r.valid && r.fits && (!w || r.tokens_per_s_per_gpu > w->result.tokens_per_s_per_gpu)) w = &pt;
-      }
-      for (const auto& key : order) {
-        const Point* w = winners[key];
-        nlohmann::json b = {{"system", std::get<0>(key)}, {"gpus", std::get<1>(key)}, {"seq_len", std::get<2>(key)}};
-        if (w) {
-          b["plan"] = sim::to_json(w->result.plan);
-          b["step_time_s"] = w->result.step_time_s;
-          b["tokens_per_s_per_gpu"] = w->result.tokens_per_s_per_gpu;
-          b["mfu"] = w->result.mfu;
-          b["peak_memory_bytes"] = w->result.peak_memory_bytes();
-        } else {
-          b["plan"] = nullptr;
-          b["reason"] = "no plan is valid and fits";
-        }
-        best.push_back(b);
-      }
-      doc["best"] = best;
-
-      std::error_code ec;
-      std::filesystem::create_directories(o->out, ec);
-      if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", o->out, ec.message()));
-      const auto write = [&](const std::string& name, const std::string& text) {
-        const std::string path = (std::filesystem::path(o->out) / name).string();
-        std::ofstream f(path);
-        if (!(f << text)) throw Error(fmt::format("out: cannot write '{}'", path));
-      };
-      write("sweep.json", dump_json(doc) + "\n");
-      write("sweep.csv", csv);
-
-      if (o->json) {
-        print_json(doc);
-        return;
-      }
-      for (const sim::System& s : systems) {
-        std::vector<std::string> header{"seq len"};
-        for (int g : gpus) header.push_back(fmt::format("{} GPUs", g));
-        Table t(header);
-        for (std::int64_t n : seqs) {
-          std::vector<std::string> row{format_count(n)};
-          for (int g : gpus) {
-            const Point* w = winners[std::make_tuple(s.name, g, n)];
-            row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", short_plan(w->result.plan),
-                                          to_string(w->result.plan.mem.checkpoint), w->result.tokens_per_s_per_gpu)
-                            : "does not fit");
-          }
-          t.add(row);
-        }
-        fmt::print("{} on {}: advised plan (method degree, checkpointing, tokens/s per GPU)\n{}\n", m.name, s.name, t.str());
-      }
-      fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", points.size(), o->out, o->out);
-    });
-  });
+  cmd->callback([o] { guarded(o->json, "seqpar sweep", [&] { run(*o); }); });
 }
 
 }  // namespace seqpar::cli

@@ -7,6 +7,7 @@
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/limits.hpp"
+#include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
@@ -14,18 +15,6 @@ namespace seqpar::sim {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Ascending. n is at most limits::kMaxGpus (check_search), so d * d cannot overflow.
-std::vector<int> divisors(int n) {
-  std::vector<int> low, high;
-  for (int d = 1; d * d <= n; ++d)
-    if (n % d == 0) {
-      low.push_back(d);
-      if (d != n / d) high.push_back(n / d);
-    }
-  low.insert(low.end(), high.rbegin(), high.rend());
-  return low;
-}
 
 // The set that saves the most memory: every option on. Each option never raises the peak, so
 // this set bounds what any set can fit.
@@ -40,12 +29,12 @@ MemoryOptions most_saving() {
   return m;
 }
 
-bool faster(const Result& a, const Result& b) {
+}  // namespace
+
+bool ranks_before(const Result& a, const Result& b) {
   if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
   return a.peak_memory_bytes() < b.peak_memory_bytes();
 }
-
-}  // namespace
 
 const std::vector<MemoryOptions>& memory_option_sets() {
   static const std::vector<MemoryOptions> sets = [] {
@@ -82,19 +71,22 @@ void check_search(int gpus, const SearchSpace& space) {
     for (std::size_t k = 0; k < i; ++k)
       if (space.sp[i] == space.sp[k]) throw Error(fmt::format("sp: {} is listed twice", space.sp[i]));
   }
-  const bool hybrid = std::find(space.methods.begin(), space.methods.end(), Method::hybrid) != space.methods.end();
+  const auto any = [&](bool MethodEntry::*trait) {
+    return std::any_of(space.methods.begin(), space.methods.end(), [&](Method x) { return method_entry(x).*trait; });
+  };
   if (space.ulysses_degree) {
     require_range("ulysses_degree", *space.ulysses_degree, 1, limits::kMaxGpus);
-    // Ulysses and the rings have no free Ulysses degree (U = P or U = 1): the flag would be ignored.
-    if (!hybrid)
+    // Methods without a free Ulysses degree (U = P or U = 1) would ignore the flag.
+    if (!any(&MethodEntry::free_ulysses_degree))
       throw Error(fmt::format("ulysses_degree: {} fixes the hybrid's Ulysses x Ring split, but --method does not "
                               "include hybrid; for Ulysses over {} GPUs give --sp {}",
                               *space.ulysses_degree, *space.ulysses_degree, *space.ulysses_degree));
   }
   const bool only_sp1 = space.sp.size() == 1 ? space.sp[0] == 1 : space.sp.empty() && gpus == 1;
-  if (only_sp1 && space.methods.size() == 1 && space.methods[0] == Method::hybrid)
-    throw Error("method: hybrid needs an SP degree of at least 2 (sp 1 is data parallelism only), so this search has "
-                "no plan; give more GPUs or --sp");
+  if (only_sp1 && !any(&MethodEntry::runs_at_sp1))
+    throw Error(fmt::format("method: {} needs an SP degree of at least 2 (sp 1 is data parallelism only), so this "
+                            "search has no plan; give more GPUs or --sp",
+                            method_entry(space.methods[0]).name));
 }
 
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
@@ -116,28 +108,16 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
   };
   for (int P : sps) {
     if (P == 1) {
-      // No sequence parallelism: every method but hybrid is the same plan (degree 1), listed
-      // once. A hybrid splits P into U x R, which sp 1 cannot, so a search for hybrids leaves it out.
-      const bool any = std::any_of(space.methods.begin(), space.methods.end(), [](Method x) { return x != Method::hybrid; });
+      // No sequence parallelism: every method that runs at sp 1 is the same plan (degree 1),
+      // listed once. A hybrid splits P into U x R, which sp 1 cannot, so a search for hybrids
+      // alone leaves it out.
+      const bool any = std::any_of(space.methods.begin(), space.methods.end(),
+                                   [](Method x) { return method_entry(x).runs_at_sp1; });
       if (any) add(Method::ulysses, 1, 1, 1);
       continue;
     }
-    for (Method method : space.methods) {
-      switch (method) {
-        case Method::ulysses: add(method, P, P, 1); break;
-        case Method::ring:
-        case Method::ring_zigzag: add(method, P, 1, P); break;
-        case Method::hybrid:
-          if (space.ulysses_degree) {
-            // Kept even when U does not divide P, so the rejection says why (U x R != P).
-            add(method, P, *space.ulysses_degree, std::max(1, P / *space.ulysses_degree));
-          } else {
-            for (int u : divisors(P))
-              if (u > 1 && u < P) add(method, P, u, P / u);
-          }
-          break;
-      }
-    }
+    for (Method method : space.methods)
+      for (const auto& [u, r] : method_entry(method).splits(P, space.ulysses_degree)) add(method, P, u, r);
   }
   return out;
 }
@@ -155,7 +135,7 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
   auto consider = [&](const Plan& candidate) {
     Result r = simulate(m, s, candidate);
     if (!r.valid) return;
-    if (r.fits && (!out.best || faster(r, *out.best))) out.best = r;
+    if (r.fits && (!out.best || ranks_before(r, *out.best))) out.best = r;
     if (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes()) out.closest = std::move(r);
   };
   if (fixed) {
@@ -195,7 +175,7 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
                             std::move(o.reasons)});
     }
   }
-  std::stable_sort(a.ranked.begin(), a.ranked.end(), faster);
+  std::stable_sort(a.ranked.begin(), a.ranked.end(), ranks_before);
   return a;
 }
 

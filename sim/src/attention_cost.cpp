@@ -4,6 +4,7 @@
 
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/methods.hpp"
 
 namespace seqpar::sim {
 
@@ -23,7 +24,7 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (m.heads + 2.0 * a.kv_heads_sent) * d;
   a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * m.heads * d;
   a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
-  a.block_tokens = p.zigzag() && m.causal && p.ring_degree > 1 ? a.attn_tokens / 2 : a.attn_tokens;
+  a.block_tokens = zigzag_ring(p) && m.causal ? a.attn_tokens / 2 : a.attn_tokens;
   return a;
 }
 
@@ -66,7 +67,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // contiguous ring's last rank holds a full unmasked block at every step. Without a mask every
   // step is a full block and zigzag changes nothing.
   // The diagonal step applies the model's mask; every later step is an unmasked block.
-  const bool zigzag = p.zigzag() && m.causal;
+  const bool zigzag = zigzag_ring(p) && m.causal;  // the method table's ring layout
   const AttentionKernel diagonal{m.head_dim, m.causal}, unmasked{m.head_dim, false};
   const double step0_f = attention_time(g, mask * block, a.attn_tokens, false, diagonal);
   const double step0_b = attention_time(g, 2.5 * mask * block, a.attn_tokens, true, diagonal);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/plan.hpp"
 #include "seqpar/sim/simulate.hpp"
@@ -14,7 +15,7 @@
 namespace seqpar::sim {
 
 struct SearchSpace {
-  std::vector<Method> methods{Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid};
+  std::vector<Method> methods = all_methods();  // the method table (methods.hpp), in its order
   std::vector<int> sp;                     // empty: every divisor of the GPU count
   std::optional<int> ulysses_degree;       // hybrid: this U only; else every U with 1 < U < P
   std::optional<MemoryOptions> memory;     // fixed; else every set from memory_option_sets()
@@ -51,6 +52,11 @@ struct StructureOutcome {
 };
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed);
+
+// The advisor's ranking, one definition for every search (advise, best_memory_options, the
+// sweep): higher tokens/s per GPU first; at equal throughput the smaller peak memory, as it
+// leaves more headroom. A strict weak order, for std::stable_sort.
+bool ranks_before(const Result& a, const Result& b);
 
 struct Advice {
   std::vector<Result> ranked;       // fitting plans, fastest first (tokens/s per GPU)
