@@ -188,7 +188,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   const bool root = world_rank == 0;
   if (root) {
     std::printf("# seqpar-bench-comm: %s, %s, backend %s (%s memory)\n", to_string(op).data(),
-                to_string(dt).data(), to_string(backend).data(), gpu ? "device" : "host");
+                to_string(dt), to_string(backend).data(), gpu ? "device" : "host");
     std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); group %s of %d ranks\n",
                 layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, o.group.c_str(),
                 ranks);
@@ -231,7 +231,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
     busbw_sum += busbw;
     if (root) {
       std::printf("  %10zu %12zu %6s %10.2f %8.3f %8.3f %7s\n", s.bytes, s.count,
-                  to_string(dt).data(), st.median * 1e6, algbw, busbw,
+                  to_string(dt), st.median * 1e6, algbw, busbw,
                   o.check ? std::to_string(wrong.get<std::size_t>()).c_str() : "N/A");
       std::fflush(stdout);
     }

@@ -133,7 +133,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   const bool root = world_rank == 0;
   if (root) {
     std::printf("# seqpar-bench-ring-step: K,V blocks, %s, backend %s (%s memory)\n",
-                to_string(dt).data(), to_string(backend).data(), gpu ? "device" : "host");
+                to_string(dt), to_string(backend).data(), gpu ? "device" : "host");
     std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); %d steps per rotation\n",
                 layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, R - 1);
     std::printf("#\n# %10s %14s %12s %12s %10s %7s\n", "seq_len", "block (K+V)", "step", "rotation",

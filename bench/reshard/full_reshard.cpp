@@ -11,7 +11,6 @@
 
 #include "bench_driver.hpp"
 #include "paths.hpp"
-#include "seqpar/bench/dtype_map.hpp"
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/comm/element.hpp"
 #include "seqpar/comm/same_options.hpp"
@@ -102,7 +101,7 @@ class PathBuffers {
 
 RankResult run_rank(Communicator& c, Communicator& sync, const Setup& st) {
   const Shape& s = st.shape;
-  const comm::DType cdt = to_comm(st.dtype);
+  const DType cdt = st.dtype;  // kernels and the communicator share core's DType
   const std::size_t esize = kernels::dtype_size(st.dtype);
   std::shared_ptr<void> stream;
   std::unique_ptr<Clock> clock;

@@ -120,7 +120,7 @@ std::size_t count_wrong(Collective op, const void* recv, const Shape& s, DType d
   // Sums of up to 16 values in [-15, 15] are exact in every type; past that, bf16 and f16
   // partial sums round, and the order a library adds in is its own.
   double tol = 0;
-  if (is_reduction(op) && ranks > 16 && (dt == DType::bf16 || dt == DType::f16))
+  if (is_reduction(op) && ranks > 16 && (dt == DType::bf16 || dt == DType::fp16))
     tol = 15.0 * ranks * (dt == DType::bf16 ? 0x1p-8 : 0x1p-11);
   std::size_t wrong = 0;
   for (std::size_t j = 0; j < s.recv_count; ++j) {

@@ -48,10 +48,10 @@ S wrap_add(S a, S b) {
 
 double load(const void* buf, std::size_t i, DType dt) {
   switch (dt) {
-    case DType::f32: return static_cast<double>(get<float>(buf, i));
-    case DType::f64: return get<double>(buf, i);
+    case DType::fp32: return static_cast<double>(get<float>(buf, i));
+    case DType::fp64: return get<double>(buf, i);
     case DType::bf16: return static_cast<double>(bf16_to_float(get<std::uint16_t>(buf, i)));
-    case DType::f16: return static_cast<double>(f16_to_float(get<std::uint16_t>(buf, i)));
+    case DType::fp16: return static_cast<double>(f16_to_float(get<std::uint16_t>(buf, i)));
     case DType::i32: return static_cast<double>(get<std::int32_t>(buf, i));
     case DType::i64: return static_cast<double>(get<std::int64_t>(buf, i));
     case DType::u8: return static_cast<double>(get<std::uint8_t>(buf, i));
@@ -61,10 +61,10 @@ double load(const void* buf, std::size_t i, DType dt) {
 
 void store(void* buf, std::size_t i, DType dt, double v) {
   switch (dt) {
-    case DType::f32: put(buf, i, static_cast<float>(v)); return;
-    case DType::f64: put(buf, i, v); return;
+    case DType::fp32: put(buf, i, static_cast<float>(v)); return;
+    case DType::fp64: put(buf, i, v); return;
     case DType::bf16: put(buf, i, float_to_bf16(static_cast<float>(v))); return;
-    case DType::f16: put(buf, i, float_to_f16(static_cast<float>(v))); return;
+    case DType::fp16: put(buf, i, float_to_f16(static_cast<float>(v))); return;
     case DType::i32: put(buf, i, static_cast<std::int32_t>(v)); return;
     case DType::i64: put(buf, i, static_cast<std::int64_t>(v)); return;
     case DType::u8: {
@@ -77,10 +77,10 @@ void store(void* buf, std::size_t i, DType dt, double v) {
 
 void add_into(void* acc, const void* in, std::size_t n, DType dt) {
   switch (dt) {
-    case DType::f32:
+    case DType::fp32:
       for (std::size_t i = 0; i < n; ++i) put(acc, i, get<float>(acc, i) + get<float>(in, i));
       return;
-    case DType::f64:
+    case DType::fp64:
       for (std::size_t i = 0; i < n; ++i) put(acc, i, get<double>(acc, i) + get<double>(in, i));
       return;
     case DType::bf16:
@@ -89,7 +89,7 @@ void add_into(void* acc, const void* in, std::size_t n, DType dt) {
             float_to_bf16(bf16_to_float(get<std::uint16_t>(acc, i)) +
                           bf16_to_float(get<std::uint16_t>(in, i))));
       return;
-    case DType::f16:
+    case DType::fp16:
       for (std::size_t i = 0; i < n; ++i)
         put(acc, i,
             float_to_f16(f16_to_float(get<std::uint16_t>(acc, i)) +

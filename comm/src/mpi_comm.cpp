@@ -21,15 +21,15 @@ void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
   add_into(inout, in, static_cast<std::size_t>(*len), DType::bf16);
 }
 void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) {
-  add_into(inout, in, static_cast<std::size_t>(*len), DType::f16);
+  add_into(inout, in, static_cast<std::size_t>(*len), DType::fp16);
 }
 
 MPI_Datatype mpi_type(DType dt) {
   switch (dt) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
+    case DType::fp32: return MPI_FLOAT;
+    case DType::fp64: return MPI_DOUBLE;
     case DType::bf16: return MPI_UINT16_T;
-    case DType::f16: return MPI_UINT16_T;
+    case DType::fp16: return MPI_UINT16_T;
     case DType::i32: return MPI_INT32_T;
     case DType::i64: return MPI_INT64_T;
     case DType::u8: return MPI_UINT8_T;
@@ -190,7 +190,7 @@ class MpiComm final : public Communicator {
 
   MPI_Op sum_op(DType dt) const {
     if (dt == DType::bf16) return sum_bf16_;
-    if (dt == DType::f16) return sum_f16_;
+    if (dt == DType::fp16) return sum_f16_;
     return MPI_SUM;
   }
 

@@ -35,10 +35,10 @@ namespace {
 
 ncclDataType_t nccl_type(DType dt) {
   switch (dt) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
+    case DType::fp32: return ncclFloat32;
+    case DType::fp64: return ncclFloat64;
     case DType::bf16: return ncclBfloat16;
-    case DType::f16: return ncclFloat16;
+    case DType::fp16: return ncclFloat16;
     case DType::i32: return ncclInt32;
     case DType::i64: return ncclInt64;
     case DType::u8: return ncclUint8;

@@ -6,21 +6,12 @@
 
 namespace seqpar::kernels {
 
-std::size_t dtype_size(DType t) { return t == DType::fp32 ? 4 : 2; }
-
-const char* to_string(DType t) {
-  switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-  }
-  return "?";
-}
-
 DType parse_dtype(std::string_view text, std::string_view field) {
-  for (DType t : {DType::bf16, DType::fp16, DType::fp32})
-    if (text == to_string(t)) return t;
-  throw Error(fmt::format("{}: unknown element type '{}' (accepted: bf16, fp16, fp32)", field, text));
+  const DType t = seqpar::parse_dtype(text, field);
+  if (t != DType::bf16 && t != DType::fp16 && t != DType::fp32)
+    throw Error(fmt::format("{}: element type '{}' is not supported by the kernels (accepted: bf16, fp16, fp32)",
+                            field, text));
+  return t;
 }
 
 }  // namespace seqpar::kernels

@@ -11,24 +11,6 @@
 
 namespace seqpar::sim {
 
-std::string_view to_string(Collective c) {
-  switch (c) {
-    case Collective::all_to_all: return "alltoall";
-    case Collective::send_recv: return "sendrecv";
-    case Collective::all_gather: return "allgather";
-    case Collective::reduce_scatter: return "reducescatter";
-    case Collective::all_reduce: return "allreduce";
-  }
-  return "?";
-}
-
-Collective parse_collective(std::string_view s) {
-  for (Collective c : {Collective::all_to_all, Collective::send_recv, Collective::all_gather,
-                       Collective::reduce_scatter, Collective::all_reduce})
-    if (s == to_string(c)) return c;
-  throw Error(fmt::format("op: unknown collective '{}'; expected alltoall, sendrecv, allgather, reducescatter or allreduce", s));
-}
-
 Placement place_group(const System& s, int size, int stride) {
   Placement p;
   p.size = size;
@@ -45,15 +27,6 @@ Placement place_group(const System& s, int size, int stride) {
     p.socket_b = 0;
   }
   return p;
-}
-
-double bus_factor(Collective c, int n) {
-  if (n <= 1) return c == Collective::send_recv ? 1.0 : 0.0;
-  switch (c) {
-    case Collective::all_reduce: return 2.0 * (n - 1) / n;
-    case Collective::send_recv: return 1.0;
-    default: return double(n - 1) / n;
-  }
 }
 
 namespace {

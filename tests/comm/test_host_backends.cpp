@@ -44,8 +44,8 @@ TEST_P(VirtualRanks, RingRotationMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Host, VirtualRanks,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4),
-                                            ::testing::Values(DType::f32, DType::bf16,
-                                                              DType::f16, DType::i64,
+                                            ::testing::Values(DType::fp32, DType::bf16,
+                                                              DType::fp16, DType::i64,
                                                               DType::u8)),
                          [](const auto& p) {
                            return "P" + std::to_string(std::get<0>(p.param)) + "_" +
@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Host, VirtualRanks,
                          });
 
 TEST(VirtualRanksGroups, HybridAndDataParallelGroupsMatchReference) {
-  on_virtual_world(8, [](Communicator& c) { expect_groups_match(c, 2, 2, DType::f32); });
+  on_virtual_world(8, [](Communicator& c) { expect_groups_match(c, 2, 2, DType::fp32); });
   on_virtual_world(6, [](Communicator& c) { expect_groups_match(c, 3, 1, DType::bf16); });
 }
 
@@ -76,9 +76,9 @@ TEST(VirtualRanksGroups, MismatchedOperationsFailOnEveryRankInsteadOfHanging) {
     float buf[4] = {};
     try {
       if (c.rank() == 0)
-        c.all_reduce(buf, buf, 2, DType::f32);
+        c.all_reduce(buf, buf, 2, DType::fp32);
       else
-        c.all_reduce(buf, buf, 3, DType::f32);
+        c.all_reduce(buf, buf, 3, DType::fp32);
     } catch (const Error&) {
       ++errors;
     }
@@ -95,7 +95,7 @@ TEST(VirtualRanksGpu, CollectivesAndRingMatchReferenceOnDevice) {
     threads.emplace_back([&c] {
       EXPECT_TRUE(c->device_memory());
       expect_collectives_match(*c, iota_ranks(4), 4, DType::bf16, 5);
-      expect_ring_rotation_matches(*c, DType::f32, 7);
+      expect_ring_rotation_matches(*c, DType::fp32, 7);
     });
   for (auto& t : threads) t.join();
 }
@@ -104,7 +104,7 @@ TEST(LoopbackGpu, MovesBytesOnDevice) {
   std::string why;
   if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   auto c = make_loopback(1, 0, true);
-  expect_collectives_match(*c, {0}, 1, DType::f32, 9);
+  expect_collectives_match(*c, {0}, 1, DType::fp32, 9);
 }
 
 TEST(Loopback, MovesRankZerosBytes) {
@@ -115,26 +115,26 @@ TEST(Loopback, MovesRankZerosBytes) {
   const std::size_t count = 3, n = 4 * count;
   std::vector<double> in(n);
   for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<double>(i) + 1;
-  auto send = encode(in, DType::f32);
+  auto send = encode(in, DType::fp32);
 
   std::vector<unsigned char> recv(n * 4, 0);
-  c->all_to_all(send.data(), recv.data(), count, DType::f32);
-  EXPECT_EQ(decode(recv, DType::f32), in);
+  c->all_to_all(send.data(), recv.data(), count, DType::fp32);
+  EXPECT_EQ(decode(recv, DType::fp32), in);
 
   std::vector<unsigned char> part(count * 4, 0);
-  c->reduce_scatter(send.data(), part.data(), count, DType::f32);
-  EXPECT_EQ(decode(part, DType::f32), (std::vector<double>{4, 5, 6}));  // rank 1's chunk
+  c->reduce_scatter(send.data(), part.data(), count, DType::fp32);
+  EXPECT_EQ(decode(part, DType::fp32), (std::vector<double>{4, 5, 6}));  // rank 1's chunk
 
   std::fill(recv.begin(), recv.end(), 0);
-  c->all_gather(part.data(), recv.data(), count, DType::f32);
+  c->all_gather(part.data(), recv.data(), count, DType::fp32);
   for (int p = 0; p < 4; ++p)
     for (std::size_t j = 0; j < count; ++j)
-      EXPECT_EQ(load(recv.data(), p * count + j, DType::f32), 4.0 + static_cast<double>(j));
+      EXPECT_EQ(load(recv.data(), p * count + j, DType::fp32), 4.0 + static_cast<double>(j));
 
   std::fill(recv.begin(), recv.end(), 0);
-  Request r = c->send_recv_async(send.data(), 2, recv.data(), 0, n, DType::f32);
+  Request r = c->send_recv_async(send.data(), 2, recv.data(), 0, n, DType::fp32);
   c->wait(r);
-  EXPECT_EQ(decode(recv, DType::f32), in);
+  EXPECT_EQ(decode(recv, DType::fp32), in);
 
   auto sub = c->subgroup(std::vector<int>{1, 3});
   EXPECT_EQ(sub->size(), 2);
@@ -151,7 +151,7 @@ TEST(Loopback, RejectsBadArguments) {
   EXPECT_THROW(make_loopback(4, 4), Error);
   auto c = make_loopback(4, 0);
   float x = 0;
-  EXPECT_THROW(c->send_recv_async(&x, 4, &x, 0, 1, DType::f32), Error);
+  EXPECT_THROW(c->send_recv_async(&x, 4, &x, 0, 1, DType::fp32), Error);
   EXPECT_THROW(c->subgroup(std::vector<int>{1, 2}), Error);  // rank 0 not a member
   EXPECT_THROW(c->subgroup(std::vector<int>{2, 0}), Error);  // not ascending
   EXPECT_THROW(make_groups(*c, 3, 1), Error);
@@ -163,10 +163,10 @@ TEST(Element, Bf16AndF16RoundToNearestEven) {
   EXPECT_EQ(load(b, 0, DType::bf16), 256.0);
   store(b, 0, DType::bf16, 259.0);
   EXPECT_EQ(load(b, 0, DType::bf16), 260.0);
-  store(b, 0, DType::f16, 2049.0);
-  EXPECT_EQ(load(b, 0, DType::f16), 2048.0);
-  store(b, 0, DType::f16, -0.5);
-  EXPECT_EQ(load(b, 0, DType::f16), -0.5);
+  store(b, 0, DType::fp16, 2049.0);
+  EXPECT_EQ(load(b, 0, DType::fp16), 2048.0);
+  store(b, 0, DType::fp16, -0.5);
+  EXPECT_EQ(load(b, 0, DType::fp16), -0.5);
 }
 
 }  // namespace

@@ -55,11 +55,11 @@ TEST(RankLayout, RejectsDegreesThatDoNotDivideTheRanks) {
 }
 
 TEST(Types, NamesRoundTrip) {
-  for (DType dt : {DType::f32, DType::f64, DType::bf16, DType::f16, DType::i32, DType::i64,
+  for (DType dt : {DType::fp32, DType::fp64, DType::bf16, DType::fp16, DType::i32, DType::i64,
                    DType::u8})
     EXPECT_EQ(parse_dtype(to_string(dt)), dt);
   EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
-  EXPECT_EQ(parse_dtype("float"), DType::f32);
+  EXPECT_EQ(parse_dtype("float"), DType::fp32);
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
   EXPECT_THROW(parse_dtype("fp8"), Error);
   EXPECT_EQ(parse_backend("virtual"), Backend::virtual_ranks);

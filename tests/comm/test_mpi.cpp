@@ -43,7 +43,7 @@ TEST_P(MpiWorld, RingRotationMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Host, MpiWorld,
-                         ::testing::Values(DType::f32, DType::f64, DType::bf16, DType::f16,
+                         ::testing::Values(DType::fp32, DType::fp64, DType::bf16, DType::fp16,
                                            DType::i32, DType::u8),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 
@@ -55,7 +55,7 @@ TEST(MpiGroups, SubgroupCollectivesMatchReference) {
     for (int r = 1; u * r <= W; ++r)
       if (W % (u * r) == 0) {
         SCOPED_TRACE(::testing::Message() << "ulysses " << u << " ring " << r);
-        expect_groups_match(*c, u, r, DType::f32);
+        expect_groups_match(*c, u, r, DType::fp32);
       }
 }
 
@@ -73,7 +73,7 @@ TEST(MpiGroups, DegreesThatDoNotDivideAreRejected) {
 TEST(MpiWorld, BadPeerIsAnError) {
   auto c = make_mpi_world();
   float x = 0;
-  EXPECT_THROW(c->send_recv_async(&x, c->size(), &x, 0, 1, DType::f32), Error);
+  EXPECT_THROW(c->send_recv_async(&x, c->size(), &x, 0, 1, DType::fp32), Error);
 }
 
 TEST(MpiSameOptions, EqualOptionsPass) {
@@ -108,7 +108,7 @@ TEST(Nccl, CollectivesAndRingMatchReference) {
   auto c = make_nccl_world();
   EXPECT_TRUE(c->device_memory());
   expect_collectives_match(*c, all_ranks(c->size()), c->size(), DType::bf16, 6);
-  expect_ring_rotation_matches(*c, DType::f32, 33);
+  expect_ring_rotation_matches(*c, DType::fp32, 33);
   Groups g = make_groups(*c, 1, c->size());
   EXPECT_EQ(g.ring->size(), c->size());
 }

@@ -230,7 +230,7 @@ nlohmann::json measurement_document(int argc, const char* const* argv, const std
 double sum_over(comm::Communicator& c, Backend& be, double value) {
   Array<double> buf(be, 1, MemCategory::working);
   be.copy_from_host(buf.data(), &value, sizeof(double));
-  if (c.size() > 1) c.all_reduce(buf.data(), buf.data(), 1, comm::DType::f64);
+  if (c.size() > 1) c.all_reduce(buf.data(), buf.data(), 1, comm::DType::fp64);
   be.copy_to_host(&value, buf.data(), sizeof(double));
   return value;
 }
@@ -238,7 +238,7 @@ double sum_over(comm::Communicator& c, Backend& be, double value) {
 std::vector<double> gather_over(comm::Communicator& c, Backend& be, double value) {
   Array<double> send(be, 1, MemCategory::working), recv(be, c.size(), MemCategory::working);
   be.copy_from_host(send.data(), &value, sizeof(double));
-  c.all_gather(send.data(), recv.data(), 1, comm::DType::f64);
+  c.all_gather(send.data(), recv.data(), 1, comm::DType::fp64);
   std::vector<double> out(static_cast<std::size_t>(c.size()));
   be.copy_to_host(out.data(), recv.data(), out.size() * sizeof(double));
   return out;

@@ -51,7 +51,7 @@ void SpAttention::exchange(std::int64_t n, const std::function<void(float*)>& pa
                            const std::function<void(const float*)>& unpack) {
   Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
   pack(send.data());
-  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::f32);
+  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::fp32);
   unpack(recv.data());
 }
 
@@ -189,7 +189,7 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
     comm::Request req;
     if (t + 1 < r_)
       req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
-                                   static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+                                   static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
     const int src = (ring_index_ + r_ - t) % r_;
     const std::vector<Segment> ksegs = layout_.group_segments(src);
     const float* kv = stale_step && t == 1 ? stale.data() : cur.data();
@@ -274,7 +274,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
     comm::Request kv_req;
     if (t + 1 < r_)
       kv_req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
-                                      static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+                                      static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
     Floats& acc = dkv_local[t % 2];
     be_.zero(acc.data(), acc.bytes());
     const int src = (ring_index_ + r_ - t) % r_;
@@ -303,7 +303,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
         be_.add(acc.data(), dkv_in.data(), 2 * kv_n);
       }
       dkv_req = ring_->send_recv_async(acc.data(), next_rank, dkv_in.data(), prev_rank,
-                                       static_cast<std::size_t>(2 * kv_n), comm::DType::f32);
+                                       static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
     }
     if (t + 1 < r_) {
       ring_->wait(kv_req);

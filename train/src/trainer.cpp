@@ -116,15 +116,15 @@ StepResult Trainer::compute_gradients() {
   double host[2] = {0.0, 0.0};
   host[0] = static_cast<double>(std::count_if(labels_.begin(), labels_.end(), [](int l) { return l >= 0; }));
   be_.copy_from_host(scalars.data(), host, sizeof(double));
-  all_reduce(scalars.data(), 1, comm::DType::f64);
+  all_reduce(scalars.data(), 1, comm::DType::fp64);
   be_.copy_to_host(host, scalars.data(), sizeof(double));
   r.real_tokens = host[0];
   if (r.real_tokens <= 0) throw Error("the step has no token with a label (seq_len must be >= 2)");
   host[1] = model_->forward_backward(tokens_d_.data(), labels_d_.data(), positions_d_.data(),
                                      static_cast<float>(1.0 / r.real_tokens));
   be_.copy_from_host(scalars.data() + 1, host + 1, sizeof(double));
-  all_reduce(scalars.data() + 1, 1, comm::DType::f64);
-  all_reduce(model_->grads(), static_cast<std::size_t>(model_->param_count()), comm::DType::f32);
+  all_reduce(scalars.data() + 1, 1, comm::DType::fp64);
+  all_reduce(model_->grads(), static_cast<std::size_t>(model_->param_count()), comm::DType::fp32);
   be_.copy_to_host(host + 1, scalars.data() + 1, sizeof(double));
   r.loss = host[1] / r.real_tokens;
   return r;

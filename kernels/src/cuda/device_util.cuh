@@ -38,8 +38,9 @@ void dispatch(DType t, F&& f) {
     case DType::bf16: f(__nv_bfloat16{}); return;
     case DType::fp16: f(__half{}); return;
     case DType::fp32: f(float{}); return;
+    default: break;  // core's other element types (fp64, integers) have no kernel
   }
-  throw Error("unknown DType value");
+  throw Error(fmt::format("kernels: element type {} is not supported (bf16, fp16, fp32 are)", to_string(t)));
 }
 
 inline void check_aligned(const void* p, std::size_t bytes, const char* name, const char* fn) {

@@ -41,7 +41,7 @@ fe::DataType_t io_type(DType t) {
   switch (t) {
     case DType::bf16: return fe::DataType_t::BFLOAT16;
     case DType::fp16: return fe::DataType_t::HALF;
-    case DType::fp32: break;
+    default: break;  // fp32 and core's other element types
   }
   throw Error(fmt::format("cuDNN attention: dtype {} is not supported; expected bf16 or fp16", to_string(t)));
 }

@@ -6,16 +6,16 @@
 #include <string_view>
 
 #include "seqpar/comm/communicator.hpp"
-#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/core/collective.hpp"
 
 namespace seqpar::comm {
 
-// The operations, their names and the nccl-tests bus factors are the simulator's, so a measured
-// and a modelled busbw mean the same thing.
-using sim::Collective;
-using sim::bus_factor;
-using sim::parse_collective;
-using sim::to_string;
+// The operations, their names and the nccl-tests bus factors are core's (the simulator uses the
+// same), so a measured and a modelled busbw mean the same thing.
+using seqpar::Collective;
+using seqpar::bus_factor;
+using seqpar::parse_collective;
+using seqpar::to_string;
 
 // Per-rank buffers for one row. `bytes` is the nccl-tests "size": the whole per-rank buffer
 // for alltoall, allreduce and sendrecv, the gathered output for allgather, the input for

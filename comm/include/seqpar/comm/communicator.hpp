@@ -8,14 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "seqpar/core/dtype.hpp"
+
 namespace seqpar::comm {
 
-enum class DType { f32, f64, bf16, f16, i32, i64, u8 };
-std::size_t dtype_size(DType dt);
-std::string_view to_string(DType dt);
-// Accepts seqpar names (f32, bf16, ...) and the nccl-tests names (float, bfloat16, half,
-// double, int32, int64, uint8); throws seqpar::Error listing them otherwise.
-DType parse_dtype(std::string_view s);
+// Element types are core's (one enum, spelling and parser for every layer; parse_dtype also
+// accepts the nccl-tests names).
+using seqpar::DType;
+using seqpar::dtype_size;
+using seqpar::parse_dtype;
+using seqpar::to_string;
 
 enum class Backend { mpi, nccl, virtual_ranks, loopback };
 std::string_view to_string(Backend b);

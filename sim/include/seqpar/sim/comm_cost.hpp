@@ -6,13 +6,16 @@
 #include <string_view>
 #include <vector>
 
+#include "seqpar/core/collective.hpp"
 #include "seqpar/sim/hardware.hpp"
 
 namespace seqpar::sim {
 
-enum class Collective { all_to_all, send_recv, all_gather, reduce_scatter, all_reduce };
-std::string_view to_string(Collective c);
-Collective parse_collective(std::string_view s);  // alltoall, sendrecv, allgather, reducescatter, allreduce
+// The collectives, their names and nccl-tests bus factors are core's vocabulary.
+using seqpar::Collective;
+using seqpar::bus_factor;
+using seqpar::parse_collective;
+using seqpar::to_string;
 
 // Where a group's ranks sit. World ranks fill nodes in order; a group's members are `stride`
 // world ranks apart (Ulysses groups stride 1, ring groups stride U).
@@ -24,9 +27,6 @@ struct Placement {
   int socket_b = 0;
 };
 Placement place_group(const System& s, int size, int stride);
-
-// nccl-tests bus factor: allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n; sendrecv 1.
-double bus_factor(Collective c, int ranks);
 
 // Time of one collective of `bytes` (nccl-tests size: alltoall the per-rank buffer, allgather the
 // gathered output, reducescatter the input, allreduce the buffer, sendrecv the message).
