@@ -9,14 +9,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
-#include <optional>
-#include <string_view>
 #include <tuple>
 #include <map>
 #include <set>
 
-#include "seqpar/core/collective.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
 #include "seqpar/reports/json_input.hpp"
@@ -27,18 +23,13 @@ using nlohmann::json;
 
 namespace {
 
-// The collective a row's "op" names, or nothing for a kernel row (names are core's).
-std::optional<Collective> comm_op(std::string_view op) {
-  for (Collective c : all_collectives)
-    if (to_string(c) == op) return c;
-  return std::nullopt;
-}
+const std::vector<std::string> kCommOps = {"alltoall", "sendrecv", "allgather", "reducescatter", "allreduce"};
 
-// The bus factor takes a rank count: a fraction, or a count beyond int, is a malformed row.
-int whole_ranks(double ranks, const std::string& where) {
-  if (ranks != std::floor(ranks) || ranks > double(std::numeric_limits<int>::max()))
-    throw Error(fmt::format("{}: field 'ranks' must be a whole number of ranks, got {}", where, ranks));
-  return static_cast<int>(ranks);
+// nccl-tests bus factor, for rows that do not carry both algbw and busbw.
+double bus_factor(const std::string& op, double ranks) {
+  if (op == "allreduce") return 2 * (ranks - 1) / ranks;
+  if (op == "sendrecv") return 1;
+  return (ranks - 1) / ranks;
 }
 
 struct CommPoint { std::string op; double ranks, bus_bytes, time_s; };
@@ -124,7 +115,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       ++c.rows_without_op[file];
       continue;
     }
-    if (const auto coll = comm_op(*op)) {
+    if (std::find(kCommOps.begin(), kCommOps.end(), *op) != kCommOps.end()) {
       if (mode != "real-ranks") { comm_skipped_mode = true; continue; }
       double ranks = require_number(r, "ranks", w);
       if (ranks < 2) continue;  // a single rank moves nothing over a link
@@ -134,8 +125,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       if (!size) throw Error(fmt::format("{}: missing field 'size_bytes' (the message size in bytes)", w));
       double bytes = *size, t = require_number(r, "time_s", w);
       auto alg = optional_number(r, "algbw_gbps", w), bus = optional_number(r, "busbw_gbps", w);
-      // nccl-tests bus factor (core's) for rows that do not carry both algbw and busbw.
-      double factor = (alg && bus && *alg > 0) ? *bus / *alg : bus_factor(*coll, whole_ranks(ranks, w));
+      double factor = (alg && bus && *alg > 0) ? *bus / *alg : bus_factor(*op, ranks);
       if (level.empty()) {
         level = "intra";
         c.notes.push_back(fmt::format("{}: the rank layout names no node count; taken as intra-node "
@@ -160,7 +150,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
         if (!r["causal"].is_boolean()) throw Error(fmt::format("{}: field 'causal' must be true or false", w));
         p.causal = r["causal"].get<bool>();
       }
-      // The FLOPs of the call (DESIGN.md conventions, as the benchmark counted them); rows that only
+      // The FLOPs of the call (docs/ARCHITECTURE.md conventions, as the benchmark counted them); rows that only
       // give a rate and a time have flops = rate x time.
       if (auto f = optional_number(r, "flops", w)) p.flops = *f;
       else p.flops = p.flops_per_s * require_number(r, "time_s", w);
@@ -233,51 +223,51 @@ double figure_value(const json& j, const char* key, std::string_view what) {
   return require_number(f, "value", fmt::format("{}: {}", what, key));
 }
 
-}  // namespace
+// The base preset the profile starts from: the system document, its GPU, and their names for messages.
+struct Base {
+  std::string name;
+  json system, gpu;
+  std::string sys_where, gpu_where;
+  double peak = 0;  // bf16 FLOP/s
+};
 
-
-CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& opt,
-                            const PresetLookup& lookup) {
-  if (inputs.empty()) throw Error("calibrate: no input files");
-  if (opt.comm_level != "auto" && opt.comm_level != "intra" && opt.comm_level != "inter")
-    throw Error(fmt::format("--comm-level '{}' must be intra, inter or auto", opt.comm_level));
-  Collected c;
-  std::set<std::string> all_files;
-  for (const auto& in : inputs) {
-    collect(in.doc, in.file, in.file, opt, c);
-    all_files.insert(in.file);
-  }
-
-  std::string base = opt.base_system;
-  if (base.empty()) {
+Base load_base(const Collected& c, const CalibrateOptions& opt, const PresetLookup& lookup) {
+  Base b;
+  b.name = opt.base_system;
+  if (b.name.empty()) {
     auto guess = c.gpu_name ? sim::system_for_device_name(*c.gpu_name) : std::nullopt;
     if (!guess)
       throw Error(fmt::format("calibrate: cannot tell the base system from the measurements (GPU name: {}); "
                               "give one with --base-system", c.gpu_name.value_or("not recorded")));
-    base = *guess;
+    b.name = *guess;
   }
-  json system = lookup("system", base);
-  std::string sys_where = fmt::format("base system '{}'", base);
-  json gpu;
-  const json& g = require(system, "gpu", sys_where);
-  if (g.is_string()) gpu = lookup("gpu", g.get<std::string>());
-  else if (g.is_object()) gpu = g;
-  else throw Error(fmt::format("{}: field 'gpu' must be a preset name or an object", sys_where));
-  std::string gpu_where = fmt::format("{}: gpu", sys_where);
-  double peak = figure_value(gpu, "bf16_tflops", gpu_where) * 1e12;
+  b.system = lookup("system", b.name);
+  b.sys_where = fmt::format("base system '{}'", b.name);
+  const json& g = require(b.system, "gpu", b.sys_where);
+  if (g.is_string()) b.gpu = lookup("gpu", g.get<std::string>());
+  else if (g.is_object()) b.gpu = g;
+  else throw Error(fmt::format("{}: field 'gpu' must be a preset name or an object", b.sys_where));
+  b.gpu_where = fmt::format("{}: gpu", b.sys_where);
+  b.peak = figure_value(b.gpu, "bf16_tflops", b.gpu_where) * 1e12;
+  return b;
+}
 
-  CalibrationResult res;
+// The fit summaries for the profile's calibration.fits, and how many figure groups were fitted.
+struct Fitted {
   json fits = json::object();
-  int fitted_groups = 0;
+  int groups = 0;
+};
 
+// Link bandwidth and latency per level (intra-/inter-node) from the collective rows, alpha-beta on bus bytes.
+void fit_links(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   for (const char* level : {"intra", "inter"}) {
     auto it = c.comm.find(level);
     if (it == c.comm.end() || it->second.empty()) continue;
     // One collective per level: algorithms differ in latency terms, so mixing them blurs alpha.
     std::string op;
-    for (Collective candidate : all_collectives)  // core's order: alltoall first
-      if (std::any_of(it->second.begin(), it->second.end(), [&](const CommPoint& p) { return p.op == to_string(candidate); })) {
-        op = std::string(to_string(candidate));
+    for (const auto& candidate : kCommOps)
+      if (std::any_of(it->second.begin(), it->second.end(), [&](const CommPoint& p) { return p.op == candidate; })) {
+        op = candidate;
         break;
       }
     std::vector<double> x, t;
@@ -286,9 +276,8 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
       if (p.op == op) { x.push_back(p.bus_bytes); t.push_back(p.time_s); ranks.insert(p.ranks); }
     AlphaBetaFit f = fit_alpha_beta(x, t);
     std::string key = std::string(level) + "_node";
-    std::string where = fmt::format("{}: {}", sys_where, key);
-    json& link = system[key];
-    if (!link.is_object()) throw Error(fmt::format("{}: missing object '{}'", sys_where, key));
+    json& link = b.system[key];
+    if (!link.is_object()) throw Error(fmt::format("{}: missing object '{}'", b.sys_where, key));
     std::string src = fmt::format("fitted by seqpar calibrate from {}: {} {} points ({} ranks, {}-node), "
                                   "alpha-beta on bus bytes, RMS relative residual {:.2f}%",
                                   join(c.comm_files[level]), f.points, op, fmt::join(ranks, "/"), level,
@@ -296,19 +285,24 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     link["bandwidth_gbps"] = figure(f.bytes_per_s / 1e9, src);
     link["efficiency"] = figure(1.0, "seqpar calibrate: the fitted bandwidth is the achieved bus bandwidth, so the efficiency is 1");
     link["latency_us"] = figure(f.latency_s * 1e6, src);
-    fits[key] = {{"op", op}, {"points", f.points}, {"bandwidth_gbps", f.bytes_per_s / 1e9},
-                 {"latency_us", f.latency_s * 1e6}, {"rel_residual", f.rel_residual}};
+    out.fits[key] = {{"op", op}, {"points", f.points}, {"bandwidth_gbps", f.bytes_per_s / 1e9},
+                     {"latency_us", f.latency_s * 1e6}, {"rel_residual", f.rel_residual}};
     res.fitted.push_back(fmt::format("{}: {:.1f} GB/s, {:.2f} us latency ({} {} points, residual {:.2f}%)", key,
                                      f.bytes_per_s / 1e9, f.latency_s * 1e6, f.points, op, f.rel_residual * 100));
-    ++fitted_groups;
+    ++out.groups;
   }
+}
 
-  // Kernel rows. The simulator charges every kernel call the GPU's kernel overhead on top of
-  // flops / (peak x efficiency), so the curves are fitted to the time left after it; the profile
-  // then reproduces each measured time through the simulator's own gemm_time / attention_time.
-  const double overhead_s = figure_value(gpu, "kernel_overhead_us", gpu_where) * 1e-6;
-  std::vector<KernelPoint> kernel_points;  // the rows fitted, checked one by one below
-  auto fit_series = [&](const std::vector<KernelPoint>& pts, const std::string& label) -> std::optional<CurveFit> {
+// Fits efficiency curves to kernel rows. The simulator charges every kernel call the GPU's kernel
+// overhead on top of flops / (peak x efficiency), so the curves are fitted to the time left after
+// it; the profile then reproduces each measured time through the simulator's own gemm_time /
+// attention_time. Keeps the rows it fitted, for the row-by-row check.
+struct KernelFitter {
+  double peak = 0, overhead_s = 0;
+  CalibrationResult& res;
+  std::vector<KernelPoint> fitted_points;
+
+  std::optional<CurveFit> fit(const std::vector<KernelPoint>& pts, const std::string& label) {
     SaturationSeries s;
     std::vector<KernelPoint> used;
     for (const auto& p : pts) {
@@ -331,42 +325,46 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
       res.notes.push_back(fmt::format("{} not fitted: {}", label, e.what()));
       return std::nullopt;
     }
-    kernel_points.insert(kernel_points.end(), used.begin(), used.end());
+    fitted_points.insert(fitted_points.end(), used.begin(), used.end());
     res.fitted.push_back(fmt::format("{}: efficiency {:.4f}, L_half {:.0f}, exponent {:.2f} ({} points, RMS residual "
                                      "{:.2f}%, max {:.2f}%)", label, f.efficiency, f.half_tokens, f.exponent, f.points,
                                      f.rel_residual * 100, f.max_rel_residual * 100));
     return f;
-  };
-  auto files_of = [](const std::vector<KernelPoint>& pts) {
+  }
+
+  // The "source" of each figure of a fitted curve.
+  std::string source(const CurveFit& f, const std::vector<KernelPoint>& pts, const std::string& label) const {
     std::set<std::string> files;
     for (const auto& p : pts) files.insert(p.file);
-    return files;
-  };
-  auto curve_source = [&](const CurveFit& f, const std::vector<KernelPoint>& pts, const std::string& label) {
     return fmt::format("fitted by seqpar calibrate from {}: {} points of {}, achieved = peak x eff x L^p/(L^p + "
                        "L_half^p) after the {:g} us kernel overhead, RMS relative residual {:.2f}% (max {:.2f}%){}{}{}",
-                       join(files_of(pts)), f.points, label, overhead_s * 1e6, f.rel_residual * 100,
+                       join(files), f.points, label, overhead_s * 1e6, f.rel_residual * 100,
                        f.max_rel_residual * 100, f.exponent_fixed ? "; two sizes only: p held at 1" : "",
                        f.at_bound ? "; a parameter ended on its search bound: the sizes do not pin it down" : "",
                        f.capped ? "; the efficiency is held at its bound of 1" : "");
-  };
-  auto curve_json = [](const CurveFit& f) {
-    return json{{"points", f.points}, {"efficiency", f.efficiency}, {"half_tokens", f.half_tokens},
-                {"exponent", f.exponent}, {"rel_residual", f.rel_residual}, {"max_rel_residual", f.max_rel_residual}};
-  };
-
-  if (!c.gemm.empty()) {
-    if (auto f = fit_series(c.gemm, "gemm")) {
-      const std::string src = curve_source(*f, c.gemm, "GEMM");
-      gpu["gemm_efficiency"] = figure(f->efficiency, src);
-      gpu["gemm_half_tokens"] = figure(f->half_tokens, src);
-      gpu["gemm_exponent"] = figure(f->exponent, src);
-      fits["gemm"] = curve_json(*f);
-      ++fitted_groups;
-    }
   }
+};
 
-  // Attention: one curve per (direction, head dim, mask), since the rates differ by all three.
+json curve_json(const CurveFit& f) {
+  return json{{"points", f.points}, {"efficiency", f.efficiency}, {"half_tokens", f.half_tokens},
+              {"exponent", f.exponent}, {"rel_residual", f.rel_residual}, {"max_rel_residual", f.max_rel_residual}};
+}
+
+// GEMM: one curve from the seqpar-bench-gemm rows.
+void fit_gemm(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
+  if (c.gemm.empty()) return;
+  auto f = kf.fit(c.gemm, "gemm");
+  if (!f) return;
+  const std::string src = kf.source(*f, c.gemm, "GEMM");
+  b.gpu["gemm_efficiency"] = figure(f->efficiency, src);
+  b.gpu["gemm_half_tokens"] = figure(f->half_tokens, src);
+  b.gpu["gemm_exponent"] = figure(f->exponent, src);
+  out.fits["gemm"] = curve_json(*f);
+  ++out.groups;
+}
+
+// Attention: one curve per (direction, head dim, mask), since the rates differ by all three.
+void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
   std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
   for (const auto& p : c.attention)
     groups[{p.op == "bwd" ? 1 : 0, p.head_dim, p.causal ? int(*p.causal) : -1}].push_back(p);
@@ -379,34 +377,36 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     ac.head_dim = head_dim;
     if (causal >= 0) ac.causal = causal == 1;
     const std::string label = series_label(pts.front());
-    if (auto f = fit_series(pts, label)) {
+    if (auto f = kf.fit(pts, label)) {
       ac.curve = {f->efficiency, f->half_tokens, f->exponent};
-      curves.push_back(sim::attention_curve_json(ac, curve_source(*f, pts, label)));
+      curves.push_back(sim::attention_curve_json(ac, kf.source(*f, pts, label)));
       fitted_curves.attention_curves.push_back(ac);
       json fj = curve_json(*f);
       fj["series"] = label;
       attention_fits.push_back(fj);
     }
   }
-  if (!curves.empty()) {
-    gpu["attention_curves"] = curves;
-    // The scalar figures stay meaningful for anything that reads them: the curve the simulator
-    // would use for a causal head-dim-128 call (the usual training shape).
-    for (bool bwd : {false, true}) {
-      if (std::none_of(fitted_curves.attention_curves.begin(), fitted_curves.attention_curves.end(),
-                       [bwd](const sim::AttentionCurve& a) { return a.backward == bwd; }))
-        continue;
-      const sim::EfficiencyCurve ec = sim::attention_curve(fitted_curves, bwd, {128, true});
-      const std::string src = fmt::format(
-          "seqpar calibrate: the {} attention curve nearest a causal head-dim-128 call (efficiency at large L); the "
-          "simulator uses attention_curves, which replace this figure", bwd ? "backward" : "forward");
-      gpu[bwd ? "attention_bwd_efficiency" : "attention_fwd_efficiency"] = figure(ec.efficiency, src);
-      if (!bwd) gpu["attention_half_tokens"] = figure(ec.half_tokens, src);
-    }
-    fits["attention"] = attention_fits;
-    ++fitted_groups;
+  if (curves.empty()) return;
+  b.gpu["attention_curves"] = curves;
+  // The scalar figures stay meaningful for anything that reads them: the curve the simulator
+  // would use for a causal head-dim-128 call (the usual training shape).
+  for (bool bwd : {false, true}) {
+    if (std::none_of(fitted_curves.attention_curves.begin(), fitted_curves.attention_curves.end(),
+                     [bwd](const sim::AttentionCurve& a) { return a.backward == bwd; }))
+      continue;
+    const sim::EfficiencyCurve ec = sim::attention_curve(fitted_curves, bwd, {128, true});
+    const std::string src = fmt::format(
+        "seqpar calibrate: the {} attention curve nearest a causal head-dim-128 call (efficiency at large L); the "
+        "simulator uses attention_curves, which replace this figure", bwd ? "backward" : "forward");
+    b.gpu[bwd ? "attention_bwd_efficiency" : "attention_fwd_efficiency"] = figure(ec.efficiency, src);
+    if (!bwd) b.gpu["attention_half_tokens"] = figure(ec.half_tokens, src);
   }
+  out.fits["attention"] = attention_fits;
+  ++out.groups;
+}
 
+// Notes on the rows the profile does not model (other ops, end-to-end times).
+void note_unfitted_rows(Collected& c) {
   for (const auto& [file, ops] : c.unused_ops) {
     std::string list;
     int n = 0;
@@ -420,27 +420,57 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   for (const auto& [file, n] : c.rows_without_op)
     c.notes.push_back(fmt::format("{}: {} rows without an op (end-to-end measurements: full reshards, layers, training steps) not fitted; "
                                   "set them beside predictions with `seqpar report`", file, n));
+}
+
+// The profile's name, description and calibration record (inputs, fits).
+void stamp_profile(Base& b, const Collected& c, const CalibrateOptions& opt, const std::set<std::string>& all_files,
+                   const Fitted& fitted) {
+  std::string gpu_desc = b.gpu.value("description", std::string(""));
+  b.gpu["description"] = gpu_desc + (gpu_desc.empty() ? "" : " ") + "(calibrated by seqpar calibrate)";
+  b.system["gpu"] = b.gpu;
+  b.system["name"] = opt.name.empty() ? b.name + "-calibrated" : opt.name;
+  b.system["description"] = fmt::format("{} calibrated from {} (base preset: {})",
+                                        b.system.value("description", b.name), join(all_files), b.name);
+  json info = run_info_of_this_process();
+  info["base_system"] = b.name;
+  info["inputs"] = json(std::vector<std::string>(all_files.begin(), all_files.end()));
+  info["measured_gpu"] = c.gpu_name ? json(*c.gpu_name) : json();
+  info["fits"] = fitted.fits;
+  b.system["calibration"] = info;
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& opt,
+                            const PresetLookup& lookup) {
+  if (inputs.empty()) throw Error("calibrate: no input files");
+  if (opt.comm_level != "auto" && opt.comm_level != "intra" && opt.comm_level != "inter")
+    throw Error(fmt::format("--comm-level '{}' must be intra, inter or auto", opt.comm_level));
+  Collected c;
+  std::set<std::string> all_files;
+  for (const auto& in : inputs) {
+    collect(in.doc, in.file, in.file, opt, c);
+    all_files.insert(in.file);
+  }
+  Base b = load_base(c, opt, lookup);
+
+  CalibrationResult res;
+  Fitted fitted;
+  fit_links(c, b, fitted, res);
+  KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
+  fit_gemm(c, b, kf, fitted);
+  fit_attention(c, b, kf, fitted);
+  note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
-  if (fitted_groups == 0)
+  if (fitted.groups == 0)
     throw Error(fmt::format("calibrate: nothing to fit in {}: no GPU real-rank collective rows (op, size_bytes, time_s, ranks), "
                             "attention rows (op fwd/bwd, seq_len, tflops) or GEMM rows (op gemm, m, n, k)", join(all_files)));
 
-  std::string gpu_desc = gpu.value("description", std::string(""));
-  gpu["description"] = gpu_desc + (gpu_desc.empty() ? "" : " ") + "(calibrated by seqpar calibrate)";
-  system["gpu"] = gpu;
-  system["name"] = opt.name.empty() ? base + "-calibrated" : opt.name;
-  system["description"] = fmt::format("{} calibrated from {} (base preset: {})",
-                                      system.value("description", base), join(all_files), base);
-  json info = run_info_of_this_process();
-  info["base_system"] = base;
-  info["inputs"] = json(std::vector<std::string>(all_files.begin(), all_files.end()));
-  info["measured_gpu"] = c.gpu_name ? json(*c.gpu_name) : json();
-  info["fits"] = fits;
-  system["calibration"] = info;
-  predict_rows(system, kernel_points, res);
-  system["calibration"]["rows"] = res.rows;
-  system["calibration"]["notes"] = res.notes;
-  res.profile = system;
+  stamp_profile(b, c, opt, all_files, fitted);
+  predict_rows(b.system, kf.fitted_points, res);
+  b.system["calibration"]["rows"] = res.rows;
+  b.system["calibration"]["notes"] = res.notes;
+  res.profile = b.system;
   return res;
 }
 
