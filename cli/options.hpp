@@ -1,4 +1,4 @@
-// The options the subcommands share (DESIGN.md §5): model, system, GPUs, sequence length, plan
+// The options the subcommands share (README): model, system, GPUs, sequence length, plan
 // degrees, memory options, --json; and the envelope every JSON document carries.
 #pragma once
 #include <CLI/CLI.hpp>

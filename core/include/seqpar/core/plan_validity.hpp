@@ -1,4 +1,4 @@
-// The rules a plan must obey that need no model or system (DESIGN.md §2 and §5): positive sizes
+// The rules a plan must obey that need no model or system (docs/ARCHITECTURE.md, Conventions): positive sizes
 // within limits, GPUs divisible into the degrees, U x R = P, the method's degrees, sequence
 // divisibility, memory options; and the head rules, over plain head counts. In core so that the
 // simulator (sim::check_plan) and the training step (train::check_ulysses_heads, RunOptions::plan)

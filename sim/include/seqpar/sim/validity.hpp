@@ -1,4 +1,4 @@
-// The rules a plan must obey against a model (DESIGN.md §2 and §5): the model-free rules of
+// The rules a plan must obey against a model (docs/ARCHITECTURE.md, Conventions): the model-free rules of
 // core (seqpar/core/plan_validity.hpp: sizes, degrees, sequence divisibility, and the head rules
 // over plain counts) applied to this model's heads. Memory fit is not a validity rule: an
 // over-full plan is valid and reported as not fitting.
