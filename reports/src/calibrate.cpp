@@ -9,10 +9,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <string_view>
 #include <tuple>
 #include <map>
 #include <set>
 
+#include "seqpar/core/collective.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
 #include "seqpar/reports/json_input.hpp"
@@ -23,13 +27,18 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kCommOps = {"alltoall", "sendrecv", "allgather", "reducescatter", "allreduce"};
+// The collective a row's "op" names, or nothing for a kernel row (names are core's).
+std::optional<Collective> comm_op(std::string_view op) {
+  for (Collective c : all_collectives)
+    if (to_string(c) == op) return c;
+  return std::nullopt;
+}
 
-// nccl-tests bus factor, for rows that do not carry both algbw and busbw.
-double bus_factor(const std::string& op, double ranks) {
-  if (op == "allreduce") return 2 * (ranks - 1) / ranks;
-  if (op == "sendrecv") return 1;
-  return (ranks - 1) / ranks;
+// The bus factor takes a rank count: a fraction, or a count beyond int, is a malformed row.
+int whole_ranks(double ranks, const std::string& where) {
+  if (ranks != std::floor(ranks) || ranks > double(std::numeric_limits<int>::max()))
+    throw Error(fmt::format("{}: field 'ranks' must be a whole number of ranks, got {}", where, ranks));
+  return static_cast<int>(ranks);
 }
 
 struct CommPoint { std::string op; double ranks, bus_bytes, time_s; };
@@ -115,7 +124,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       ++c.rows_without_op[file];
       continue;
     }
-    if (std::find(kCommOps.begin(), kCommOps.end(), *op) != kCommOps.end()) {
+    if (const auto coll = comm_op(*op)) {
       if (mode != "real-ranks") { comm_skipped_mode = true; continue; }
       double ranks = require_number(r, "ranks", w);
       if (ranks < 2) continue;  // a single rank moves nothing over a link
@@ -125,7 +134,8 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       if (!size) throw Error(fmt::format("{}: missing field 'size_bytes' (the message size in bytes)", w));
       double bytes = *size, t = require_number(r, "time_s", w);
       auto alg = optional_number(r, "algbw_gbps", w), bus = optional_number(r, "busbw_gbps", w);
-      double factor = (alg && bus && *alg > 0) ? *bus / *alg : bus_factor(*op, ranks);
+      // nccl-tests bus factor (core's) for rows that do not carry both algbw and busbw.
+      double factor = (alg && bus && *alg > 0) ? *bus / *alg : bus_factor(*coll, whole_ranks(ranks, w));
       if (level.empty()) {
         level = "intra";
         c.notes.push_back(fmt::format("{}: the rank layout names no node count; taken as intra-node "
@@ -265,9 +275,9 @@ void fit_links(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
     if (it == c.comm.end() || it->second.empty()) continue;
     // One collective per level: algorithms differ in latency terms, so mixing them blurs alpha.
     std::string op;
-    for (const auto& candidate : kCommOps)
-      if (std::any_of(it->second.begin(), it->second.end(), [&](const CommPoint& p) { return p.op == candidate; })) {
-        op = candidate;
+    for (Collective candidate : all_collectives)  // core's order: alltoall first
+      if (std::any_of(it->second.begin(), it->second.end(), [&](const CommPoint& p) { return p.op == to_string(candidate); })) {
+        op = std::string(to_string(candidate));
         break;
       }
     std::vector<double> x, t;
