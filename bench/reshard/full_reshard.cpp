@@ -240,12 +240,9 @@ const char* mode_of(Backend b) {
   return "?";
 }
 
-}  // namespace
-
-int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_rank, bool& started) {
-  const Backend backend = parse_comm(o.comm);
-  const bool real_ranks = backend == Backend::mpi || backend == Backend::nccl;
-  std::string device = o.device.empty() ? (backend == Backend::mpi ? "cpu" : "gpu") : o.device;
+// --device, --dtype and the loop options, checked against the backend; the shape is filled in later.
+Setup checked_setup(const ReshardOptions& o, Backend backend, std::string& device) {
+  device = o.device.empty() ? (backend == Backend::mpi ? "cpu" : "gpu") : o.device;
   if (device != "gpu" && device != "cpu") throw Error(fmt::format("--device {}: accepted values are gpu, cpu", device));
   if (backend == Backend::mpi && device == "gpu")
     throw Error("--device gpu: --comm mpi moves host memory (use nccl, virtual or loopback on the GPU)");
@@ -266,6 +263,143 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
   st.iters = o.iters;
   st.check = o.check == 1;
   st.inject_fault = o.inject_fault;
+  return st;
+}
+
+// The Ulysses degree P: --sp, or the MPI world on real ranks when --sp is not given.
+int ulysses_degree(const ReshardOptions& o, bool real_ranks, int world) {
+  if (o.sp.empty()) {
+    if (!real_ranks) throw Error(fmt::format("--sp: give the Ulysses degree P to emulate with --comm {}", o.comm));
+    return world;
+  }
+  const auto list = split_list(o.sp, "--sp");
+  if (list.size() != 1) throw Error(fmt::format("--sp {}: the full reshard takes one degree P", o.sp));
+  const std::int64_t p = parse_count(list[0], "--sp");
+  if (p <= 0 || p > 1 << 20) throw Error(fmt::format("--sp {}: must be a positive rank count", o.sp));
+  return static_cast<int>(p);
+}
+
+// Every rank must have parsed the same values. Left out: -J (only rank 0 writes it) and
+// --comm-timeout (each rank's own).
+void verify_same_options_on_ranks(const ReshardOptions& o, const std::string& device, const Setup& st) {
+  const Shape& s = st.shape;
+  comm::verify_same_options({{"--comm", o.comm},
+                             {"--device", device},
+                             {"--dtype", kernels::to_string(st.dtype)},
+                             {"--sp", s.P},
+                             {"--batch", s.batch},
+                             {"--seq-len", s.seq_len},
+                             {"--heads", s.heads},
+                             {"--kv-heads", s.kv_heads},
+                             {"--head-dim", s.head_dim},
+                             {"--warmup", o.warmup},
+                             {"--iters", o.iters},
+                             {"-c,--check", o.check},
+                             {"--inject-fault", o.inject_fault}});
+}
+
+// Runs the paths on the chosen communicator; on real ranks the result is already the slowest rank's.
+RankResult run_on(Backend backend, const Setup& st) {
+  const int P = st.shape.P;
+  if (backend == Backend::mpi || backend == Backend::nccl) {
+    auto world_comm = backend == Backend::mpi ? comm::make_mpi_world() : comm::make_nccl_world();
+    comm::Groups groups = comm::make_groups(*world_comm, P, 1);
+    RankResult result = run_rank(*groups.ulysses, *world_comm, st);
+    combine_world(result);
+    return result;
+  }
+  if (backend == Backend::virtual_ranks) return run_virtual(st);
+  auto c = comm::make_loopback(P, 0, st.gpu);
+  return run_rank(*c, *c, st);
+}
+
+// The measurement document without its results: configuration and rank layout.
+nlohmann::json document_head(const ReshardOptions& o, int argc, char** argv, Backend backend, const Setup& st,
+                             const comm::RankLayout& layout) {
+  const Shape& s = st.shape;
+  nlohmann::json config = {{"comm", o.comm},         {"dtype", kernels::to_string(st.dtype)},
+                           {"batch", s.batch},       {"seq_len", s.seq_len},
+                           {"tokens_per_rank", s.n}, {"heads", s.heads},
+                           {"kv_heads", s.kv_heads}, {"kv_replication", s.rep},
+                           {"head_dim", s.head_dim}, {"sp", s.P},
+                           {"warmup", o.warmup},     {"iters", o.iters},
+                           {"check", st.check},      {"inject_fault", o.inject_fault}};
+  auto doc = comm::bench::measurement_doc(argc, argv, "seqpar-bench-reshard", mode_of(backend), st.gpu, config);
+  doc["layout"] = {{"world", layout.world}, {"sp", layout.sp}, {"ulysses_degree", layout.ulysses},
+                   {"ring_degree", layout.ring}, {"dp", layout.dp}, {"group", "ulysses"}};
+  if (st.loopback) doc["layout"]["proxy_rank"] = 0;
+  return doc;
+}
+
+void print_table_header(const ReshardOptions& o, Backend backend, const Setup& st, const comm::RankLayout& layout) {
+  const Shape& s = st.shape;
+  std::printf("# seqpar-bench-reshard: full Ulysses reshard, --comm %s (%s, %s memory), %s\n", o.comm.c_str(),
+              mode_of(backend), st.gpu ? "device" : "host", kernels::to_string(st.dtype));
+  std::printf("# shape: batch %d, seq_len %lld (%d per rank), heads %d, kv_heads %d (%s), head_dim %d, P %d; "
+              "%d ranks = dp %d x sp %d\n",
+              s.batch, static_cast<long long>(s.seq_len), s.n, s.heads, s.kv_heads,
+              s.rep > 1 ? fmt::format("replicated x{}", s.rep).c_str() : "split", s.head_dim, s.P, layout.world,
+              layout.dp, layout.sp);
+  std::printf("# times: median over %d iterations of the slowest rank; GB/s: bytes each rank sends + receives\n#\n",
+              o.iters);
+  std::printf("# %-7s %-16s %4s %13s %10s %10s %10s %10s %10s %7s\n", "variant", "path", "a2a", "bytes/rank", "pack",
+              "all2all", "unpack", "total", "effective", "#wrong");
+  std::printf("# %-7s %-16s %4s %13s %10s %10s %10s %10s %10s %7s\n", "", "", "", "(B)", "(us)", "(us)", "(us)", "(us)",
+              "(GB/s)", "");
+}
+
+// One (variant, path) row: its JSON result, and its table line on the root rank.
+nlohmann::json result_row(const Setup& st, const Path& p, Variant variant_kind,
+                          const std::vector<std::array<double, part_count>>& samples, std::size_t wrong, bool print) {
+  const Shape& s = st.shape;
+  const char* dtype = kernels::to_string(st.dtype);
+  std::size_t bytes = 0;
+  for (std::size_t n : p.send) bytes += n * kernels::dtype_size(st.dtype);
+  // The own chunk stays put: a rank sends (P-1)/P of its buffer and receives as much.
+  const std::size_t moved = bytes / std::size_t(s.P) * std::size_t(s.P - 1);
+  std::array<std::vector<double>, part_count> parts;
+  for (const auto& it : samples)
+    for (int k = 0; k < part_count; ++k) parts[std::size_t(k)].push_back(it[std::size_t(k)]);
+  std::array<double, part_count> median{};
+  for (int k = 0; k < part_count; ++k) median[std::size_t(k)] = summarize(parts[std::size_t(k)]).median;
+  const double total = median[total_part];
+  const double gbps = 2.0 * double(moved) / total / 1e9;
+  const std::string variant{to_string(variant_kind)};
+  const std::string name = fmt::format("reshard_full/{}/{}/{}/P{}/seq{}/b{}/h{}/kv{}/d{}", variant, p.name, dtype, s.P,
+                                       s.seq_len, s.batch, s.heads, s.kv_heads, s.head_dim);
+  nlohmann::json row = {{"name", name},
+                        {"variant", variant},
+                        {"path", p.name},
+                        {"direction", p.direction},
+                        {"tensors", p.tensors},
+                        {"all_to_alls", p.send.size()},
+                        {"bytes", bytes},
+                        {"sent_bytes", moved},
+                        {"received_bytes", moved},
+                        {"time_s", total},
+                        {"samples_s", parts[total_part]},
+                        {"stats", to_json(summarize(parts[total_part]), "_s")},
+                        {"effective_gbps", gbps},
+                        {"all_to_all_gbps", 2.0 * double(moved) / median[exchange_part] / 1e9},
+                        {"wrong", st.check ? nlohmann::json(wrong) : nlohmann::json(nullptr)}};
+  for (int k = 0; k < total_part; ++k) {
+    row[fmt::format("{}_time_s", kPartKeys[std::size_t(k)])] = median[std::size_t(k)];
+    row[fmt::format("{}_samples_s", kPartKeys[std::size_t(k)])] = parts[std::size_t(k)];
+  }
+  if (print)
+    std::printf("  %-7s %-16s %4zu %13zu %10.2f %10.2f %10.2f %10.2f %10.3f %7s\n", variant.c_str(), p.name.c_str(),
+                p.send.size(), bytes, median[pack_part] * 1e6, median[exchange_part] * 1e6, median[unpack_part] * 1e6,
+                total * 1e6, gbps, st.check ? std::to_string(wrong).c_str() : "N/A");
+  return row;
+}
+
+}  // namespace
+
+int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_rank, bool& started) {
+  const Backend backend = parse_comm(o.comm);
+  const bool real_ranks = backend == Backend::mpi || backend == Backend::nccl;
+  std::string device;
+  Setup st = checked_setup(o, backend, device);
 
   std::string why;
   if (!comm::backend_available(backend, &why)) throw Error(fmt::format("--comm {}: {}", o.comm, why));
@@ -274,126 +408,25 @@ int run_full_reshard(const ReshardOptions& o, int argc, char** argv, int world_r
   if (!real_ranks && world != 1)
     throw Error(fmt::format("--comm {} runs in one process: launch it without mpirun ({} MPI ranks found)", o.comm,
                             world));
-  int P = 0;
-  if (o.sp.empty()) {
-    if (!real_ranks) throw Error(fmt::format("--sp: give the Ulysses degree P to emulate with --comm {}", o.comm));
-    P = world;
-  } else {
-    const auto list = split_list(o.sp, "--sp");
-    if (list.size() != 1) throw Error(fmt::format("--sp {}: the full reshard takes one degree P", o.sp));
-    const std::int64_t p = parse_count(list[0], "--sp");
-    if (p <= 0 || p > 1 << 20) throw Error(fmt::format("--sp {}: must be a positive rank count", o.sp));
-    P = static_cast<int>(p);
-  }
+  const int P = ulysses_degree(o, real_ranks, world);
   if (real_ranks && world % P != 0)
     throw Error(fmt::format("--sp {} does not divide the {} MPI ranks (ranks = dp x sp)", P, world));
   st.shape = make_shape(P, o.batch, parse_count(o.seq_len, "--seq-len"), o.heads, o.kv_heads, o.head_dim);
-  const Shape& s = st.shape;
   comm::configure_comm_timeout(o.comm_timeout);
-  // Parsed values; left out: -J (only rank 0 writes it) and --comm-timeout (each rank's own).
-  if (real_ranks)
-    comm::verify_same_options({{"--comm", o.comm},
-                               {"--device", device},
-                               {"--dtype", kernels::to_string(st.dtype)},
-                               {"--sp", P},
-                               {"--batch", s.batch},
-                               {"--seq-len", s.seq_len},
-                               {"--heads", s.heads},
-                               {"--kv-heads", s.kv_heads},
-                               {"--head-dim", s.head_dim},
-                               {"--warmup", o.warmup},
-                               {"--iters", o.iters},
-                               {"-c,--check", o.check},
-                               {"--inject-fault", o.inject_fault}});
+  if (real_ranks) verify_same_options_on_ranks(o, device, st);
 
   started = true;
-  RankResult result;
-  const comm::RankLayout layout = comm::RankLayout::make(real_ranks ? world : P, P, 1);
-  if (real_ranks) {
-    auto world_comm = backend == Backend::mpi ? comm::make_mpi_world() : comm::make_nccl_world();
-    comm::Groups groups = comm::make_groups(*world_comm, P, 1);
-    result = run_rank(*groups.ulysses, *world_comm, st);
-    combine_world(result);
-  } else if (backend == Backend::virtual_ranks) {
-    result = run_virtual(st);
-  } else {
-    auto c = comm::make_loopback(P, 0, st.gpu);
-    result = run_rank(*c, *c, st);
-  }
+  const RankResult result = run_on(backend, st);
 
-  const std::vector<Path> paths = make_paths(s);
-  const char* dtype = kernels::to_string(st.dtype);
-  nlohmann::json config = {{"comm", o.comm},         {"dtype", dtype},          {"batch", s.batch},
-                           {"seq_len", s.seq_len},   {"tokens_per_rank", s.n},  {"heads", s.heads},
-                           {"kv_heads", s.kv_heads}, {"kv_replication", s.rep}, {"head_dim", s.head_dim},
-                           {"sp", P},                {"warmup", o.warmup},      {"iters", o.iters},
-                           {"check", st.check},      {"inject_fault", o.inject_fault}};
-  auto doc = comm::bench::measurement_doc(argc, argv, "seqpar-bench-reshard", mode_of(backend), st.gpu, config);
-  doc["layout"] = {{"world", layout.world}, {"sp", layout.sp}, {"ulysses_degree", layout.ulysses},
-                   {"ring_degree", layout.ring}, {"dp", layout.dp}, {"group", "ulysses"}};
-  if (st.loopback) doc["layout"]["proxy_rank"] = 0;
+  const comm::RankLayout layout = comm::RankLayout::make(real_ranks ? world : P, P, 1);
+  nlohmann::json doc = document_head(o, argc, argv, backend, st, layout);
   const bool root = world_rank == 0;
-  if (root) {
-    std::printf("# seqpar-bench-reshard: full Ulysses reshard, --comm %s (%s, %s memory), %s\n", o.comm.c_str(),
-                mode_of(backend), st.gpu ? "device" : "host", dtype);
-    std::printf("# shape: batch %d, seq_len %lld (%d per rank), heads %d, kv_heads %d (%s), head_dim %d, P %d; "
-                "%d ranks = dp %d x sp %d\n",
-                s.batch, static_cast<long long>(s.seq_len), s.n, s.heads, s.kv_heads,
-                s.rep > 1 ? fmt::format("replicated x{}", s.rep).c_str() : "split", s.head_dim, P, layout.world,
-                layout.dp, layout.sp);
-    std::printf("# times: median over %d iterations of the slowest rank; GB/s: bytes each rank sends + receives\n#\n",
-                o.iters);
-    std::printf("# %-7s %-16s %4s %13s %10s %10s %10s %10s %10s %7s\n", "variant", "path", "a2a", "bytes/rank",
-                "pack", "all2all", "unpack", "total", "effective", "#wrong");
-    std::printf("# %-7s %-16s %4s %13s %10s %10s %10s %10s %10s %7s\n", "", "", "", "(B)", "(us)", "(us)", "(us)",
-                "(us)", "(GB/s)", "");
-  }
-  const std::size_t esize = kernels::dtype_size(st.dtype);
-  for (std::size_t pi = 0; pi < paths.size(); ++pi) {
-    const Path& p = paths[pi];
-    std::size_t bytes = 0;
-    for (std::size_t n : p.send) bytes += n * esize;
-    // The own chunk stays put: a rank sends (P-1)/P of its buffer and receives as much.
-    const std::size_t moved = bytes / std::size_t(P) * std::size_t(P - 1);
-    for (std::size_t vi = 0; vi < kVariants.size(); ++vi) {
-      const auto& samples = result.samples[vi][pi];
-      std::array<std::vector<double>, part_count> parts;
-      for (const auto& it : samples)
-        for (int k = 0; k < part_count; ++k) parts[std::size_t(k)].push_back(it[std::size_t(k)]);
-      std::array<double, part_count> median{};
-      for (int k = 0; k < part_count; ++k) median[std::size_t(k)] = summarize(parts[std::size_t(k)]).median;
-      const double total = median[total_part];
-      const double gbps = 2.0 * double(moved) / total / 1e9;
-      const std::size_t wrong = result.wrong[vi][pi];
-      const std::string variant{to_string(kVariants[vi])};
-      const std::string name = fmt::format("reshard_full/{}/{}/{}/P{}/seq{}/b{}/h{}/kv{}/d{}", variant, p.name, dtype, P,
-                                           s.seq_len, s.batch, s.heads, s.kv_heads, s.head_dim);
-      nlohmann::json row = {{"name", name},
-                            {"variant", variant},
-                            {"path", p.name},
-                            {"direction", p.direction},
-                            {"tensors", p.tensors},
-                            {"all_to_alls", p.send.size()},
-                            {"bytes", bytes},
-                            {"sent_bytes", moved},
-                            {"received_bytes", moved},
-                            {"time_s", total},
-                            {"samples_s", parts[total_part]},
-                            {"stats", to_json(summarize(parts[total_part]), "_s")},
-                            {"effective_gbps", gbps},
-                            {"all_to_all_gbps", 2.0 * double(moved) / median[exchange_part] / 1e9},
-                            {"wrong", st.check ? nlohmann::json(wrong) : nlohmann::json(nullptr)}};
-      for (int k = 0; k < total_part; ++k) {
-        row[fmt::format("{}_time_s", kPartKeys[std::size_t(k)])] = median[std::size_t(k)];
-        row[fmt::format("{}_samples_s", kPartKeys[std::size_t(k)])] = parts[std::size_t(k)];
-      }
-      doc["results"].push_back(std::move(row));
-      if (root)
-        std::printf("  %-7s %-16s %4zu %13zu %10.2f %10.2f %10.2f %10.2f %10.3f %7s\n", variant.c_str(),
-                    p.name.c_str(), p.send.size(), bytes, median[pack_part] * 1e6, median[exchange_part] * 1e6,
-                    median[unpack_part] * 1e6, total * 1e6, gbps, st.check ? std::to_string(wrong).c_str() : "N/A");
-    }
-  }
+  if (root) print_table_header(o, backend, st, layout);
+  const std::vector<Path> paths = make_paths(st.shape);
+  for (std::size_t pi = 0; pi < paths.size(); ++pi)
+    for (std::size_t vi = 0; vi < kVariants.size(); ++vi)
+      doc["results"].push_back(
+          result_row(st, paths[pi], kVariants[vi], result.samples[vi][pi], result.wrong[vi][pi], root));
   const std::size_t wrong = total_wrong(result);
   doc["wrong_total"] = st.check ? nlohmann::json(wrong) : nlohmann::json(nullptr);
   if (root) {
