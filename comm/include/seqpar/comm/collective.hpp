@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/collective.hpp"
@@ -30,6 +31,30 @@ struct Shape {
 // Throws seqpar::Error naming the rule when bytes is zero, not a multiple of the element size,
 // or (alltoall, allgather, reducescatter) not a multiple of ranks x element size.
 Shape make_shape(Collective op, std::int64_t bytes, DType dt, int ranks);
+
+// Where receive element j comes from: input element `index` of rank `rank` (for reductions,
+// rank is -1: every rank's element `index` is added, in rank order).
+struct InputElement {
+  int rank = 0;
+  std::size_t index = 0;
+};
+
+// The collective table: one entry per collective, the only place that tells them apart here.
+// Adding a collective is one entry (comm/src/collective.cpp) plus its name and bus factor in core.
+struct CollectiveEntry {
+  Collective op;
+  bool split;      // the size is cut into one equal chunk per rank (make_shape checks it divides)
+  bool reduction;  // each received element is a sum over the ranks
+  // Send, receive and call element counts from s.count and the per-rank chunk.
+  void (*shape)(Shape& s, std::size_t per_rank);
+  // Receive element j of rank `rank` of `ranks`, with chunks of `chunk` (= s.call_count) elements.
+  InputElement (*source)(std::size_t j, std::size_t chunk, int rank, int ranks);
+  // The Communicator call.
+  void (*run)(Communicator& c, const void* send, void* recv, const Shape& s, DType dt);
+};
+const std::vector<CollectiveEntry>& collective_table();
+// Throws seqpar::Error naming the collective when it has no entry.
+const CollectiveEntry& collective_entry(Collective op);
 
 // One operation on c (sendrecv: to rank+1, from rank-1, waited on).
 void run_collective(Collective op, Communicator& c, const void* send, void* recv,
