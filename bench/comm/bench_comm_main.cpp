@@ -93,10 +93,7 @@ nlohmann::json layout_json(const RankLayout& l, const std::string& group) {
                    "ring index = (rank % sp) / ulysses"}};
 }
 
-int run(int argc, char** argv, int world_rank, bool& started) {
-  Options o;
-  CLI::App app{"Collective microbenchmark in the style of nccl-tests (one rank per GPU)",
-               "seqpar-bench-comm"};
+void add_options(CLI::App& app, Options& o) {
   app.add_option("-b,--minbytes", o.min_bytes, "smallest message size, bytes (K/M/G)")
       ->capture_default_str();
   app.add_option("-e,--maxbytes", o.max_bytes, "largest message size, bytes (K/M/G)")
@@ -125,11 +122,22 @@ int run(int argc, char** argv, int world_rank, bool& started) {
                "corrupt one input element on rank 0 before the check (tests the check)");
   app.add_option("-J,--json", o.json, "write the measurement JSON to this file");
   app.add_option("--comm-timeout", o.comm_timeout, kCommTimeoutHelp);
-  if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
-  configure_comm_timeout(o.comm_timeout);
+}
 
-  // Everything the arguments decide is validated before any communication, the same way on
-  // every rank, so a bad argument is one message and a clean exit everywhere.
+// Everything the options decide, validated before any communication.
+struct Setup {
+  Collective op;
+  DType dt;
+  Backend backend;
+  RankLayout layout;
+  int ranks;  // in the measured group
+  std::vector<std::int64_t> sizes;
+  std::vector<Shape> shapes;
+};
+
+// Checks the options the same way on every rank, so a bad argument is one message and a clean
+// exit everywhere, and that every rank was given the same ones.
+Setup check_options(const Options& o) {
   const Collective op = parse_collective(o.op);
   const DType dt = parse_dtype(o.dtype);
   const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-comm");
@@ -159,97 +167,153 @@ int run(int argc, char** argv, int world_rank, bool& started) {
                        {"--sp", layout.sp},
                        {"--ulysses-degree", layout.ulysses},
                        {"--ring-degree", layout.ring}});
+  return {op, dt, backend, layout, ranks, sizes, std::move(shapes)};
+}
+
+void print_header(const Setup& u, const Options& o, bool gpu) {
+  const RankLayout& layout = u.layout;
+  std::printf("# seqpar-bench-comm: %s, %s, backend %s (%s memory)\n", to_string(u.op).data(),
+              to_string(u.dt), to_string(u.backend).data(), gpu ? "device" : "host");
+  std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); group %s of %d ranks\n",
+              layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, o.group.c_str(),
+              u.ranks);
+  std::printf("#\n# %10s %12s %6s %10s %8s %8s %7s\n", "size", "count", "type", "time",
+              "algbw", "busbw", "#wrong");
+  std::printf("# %10s %12s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "(us)", "(GB/s)",
+              "(GB/s)", "");
+}
+
+// The buffers of every row: device or host as the communicator wants, plus host staging.
+struct Buffers {
+  bench::Buffer send, recv;
+  std::vector<unsigned char> host_send, host_recv;
+};
+
+// The row's name in the JSON and in Nsight timelines: op/type/group/sizeB.
+std::string row_name(const Setup& u, const Options& o, const Shape& s) {
+  return fmt::format("{}/{}/{}/{}B", to_string(u.op), to_string(u.dt), o.group, s.bytes);
+}
+
+// One row: the timed iterations, then (with -c) one checked call. `wrong` is null without -c.
+struct Row {
+  std::vector<double> samples;
+  nlohmann::json wrong;
+};
+
+Row run_size(const Setup& u, const Options& o, const Shape& s, Communicator& world, Communicator& c, Buffers& b,
+             int world_rank) {
+  const Collective op = u.op;
+  const DType dt = u.dt;
+  fill_send(op, b.host_send.data(), s, dt, c.rank(), c.size());
+  b.send.upload(b.host_send.data(), s.send_count * dtype_size(dt));
+  Row row;
+  {
+    bench::NvtxRange range(row_name(u, o, s));
+    row.samples = bench::time_iterations(world, c, o.warmup, o.iters,
+                                         [&] { run_collective(op, c, b.send.data(), b.recv.data(), s, dt); });
+  }
+  if (!o.check) return row;
+  // Fresh input, poisoned output, one more call: the data of this row, not a leftover.
+  if (o.inject_fault && world_rank == 0) {
+    store(b.host_send.data(), 0, dt, pattern_value(c.rank(), 0, dt) + 3);
+    b.send.upload(b.host_send.data(), dtype_size(dt));
+  }
+  b.recv.fill(0xA5);
+  run_collective(op, c, b.send.data(), b.recv.data(), s, dt);
+  c.synchronize();
+  b.recv.download(b.host_recv.data(), s.recv_count * dtype_size(dt));
+  row.wrong = bench::world_sum(count_wrong(op, b.host_recv.data(), s, dt, c.rank(), c.size()));
+  return row;
+}
+
+nlohmann::json config_json(const Setup& u, const Options& o) {
+  return {{"op", to_string(u.op)},          {"datatype", to_string(u.dt)},
+          {"backend", to_string(u.backend)}, {"min_bytes", u.sizes.front()},
+          {"max_bytes", u.sizes.back()},    {"step_factor", o.factor},
+          {"warmup_iters", o.warmup},       {"iters", o.iters},
+          {"check", o.check != 0},          {"inject_fault", o.inject_fault},
+          {"ranks", u.ranks},               {"group", o.group}};
+}
+
+// A row's bandwidths from its median time, in nccl-tests terms.
+struct Bandwidth {
+  Stats st;
+  double algbw, busbw;
+};
+Bandwidth bandwidth(const Setup& u, const Shape& s, const Row& row) {
+  const Stats st = summarize(row.samples);
+  const double algbw = static_cast<double>(s.bytes) / st.median / 1e9;
+  return {st, algbw, algbw * bus_factor(u.op, u.ranks)};
+}
+
+void print_row(const Setup& u, const Options& o, const Shape& s, const Row& row, const Bandwidth& bw) {
+  std::printf("  %10zu %12zu %6s %10.2f %8.3f %8.3f %7s\n", s.bytes, s.count, to_string(u.dt),
+              bw.st.median * 1e6, bw.algbw, bw.busbw,
+              o.check ? std::to_string(row.wrong.get<std::size_t>()).c_str() : "N/A");
+  std::fflush(stdout);
+}
+
+nlohmann::json row_json(const Setup& u, const Options& o, const Shape& s, const Row& row, const Bandwidth& bw) {
+  return {{"name", row_name(u, o, s)},
+          {"op", to_string(u.op)},
+          {"size_bytes", s.bytes},
+          {"count", s.count},
+          {"type", to_string(u.dt)},
+          {"group", o.group},
+          {"ranks", u.ranks},
+          {"time_s", bw.st.median},
+          {"samples_s", row.samples},
+          {"stats", to_json(bw.st, "_s")},
+          {"algbw_gbps", bw.algbw},
+          {"busbw_gbps", bw.busbw},
+          {"wrong", row.wrong}};
+}
+
+// Send and receive buffers large enough for every row.
+Buffers make_buffers(const Setup& u, bool gpu) {
+  std::size_t max_send = 0, max_recv = 0;
+  for (const auto& s : u.shapes) {
+    max_send = std::max(max_send, s.send_count * dtype_size(u.dt));
+    max_recv = std::max(max_recv, s.recv_count * dtype_size(u.dt));
+  }
+  return {bench::Buffer(max_send, gpu), bench::Buffer(max_recv, gpu), std::vector<unsigned char>(max_send),
+          std::vector<unsigned char>(max_recv)};
+}
+
+int run(int argc, char** argv, int world_rank, bool& started) {
+  Options o;
+  CLI::App app{"Collective microbenchmark in the style of nccl-tests (one rank per GPU)",
+               "seqpar-bench-comm"};
+  add_options(app, o);
+  if (int rc = bench::parse_options(app, argc, argv, world_rank); rc >= 0) return rc;
+  configure_comm_timeout(o.comm_timeout);
+  const Setup u = check_options(o);
 
   started = true;
-  auto world = backend == Backend::mpi ? make_mpi_world() : make_nccl_world();
+  auto world = u.backend == Backend::mpi ? make_mpi_world() : make_nccl_world();
   Groups groups;
-  if (o.group != "world") groups = make_groups(*world, layout.ulysses, layout.ring);
+  if (o.group != "world") groups = make_groups(*world, u.layout.ulysses, u.layout.ring);
   Communicator& c = pick_group(*world, groups, o.group);
   const bool gpu = c.device_memory();
+  Buffers buffers = make_buffers(u, gpu);
 
-  std::size_t max_send = 0, max_recv = 0;
-  for (const auto& s : shapes) {
-    max_send = std::max(max_send, s.send_count * dtype_size(dt));
-    max_recv = std::max(max_recv, s.recv_count * dtype_size(dt));
-  }
-  bench::Buffer send(max_send, gpu), recv(max_recv, gpu);
-  std::vector<unsigned char> host_send(max_send), host_recv(max_recv);
-
-  nlohmann::json config = {{"op", to_string(op)},          {"datatype", to_string(dt)},
-                           {"backend", to_string(backend)}, {"min_bytes", sizes.front()},
-                           {"max_bytes", sizes.back()},    {"step_factor", o.factor},
-                           {"warmup_iters", o.warmup},     {"iters", o.iters},
-                           {"check", o.check != 0},        {"inject_fault", o.inject_fault},
-                           {"ranks", ranks},               {"group", o.group}};
-  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", "real-ranks", gpu, config);
-  doc["layout"] = layout_json(layout, o.group);
-  doc["layout"].update(bench::placement_json(group_members(layout, o.group)));
+  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", "real-ranks", gpu, config_json(u, o));
+  doc["layout"] = layout_json(u.layout, o.group);
+  doc["layout"].update(bench::placement_json(group_members(u.layout, o.group)));
 
   const bool root = world_rank == 0;
-  if (root) {
-    std::printf("# seqpar-bench-comm: %s, %s, backend %s (%s memory)\n", to_string(op).data(),
-                to_string(dt), to_string(backend).data(), gpu ? "device" : "host");
-    std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); group %s of %d ranks\n",
-                layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, o.group.c_str(),
-                ranks);
-    std::printf("#\n# %10s %12s %6s %10s %8s %8s %7s\n", "size", "count", "type", "time",
-                "algbw", "busbw", "#wrong");
-    std::printf("# %10s %12s %6s %10s %8s %8s %7s\n", "(B)", "(elements)", "", "(us)", "(GB/s)",
-                "(GB/s)", "");
-  }
-
+  if (root) print_header(u, o, gpu);
   std::size_t total_wrong = 0;
   double busbw_sum = 0;
-  for (const Shape& s : shapes) {
-    fill_send(op, host_send.data(), s, dt, c.rank(), c.size());
-    send.upload(host_send.data(), s.send_count * dtype_size(dt));
-    const std::string name = fmt::format("{}/{}/{}/{}B", to_string(op), to_string(dt), o.group, s.bytes);
-    std::vector<double> samples;
-    {
-      bench::NvtxRange range(name);
-      samples = bench::time_iterations(*world, c, o.warmup, o.iters,
-                                       [&] { run_collective(op, c, send.data(), recv.data(), s, dt); });
-    }
-    nlohmann::json wrong = nullptr;
-    if (o.check) {
-      // Fresh input, poisoned output, one more call: the data of this row, not a leftover.
-      if (o.inject_fault && world_rank == 0) {
-        store(host_send.data(), 0, dt, pattern_value(c.rank(), 0, dt) + 3);
-        send.upload(host_send.data(), dtype_size(dt));
-      }
-      recv.fill(0xA5);
-      run_collective(op, c, send.data(), recv.data(), s, dt);
-      c.synchronize();
-      recv.download(host_recv.data(), s.recv_count * dtype_size(dt));
-      const std::size_t w = bench::world_sum(count_wrong(op, host_recv.data(), s, dt, c.rank(), c.size()));
-      total_wrong += w;
-      wrong = w;
-    }
-    const Stats st = summarize(samples);
-    const double algbw = static_cast<double>(s.bytes) / st.median / 1e9;
-    const double busbw = algbw * bus_factor(op, ranks);
-    busbw_sum += busbw;
-    if (root) {
-      std::printf("  %10zu %12zu %6s %10.2f %8.3f %8.3f %7s\n", s.bytes, s.count,
-                  to_string(dt), st.median * 1e6, algbw, busbw,
-                  o.check ? std::to_string(wrong.get<std::size_t>()).c_str() : "N/A");
-      std::fflush(stdout);
-    }
-    doc["results"].push_back({{"name", name},
-                              {"op", to_string(op)},
-                              {"size_bytes", s.bytes},
-                              {"count", s.count},
-                              {"type", to_string(dt)},
-                              {"group", o.group},
-                              {"ranks", ranks},
-                              {"time_s", st.median},
-                              {"samples_s", samples},
-                              {"stats", to_json(st, "_s")},
-                              {"algbw_gbps", algbw},
-                              {"busbw_gbps", busbw},
-                              {"wrong", wrong}});
+  for (const Shape& s : u.shapes) {
+    const Row row = run_size(u, o, s, *world, c, buffers, world_rank);
+    if (o.check) total_wrong += row.wrong.get<std::size_t>();
+    const Bandwidth bw = bandwidth(u, s, row);
+    busbw_sum += bw.busbw;
+    if (root) print_row(u, o, s, row, bw);
+    doc["results"].push_back(row_json(u, o, s, row, bw));
   }
-  const double avg_busbw = busbw_sum / static_cast<double>(shapes.size());
+  const double avg_busbw = busbw_sum / static_cast<double>(u.shapes.size());
   doc["avg_busbw_gbps"] = avg_busbw;
   doc["wrong_total"] = o.check ? nlohmann::json(total_wrong) : nlohmann::json(nullptr);
   if (root) {
