@@ -7,6 +7,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/core/run_info.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -98,7 +99,7 @@ nlohmann::json document(const std::string& program) {
   nlohmann::json j = run_info(invocation().argc, invocation().argv);
   j["kind"] = "prediction";
   j["program"] = program;
-  j["mode"] = "modelled";
+  j["mode"] = to_string(Mode::modelled);
   return j;
 }
 

@@ -12,7 +12,7 @@
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
-#include "seqpar/core/run_info.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/comm/mpi_check.hpp"
 #include "seqpar/comm/mpi_watch.hpp"
 #include "seqpar/comm/same_options.hpp"
@@ -181,11 +181,7 @@ int world_size() {
 
 nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
                                const std::string& mode, bool gpu, nlohmann::json config) {
-  nlohmann::json doc = run_info(argc, argv);
-  doc["kind"] = "measurement";
-  doc["program"] = program;
-  doc["mode"] = mode;
-  doc["device"] = gpu ? "gpu" : "cpu";
+  nlohmann::json doc = measurement_header(argc, argv, program, parse_mode(mode), gpu);
   int device = 0;
 #ifdef SEQPAR_HAVE_CUDA
   if (gpu) cudaGetDevice(&device);

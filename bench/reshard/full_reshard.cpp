@@ -231,13 +231,7 @@ Backend parse_comm(const std::string& text) {
 }
 
 const char* mode_of(Backend b) {
-  switch (b) {
-    case Backend::mpi:
-    case Backend::nccl: return "real-ranks";
-    case Backend::virtual_ranks: return "virtual-ranks";
-    case Backend::loopback: return "single-rank-proxy";
-  }
-  return "?";
+  return to_string(comm::measurement_mode(b));
 }
 
 // --device, --dtype and the loop options, checked against the backend; the shape is filled in later.

@@ -22,6 +22,16 @@ Backend parse_backend(std::string_view s) {
   throw Error(fmt::format("backend '{}' is not known: use mpi, nccl, virtual or loopback", s));
 }
 
+Mode measurement_mode(Backend b) {
+  switch (b) {
+    case Backend::mpi:
+    case Backend::nccl: return Mode::real_ranks;
+    case Backend::virtual_ranks: return Mode::virtual_ranks;
+    case Backend::loopback: return Mode::single_rank_proxy;
+  }
+  throw Error(fmt::format("backend: enumerator {} has no measurement mode", static_cast<int>(b)));
+}
+
 bool backend_available(Backend b, std::string* why) {
   (void)why;  // unused where every back end is built in
   switch (b) {

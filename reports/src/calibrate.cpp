@@ -18,6 +18,7 @@
 
 #include "seqpar/core/collective.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/fit.hpp"
 #include "seqpar/reports/json_input.hpp"
 
@@ -125,7 +126,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       continue;
     }
     if (const auto coll = comm_op(*op)) {
-      if (mode != "real-ranks") { comm_skipped_mode = true; continue; }
+      if (mode != to_string(Mode::real_ranks)) { comm_skipped_mode = true; continue; }
       double ranks = require_number(r, "ranks", w);
       if (ranks < 2) continue;  // a single rank moves nothing over a link
       // seqpar-bench-comm calls the message size "size_bytes" (nccl-tests' "size"); "bytes" is accepted too.

@@ -9,7 +9,7 @@
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
-#include "seqpar/core/run_info.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/comm/same_options.hpp"
 #include "seqpar/comm/watchdog.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -104,13 +104,7 @@ sim::Plan RunOptions::plan(int world_size) const {
 }
 
 std::string mode_name(comm::Backend b) {
-  switch (b) {
-    case comm::Backend::mpi:
-    case comm::Backend::nccl: return "real-ranks";
-    case comm::Backend::virtual_ranks: return "virtual-ranks";
-    case comm::Backend::loopback: return "single-rank-proxy";
-  }
-  return "unknown";
+  return to_string(comm::measurement_mode(b));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
@@ -218,11 +212,7 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
 
 nlohmann::json measurement_document(int argc, const char* const* argv, const std::string& program,
                                     const std::string& mode, bool on_gpu) {
-  nlohmann::json j = run_info(argc, argv);
-  j["kind"] = "measurement";
-  j["program"] = program;
-  j["mode"] = mode;
-  j["device"] = on_gpu ? "gpu" : "cpu";
+  nlohmann::json j = measurement_header(argc, argv, program, parse_mode(mode), on_gpu);
   j["environment"] = comm::environment_info();
   return j;
 }

@@ -8,7 +8,7 @@
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/json_io.hpp"
-#include "seqpar/core/run_info.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/core/stats.hpp"
 
 namespace seqpar::bench {
@@ -86,11 +86,7 @@ nlohmann::json Recorder::results() const {
 
 void write_measurement(const std::string& path, int argc, const char* const* argv, const std::string& program,
                        const std::string& mode, const nlohmann::json& config, const nlohmann::json& results) {
-  nlohmann::json doc = run_info(argc, argv);
-  doc["kind"] = "measurement";
-  doc["program"] = program;
-  doc["mode"] = mode;
-  doc["device"] = "gpu";
+  nlohmann::json doc = measurement_header(argc, argv, program, parse_mode(mode), /*on_gpu=*/true);
   doc["environment"] = comm::environment_info();
   doc["config"] = config;
   doc["results"] = results;

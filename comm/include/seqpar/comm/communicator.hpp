@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "seqpar/core/dtype.hpp"
+#include "seqpar/core/measurement.hpp"
 
 namespace seqpar::comm {
 
@@ -23,6 +24,9 @@ enum class Backend { mpi, nccl, virtual_ranks, loopback };
 std::string_view to_string(Backend b);
 // "mpi", "nccl", "virtual", "loopback"; throws seqpar::Error naming the accepted values.
 Backend parse_backend(std::string_view s);
+// The measurement mode a run over `b` reports: mpi/nccl real ranks, virtual ranks, loopback a
+// single-rank proxy.
+Mode measurement_mode(Backend b);
 
 // Back-end state of one outstanding ring step.
 struct RequestState {
