@@ -29,7 +29,7 @@ struct Options {
   std::string min_bytes = "32K", max_bytes = "32M", step_bytes;
   std::int64_t factor = 2;
   int warmup = 5, iters = 20, check = 1;
-  std::string op = "alltoall", dtype = "f32", backend = "mpi", group = "world";
+  std::string op = "alltoall", dtype = "f32", comm = "mpi", deprecated_backend, group = "world";
   int sp = 0, ulysses = 0, ring = 0;
   bool inject_fault = false;
   std::string json;
@@ -111,8 +111,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "f32|float, f64|double, bf16|bfloat16, f16|half, i32, i64, u8")
       ->capture_default_str();
-  app.add_option("--backend", o.backend, "mpi (host memory) or nccl (device memory)")
-      ->capture_default_str();
+  app.add_option("--comm", o.comm, "mpi (host memory) or nccl (device memory)")->capture_default_str();
+  // The flag's old name; --backend means the compute back end (cpu|cuda) in the other programs.
+  app.add_option("--backend", o.deprecated_backend, "deprecated spelling of --comm")->group("");
   app.add_option("--group", o.group, "world, or one group of the layout: sp, ulysses, ring, dp")
       ->capture_default_str();
   app.add_option("--sp", o.sp, "sequence-parallel degree (default: all ranks)");
@@ -140,7 +141,7 @@ struct Setup {
 Setup check_options(const Options& o) {
   const Collective op = parse_collective(o.op);
   const DType dt = parse_dtype(o.dtype);
-  const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-comm");
+  const Backend backend = bench::benchmark_backend(o.comm, o.deprecated_backend, "seqpar-bench-comm");
   if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
   const RankLayout layout = layout_from(o, bench::world_size());
   const int ranks = group_size(layout, o.group);
@@ -154,7 +155,7 @@ Setup check_options(const Options& o) {
   // --comm-timeout (each rank's own watchdog).
   verify_same_options({{"-o,--op", to_string(op)},
                        {"-d,--datatype", to_string(dt)},
-                       {"--backend", to_string(backend)},
+                       {"--comm", to_string(backend)},
                        {"-b,--minbytes", sizes.front()},
                        {"-e,--maxbytes", parse_count(o.max_bytes, "-e")},
                        {"-f,--stepfactor", o.factor},
@@ -172,7 +173,7 @@ Setup check_options(const Options& o) {
 
 void print_header(const Setup& u, const Options& o, bool gpu) {
   const RankLayout& layout = u.layout;
-  std::printf("# seqpar-bench-comm: %s, %s, backend %s (%s memory)\n", to_string(u.op).data(),
+  std::printf("# seqpar-bench-comm: %s, %s, comm %s (%s memory)\n", to_string(u.op).data(),
               to_string(u.dt), to_string(u.backend).data(), gpu ? "device" : "host");
   std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); group %s of %d ranks\n",
               layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, o.group.c_str(),
@@ -228,7 +229,7 @@ Row run_size(const Setup& u, const Options& o, const Shape& s, Communicator& wor
 
 nlohmann::json config_json(const Setup& u, const Options& o) {
   return {{"op", to_string(u.op)},          {"datatype", to_string(u.dt)},
-          {"backend", to_string(u.backend)}, {"min_bytes", u.sizes.front()},
+          {"comm", to_string(u.backend)}, {"min_bytes", u.sizes.front()},
           {"max_bytes", u.sizes.back()},    {"step_factor", o.factor},
           {"warmup_iters", o.warmup},       {"iters", o.iters},
           {"check", o.check != 0},          {"inject_fault", o.inject_fault},

@@ -127,14 +127,25 @@ int parse_options(CLI::App& app, int argc, char** argv, int world_rank) {
   return -1;
 }
 
-Backend benchmark_backend(const std::string& name, const char* program) {
+Backend benchmark_backend(const std::string& comm, const std::string& deprecated_backend, const char* program) {
+  std::string name = comm;
+  if (!deprecated_backend.empty()) {
+    if (comm != "mpi" && comm != deprecated_backend)
+      throw Error(fmt::format("--comm {} and --backend {}: --backend is the old name of --comm; give --comm only",
+                              comm, deprecated_backend));
+    int rank = 0;
+    SEQPAR_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    if (rank == 0)
+      std::fprintf(stderr, "%s: --backend is deprecated here; use --comm %s\n", program, deprecated_backend.c_str());
+    name = deprecated_backend;
+  }
   const Backend backend = parse_backend(name);
   if (backend != Backend::mpi && backend != Backend::nccl)
-    throw Error(fmt::format("--backend {}: {} runs mpi or nccl", name, program));
+    throw Error(fmt::format("--comm {}: {} runs mpi or nccl", name, program));
   std::string why;
-  if (!backend_available(backend, &why)) throw Error(fmt::format("--backend {}: {}", name, why));
+  if (!backend_available(backend, &why)) throw Error(fmt::format("--comm {}: {}", name, why));
   if (backend == Backend::nccl && !seqpar::comm::cuda_device_available(&why))
-    throw Error(fmt::format("--backend nccl: no CUDA device: {}", why));
+    throw Error(fmt::format("--comm nccl: no CUDA device: {}", why));
   return backend;
 }
 

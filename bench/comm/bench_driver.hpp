@@ -57,8 +57,10 @@ nlohmann::json placement_json(const std::vector<int>& members);
 int parse_options(CLI::App& app, int argc, char** argv, int world_rank);
 
 // The back end a communication benchmark runs (mpi or nccl), checked to be built in and, for
-// nccl, to have a device; errors name --backend and `program`.
-Backend benchmark_backend(const std::string& name, const char* program);
+// nccl, to have a device; errors name --comm and `program`. `deprecated_backend` is the value of the
+// flag's old name --backend (empty when not given): taken with a notice, an error when it
+// contradicts --comm.
+Backend benchmark_backend(const std::string& name, const std::string& deprecated_backend, const char* program);
 
 // Sum of a value over MPI_COMM_WORLD, and its size.
 std::size_t world_sum(std::size_t v);

@@ -24,7 +24,7 @@ namespace seqpar::comm {
 namespace {
 
 struct Options {
-  std::string seq_lens = "128K", dtype = "bf16", backend = "mpi";
+  std::string seq_lens = "128K", dtype = "bf16", comm = "mpi", deprecated_backend;
   int batch = 1, kv_heads = 8, head_dim = 128, ulysses = 1, ring = 0;
   int warmup = 5, iters = 20, check = 1;
   bool inject_fault = false;
@@ -67,8 +67,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--ring-degree", o.ring, "ring degree (default: ranks / Ulysses degree)")
       ->check(CLI::PositiveNumber);
   app.add_option("-d,--datatype", o.dtype, "element type of K and V")->capture_default_str();
-  app.add_option("--backend", o.backend, "mpi (host memory) or nccl (device memory)")
-      ->capture_default_str();
+  app.add_option("--comm", o.comm, "mpi (host memory) or nccl (device memory)")->capture_default_str();
+  // The flag's old name; --backend means the compute back end (cpu|cuda) in the other programs.
+  app.add_option("--backend", o.deprecated_backend, "deprecated spelling of --comm")->group("");
   app.add_option("-w,--warmup_iters", o.warmup, "untimed rotations")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("-n,--iters", o.iters, "timed rotations")->capture_default_str()
@@ -92,7 +93,7 @@ struct Setup {
 // Checks the options the same way on every rank, and that every rank was given the same ones.
 Setup check_options(const Options& o) {
   const DType dt = parse_dtype(o.dtype);
-  const Backend backend = bench::benchmark_backend(o.backend, "seqpar-bench-ring-step");
+  const Backend backend = bench::benchmark_backend(o.comm, o.deprecated_backend, "seqpar-bench-ring-step");
   if (o.inject_fault && o.check == 0) throw Error("--inject-fault needs the data check (-c 1)");
   const int world = bench::world_size();
   const int ring = o.ring > 0 ? o.ring : (world % o.ulysses == 0 ? world / o.ulysses : 0);
@@ -115,7 +116,7 @@ Setup check_options(const Options& o) {
                        {"--ulysses-degree", layout.ulysses},
                        {"--ring-degree", layout.ring},
                        {"-d,--datatype", to_string(dt)},
-                       {"--backend", to_string(backend)},
+                       {"--comm", to_string(backend)},
                        {"-w,--warmup_iters", o.warmup},
                        {"-n,--iters", o.iters},
                        {"-c,--check", o.check},
@@ -125,7 +126,7 @@ Setup check_options(const Options& o) {
 }
 
 nlohmann::json config_json(const Setup& u, const Options& o) {
-  return {{"datatype", to_string(u.dt)}, {"backend", to_string(u.backend)},
+  return {{"datatype", to_string(u.dt)}, {"comm", to_string(u.backend)},
           {"batch", o.batch},            {"kv_heads", o.kv_heads},
           {"head_dim", o.head_dim},      {"seq_lens", u.seq_lens},
           {"warmup_iters", o.warmup},    {"iters", o.iters},
@@ -134,7 +135,7 @@ nlohmann::json config_json(const Setup& u, const Options& o) {
 
 void print_header(const Setup& u, int R, bool gpu) {
   const RankLayout& layout = u.layout;
-  std::printf("# seqpar-bench-ring-step: K,V blocks, %s, backend %s (%s memory)\n",
+  std::printf("# seqpar-bench-ring-step: K,V blocks, %s, comm %s (%s memory)\n",
               to_string(u.dt), to_string(u.backend).data(), gpu ? "device" : "host");
   std::printf("# layout: %d ranks = dp %d x sp %d (ulysses %d x ring %d); %d steps per rotation\n",
               layout.world, layout.dp, layout.sp, layout.ulysses, layout.ring, R - 1);
