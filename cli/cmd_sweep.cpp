@@ -53,13 +53,6 @@ void refuse_duplicates(const std::vector<T>& items, const std::vector<std::strin
       }
 }
 
-// "hybrid 8x2", "ulysses 8", "dp only": the plan's structure in a table cell.
-std::string short_plan(const seqpar::Plan& p) {
-  if (p.sp == 1) return "dp only";
-  if (p.method == seqpar::Method::hybrid) return fmt::format("hybrid {}x{}", p.ulysses_degree, p.ring_degree);
-  return fmt::format("{} {}", to_string(p.method), p.sp);
-}
-
 std::string csv_row(const sim::SweepPoint& pt) {
   const sim::Result& r = pt.result;
   const seqpar::Plan& p = r.plan;
@@ -194,7 +187,7 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
           return x.system == s.name && x.gpus == gp && x.seq_len == n;
         });
         const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
-        row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", short_plan(w->plan), to_string(w->plan.mem.checkpoint),
+        row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", seqpar::describe_structure(w->plan), to_string(w->plan.mem.checkpoint),
                                       w->tokens_per_s_per_gpu)
                         : "does not fit");
       }

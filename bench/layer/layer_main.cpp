@@ -50,14 +50,6 @@ st::RunOptions for_method(const Options& o, const std::string& method) {
   return r;
 }
 
-// "ulysses U4", "ring-zigzag R4", "hybrid U2xR2": the table's plan column.
-std::string short_plan(const seqpar::Plan& p) {
-  if (p.method == seqpar::Method::ulysses) return fmt::format("ulysses U{}", p.ulysses_degree);
-  if (p.method == seqpar::Method::hybrid)
-    return fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
-  return fmt::format("{} R{}", seqpar::to_string(p.method), p.ring_degree);
-}
-
 std::vector<float> random_host(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
@@ -141,7 +133,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                            plan.micro_batch);
       if (lead)
         std::printf("%-16s %-16s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
-                    short_plan(plan).c_str(), static_cast<long long>(plan.seq_len),
+                    seqpar::describe_structure(plan).c_str(), static_cast<long long>(plan.seq_len),
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
       results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::to_json(plan)},

@@ -172,6 +172,22 @@ std::string describe_structure(const Plan& p) {
   return fmt::format("{} sp={}", to_string(p.method), p.sp);
 }
 
+std::string describe_structure(const nlohmann::json& plan) {
+  // Only the fields the label shows: a plan object cut down to its structure labels the same.
+  try {
+    if (!plan.is_object()) throw Error("plan: expected a JSON object");
+    Plan p;
+    p.method = parse_method(field<std::string>(plan, "method", "", true));
+    p.sp = field<int>(plan, "sp", 0, true);
+    p.ulysses_degree = field<int>(plan, "ulysses_degree", 0, false);
+    p.ring_degree = field<int>(plan, "ring_degree", 0, false);
+    return describe_structure(p);
+  } catch (const Error&) {
+    auto it = plan.is_object() ? plan.find("method") : plan.end();
+    return it != plan.end() && it->is_string() ? it->get<std::string>() : std::string("?");
+  }
+}
+
 std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);

@@ -13,9 +13,6 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kPlanKeys[] = {"method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch",
-                                 "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp",
-                                 "tiled_loss"};
 const char* const kFigureKeys[] = {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
                                    "peak_memory_bytes", "memory_capacity_bytes"};
 
@@ -33,8 +30,10 @@ json number_or_null(const json& obj, const char* key, std::string_view where) {
 json plan_fields(const json& plan, std::string_view where) {
   if (!plan.is_object()) throw Error(fmt::format("{}: field 'plan' must be an object", where));
   json out = json::object();
-  for (const char* k : kPlanKeys)
+  for (std::string_view key : kPlanJsonKeys) {  // core's list: the keys a plan object has
+    const std::string k(key);
     if (plan.contains(k)) out[k] = plan[k];
+  }
   for (const char* k : {"method", "gpus", "seq_len", "sp"})
     if (!out.contains(k)) throw Error(fmt::format("{}: plan: missing field '{}'", where, k));
   if (!out["method"].is_string()) throw Error(fmt::format("{}: plan: field 'method' must be a string", where));
@@ -272,23 +271,13 @@ struct Gatherer {
 
 }  // namespace
 
-std::string structure_label(const json& plan) {
-  try {
-    return seqpar::describe_structure(seqpar::plan_from_json(plan));
-  } catch (const Error&) {
-    return string_or(plan, "method", "?");
-  }
-}
+std::string structure_label(const json& plan) { return seqpar::describe_structure(plan); }
 
 std::string plan_label(const json& plan) {
-  std::string method = string_or(plan, "method", "?");
   auto num = [&](const char* k, double fallback) {
     return plan.contains(k) && plan[k].is_number() ? plan[k].get<double>() : fallback;
   };
-  std::string out = num("sp", 0) == 1 ? std::string("dp-only sp1")
-                    : method == "hybrid"
-                        ? fmt::format("hybrid U{}xR{}", num("ulysses_degree", 0), num("ring_degree", 0))
-                        : fmt::format("{} sp{}", method, num("sp", 0));
+  std::string out = structure_label(plan);
   std::string ckpt = string_or(plan, "checkpoint", "none");
   if (ckpt != "none") out += " ckpt=" + ckpt;
   if (plan.contains("micro_batch") && num("micro_batch", 1) != 1) out += fmt::format(" mb={}", num("micro_batch", 1));

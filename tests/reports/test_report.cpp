@@ -61,7 +61,10 @@ TEST(ReportData, ReadsTheSimulatorsOwnOutput) {
 TEST(ReportData, PlanLabels) {
   EXPECT_EQ(plan_label({{"method", "hybrid"}, {"sp", 8}, {"ulysses_degree", 4}, {"ring_degree", 2}}), "hybrid U4xR2");
   EXPECT_EQ(plan_label({{"method", "ulysses"}, {"sp", 8}, {"checkpoint", "full"}, {"tiled_mlp", true}}),
-            "ulysses sp8 ckpt=full +tiled-mlp");
+            "ulysses sp=8 ckpt=full +tiled-mlp");
+  // The structure comes from core's describe_structure: one spelling of SP = 1 everywhere.
+  EXPECT_EQ(plan_label({{"method", "ring"}, {"sp", 1}, {"ring_degree", 1}}), "dp-only sp=1");
+  EXPECT_EQ(structure_label({{"method", "ring-zigzag"}, {"sp", 4}, {"checkpoint", "full"}}), "ring-zigzag sp=4");
 }
 
 TEST(ReportData, BadInputNamesFileAndField) {

@@ -80,43 +80,6 @@ TEST(Validity, OffloadedCheckpointsNeedFullCheckpointing) {
   expect_invalid(load_model("llama3-8b"), p, "offload_checkpoints", "--checkpoint full");
 }
 
-TEST(Validity, GranularityIsTwoPForZigzag) {
-  EXPECT_EQ(seq_granularity(plan(Method::ulysses, 8, 0, 8, 8, 1)), 8);
-  EXPECT_EQ(seq_granularity(plan(Method::ring, 8, 0, 8, 1, 8)), 8);
-  EXPECT_EQ(seq_granularity(plan(Method::ring_zigzag, 8, 0, 8, 1, 8)), 16);
-  EXPECT_EQ(seq_granularity(plan(Method::hybrid, 8, 0, 8, 4, 2)), 16);
-}
-
-TEST(PlanJson, RoundTripsAndRejectsBadFields) {
-  Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
-  p.mem.zero = 3;
-  p.mem.checkpoint = Checkpoint::full;
-  p.mem.tiled_loss = true;
-  EXPECT_EQ(plan_from_json(to_json(p)), p);
-  nlohmann::json j = to_json(p);
-  j["method"] = "spiral";
-  EXPECT_THROW(plan_from_json(j), Error);
-  j = to_json(p);
-  j["sp"] = "sixteen";
-  EXPECT_THROW(plan_from_json(j), Error);
-  j = to_json(p);
-  j.erase("gpus");
-  EXPECT_THROW(plan_from_json(j), Error);
-}
-
-TEST(PlanNormalize, FillsTheDegreesTheMethodFixes) {
-  Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 0, 0);
-  EXPECT_EQ(normalized(p, 8).ulysses_degree, 8);
-  p.method = Method::ring_zigzag;
-  EXPECT_EQ(normalized(p, 8).ring_degree, 8);
-  p = plan(Method::hybrid, 32, 1 << 16, 32, 0, 0);
-  const Plan h = normalized(p, 8);
-  EXPECT_EQ(h.ulysses_degree, 8);  // Ulysses inside a node
-  EXPECT_EQ(h.ring_degree, 4);
-  p.ring_degree = 8;
-  EXPECT_EQ(normalized(p, 8).ulysses_degree, 4);
-}
-
 TEST(Validity, SizesAboveTheLimitsAreRejectedNamingTheBound) {
   const Model m = load_model("llama3-8b");
   const int big = limits::kMaxGpus + 1;
@@ -137,14 +100,6 @@ TEST(Validity, TheDegreeProductDoesNotWrap) {
   expect_invalid(m, plan(Method::hybrid, 4, 1 << 16, 4, 4, 1073741825), "ring_degree", "above the limit");
 }
 
-TEST(Validity, StructureRulesNeedNoModel) {
-  std::vector<std::string> errors;
-  EXPECT_TRUE(check_plan_structure(plan(Method::ulysses, 64, 1 << 16, 64, 64, 1), errors));  // heads are not its rule
-  EXPECT_FALSE(check_plan_structure(plan(Method::ulysses, 12, 1 << 16, 8, 8, 1), errors));
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].rfind("gpus: 12 GPUs are not divisible by sp 8", 0), 0u);
-}
-
 TEST(ModelParams, CountBeyond64BitsIsAnErrorNotAWrappedNumber) {
   Model m = load_model("llama3-8b");
   const std::int64_t ok = m.total_params();
@@ -154,64 +109,6 @@ TEST(ModelParams, CountBeyond64BitsIsAnErrorNotAWrappedNumber) {
   m.heads = m.kv_heads = 1 << 16;
   m.head_dim = 1 << 16;  // q = 2^32 per token: 2^14 layers x 2^54 per layer does not fit in 64 bits
   EXPECT_THROW(m.total_params(), Error);
-}
-
-PlanFlags flags(const char* method, std::optional<int> sp, std::optional<int> u, std::optional<int> r) {
-  PlanFlags f;
-  f.method = method;
-  f.sp = sp;
-  f.ulysses_degree = u;
-  f.ring_degree = r;
-  return f;
-}
-
-TEST(PlanFromFlags, InfersSpTheSameWayForEveryProgram) {
-  // sp omitted: U x R when both are given; U for ulysses; R for rings; else every GPU.
-  Plan p = plan_from_flags(flags("hybrid", {}, 2, 2), 8, 1 << 16, 8);
-  EXPECT_EQ(p.sp, 4);
-  EXPECT_EQ(p.dp(), 2);
-  EXPECT_EQ(plan_from_flags(flags("ulysses", {}, 4, {}), 8, 1 << 16, 8).sp, 4);
-  EXPECT_EQ(plan_from_flags(flags("ring-zigzag", {}, {}, 2), 8, 1 << 16, 8).sp, 2);
-  p = plan_from_flags(flags("ring", {}, {}, {}), 8, 1 << 16, 8);
-  EXPECT_EQ(p.sp, 8);
-  EXPECT_EQ(p.ring_degree, 8);
-  EXPECT_EQ(p.ulysses_degree, 1);
-  // Hybrid without degrees: the largest divisor of P within a node.
-  p = plan_from_flags(flags("hybrid", 12, {}, {}), 12, 1 << 16, 8);
-  EXPECT_EQ(p.ulysses_degree, 6);
-  EXPECT_EQ(p.ring_degree, 2);
-  // One degree given: the other from P.
-  p = plan_from_flags(flags("hybrid", 16, {}, 4), 16, 1 << 16, 8);
-  EXPECT_EQ(p.ulysses_degree, 4);
-}
-
-TEST(PlanFromFlags, NeverOverridesAGivenFlag) {
-  // --method ulysses --sp 8 --ulysses-degree 1: kept, so the rules can say it is wrong.
-  const Plan p = plan_from_flags(flags("ulysses", 8, 1, {}), 8, 1 << 16, 8);
-  EXPECT_EQ(p.ulysses_degree, 1);
-  std::vector<std::string> errors;
-  EXPECT_FALSE(check_plan_structure(p, errors));
-  // A negative degree stays negative and is named, without noise about the degree it left open.
-  errors.clear();
-  EXPECT_FALSE(check_plan_structure(plan_from_flags(flags("hybrid", 8, -4, {}), 8, 1 << 16, 8), errors));
-  ASSERT_FALSE(errors.empty());
-  EXPECT_EQ(errors[0], "ulysses_degree: -4 must be at least 1");
-}
-
-TEST(PlanFromFlags, RefusesWhatItCannotInfer) {
-  try {
-    plan_from_flags(flags("hybrid", 8, 3, {}), 8, 1 << 16, 8);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ring_degree: sp 8 is not divisible by ulysses_degree 3"), std::string::npos) << e.what();
-  }
-  try {
-    plan_from_flags(flags("hybrid", {}, 4, 1073741825), 8, 1 << 16, 8);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("above the limit of 1048576"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(plan_from_flags(flags("spiral", {}, {}, {}), 8, 1 << 16, 8), Error);
 }
 
 }  // namespace

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/plan_validity.hpp"
 
 namespace seqpar::train {
 
@@ -17,13 +20,12 @@ void join_compute_stream(Backend& be, comm::Groups& g) {
 }
 
 void check_ulysses_heads(int heads, int kv_heads, int ulysses) {
-  if (heads % ulysses != 0)
-    throw Error(fmt::format("heads = {} must be divisible by ulysses_degree = {}", heads, ulysses));
-  if (kv_heads % ulysses != 0 && ulysses % kv_heads != 0)
-    throw Error(fmt::format(
-        "kv_heads = {} and ulysses_degree = {}: one must divide the other (kv_heads % U == 0 "
-        "splits the KV heads, U % kv_heads == 0 replicates them)",
-        kv_heads, ulysses));
+  // The simulator's rules (core's check_heads), so a plan it accepts is one the step can run.
+  std::vector<std::string> errors;
+  if (check_heads(heads, kv_heads, ulysses, errors)) return;
+  std::string msg;
+  for (const std::string& e : errors) msg += (msg.empty() ? "" : "; ") + e;
+  throw Error(msg);
 }
 
 SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,

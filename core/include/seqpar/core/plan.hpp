@@ -3,6 +3,7 @@
 // training step and the reports, so a measurement and a prediction name the same plan. In core,
 // defined once: every layer's labels, JSON keys and flag parsing come from here.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -70,6 +71,12 @@ std::optional<int> implied_sp(const PlanFlags& f);
 // derived (P not divisible by the other). Does not validate the rest: check_plan_structure does.
 Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node);
 
+// The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
+// copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
+inline constexpr std::array<std::string_view, 13> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch",
+    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"};
+
 // {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
@@ -78,7 +85,12 @@ Plan plan_from_json(const nlohmann::json& j);
 
 // One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt".
 std::string describe(const Plan& p);
-// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1".
+// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1". The one
+// spelling of a plan's structure: tables, reports and benchmark output all call this.
 std::string describe_structure(const Plan& p);
+// The same for a plan object read from a document: reads "method", "sp", "ulysses_degree" and
+// "ring_degree" as plan_from_json does. One that does not parse is labelled by its "method"
+// string alone (or "?"), so a report still shows the row.
+std::string describe_structure(const nlohmann::json& plan);
 
 }  // namespace seqpar

@@ -15,9 +15,10 @@ namespace seqpar::reports {
 // naming the file and field for malformed input.
 nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs);
 
-// "ulysses sp8", "hybrid U4xR2", "ring-zigzag sp4" (+ memory options when not the defaults).
+// "ulysses sp=8", "hybrid U4xR2", "ring-zigzag sp=4" (+ memory options when not the defaults).
 std::string plan_label(const nlohmann::json& plan);
-// Method and degrees without the memory options: one line of a throughput plot.
+// Method and degrees without the memory options (core's describe_structure): one line of a
+// throughput plot.
 std::string structure_label(const nlohmann::json& plan);
 
 // What a measurement mode means, for readers: "modelled (simulator)", "real ranks (one per GPU)", ...

@@ -30,7 +30,8 @@ struct AttnSaved {
 // On the GPU, collectives and ring steps join the back end's compute stream (no-op on the CPU).
 void join_compute_stream(Backend& be, comm::Groups& groups);
 
-// Throws seqpar::Error when the heads cannot be split over U ranks (docs/ARCHITECTURE.md, Conventions: Methods).
+// Throws seqpar::Error when the heads cannot be split over U ranks: core's check_heads, the
+// same rules the simulator applies (docs/ARCHITECTURE.md, Conventions: Methods).
 void check_ulysses_heads(int heads, int kv_heads, int ulysses);
 
 class SpAttention {

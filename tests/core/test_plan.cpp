@@ -1,0 +1,194 @@
+// The plan vocabulary of core (plan.hpp, plan_validity.hpp): names, JSON, flags, labels and the
+// model-free rules. Moved here from tests/sim when the plan moved into core; the simulator's
+// tests keep the rules that need a model.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/plan.hpp"
+#include "seqpar/core/plan_validity.hpp"
+
+namespace seqpar {
+namespace {
+
+Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r) {
+  Plan p;
+  p.method = m;
+  p.gpus = gpus;
+  p.seq_len = seq;
+  p.sp = sp;
+  p.ulysses_degree = u;
+  p.ring_degree = r;
+  return p;
+}
+
+TEST(PlanLabels, OneSpellingPerStructure) {
+  EXPECT_EQ(describe_structure(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1)), "ulysses sp=8");
+  EXPECT_EQ(describe_structure(plan(Method::ring_zigzag, 8, 1 << 16, 4, 1, 4)), "ring-zigzag sp=4");
+  EXPECT_EQ(describe_structure(plan(Method::hybrid, 8, 1 << 16, 8, 4, 2)), "hybrid U4xR2");
+  // SP = 1 is data parallelism whatever the method says: one label for all of them.
+  for (Method m : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid})
+    EXPECT_EQ(describe_structure(plan(m, 8, 1 << 16, 1, 1, 1)), "dp-only sp=1");
+  Plan p = plan(Method::hybrid, 8, 1 << 16, 8, 4, 2);
+  p.mem.checkpoint = Checkpoint::full;
+  p.mem.tiled_mlp = true;
+  EXPECT_EQ(describe(p), "hybrid U4xR2 zero=1 ckpt=full +tiled-mlp");
+}
+
+TEST(PlanLabels, JsonPlansLabelTheSameAsPlans) {
+  const Plan p = plan(Method::hybrid, 16, 1 << 16, 8, 2, 4);
+  EXPECT_EQ(describe_structure(to_json(p)), describe_structure(p));
+  // Only the structure fields are needed (a report may carry a cut-down plan).
+  EXPECT_EQ(describe_structure(nlohmann::json{{"method", "ring"}, {"sp", 1}}), "dp-only sp=1");
+  EXPECT_EQ(describe_structure(nlohmann::json{{"method", "ulysses"}, {"sp", 4}}), "ulysses sp=4");
+  // What does not parse is labelled by its method alone, or "?".
+  EXPECT_EQ(describe_structure(nlohmann::json{{"method", "spiral"}, {"sp", 4}}), "spiral");
+  EXPECT_EQ(describe_structure(nlohmann::json{{"method", "ring"}}), "ring");
+  EXPECT_EQ(describe_structure(nlohmann::json::array()), "?");
+}
+
+TEST(PlanJson, KeysAreCoresOneList) {
+  // to_json writes exactly kPlanJsonKeys plus the derived "dp"; a reader keeping kPlanJsonKeys
+  // loses nothing plan_from_json needs.
+  std::set<std::string> written, listed;
+  const nlohmann::json j = to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1));
+  for (const auto& [k, v] : j.items()) written.insert(k);
+  for (std::string_view k : kPlanJsonKeys) listed.insert(std::string(k));
+  listed.insert("dp");
+  EXPECT_EQ(written, listed);
+  nlohmann::json cut;
+  Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
+  p.mem.offload_optimizer = true;
+  const nlohmann::json full = to_json(p);
+  for (std::string_view k : kPlanJsonKeys) cut[std::string(k)] = full[std::string(k)];
+  EXPECT_EQ(plan_from_json(cut), p);
+}
+
+TEST(PlanRules, HeadsTakePlainCounts) {
+  std::vector<std::string> errors;
+  EXPECT_TRUE(check_heads(32, 8, 8, errors));   // KV heads split
+  EXPECT_TRUE(check_heads(32, 8, 16, errors));  // KV heads replicated
+  EXPECT_TRUE(errors.empty());
+  EXPECT_FALSE(check_heads(4, 2, 3, errors));
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[0], "heads: 4 query heads are not divisible by the Ulysses degree 3");
+  EXPECT_EQ(errors[1].rfind("kv_heads: 2 KV heads and Ulysses degree 3: neither divides the other", 0), 0u);
+  errors.clear();
+  EXPECT_FALSE(check_heads(4, 2, 0, errors));  // no division by zero: the degree is named
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "ulysses_degree: 0 must be at least 1");
+  errors.clear();
+  EXPECT_FALSE(check_heads(4, 0, 2, errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "kv_heads: 0 must be at least 1");
+}
+
+TEST(PlanRules, GranularityIsTwoPForZigzag) {
+  EXPECT_EQ(seq_granularity(plan(Method::ulysses, 8, 0, 8, 8, 1)), 8);
+  EXPECT_EQ(seq_granularity(plan(Method::ring, 8, 0, 8, 1, 8)), 8);
+  EXPECT_EQ(seq_granularity(plan(Method::ring_zigzag, 8, 0, 8, 1, 8)), 16);
+  EXPECT_EQ(seq_granularity(plan(Method::hybrid, 8, 0, 8, 4, 2)), 16);
+}
+
+TEST(PlanJson, RoundTripsAndRejectsBadFields) {
+  Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
+  p.mem.zero = 3;
+  p.mem.checkpoint = Checkpoint::full;
+  p.mem.tiled_loss = true;
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  nlohmann::json j = to_json(p);
+  j["method"] = "spiral";
+  EXPECT_THROW(plan_from_json(j), Error);
+  j = to_json(p);
+  j["sp"] = "sixteen";
+  EXPECT_THROW(plan_from_json(j), Error);
+  j = to_json(p);
+  j.erase("gpus");
+  EXPECT_THROW(plan_from_json(j), Error);
+}
+
+TEST(PlanNormalize, FillsTheDegreesTheMethodFixes) {
+  Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 0, 0);
+  EXPECT_EQ(normalized(p, 8).ulysses_degree, 8);
+  p.method = Method::ring_zigzag;
+  EXPECT_EQ(normalized(p, 8).ring_degree, 8);
+  p = plan(Method::hybrid, 32, 1 << 16, 32, 0, 0);
+  const Plan h = normalized(p, 8);
+  EXPECT_EQ(h.ulysses_degree, 8);  // Ulysses inside a node
+  EXPECT_EQ(h.ring_degree, 4);
+  p.ring_degree = 8;
+  EXPECT_EQ(normalized(p, 8).ulysses_degree, 4);
+}
+
+TEST(PlanRules, StructureRulesNeedNoModel) {
+  std::vector<std::string> errors;
+  EXPECT_TRUE(check_plan_structure(plan(Method::ulysses, 64, 1 << 16, 64, 64, 1), errors));  // heads are not its rule
+  EXPECT_FALSE(check_plan_structure(plan(Method::ulysses, 12, 1 << 16, 8, 8, 1), errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("gpus: 12 GPUs are not divisible by sp 8", 0), 0u);
+}
+
+PlanFlags flags(const char* method, std::optional<int> sp, std::optional<int> u, std::optional<int> r) {
+  PlanFlags f;
+  f.method = method;
+  f.sp = sp;
+  f.ulysses_degree = u;
+  f.ring_degree = r;
+  return f;
+}
+
+TEST(PlanFromFlags, InfersSpTheSameWayForEveryProgram) {
+  // sp omitted: U x R when both are given; U for ulysses; R for rings; else every GPU.
+  Plan p = plan_from_flags(flags("hybrid", {}, 2, 2), 8, 1 << 16, 8);
+  EXPECT_EQ(p.sp, 4);
+  EXPECT_EQ(p.dp(), 2);
+  EXPECT_EQ(plan_from_flags(flags("ulysses", {}, 4, {}), 8, 1 << 16, 8).sp, 4);
+  EXPECT_EQ(plan_from_flags(flags("ring-zigzag", {}, {}, 2), 8, 1 << 16, 8).sp, 2);
+  p = plan_from_flags(flags("ring", {}, {}, {}), 8, 1 << 16, 8);
+  EXPECT_EQ(p.sp, 8);
+  EXPECT_EQ(p.ring_degree, 8);
+  EXPECT_EQ(p.ulysses_degree, 1);
+  // Hybrid without degrees: the largest divisor of P within a node.
+  p = plan_from_flags(flags("hybrid", 12, {}, {}), 12, 1 << 16, 8);
+  EXPECT_EQ(p.ulysses_degree, 6);
+  EXPECT_EQ(p.ring_degree, 2);
+  // One degree given: the other from P.
+  p = plan_from_flags(flags("hybrid", 16, {}, 4), 16, 1 << 16, 8);
+  EXPECT_EQ(p.ulysses_degree, 4);
+}
+
+TEST(PlanFromFlags, NeverOverridesAGivenFlag) {
+  // --method ulysses --sp 8 --ulysses-degree 1: kept, so the rules can say it is wrong.
+  const Plan p = plan_from_flags(flags("ulysses", 8, 1, {}), 8, 1 << 16, 8);
+  EXPECT_EQ(p.ulysses_degree, 1);
+  std::vector<std::string> errors;
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  // A negative degree stays negative and is named, without noise about the degree it left open.
+  errors.clear();
+  EXPECT_FALSE(check_plan_structure(plan_from_flags(flags("hybrid", 8, -4, {}), 8, 1 << 16, 8), errors));
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors[0], "ulysses_degree: -4 must be at least 1");
+}
+
+TEST(PlanFromFlags, RefusesWhatItCannotInfer) {
+  try {
+    plan_from_flags(flags("hybrid", 8, 3, {}), 8, 1 << 16, 8);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ring_degree: sp 8 is not divisible by ulysses_degree 3"), std::string::npos) << e.what();
+  }
+  try {
+    plan_from_flags(flags("hybrid", {}, 4, 1073741825), 8, 1 << 16, 8);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("above the limit of 1048576"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(plan_from_flags(flags("spiral", {}, {}, {}), 8, 1 << 16, 8), Error);
+}
+
+}  // namespace
+}  // namespace seqpar
