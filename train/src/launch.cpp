@@ -52,11 +52,11 @@ ModelConfig ModelOptions::resolve() const {
 void RunOptions::add(CLI::App& app) {
   app.add_option("--seq-len", seq_len, "tokens per sequence, full length (accepts 64K, 1M)");
   // Each plan flag records that it was given and updates sp, so the default rank count follows
-  // the same inference as the plan (sim::implied_sp) whatever order the flags come in.
+  // the same inference as the plan (seqpar::implied_sp) whatever order the flags come in.
   auto implied = [this] {
     if (sp_given) return;
     try {
-      sp = sim::implied_sp(plan_flags()).value_or(1);
+      sp = seqpar::implied_sp(plan_flags()).value_or(1);
     } catch (const Error&) {
       // A bad --method or an oversized U x R: plan() reports it with the same message.
     }
@@ -78,8 +78,8 @@ void RunOptions::add(CLI::App& app) {
   app.add_option("--seed", seed, "seed of the parameters and the synthetic data");
 }
 
-sim::PlanFlags RunOptions::plan_flags() const {
-  sim::PlanFlags f;
+seqpar::PlanFlags RunOptions::plan_flags() const {
+  seqpar::PlanFlags f;
   f.method = method;
   if (sp_given) f.sp = sp;
   if (ulysses_given) f.ulysses_degree = ulysses_degree;
@@ -88,13 +88,13 @@ sim::PlanFlags RunOptions::plan_flags() const {
   return f;
 }
 
-sim::Plan RunOptions::plan(int world_size) const {
+seqpar::Plan RunOptions::plan(int world_size) const {
   // 8 GPUs per node: a hybrid without degrees keeps Ulysses within 8 ranks, as on a DGX.
-  sim::Plan p = sim::plan_from_flags(plan_flags(), world_size, parse_count(seq_len, "--seq-len"), 8);
+  seqpar::Plan p = seqpar::plan_from_flags(plan_flags(), world_size, parse_count(seq_len, "--seq-len"), 8);
   p.mem.zero = 0;  // plain data parallelism: gradients all-reduced, states replicated
-  p.mem.checkpoint = sim::Checkpoint::none;
+  p.mem.checkpoint = seqpar::Checkpoint::none;
   std::vector<std::string> errors;
-  if (!sim::check_plan_structure(p, errors)) {
+  if (!seqpar::check_plan_structure(p, errors)) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
     throw Error(all);
@@ -144,7 +144,7 @@ nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
                        {"vocab", cfg.vocab},
                        {"tied_embeddings", cfg.tied_embeddings}}},
           {"--seq-len", parse_count(o.seq_len, "--seq-len")},
-          {"--method", sim::to_string(sim::parse_method(o.method))},
+          {"--method", seqpar::to_string(seqpar::parse_method(o.method))},
           {"--sp", o.sp},
           {"--ulysses-degree", o.ulysses_degree},
           {"--ring-degree", o.ring_degree},
