@@ -298,7 +298,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   const bool gpu = c.device_memory();
   Buffers buffers = make_buffers(u, gpu);
 
-  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", "real-ranks", gpu, config_json(u, o));
+  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-comm", Mode::real_ranks, gpu, config_json(u, o));
   doc["layout"] = layout_json(u.layout, o.group);
   doc["layout"].update(bench::placement_json(group_members(u.layout, o.group)));
 

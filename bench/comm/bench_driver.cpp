@@ -191,8 +191,8 @@ int world_size() {
 }
 
 nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
-                               const std::string& mode, bool gpu, nlohmann::json config) {
-  nlohmann::json doc = measurement_header(argc, argv, program, parse_mode(mode), gpu);
+                               Mode mode, bool gpu, nlohmann::json config) {
+  nlohmann::json doc = measurement_header(argc, argv, program, mode, gpu);
   int device = 0;
 #ifdef SEQPAR_HAVE_CUDA
   if (gpu) cudaGetDevice(&device);

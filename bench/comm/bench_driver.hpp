@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/comm/communicator.hpp"
 
 namespace seqpar::comm::bench {
@@ -70,7 +71,7 @@ int world_size();
 
 // {run_info..., kind, program, mode, device, environment, config, results: []}
 nlohmann::json measurement_doc(int argc, char** argv, const std::string& program,
-                               const std::string& mode, bool gpu, nlohmann::json config);
+                               Mode mode, bool gpu, nlohmann::json config);
 
 // Runs body(world_rank) inside an MPI session. seqpar::Error before `started` is set (argument
 // errors, and the start-up option check): rank 0 prints it, every rank exits 2; a rank that

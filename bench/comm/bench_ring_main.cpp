@@ -226,7 +226,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   const bool gpu = c.device_memory();
   const int R = c.size();
 
-  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-ring-step", "real-ranks", gpu, config_json(u, o));
+  auto doc = bench::measurement_doc(argc, argv, "seqpar-bench-ring-step", Mode::real_ranks, gpu, config_json(u, o));
   doc["layout"] = {{"world", layout.world},  {"sp", layout.sp}, {"ulysses_degree", layout.ulysses},
                    {"ring_degree", layout.ring}, {"dp", layout.dp}, {"group", "ring"}};
   doc["layout"].update(bench::placement_json(layout.ring_group(0)));

@@ -12,6 +12,7 @@
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/dtype.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/stats.hpp"
@@ -153,7 +154,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"seq_len", seqpar::parse_count(o.run.seq_len, "--seq-len")},
                      {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
                      {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},
-                     {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", "f32"},
+                     {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
                      {"seed", o.run.seed}};
     doc["results"] = results;
     doc["skipped"] = skipped;

@@ -318,7 +318,7 @@ nlohmann::json document_head(const ReshardOptions& o, int argc, char** argv, Bac
                            {"head_dim", s.head_dim}, {"sp", s.P},
                            {"warmup", o.warmup},     {"iters", o.iters},
                            {"check", st.check},      {"inject_fault", o.inject_fault}};
-  auto doc = comm::bench::measurement_doc(argc, argv, "seqpar-bench-reshard", mode_of(backend), st.gpu, config);
+  auto doc = comm::bench::measurement_doc(argc, argv, "seqpar-bench-reshard", comm::measurement_mode(backend), st.gpu, config);
   doc["layout"] = {{"world", layout.world}, {"sp", layout.sp}, {"ulysses_degree", layout.ulysses},
                    {"ring_degree", layout.ring}, {"dp", layout.dp}, {"group", "ulysses"}};
   if (st.loopback) doc["layout"]["proxy_rank"] = 0;

@@ -176,7 +176,7 @@ int run_kernel_bench(const ReshardOptions& opt, const std::vector<std::string>& 
                                    {"head_dim", opt.head_dim},
                                    {"warmup", opt.warmup},
                                    {"iterations", opt.iters}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-reshard", "real-ranks", config,
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-reshard", seqpar::Mode::real_ranks, config,
                       rec.results());
   }
   return 0;

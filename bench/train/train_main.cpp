@@ -12,6 +12,7 @@
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/dtype.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -212,7 +213,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                          {"tied_embeddings", cfg.tied_embeddings}, {"params", cfg.total_params()}};
     doc["config"] = {{"model", mc}, {"steps", o.steps}, {"warmup", o.warmup}, {"lr", o.lr},
                      {"seed", o.run.seed}, {"backend", o.run.backend}, {"comm", o.run.comm},
-                     {"world_size", world.size()}, {"validate", o.validate}, {"dtype", "f32"},
+                     {"world_size", world.size()}, {"validate", o.validate}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
                      {"precision", o.precision},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::to_json(plan);

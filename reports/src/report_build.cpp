@@ -9,6 +9,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/reports/figure_kinds.hpp"
 #include "seqpar/reports/json_input.hpp"
@@ -258,7 +259,7 @@ json parity_figure(const json& comparisons) {
   for (const auto& c : comparisons) {
     pts.push_back({{"x", c["predicted_step_time_s"]}, {"y", c["measured_step_time_s"]},
                    {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(num(c, "seq_len"))}});
-    srcs.push_back({{"source", c["prediction_source"]}, {"mode", "modelled"}});
+    srcs.push_back({{"source", c["prediction_source"]}, {"mode", to_string(Mode::modelled)}});
     srcs.push_back({{"source", c["measurement_source"]}, {"mode", c["measurement_mode"]}});
   }
   json fig = figure_spec(kParityFigure, "validation", "predicted-vs-measured.png");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
 #include "seqpar/core/plan.hpp"
@@ -79,7 +80,7 @@ struct Gatherer {
     if (kind == "google-benchmark") {
       const json& ctx = doc["context"];
       s["program"] = string_or(ctx, "executable", "google-benchmark");
-      s["mode"] = "single-rank-proxy";
+      s["mode"] = to_string(Mode::single_rank_proxy);
       s["command"] = string_or(ctx, "executable", "");
       s["tool_version"] = string_or(ctx, "library_version", "");
       s["created_utc"] = string_or(ctx, "date", "");
@@ -106,7 +107,7 @@ struct Gatherer {
   // A simulator point: {"name", "system": {...}, "model": {...}, "plan": {...}, figures, memory, time}.
   void add_prediction_point(const json& p, std::string_view where, const std::string& src) {
     if (!p.is_object()) throw Error(fmt::format("{}: a point must be an object", where));
-    json pt = {{"source", src}, {"origin", "prediction"}, {"mode", "modelled"}};
+    json pt = {{"source", src}, {"origin", "prediction"}, {"mode", to_string(Mode::modelled)}};
     pt["name"] = string_or(p, "name", "");
     const json& sys = require(p, "system", where);
     if (!sys.is_object()) throw Error(fmt::format("{}: field 'system' must be an object", where));
@@ -227,7 +228,7 @@ struct Gatherer {
       std::vector<double> s = b.samples_s;
       std::sort(s.begin(), s.end());
       double median = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
-      data["benchmarks"].push_back({{"source", src}, {"program", "google-benchmark"}, {"mode", "single-rank-proxy"},
+      data["benchmarks"].push_back({{"source", src}, {"program", "google-benchmark"}, {"mode", to_string(Mode::single_rank_proxy)},
                                     {"device", "unknown"}, {"name", b.name}, {"time_s", median},
                                     {"repetitions", s.size()}, {"fields", json::object()}});
     }
@@ -291,11 +292,19 @@ std::string plan_label(const json& plan) {
 }
 
 std::string describe_mode(const std::string& mode) {
-  if (mode == "modelled") return "modelled by the simulator (not measured)";
-  if (mode == "real-ranks") return "measured with real ranks (one process per device)";
-  if (mode == "virtual-ranks") return "measured with virtual ranks (all ranks in one process on one device)";
-  if (mode == "single-rank-proxy")
-    return "measured on a single-rank proxy (rank 0's shapes; communication is loopback, not a real link)";
+  Mode m;
+  try {
+    m = parse_mode(mode);
+  } catch (const Error&) {
+    return "mode '" + mode + "'";
+  }
+  switch (m) {
+    case Mode::modelled: return "modelled by the simulator (not measured)";
+    case Mode::real_ranks: return "measured with real ranks (one process per device)";
+    case Mode::virtual_ranks: return "measured with virtual ranks (all ranks in one process on one device)";
+    case Mode::single_rank_proxy:
+      return "measured on a single-rank proxy (rank 0's shapes; communication is loopback, not a real link)";
+  }
   return "mode '" + mode + "'";
 }
 

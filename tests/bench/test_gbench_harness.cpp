@@ -283,7 +283,7 @@ TEST_F(RecorderTest, WritesTheMeasurementDocument) {
   // argv is bytes, not text: an invalid UTF-8 argument must not stop the document from being written.
   const char* argv[] = {"seqpar-bench-gemm", "--sizes", "1K", "-J", "caf\xe9.json"};
   const json config = {{"sizes", "1K"}, {"iterations", 3}};
-  write_measurement(path, 5, argv, "seqpar-bench-gemm", "real-ranks", config, rec.results());
+  write_measurement(path, 5, argv, "seqpar-bench-gemm", Mode::real_ranks, config, rec.results());
 
   const json doc = read_json_file(path);
   std::filesystem::remove(path);
@@ -307,7 +307,7 @@ TEST_F(RecorderTest, WritesTheMeasurementDocument) {
 TEST(WriteMeasurement, UnwritablePathIsAnErrorNamingIt) {
   const char* argv[] = {"prog"};
   try {
-    write_measurement("/nonexistent-seqpar-dir/out.json", 1, argv, "prog", "real-ranks", json::object(),
+    write_measurement("/nonexistent-seqpar-dir/out.json", 1, argv, "prog", Mode::real_ranks, json::object(),
                       json::array());
     FAIL() << "expected seqpar::Error";
   } catch (const Error& e) {

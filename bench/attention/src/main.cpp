@@ -167,7 +167,7 @@ int run(int argc, char** argv) {
                                    {"heads", opt.heads},       {"kv_heads", opt.kv_heads == 0 ? opt.heads : opt.kv_heads},
                                    {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
                                    {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd"}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", "real-ranks", config,
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", Mode::real_ranks, config,
                       rec.results());
   }
   return 0;

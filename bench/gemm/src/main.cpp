@@ -136,7 +136,7 @@ int run(int argc, char** argv) {
                                    {"warmup", opt.timing.warmup},
                                    {"iterations", opt.timing.iterations},
                                    {"flop_convention", "2*m*n*k"}};
-    write_measurement(opt.json_path, argc, argv, "seqpar-bench-gemm", "real-ranks", config, rec.results());
+    write_measurement(opt.json_path, argc, argv, "seqpar-bench-gemm", Mode::real_ranks, config, rec.results());
   }
   return 0;
 }

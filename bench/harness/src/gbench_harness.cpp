@@ -85,8 +85,8 @@ nlohmann::json Recorder::results() const {
 }
 
 void write_measurement(const std::string& path, int argc, const char* const* argv, const std::string& program,
-                       const std::string& mode, const nlohmann::json& config, const nlohmann::json& results) {
-  nlohmann::json doc = measurement_header(argc, argv, program, parse_mode(mode), /*on_gpu=*/true);
+                       Mode mode, const nlohmann::json& config, const nlohmann::json& results) {
+  nlohmann::json doc = measurement_header(argc, argv, program, mode, /*on_gpu=*/true);
   doc["environment"] = comm::environment_info();
   doc["config"] = config;
   doc["results"] = results;

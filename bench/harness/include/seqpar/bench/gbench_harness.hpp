@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/core/measurement.hpp"
 #include "seqpar/bench/timer.hpp"
 #include "seqpar/core/error.hpp"
 
@@ -67,7 +68,7 @@ class Recorder {
 // The MEASUREMENT JSON of the team contract (run_info fields, kind, program, mode, device, environment,
 // config, results), written to `path`. Throws seqpar::Error when the file cannot be written.
 void write_measurement(const std::string& path, int argc, const char* const* argv, const std::string& program,
-                       const std::string& mode, const nlohmann::json& config, const nlohmann::json& results);
+                       Mode mode, const nlohmann::json& config, const nlohmann::json& results);
 
 // Splits argv into the program's own options and Google Benchmark's (--benchmark_*), so both parsers see theirs.
 struct SplitArgs {
