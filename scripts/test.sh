@@ -38,7 +38,7 @@ status=0
 # Whole test folders, so tests added to them are included. The suites that start MPI programs
 # unwind every allocation in full (slower) so that Open MPI's own leaks reach its libraries'
 # frames and the suppressions.
-for suite in sim reports train comm reshard bench gemm kernels; do
+for suite in core sim reports train comm reshard bench gemm kernels layering; do
   [ -d "$asan/tests/$suite" ] || continue
   unwind=1
   case $suite in train | comm | reshard) unwind=0 ;; esac

@@ -11,10 +11,10 @@ using seqpar::Mode;
 
 TEST(Measurement, ModeNamesRoundTrip) {
   for (Mode m : seqpar::all_modes) EXPECT_EQ(seqpar::parse_mode(seqpar::to_string(m)), m);
-  EXPECT_EQ(seqpar::to_string(Mode::real_ranks), "real-ranks");
-  EXPECT_EQ(seqpar::to_string(Mode::virtual_ranks), "virtual-ranks");
-  EXPECT_EQ(seqpar::to_string(Mode::single_rank_proxy), "single-rank-proxy");
-  EXPECT_EQ(seqpar::to_string(Mode::modelled), "modelled");
+  EXPECT_STREQ(seqpar::to_string(Mode::real_ranks), "real-ranks");
+  EXPECT_STREQ(seqpar::to_string(Mode::virtual_ranks), "virtual-ranks");
+  EXPECT_STREQ(seqpar::to_string(Mode::single_rank_proxy), "single-rank-proxy");
+  EXPECT_STREQ(seqpar::to_string(Mode::modelled), "modelled");
 }
 
 TEST(Measurement, UnknownModeNamesTheField) {
