@@ -5,30 +5,18 @@ set the two side by side. Same FLOP convention: forward 4*b*s^2*heads*d (half wh
 2.5x forward. CUDA-event timing, warm-up, every repetition kept, median reported.
 """
 import argparse
-import datetime
 import json
-import platform
-import shlex
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+from measurement_common import environment, parse_count as parse_count_of, run_info
+
 BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
 
 
 def parse_count(text, field):
-    """'128K' -> 131072 (binary suffixes, as seqpar's parse_count)."""
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper()
-    try:
-        n = int(t[:-1]) * mult[t[-1]] if t and t[-1] in mult else int(t)
-    except ValueError:
-        raise SystemExit(f"bench_sdpa: {field}: '{text}' is not a count (e.g. 4096, 4K, 1M)")
-    if n <= 0:
-        raise SystemExit(f"bench_sdpa: {field}: {n} must be positive")
-    return n
+    return parse_count_of(text, field, "bench_sdpa")
 
 
 def split_list(text, field):
@@ -75,26 +63,6 @@ def load_torch():
     if not torch.cuda.is_available():
         raise SystemExit("bench_sdpa: PyTorch sees no CUDA device; nothing was measured")
     return torch
-
-
-def run_info(argv):
-    try:
-        version = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], capture_output=True,
-                                 text=True, cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        version = None
-    return {"schema_version": SCHEMA_VERSION, "tool_version": version,
-            "command": " ".join(shlex.quote(x) for x in [sys.argv[0], *argv]), "host": platform.node(),
-            "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-
-
-def environment(torch):
-    p = torch.cuda.get_device_properties(0)
-    return {"gpu": {"name": p.name, "compute_capability": f"{p.major}.{p.minor}", "memory_bytes": p.total_memory,
-                    "sm_count": p.multi_processor_count},
-            "gpu_count": torch.cuda.device_count(), "driver_version": None,
-            "cuda_runtime_version": torch.version.cuda, "nccl_version": None, "mpi_version": None,
-            "torch_version": torch.__version__, "cudnn_version": torch.backends.cudnn.version()}
 
 
 def attention_flops(b, s, h, d, causal, backward):
