@@ -1,13 +1,16 @@
-// seqpar-bench-attention: flash attention forward and backward throughput on one GPU.
+// seqpar-bench-attention: flash attention forward and backward throughput on one GPU, on either attention
+// engine (--attention seqpar | cudnn, attention_engine.hpp) or on both, side by side on the same shapes.
 // TFLOP/s by the FLOP convention of docs/ARCHITECTURE.md: forward 4*b*s^2*heads*d (half with a causal mask),
 // backward 2.5x the forward. scripts/bench_sdpa.py times PyTorch's SDPA on the same shapes with the same
 // result fields, so a report can set them side by side.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,12 +21,16 @@
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/bench/attention_engine_table.hpp"
+#include "seqpar/kernels/attention_engine.hpp"
+#include "seqpar/kernels/cudnn_attention.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/flash_attention.cuh"
 
 namespace seqpar::bench {
 namespace {
 
+using kernels::AttentionEngine;
 using kernels::AttentionShape;
 using kernels::DType;
 
@@ -33,6 +40,7 @@ struct Options {
   std::string masks = "full,causal";
   std::string ops = "fwd,bwd";
   std::string dtype = "bf16";
+  std::string attention;  // seqpar | cudnn | both; empty: the default engine (attention_engine.hpp)
   int batch = 1;
   int heads = 16;
   int kv_heads = 0;  // 0: same as heads
@@ -46,10 +54,43 @@ double attention_flops(const AttentionShape& s, bool backward) {
   return backward ? 2.5 * f : f;
 }
 
+// --attention as given: nullopt for the default, else the engine; `both` sets *both. Checked
+// before the device is, so a misspelt flag is reported as such everywhere.
+std::optional<AttentionEngine> requested_engine(const std::string& flag, bool* both) {
+  *both = flag == "both";
+  if (flag.empty() || *both) return std::nullopt;
+  try {
+    return kernels::parse_attention_engine(flag, "--attention");
+  } catch (const Error&) {
+    throw Error(fmt::format("--attention '{}': unknown attention engine (accepted: seqpar, cudnn, both)", flag));
+  }
+}
+
+// The engines to run: the requested one or the default, or both (seqpar first) to compare them on
+// the same shapes. cudnn where it is absent is an error naming why (choose_attention_engine).
+std::vector<AttentionEngine> engines_to_run(const std::string& flag) {
+  bool both = false;
+  const std::optional<AttentionEngine> requested = requested_engine(flag, &both);
+  const kernels::EngineAvailability have = kernels::attention_engine_availability();
+  if (both) {
+    kernels::choose_attention_engine(AttentionEngine::cudnn, have, "--attention both:");
+    return {AttentionEngine::seqpar, AttentionEngine::cudnn};
+  }
+  return {kernels::choose_attention_engine(requested, have, "--attention")};
+}
+
+// One attention call on `engine`; the cuDNN engine's plan cache lives in `cudnn` (null for seqpar).
+void run_forward(AttentionEngine engine, kernels::CudnnAttention* cudnn, const AttentionShape& s, DType t,
+                 const void* q, const void* k, const void* v, void* o, float* lse, void* ws) {
+  if (engine == AttentionEngine::cudnn) cudnn->forward(s, t, q, k, v, o, lse, ws);
+  else kernels::flash_attention_forward(s, t, q, k, v, o, lse);
+}
+
 // All buffers of one attention call; the benchmark rotates through several sets against L2 reuse.
 struct AttentionBuffers {
   DeviceMemory q, k, v, o, lse, dout, dq, dk, dv, ws;
-  AttentionBuffers(const AttentionShape& s, DType t, bool backward, std::uint64_t seed) {
+  AttentionBuffers(const AttentionShape& s, DType t, bool backward, std::uint64_t seed, AttentionEngine engine,
+                   kernels::CudnnAttention* cudnn) {
     const std::size_t es = kernels::dtype_size(t);
     const std::size_t nq = std::size_t(s.batch) * s.seq_q * s.heads * s.head_dim;
     const std::size_t nk = std::size_t(s.batch) * s.seq_k * s.kv_heads * s.head_dim;
@@ -61,15 +102,22 @@ struct AttentionBuffers {
     kernels::fill_uniform(t, q.get(), nq, seed);
     kernels::fill_uniform(t, k.get(), nk, seed + 1);
     kernels::fill_uniform(t, v.get(), nk, seed + 2);
-    if (!backward) return;
+    // The engine's workspace: cuDNN's per graph (forward and backward differ); seqpar's forward needs none.
+    const std::size_t fwd_ws = engine == AttentionEngine::cudnn ? cudnn->forward_workspace_bytes(s, t) : 0;
+    if (!backward) {
+      ws = DeviceMemory(fwd_ws);
+      return;
+    }
     dout = DeviceMemory(nq * es);
     dq = DeviceMemory(nq * es);
     dk = DeviceMemory(nk * es);
     dv = DeviceMemory(nk * es);
-    ws = DeviceMemory(kernels::flash_attention_backward_workspace_bytes(s));
+    ws = DeviceMemory(std::max(fwd_ws, engine == AttentionEngine::cudnn
+                                           ? cudnn->backward_workspace_bytes(s, t)
+                                           : kernels::flash_attention_backward_workspace_bytes(s)));
     kernels::fill_uniform(t, dout.get(), nq, seed + 3);
-    // The backward's o and lse come from a real forward, as in training.
-    kernels::flash_attention_forward(s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()));
+    // The backward's o and lse come from a real forward of the same engine, as in training.
+    run_forward(engine, cudnn, s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), ws.get());
   }
   std::size_t bytes() const {
     return q.bytes() + k.bytes() + v.bytes() + o.bytes() + lse.bytes() + dout.bytes() + dq.bytes() + dk.bytes() +
@@ -77,12 +125,16 @@ struct AttentionBuffers {
   }
 };
 
-void register_all(const Options& opt, Recorder& rec) {
+void register_all(const Options& opt, const std::vector<AttentionEngine>& engines, Recorder& rec) {
   const DType t = kernels::parse_dtype(opt.dtype, "--dtype");
   if (t == DType::fp32) throw Error("--dtype: fp32 is not supported by the attention kernels (bf16 or fp16)");
   if (opt.batch <= 0 || opt.heads <= 0 || opt.kv_heads < 0)
     throw Error("--batch and --heads must be positive, --kv-heads positive or 0 (= --heads)");
   const int kv_heads = opt.kv_heads == 0 ? opt.heads : opt.kv_heads;
+  // One cuDNN handle and plan cache for the run, shared by every benchmark on that engine.
+  std::shared_ptr<kernels::CudnnAttention> cudnn;
+  for (AttentionEngine e : engines)
+    if (e == AttentionEngine::cudnn) cudnn = std::make_shared<kernels::CudnnAttention>();
   for (const std::string& op : split_list(opt.ops, "--ops")) {
     if (op != "fwd" && op != "bwd") throw Error(fmt::format("--ops: unknown operation '{}' (fwd, bwd)", op));
     const bool backward = op == "bwd";
@@ -102,37 +154,47 @@ void register_all(const Options& opt, Recorder& rec) {
           s.causal = mask == "causal";
           ref::validate(s);
           if (seq > (1 << 30)) throw Error("--seq-lens: at most 1G tokens");
-          const std::string name =
-              fmt::format("attention_{}/{}/d{}/{}/seq{}", op, kernels::to_string(t), d, mask, seq);
-          const nlohmann::json fields = {{"backend", "seqpar"}, {"op", op},           {"dtype", kernels::to_string(t)},
-                                         {"head_dim", d},       {"causal", s.causal}, {"seq_len", seq},
-                                         {"batch", s.batch},    {"heads", s.heads},   {"kv_heads", s.kv_heads}};
-          auto setup = [s, t, backward, fields]() {
-            auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1);
+          for (AttentionEngine engine : engines) {
+          const std::string name = fmt::format("attention_{}/{}/{}/d{}/{}/seq{}", op, kernels::to_string(engine),
+                                               kernels::to_string(t), d, mask, seq);
+          // "backend" names the program's side (seqpar vs scripts/bench_sdpa.py's sdpa-*), "attention_engine"
+          // which of seqpar's engines ran.
+          const nlohmann::json fields = {{"backend", "seqpar"},  {"attention_engine", kernels::to_string(engine)},
+                                         {"op", op},             {"dtype", kernels::to_string(t)},
+                                         {"head_dim", d},        {"causal", s.causal},
+                                         {"seq_len", seq},       {"batch", s.batch},
+                                         {"heads", s.heads},     {"kv_heads", s.kv_heads}};
+          kernels::CudnnAttention* eng = engine == AttentionEngine::cudnn ? cudnn.get() : nullptr;
+          auto setup = [s, t, backward, fields, engine, eng, cudnn]() {
+            auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1, engine, eng);
             auto sets = std::make_shared<std::vector<std::shared_ptr<AttentionBuffers>>>();
             sets->push_back(first);
             const int copies = rotation_copies(first->bytes());
             for (int c = 1; c < copies; ++c)
-              sets->push_back(std::make_shared<AttentionBuffers>(s, t, backward, 1 + 10ull * c));
+              sets->push_back(std::make_shared<AttentionBuffers>(s, t, backward, 1 + 10ull * c, engine, eng));
             SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
             nlohmann::json f = fields;
             f["flops"] = attention_flops(s, backward);
             f["rotated_copies"] = copies;
-            Recorder::Launch launch = [s, t, backward, sets](int rep) {
+            Recorder::Launch launch = [s, t, backward, sets, engine, eng, cudnn](int rep) {
               const AttentionBuffers& b = *(*sets)[static_cast<std::size_t>(rep) % sets->size()];
-              if (backward)
+              if (backward && engine == AttentionEngine::cudnn)
+                eng->backward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(), static_cast<const float*>(b.lse.get()),
+                              b.dout.get(), b.dq.get(), b.dk.get(), b.dv.get(), b.ws.get());
+              else if (backward)
                 kernels::flash_attention_backward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
                                                   static_cast<const float*>(b.lse.get()), b.dout.get(), b.dq.get(),
                                                   b.dk.get(), b.dv.get(), b.ws.get());
               else
-                kernels::flash_attention_forward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
-                                                 static_cast<float*>(b.lse.get()));
+                run_forward(engine, eng, s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(),
+                            static_cast<float*>(b.lse.get()), b.ws.get());
             };
             return Recorder::Prepared{launch, f};
           };
           const double flops = attention_flops(s, backward);
           rec.add(name, setup, [flops](double median_s) { return nlohmann::json{{"tflops", flops / median_s / 1e12}}; },
                   opt.timing);
+          }
         }
       }
     }
@@ -152,18 +214,31 @@ int run(int argc, char** argv) {
   app.add_option("--masks", opt.masks, "Comma-separated masks: full, causal")->capture_default_str();
   app.add_option("--ops", opt.ops, "Comma-separated: fwd, bwd")->capture_default_str();
   app.add_option("--dtype", opt.dtype, "bf16 or fp16")->capture_default_str();
+  app.add_option("--attention", opt.attention,
+                 "Attention engine: seqpar, cudnn, or both (side by side on the same shapes); default cudnn where "
+                 "available, else seqpar");
   app.add_option("--batch", opt.batch, "Batch size")->capture_default_str();
   app.add_option("--heads", opt.heads, "Query heads")->capture_default_str();
   app.add_option("--kv-heads", opt.kv_heads, "KV heads (0 = same as --heads)")->capture_default_str();
   add_harness_options(app, opt.timing, opt.json_path);
   if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
+  bool both = false;
+  requested_engine(opt.attention, &both);
   if (!device_or_explain("seqpar-bench-attention")) return 2;
+  const std::vector<AttentionEngine> engines = engines_to_run(opt.attention);
+  std::string engine_names;
+  for (AttentionEngine e : engines) engine_names += (engine_names.empty() ? "" : ",") + std::string(kernels::to_string(e));
+  std::printf("# seqpar-bench-attention: attention engine %s (cuDNN: %s)\n", engine_names.c_str(),
+              kernels::cudnn_attention_version().c_str());
+  std::fflush(stdout);
   Recorder rec(gpu_timers());
-  register_all(opt, rec);
+  register_all(opt, engines, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
+  if (engines.size() > 1) std::printf("\n%s", attention_engine_table(rec.results()).c_str());
   if (!opt.json_path.empty()) {
     const nlohmann::json config = {{"seq_lens", opt.seq_lens}, {"head_dims", opt.head_dims}, {"masks", opt.masks},
                                    {"ops", opt.ops},           {"dtype", opt.dtype},         {"batch", opt.batch},
+                                   {"attention", engine_names},
                                    {"heads", opt.heads},       {"kv_heads", opt.kv_heads == 0 ? opt.heads : opt.kv_heads},
                                    {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
                                    {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd"}};
