@@ -2,6 +2,7 @@
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
+#include "seqpar/sim/framework_terms.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +22,8 @@
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/fit.hpp"
 #include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/step_fit.hpp"
+#include "seqpar/reports/step_input.hpp"
 
 namespace seqpar::reports {
 
@@ -61,6 +64,7 @@ struct Collected {
   std::vector<std::string> notes;
   std::map<std::string, std::map<std::string, int>> unused_ops;  // file -> op -> rows not fitted
   std::map<std::string, int> rows_without_op;                  // file -> rows (end-to-end times)
+  std::vector<MeasuredStep> steps;                             // measured training steps
 };
 
 std::string join(const std::set<std::string>& s) {
@@ -87,6 +91,17 @@ std::optional<int> node_count(const json& doc, std::string_view where) {
 
 void collect(const json& doc, const std::string& where, const std::string& file, const CalibrateOptions& opt,
              Collected& c) {
+  // Training steps (seqpar-train's document or the minimal format): step_input.hpp.
+  if (is_step_document(doc)) {
+    StepDocument d = read_step_document(doc, where, file);
+    if (d.device != "gpu") {
+      c.notes.push_back(fmt::format("{}: skipped: steps measured on device '{}', a GPU profile needs GPU steps", where, d.device));
+      return;
+    }
+    if (d.gpu_name && !c.gpu_name) c.gpu_name = d.gpu_name;
+    for (auto& s : d.steps) c.steps.push_back(std::move(s));
+    return;
+  }
   std::string kind = document_kind(doc, where);
   if (kind == "collection") {
     const json& docs = require_array(doc, "documents", where);
@@ -416,6 +431,52 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
   ++out.groups;
 }
 
+// The framework terms from measured training steps (step_fit.hpp), fitted on the profile as the
+// kernel and link fits above left it, and each step's leave-one-out error.
+void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
+  std::vector<MeasuredStep> used;
+  for (auto& s : c.steps) {
+    // The profile's figures are bf16/fp16 rates, as for the kernel rows.
+    if (s.dtype == "bf16" || s.dtype == "fp16") used.push_back(s);
+    else c.notes.push_back(fmt::format("{}: {}: step not fitted: measured in {}, the simulator models bf16/fp16 steps",
+                                       s.file, s.name, s.dtype));
+  }
+  if (used.empty()) return;
+  json prof = b.system;
+  prof["gpu"] = b.gpu;
+  prof.erase("framework");  // fitted afresh: the base's own terms would be counted twice
+  const sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  const StepFit f = fit_framework_terms(sys, used);
+  std::set<std::string> files;
+  for (const auto& s : used) files.insert(s.file);
+  const std::string src = fmt::format(
+      "fitted by seqpar calibrate from {}: {} training steps against the simulator's own predictions; time RMS "
+      "relative residual {:.2f}%, peak memory {:.2f}%{}{}", join(files), f.points, f.time_rel_residual * 100,
+      f.memory_rel_residual * 100, f.efficiency_fitted ? "" : "; one step: the memory-bound efficiency held at 1",
+      f.per_token_fitted ? "" : "; fewer than three steps at two token counts: no per-token memory term");
+  b.system["framework"] = sim::framework_terms_json(f.terms, src);
+  res.steps = step_rows(sys, f, used);
+  for (const auto& row : res.steps) {
+    if (row["loo_time_error"].is_null()) continue;
+    res.max_abs_loo_time_error = std::max(res.max_abs_loo_time_error, std::fabs(row["loo_time_error"].get<double>()));
+    res.max_abs_loo_memory_error = std::max(res.max_abs_loo_memory_error, std::fabs(row["loo_memory_error"].get<double>()));
+  }
+  json fit = sim::framework_terms_json(f.terms, src);
+  fit.erase("source");
+  fit["points"] = f.points;
+  fit["time_rel_residual"] = f.time_rel_residual;
+  fit["memory_rel_residual"] = f.memory_rel_residual;
+  fit["max_abs_loo_time_error"] = used.size() >= 2 ? json(res.max_abs_loo_time_error) : json();
+  fit["max_abs_loo_memory_error"] = used.size() >= 2 ? json(res.max_abs_loo_memory_error) : json();
+  out.fits["framework"] = fit;
+  res.fitted.push_back(fmt::format(
+      "framework: memory-bound efficiency {:.3f}, step overhead {:.4f} s, reserve {:.2f} GiB, {:.0f} bytes per token "
+      "({} steps, time residual {:.2f}%, memory {:.2f}%)", f.terms.memory_bound_efficiency, f.terms.step_overhead_s,
+      f.terms.reserve_bytes / (1024.0 * 1024 * 1024), f.terms.bytes_per_token, f.points, f.time_rel_residual * 100,
+      f.memory_rel_residual * 100));
+  ++out.groups;
+}
+
 // Notes on the rows the profile does not model (other ops, end-to-end times).
 void note_unfitted_rows(Collected& c) {
   for (const auto& [file, ops] : c.unused_ops) {
@@ -471,15 +532,18 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
   fit_gemm(c, b, kf, fitted);
   fit_attention(c, b, kf, fitted);
+  fit_steps(c, b, fitted, res);
   note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
   if (fitted.groups == 0)
     throw Error(fmt::format("calibrate: nothing to fit in {}: no GPU real-rank collective rows (op, size_bytes, time_s, ranks), "
-                            "attention rows (op fwd/bwd, seq_len, tflops) or GEMM rows (op gemm, m, n, k)", join(all_files)));
+                            "attention rows (op fwd/bwd, seq_len, tflops), GEMM rows (op gemm, m, n, k) or bf16 training steps (plan, "
+                            "step_time_s, peak_memory_bytes)", join(all_files)));
 
   stamp_profile(b, c, opt, all_files, fitted);
   predict_rows(b.system, kf.fitted_points, res);
   b.system["calibration"]["rows"] = res.rows;
+  b.system["calibration"]["steps"] = res.steps;
   b.system["calibration"]["notes"] = res.notes;
   res.profile = b.system;
   return res;

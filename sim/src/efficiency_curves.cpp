@@ -42,6 +42,10 @@ EfficiencyCurve read_curve(const json& j, std::string_view what) {
 
 }  // namespace
 
+double bounded_figure(const json& obj, const char* key, std::string_view what, double lo, double hi) {
+  return bounded(obj, key, what, lo, hi);
+}
+
 void read_efficiency_curves(const json& gpu, std::string_view what, Gpu& g) {
   if (gpu.contains("gemm_exponent"))
     g.gemm_exponent = bounded(gpu, "gemm_exponent", what, kMinCurveExponent, kMaxCurveExponent);

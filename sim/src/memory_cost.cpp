@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/framework_terms.hpp"
 
 namespace seqpar::sim {
 
@@ -46,6 +47,8 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
 
   const AttentionShapes sh = attention_shapes(m, p);
   const double T = sh.batch * sh.local_tokens;  // tokens in this rank's residual stream
+  // A calibrated profile's framework memory (reserve and per-token) counts as reserved; 0 otherwise.
+  b.reserved += framework_reserved_bytes(s.framework, T);
   const double h = m.hidden, f = m.ffn_hidden, d = m.head_dim, a = m.heads;
   const bool full = p.mem.checkpoint == Checkpoint::full;
 

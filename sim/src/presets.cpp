@@ -9,6 +9,7 @@
 #include "presets_data.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
+#include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/limits.hpp"
 
@@ -164,6 +165,7 @@ System system_from_json(const json& j, std::string_view what) {
   s.intra = link_from_json(*intra, fmt::format("{}: intra_node", what));
   s.inter = link_from_json(*inter, fmt::format("{}: inter_node", what));
   s.host_adam_params_per_s = figure(j, "host_adam_gparams_per_s", what, kHostGparams) * 1e9;
+  read_framework_terms(j, what, s);  // calibrated from measured steps (optional): framework_terms.hpp
   return s;
 }
 

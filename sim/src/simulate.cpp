@@ -9,6 +9,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
@@ -51,7 +52,7 @@ DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan&
 
 double optimizer_time(const Model& m, const System& s, const Plan& p) {
   const double shard = double(m.total_params()) / (p.mem.zero >= 1 ? p.gpus : 1);
-  if (!p.mem.offload_optimizer) return memory_bound_time(s.gpu, kAdamBytesPerParam * shard);
+  if (!p.mem.offload_optimizer) return framework_memory_bound_time(s, kAdamBytesPerParam * shard);
   // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
   const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
   return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
@@ -131,7 +132,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   // Per layer.
   const double gemm_f = gemm_time(g, layer_gemm_flops(m, T), T, kGemmsPerLayer);
   const double gemm_b = gemm_time(g, 2 * layer_gemm_flops(m, T), T, 2 * kGemmsPerLayer);
-  const double elem_f = memory_bound_time(g, layer_elementwise_bytes_per_token(m) * T);
+  const double elem_f = framework_memory_bound_time(s, layer_elementwise_bytes_per_token(m) * T);
   const AttentionCost at = attention_layer_cost(m, s, p);
   // The LM head.
   const double head_f = gemm_time(g, head_gemm_flops(m, T), T, 1);
@@ -146,7 +147,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     recompute_attention_comm = L * at.fwd_comm_s;
   } else {
     if (p.mem.checkpoint == Checkpoint::selective)
-      t.recompute += L * memory_bound_time(g, selective_recompute_bytes_per_token(m) * T);
+      t.recompute += L * framework_memory_bound_time(s, selective_recompute_bytes_per_token(m) * T);
     if (p.mem.tiled_mlp)
       t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T), tile, int(3 * tiles + 0.5));
   }
@@ -179,7 +180,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     t.exposed_offload = std::max(0.0, one_way - t.forward) + std::max(0.0, one_way - t.backward);
   }
 
-  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload;
+  // A calibrated profile's fixed per-step framework overhead (0 otherwise: framework_terms.hpp).
+  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + s.framework.step_overhead_s;
   const double model_flops = 3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) + L * 3.5 * at.model_flops_fwd;
   r.model_flops_per_gpu = model_flops;
   r.tflops_per_gpu = model_flops / r.step_time_s / 1e12;

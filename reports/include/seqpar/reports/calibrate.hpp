@@ -38,6 +38,10 @@ struct CalibrationResult {
   // profile's calibration.rows.
   nlohmann::json rows = nlohmann::json::array();
   double max_abs_residual = 0;
+  // One object per measured training step fitted (step_fit.hpp: step_rows): measured, predicted
+  // and leave-one-out figures. Also written to the profile's calibration.steps.
+  nlohmann::json steps = nlohmann::json::array();
+  double max_abs_loo_time_error = 0, max_abs_loo_memory_error = 0;  // 0 with fewer than two steps
 };
 
 CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const CalibrateOptions& options,

@@ -20,6 +20,10 @@ inline constexpr double kMinCurveExponent = 0.1, kMaxCurveExponent = 10;
 // field and the rule for a malformed one (efficiency outside (0, 1], unknown op, ...).
 void read_efficiency_curves(const nlohmann::json& gpu, std::string_view what, Gpu& g);
 
+// A number, or a figure {"value": number, "source": ...}, finite and within [lo, hi]; the rule
+// every optional calibrated figure is read by. seqpar::Error naming `what` and `key` otherwise.
+double bounded_figure(const nlohmann::json& obj, const char* key, std::string_view what, double lo, double hi);
+
 nlohmann::json attention_curve_json(const AttentionCurve& c, const std::string& source);
 
 }  // namespace seqpar::sim

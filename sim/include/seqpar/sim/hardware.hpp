@@ -56,6 +56,16 @@ struct Link {
   double cross_socket_bytes_per_s = 0;
 };
 
+// What a training framework adds beyond the kernels the cost models time, fitted by `seqpar
+// calibrate` from measured steps (sim/framework_terms.hpp has the JSON and the functions the cost
+// models call). The defaults change no prediction: dividing by 1 and adding 0 are exact.
+struct FrameworkTerms {
+  double memory_bound_efficiency = 1;  // elementwise and optimizer work: achieved / HBM bandwidth
+  double step_overhead_s = 0;          // fixed per step (launches, Python, synchronisation)
+  double reserve_bytes = 0;            // memory kept beyond the modelled parts (allocator, context)
+  double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
+};
+
 struct System {
   std::string name;
   Gpu gpu;
@@ -63,6 +73,7 @@ struct System {
   Link intra;                  // inside a node
   Link inter;                  // across nodes: the per-GPU share of the node's NICs
   double host_adam_params_per_s = 0;  // optimizer step on the host (offloaded optimizer), per node
+  FrameworkTerms framework;           // from a calibrated profile's "framework"; defaults: none
 };
 
 }  // namespace seqpar::sim

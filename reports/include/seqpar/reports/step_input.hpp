@@ -1,0 +1,42 @@
+// Measured training steps as `seqpar calibrate` reads them: seqpar-train's measurement JSON, or
+// the same minimal fields written by any framework (README: "Calibrating from training steps"):
+//   {"model": "llama3-8b" | {shape: name, layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, ...},
+//    "layers": 4, "vocab": 32000,             (optional: override the preset's)
+//    "plan": {core's kPlanJsonKeys: method, gpus, seq_len, sp, ..., zero, checkpoint, ...},
+//    "dtype": "bf16",                          (optional, default bf16)
+//    "step_time_s": 1.17, "peak_memory_bytes": 4.07e10, "name": "..." (optional)}
+// or {"steps": [step, ...]} with the same fields per step ("model" may sit beside "steps").
+// seqpar-train keeps the model under config.model and the dtype under config.dtype; both are read.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqpar/core/plan.hpp"
+#include "seqpar/sim/model.hpp"
+
+namespace seqpar::reports {
+
+struct MeasuredStep {
+  std::string file, name;  // name: the step's own, else "<file>" or "<file>: steps[i]"
+  sim::Model model;
+  Plan plan;               // as written; normalized against the system when fitted
+  std::string dtype;       // core's spelling (bf16, fp16, fp32, ...)
+  double step_time_s = 0, peak_memory_bytes = 0;
+};
+
+// A document of measured steps: it has "step_time_s" and "plan", or a "steps" array, and is not a
+// simulator prediction (kind "prediction"), which carries the same fields.
+bool is_step_document(const nlohmann::json& doc);
+
+struct StepDocument {
+  std::vector<MeasuredStep> steps;
+  std::string device = "gpu";           // the document's "device" when given
+  std::optional<std::string> gpu_name;  // environment.gpu.name (seqpar-train), or "gpu_name"
+};
+
+// Reads one step document; seqpar::Error naming `where` and the field for anything malformed.
+StepDocument read_step_document(const nlohmann::json& doc, const std::string& where, const std::string& file);
+
+}  // namespace seqpar::reports

@@ -1,0 +1,124 @@
+#include "seqpar/reports/step_input.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "seqpar/core/dtype.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/reports/json_input.hpp"
+#include "seqpar/sim/presets.hpp"
+
+namespace seqpar::reports {
+
+using nlohmann::json;
+
+namespace {
+
+// A field of the step, else of the document around it (a "steps" array shares its model).
+const json* find_field(const json& step, const json& outer, const char* key) {
+  if (auto it = step.find(key); it != step.end() && !it->is_null()) return &*it;
+  if (&outer != &step)
+    if (auto it = outer.find(key); it != outer.end() && !it->is_null()) return &*it;
+  return nullptr;
+}
+
+// seqpar-train keeps model and dtype under "config".
+const json* config_field(const json& doc, const char* key) {
+  auto c = doc.find("config");
+  if (c == doc.end() || !c->is_object()) return nullptr;
+  auto it = c->find(key);
+  return it != c->end() && !it->is_null() ? &*it : nullptr;
+}
+
+// The model: a preset name (or path) or a shape object, then the optional layers/vocab overrides;
+// model_from_json checks every figure of the result, so overrides obey the presets' rules.
+sim::Model read_model(const json& step, const json& outer, const std::string& where) {
+  const json* m = find_field(step, outer, "model");
+  if (!m) m = config_field(outer, "model");
+  const std::string w = fmt::format("{}: model", where);
+  if (!m)
+    throw Error(fmt::format("{}: missing field 'model' (a model preset name or an object with the shape: layers, "
+                            "hidden, heads, kv_heads, head_dim, ffn_hidden, vocab)", where));
+  json shape;
+  if (m->is_string()) {
+    try {
+      shape = sim::preset_document("model", m->get<std::string>());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", w, e.what()));
+    }
+  } else if (m->is_object()) {
+    shape = *m;
+    if (!shape.contains("name")) shape["name"] = "model";
+  } else {
+    throw Error(fmt::format("{}: must be a model preset name or a shape object", w));
+  }
+  for (const char* key : {"layers", "vocab"})
+    if (const json* v = find_field(step, outer, key)) {
+      if (!v->is_number()) throw Error(fmt::format("{}: field '{}' must be a number", where, key));
+      shape[key] = *v;
+    }
+  return sim::model_from_json(shape, w);
+}
+
+double positive(const json& step, const char* key, const std::string& where) {
+  const double x = require_number(step, key, where);
+  if (!std::isfinite(x) || !(x > 0)) throw Error(fmt::format("{}: field '{}' must be a positive number (got {})", where, key, x));
+  return x;
+}
+
+MeasuredStep read_step(const json& step, const json& outer, const std::string& where, const std::string& file,
+                       const std::string& fallback_name) {
+  if (!step.is_object()) throw Error(fmt::format("{}: a step must be a JSON object", where));
+  MeasuredStep s;
+  s.file = file;
+  s.model = read_model(step, outer, where);
+  const json& plan = require(step, "plan", where);
+  try {
+    s.plan = plan_from_json(plan);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", where, e.what()));  // core's message names the plan field
+  }
+  const json* dt = find_field(step, outer, "dtype");
+  if (!dt) dt = config_field(outer, "dtype");
+  if (dt && !dt->is_string()) throw Error(fmt::format("{}: field 'dtype' must be a string", where));
+  s.dtype = to_string(parse_dtype(dt ? dt->get<std::string>() : "bf16", fmt::format("{}: dtype", where)));
+  s.step_time_s = positive(step, "step_time_s", where);
+  s.peak_memory_bytes = positive(step, "peak_memory_bytes", where);
+  s.name = optional_string(step, "name", where).value_or(fallback_name);
+  // seqpar-train names its step in its single result row.
+  if (!step.contains("name") && step.contains("results") && step["results"].is_array() && !step["results"].empty() &&
+      step["results"][0].is_object() && step["results"][0].contains("name") && step["results"][0]["name"].is_string())
+    s.name = step["results"][0]["name"].get<std::string>();
+  return s;
+}
+
+}  // namespace
+
+bool is_step_document(const json& doc) {
+  if (!doc.is_object()) return false;
+  if (auto k = doc.find("kind"); k != doc.end() && k->is_string() && k->get<std::string>() == "prediction") return false;
+  return (doc.contains("step_time_s") && doc.contains("plan")) || (doc.contains("steps") && doc["steps"].is_array());
+}
+
+StepDocument read_step_document(const json& doc, const std::string& where, const std::string& file) {
+  StepDocument d;
+  if (auto dev = optional_string(doc, "device", where)) d.device = *dev;
+  if (auto g = optional_string(doc, "gpu_name", where)) d.gpu_name = *g;
+  if (auto env = doc.find("environment"); env != doc.end() && env->is_object())
+    if (auto gpu = env->find("gpu"); gpu != env->end() && gpu->is_object())
+      if (auto n = gpu->find("name"); n != gpu->end() && n->is_string()) d.gpu_name = n->get<std::string>();
+  if (doc.contains("steps")) {
+    const json& steps = require_array(doc, "steps", where);
+    if (steps.empty()) throw Error(fmt::format("{}: field 'steps' is empty", where));
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const std::string w = fmt::format("{}: steps[{}]", where, i);
+      d.steps.push_back(read_step(steps[i], doc, w, file, w));
+    }
+  } else {
+    d.steps.push_back(read_step(doc, doc, where, file, where));
+  }
+  return d;
+}
+
+}  // namespace seqpar::reports
