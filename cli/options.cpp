@@ -14,28 +14,6 @@
 
 namespace seqpar::cli {
 
-bool MemoryFlags::any_given() const {
-  for (const CLI::Option* o : given)
-    if (o->count() > 0) return true;
-  return false;
-}
-
-seqpar::MemoryOptions MemoryFlags::options() const {
-  seqpar::MemoryOptions m;
-  m.zero = zero;
-  m.checkpoint = seqpar::parse_checkpoint(checkpoint);
-  m.offload_checkpoints = offload_checkpoints;
-  m.offload_optimizer = offload_optimizer;
-  m.tiled_mlp = tiled_mlp;
-  m.tiled_loss = tiled_loss;
-  return m;
-}
-
-std::optional<seqpar::MemoryOptions> MemoryFlags::fixed() const {
-  if (!any_given()) return std::nullopt;
-  return options();
-}
-
 void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("--model", o.model, "Model preset name or path to a model JSON file")->capture_default_str();
   app->add_option("--system", o.system, "System preset name or path to a system/profile JSON file")->capture_default_str();
@@ -69,16 +47,7 @@ void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
 }
 
-void add_memory(CLI::App* app, MemoryFlags& m) {
-  m.given = {
-      app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1)"),
-      app->add_option("--checkpoint", m.checkpoint, "Activation checkpointing: none | selective | full (default none)"),
-      app->add_flag("--offload-checkpoints", m.offload_checkpoints, "Keep full-checkpoint layer inputs in host memory"),
-      app->add_flag("--offload-optimizer", m.offload_optimizer, "Optimizer states and step on the host"),
-      app->add_flag("--tiled-mlp", m.tiled_mlp, "Compute the MLP in sequence tiles (ALST)"),
-      app->add_flag("--tiled-loss", m.tiled_loss, "Compute logits and loss in sequence tiles (ALST)"),
-  };
-}
+void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m); }
 
 sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
 sim::System load_system(const std::string& name) { return sim::load_system(name); }

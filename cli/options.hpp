@@ -11,6 +11,7 @@
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
+#include "seqpar/core/memory_flags.hpp"
 #include "seqpar/core/plan.hpp"
 
 namespace seqpar::cli {
@@ -25,16 +26,8 @@ struct CommonOptions {
 // turns them into a plan, the same way for every program).
 using PlanOptions = seqpar::PlanFlags;
 
-struct MemoryFlags {
-  int zero = 1;
-  std::string checkpoint = "none";
-  bool offload_checkpoints = false, offload_optimizer = false, tiled_mlp = false, tiled_loss = false;
-  std::vector<CLI::Option*> given;  // to tell "fixed by the user" from "search them"
-
-  bool any_given() const;
-  seqpar::MemoryOptions options() const;
-  std::optional<seqpar::MemoryOptions> fixed() const;  // set only when a memory flag was given
-};
+// The memory flags, registered once for every program (seqpar/core/memory_flags.hpp).
+using MemoryFlags = seqpar::MemoryFlags;
 
 // What advise and maxlen search: all plans, or those of one method / SP degree / Ulysses degree.
 struct SearchOptions {

@@ -46,8 +46,14 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
                      p.zigzag() && p.ring_degree > 1 ? "zigzag splits it into 2 x sp chunks" : "one shard per sp rank",
                      padded));
   }
-  if (p.mem.offload_checkpoints && p.mem.checkpoint != Checkpoint::full)
-    fail("offload_checkpoints: offloading keeps full-checkpoint layer inputs in host memory; it needs --checkpoint full");
+  check_memory_combination(p.mem, errors);
+  return errors.size() == before;
+}
+
+bool check_memory_combination(const MemoryOptions& m, std::vector<std::string>& errors) {
+  const std::size_t before = errors.size();
+  if (m.offload_checkpoints && m.checkpoint != Checkpoint::full)
+    errors.push_back("offload_checkpoints: offloading keeps full-checkpoint layer inputs in host memory; it needs --checkpoint full");
   return errors.size() == before;
 }
 

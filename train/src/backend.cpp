@@ -13,12 +13,13 @@ void* Backend::allocate(std::int64_t bytes, MemCategory c) {
   if (bytes == 0) return nullptr;
   void* p = nullptr;
   try {
-    p = raw_allocate(static_cast<std::size_t>(bytes));
+    p = on_device(c) ? raw_allocate(static_cast<std::size_t>(bytes))
+                     : raw_host_allocate(static_cast<std::size_t>(bytes));
   } catch (const std::bad_alloc&) {
     // A size the up-front limits (size_limits.hpp) let through but this machine cannot hold.
     throw Error(fmt::format("out of {} memory: allocating {} bytes for {} while {} bytes are held "
                             "(reduce the model, --seq-len or --micro-batch, or raise --sp)",
-                            on_gpu() ? "GPU" : "host", bytes, to_string(c), memory_.current_bytes()));
+                            on_gpu() && on_device(c) ? "GPU" : "host", bytes, to_string(c), memory_.current_bytes()));
   }
   memory_.on_alloc(c, bytes);
   return p;
@@ -26,7 +27,10 @@ void* Backend::allocate(std::int64_t bytes, MemCategory c) {
 
 void Backend::deallocate(void* p, std::int64_t bytes, MemCategory c) noexcept {
   if (!p) return;
-  raw_free(p);
+  if (on_device(c))
+    raw_free(p);
+  else
+    raw_host_free(p);
   memory_.on_free(c, bytes);
 }
 

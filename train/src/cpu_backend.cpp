@@ -37,6 +37,14 @@ class CpuBackend final : public Backend {
   }
   void synchronize() override {}
 
+  // Everything runs in order on the calling thread: a copy is done when it returns.
+  CopyEvent copy_async(void* dst, const void* src, std::size_t bytes, CopyDirection) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return {};
+  }
+  void compute_waits_for(const CopyEvent&) override {}
+  void host_waits_for(const CopyEvent&) override {}
+
   // The dense ops are the kernels layer's CPU references (layer_ops_ref.hpp), the same code the
   // GPU layer ops are tested against.
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
@@ -171,6 +179,9 @@ class CpuBackend final : public Backend {
     return p;
   }
   void raw_free(void* p) noexcept override { std::free(p); }
+  // Device and host memory are the same here; the category alone tells them apart.
+  void* raw_host_allocate(std::size_t bytes) override { return raw_allocate(bytes); }
+  void raw_host_free(void* p) noexcept override { std::free(p); }
 
   Precision precision_;
   std::vector<float> scratch_[5];

@@ -38,6 +38,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     for (Slot& s : scratch_) deallocate(s.p, s.bytes, MemCategory::attention_buffers);
     cublasDestroy(blas_);
+    SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     cudaStreamDestroy(stream_);
   }
   CudaBackend(const CudaBackend&) = delete;
@@ -45,6 +46,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   bool on_gpu() const override { return true; }
+    cudaStreamDestroy(copy_stream_);
   Precision precision() const override { return Precision::bf16; }
   void set_precision(Precision p) override {
     if (p != Precision::bf16)
@@ -61,6 +63,30 @@ class CudaBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
     if (!bytes) return;
     SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  // Checkpoint offload on copy_stream_, overlapping the compute stream; pinned host memory
+  // (raw_host_allocate) keeps the copies asynchronous.
+  CopyEvent copy_async(void* dst, const void* src, std::size_t bytes, CopyDirection dir) override {
+    if (dir == CopyDirection::to_host) {  // the source is written by compute work queued so far
+      cudaEvent_t written = make_event();
+      SEQPAR_CUDA_CHECK(cudaEventRecord(written, stream_));
+      SEQPAR_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written, 0));
+      cudaEventDestroy(written);  // released once the wait has run
+    }
+    if (bytes)
+      SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes,
+                                        dir == CopyDirection::to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                                        copy_stream_));
+    cudaEvent_t done = make_event();
+    SEQPAR_CUDA_CHECK(cudaEventRecord(done, copy_stream_));
+    return CopyEvent(static_cast<void*>(done), [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+  }
+  void compute_waits_for(const CopyEvent& e) override {
+    if (e) SEQPAR_CUDA_CHECK(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(e.get()), 0));
+  }
+  void host_waits_for(const CopyEvent& e) override {
+    if (e) SEQPAR_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e.get())));
+  }
+
     // The host buffer may be a temporary: wait until it has been read.
     SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -241,3 +267,15 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
 }
 
 }  // namespace seqpar::train
+  void* raw_host_allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    SEQPAR_CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void raw_host_free(void* p) noexcept override { cudaFreeHost(p); }
+  static cudaEvent_t make_event() {
+    cudaEvent_t e = nullptr;
+    SEQPAR_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+  cudaStream_t copy_stream_ = nullptr;  // checkpoint offload copies

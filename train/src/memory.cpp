@@ -14,14 +14,17 @@ std::string_view to_string(MemCategory c) {
     case MemCategory::attention_buffers: return "attention_buffers";
     case MemCategory::logits: return "logits";
     case MemCategory::working: return "working";
+    case MemCategory::checkpoints: return "checkpoints";
+    case MemCategory::host_offload: return "host_offload";
   }
   return "unknown";
 }
 
 void MemoryTracker::on_alloc(MemCategory c, std::int64_t bytes) {
   current_[idx(c)] += bytes;
-  current_total_ += bytes;
   peak_[idx(c)] = std::max(peak_[idx(c)], current_[idx(c)]);
+  if (!on_device(c)) return;  // host bytes: their own peak only
+  current_total_ += bytes;
   if (current_total_ > peak_total_) {
     peak_total_ = current_total_;
     at_peak_ = current_;
@@ -30,7 +33,7 @@ void MemoryTracker::on_alloc(MemCategory c, std::int64_t bytes) {
 
 void MemoryTracker::on_free(MemCategory c, std::int64_t bytes) {
   current_[idx(c)] -= bytes;
-  current_total_ -= bytes;
+  if (on_device(c)) current_total_ -= bytes;
 }
 
 void MemoryTracker::reset_peak() {
@@ -41,8 +44,10 @@ void MemoryTracker::reset_peak() {
 
 nlohmann::json MemoryTracker::parts_at_peak_json() const {
   nlohmann::json j = nlohmann::json::object();
-  for (int i = 0; i < kMemCategories; ++i)
-    j[std::string(to_string(static_cast<MemCategory>(i))) + "_bytes"] = at_peak_[i];
+  for (int i = 0; i < kMemCategories; ++i) {
+    const auto c = static_cast<MemCategory>(i);
+    j[std::string(to_string(c)) + "_bytes"] = on_device(c) ? at_peak_[i] : peak_[i];
+  }
   return j;
 }
 

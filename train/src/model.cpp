@@ -1,17 +1,29 @@
 #include "seqpar/train/model.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "seqpar/core/error.hpp"
 
 namespace seqpar::train {
+
+int alst_tile_tokens(int tokens, int hidden) {
+  if (tokens < 1 || hidden < 1) return std::max(tokens, 1);
+  const int tiles = (tokens + hidden - 1) / hidden;
+  return (tokens + tiles - 1) / tiles;
+}
+
 Model::Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& layout,
              int ring_index, comm::Communicator* ulysses, comm::Communicator* ring,
-             bool blocks_only)
+             bool blocks_only, const seqpar::MemoryOptions& mem, int tile_tokens)
     : be_(be), cfg_(cfg), batch_(batch), tokens_(batch * layout.local_len()),
-      blocks_only_(blocks_only) {
+      blocks_only_(blocks_only), mem_(mem) {
   validate(cfg);
+  if (tile_tokens < 0) throw Error(fmt::format("tile_tokens = {}: must be >= 0 (0: ALST's choice)", tile_tokens));
+  tile_ = tile_tokens > 0 ? std::min(tile_tokens, tokens_) : alst_tile_tokens(tokens_, cfg.hidden);
   attn_ = std::make_unique<SpAttention>(
       be, layout, ring_index, ulysses, ring,
       AttnDims{batch, cfg.heads, cfg.kv_heads, cfg.head_dim});
@@ -65,15 +77,58 @@ void Model::init(std::uint64_t seed) {
 
 void Model::zero_grads() { be_.zero(grads_.data(), grads_.bytes()); }
 
-void Model::linear_forward(float* out, const float* inp, std::int64_t w, int out_dim, int in_dim) {
-  be_.gemm(false, true, tokens_, out_dim, in_dim, 1.0f, inp, p(w), 0.0f, out);
+void Model::linear_forward(float* out, const float* inp, std::int64_t w, int out_dim, int in_dim,
+                           int rows) {
+  be_.gemm(false, true, rows < 0 ? tokens_ : rows, out_dim, in_dim, 1.0f, inp, p(w), 0.0f, out);
 }
 
 void Model::linear_backward(float* dinp, bool accumulate, const float* dout, const float* inp,
-                            std::int64_t w, int out_dim, int in_dim) {
-  be_.gemm(false, false, tokens_, in_dim, out_dim, 1.0f, dout, p(w), accumulate ? 1.0f : 0.0f,
-           dinp);
-  be_.gemm(true, false, out_dim, in_dim, tokens_, 1.0f, dout, inp, 1.0f, g(w));
+                            std::int64_t w, int out_dim, int in_dim, int rows) {
+  const int m = rows < 0 ? tokens_ : rows;
+  be_.gemm(false, false, m, in_dim, out_dim, 1.0f, dout, p(w), accumulate ? 1.0f : 0.0f, dinp);
+  be_.gemm(true, false, out_dim, in_dim, m, 1.0f, dout, inp, 1.0f, g(w));
+}
+
+void Model::tiled_mlp_forward(const LayerParams& lp, const float* x_mid, float* x_out) {
+  const int c = cfg_.hidden, f = cfg_.ffn;
+  auto temp = [&](std::int64_t n) { return Floats(be_, n, MemCategory::working); };
+  const std::int64_t tile = tile_;
+  Floats h = temp(tile * c), rstd = temp(tile), gate = temp(tile * f), up = temp(tile * f),
+         act = temp(tile * f);
+  for (int r0 = 0; r0 < tokens_; r0 += tile_) {
+    const int n = std::min(tile_, tokens_ - r0);
+    const std::int64_t off = static_cast<std::int64_t>(r0) * c, nf = static_cast<std::int64_t>(n) * f;
+    be_.rmsnorm_forward(h.data(), rstd.data(), x_mid + off, p(lp.mlp_norm), n, c, cfg_.norm_eps);
+    linear_forward(gate.data(), h.data(), lp.w1, f, c, n);
+    linear_forward(up.data(), h.data(), lp.w3, f, c, n);
+    be_.swiglu_forward(act.data(), gate.data(), up.data(), nf);
+    be_.gemm(false, true, n, c, f, 1.0f, act.data(), p(lp.w2), 1.0f, x_out + off);
+  }
+}
+
+void Model::tiled_mlp_backward(const LayerParams& lp, const float* x_mid, float* dx) {
+  const int c = cfg_.hidden, f = cfg_.ffn;
+  auto temp = [&](std::int64_t n) { return Floats(be_, n, MemCategory::working); };
+  const std::int64_t tile = tile_;
+  Floats h = temp(tile * c), rstd = temp(tile), gate = temp(tile * f), up = temp(tile * f),
+         act = temp(tile * f), dact = temp(tile * f), dgate = temp(tile * f), dup = temp(tile * f),
+         dh = temp(tile * c);
+  for (int r0 = 0; r0 < tokens_; r0 += tile_) {
+    const int n = std::min(tile_, tokens_ - r0);
+    const std::int64_t off = static_cast<std::int64_t>(r0) * c, nf = static_cast<std::int64_t>(n) * f;
+    // Recompute the tile's forward (nothing of it was kept) ...
+    be_.rmsnorm_forward(h.data(), rstd.data(), x_mid + off, p(lp.mlp_norm), n, c, cfg_.norm_eps);
+    linear_forward(gate.data(), h.data(), lp.w1, f, c, n);
+    linear_forward(up.data(), h.data(), lp.w3, f, c, n);
+    be_.swiglu_forward(act.data(), gate.data(), up.data(), nf);
+    // ... then its backward, as block_backward's untiled MLP does for all rows.
+    linear_backward(dact.data(), false, dx + off, act.data(), lp.w2, c, f, n);
+    be_.swiglu_backward(dgate.data(), dup.data(), dact.data(), gate.data(), up.data(), nf);
+    linear_backward(dh.data(), false, dgate.data(), h.data(), lp.w1, f, c, n);
+    linear_backward(dh.data(), true, dup.data(), h.data(), lp.w3, f, c, n);
+    be_.rmsnorm_backward(dx + off, g(lp.mlp_norm), dh.data(), x_mid + off, p(lp.mlp_norm),
+                         rstd.data(), n, c);
+  }
 }
 
 Floats Model::block_forward(int l, Floats&& x_in, LayerActs& a, const int* positions,
@@ -102,6 +157,11 @@ Floats Model::block_forward(int l, Floats&& x_in, LayerActs& a, const int* posit
   Floats x_out = acts(tc);
   be_.copy(x_out.data(), a.x_mid.data(), x_out.bytes());
   if (attention_only) return x_out;
+  if (mem_.tiled_mlp) {
+    tiled_mlp_forward(lp, a.x_mid.data(), x_out.data());
+    if (mem_.checkpoint == seqpar::Checkpoint::selective) a.h1.reset();
+    return x_out;
+  }
   a.h2 = acts(tc);
   a.rstd2 = acts(t);
   be_.rmsnorm_forward(a.h2.data(), a.rstd2.data(), a.x_mid.data(), p(lp.mlp_norm), t, c,
@@ -113,6 +173,13 @@ Floats Model::block_forward(int l, Floats&& x_in, LayerActs& a, const int* posit
   linear_forward(a.up.data(), a.h2.data(), lp.w3, f, c);
   be_.swiglu_forward(a.act.data(), a.gate.data(), a.up.data(), tf);
   be_.gemm(false, true, t, c, f, 1.0f, a.act.data(), p(lp.w2), 1.0f, x_out.data());
+  if (mem_.checkpoint == seqpar::Checkpoint::selective) {
+    // What the simulator's "selective" drops (sim/src/memory_cost.cpp): the norm outputs (the
+    // QKV and MLP GEMM inputs) and the MLP activation; the backward recomputes them.
+    a.h1.reset();
+    a.h2.reset();
+    a.act.reset();
+  }
   return x_out;
 }
 
@@ -124,7 +191,16 @@ void Model::block_backward(int l, LayerActs& a, float* dx, const int* positions,
   auto temp = [&](std::int64_t n) { return Floats(be_, n, MemCategory::working); };
   const LayerParams& lp = layers_[static_cast<std::size_t>(l)];
   Floats dh = temp(tc);
-  if (!attention_only) {
+  if (!attention_only && mem_.tiled_mlp) {
+    tiled_mlp_backward(lp, a.x_mid.data(), dx);
+  } else if (!attention_only) {
+    if (!a.h2.data()) {  // selective checkpointing: recompute the norm output and the activation
+      a.h2 = temp(tc);
+      be_.rmsnorm_forward(a.h2.data(), a.rstd2.data(), a.x_mid.data(), p(lp.mlp_norm), t, c,
+                          cfg_.norm_eps);
+      a.act = temp(tf);
+      be_.swiglu_forward(a.act.data(), a.gate.data(), a.up.data(), tf);
+    }
     // x_out = x_mid + act W2^T
     Floats dact = temp(tf), dgate = temp(tf), dup = temp(tf);
     linear_backward(dact.data(), false, dx, a.act.data(), lp.w2, c, f);
@@ -154,6 +230,11 @@ void Model::block_backward(int l, LayerActs& a, float* dx, const int* positions,
   dout.reset();
   be_.rope(dq.data(), positions, t, cfg_.heads, d, cfg_.rope_theta, true);
   be_.rope(dk.data(), positions, t, cfg_.kv_heads, d, cfg_.rope_theta, true);
+  if (!a.h1.data()) {  // selective checkpointing: recompute the QKV GEMM input
+    a.h1 = temp(tc);
+    be_.rmsnorm_forward(a.h1.data(), a.rstd1.data(), a.x_in.data(), p(lp.attn_norm), t, c,
+                        cfg_.norm_eps);
+  }
   linear_backward(dh.data(), false, dq.data(), a.h1.data(), lp.wq, qd, c);
   linear_backward(dh.data(), true, dk.data(), a.h1.data(), lp.wk, kvd, c);
   linear_backward(dh.data(), true, dv.data(), a.h1.data(), lp.wv, kvd, c);
@@ -162,35 +243,122 @@ void Model::block_backward(int l, LayerActs& a, float* dx, const int* positions,
   a = LayerActs{};
 }
 
+void Model::blocks_forward(Floats& x, std::vector<LayerActs>& la, std::vector<Floats>& kept,
+                           const int* positions) {
+  const bool full = mem_.checkpoint == seqpar::Checkpoint::full;
+  const bool offload = full && mem_.offload_checkpoints;
+  // Offload: the previous layer's input still on its way to the host (its device copy is freed
+  // once it has arrived, so at most two layer inputs are on the device at a time).
+  Floats in_flight;
+  Backend::CopyEvent in_flight_done;
+  auto land = [&] {
+    be_.host_waits_for(in_flight_done);
+    in_flight.reset();
+    in_flight_done.reset();
+  };
+  for (int l = 0; l < cfg_.layers; ++l) {
+    LayerActs& a = la[static_cast<std::size_t>(l)];
+    x = block_forward(l, std::move(x), a, positions);
+    if (!full) continue;
+    // Full checkpointing keeps the layer input alone; the backward recomputes the rest.
+    Floats input = std::move(a.x_in);
+    a = LayerActs{};
+    input.recharge(MemCategory::checkpoints);
+    if (!offload) {
+      kept[static_cast<std::size_t>(l)] = std::move(input);
+      continue;
+    }
+    Floats host(be_, input.size(), MemCategory::host_offload);
+    Backend::CopyEvent done =
+        be_.copy_async(host.data(), input.data(), input.bytes(), Backend::CopyDirection::to_host);
+    land();
+    in_flight = std::move(input);
+    in_flight_done = std::move(done);
+    kept[static_cast<std::size_t>(l)] = std::move(host);
+  }
+  land();
+}
+
+void Model::blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kept, float* dx,
+                            const int* positions) {
+  const bool full = mem_.checkpoint == seqpar::Checkpoint::full;
+  const bool offload = full && mem_.offload_checkpoints;
+  // Offload: layer l's input comes back from the host while layer l+1 recomputes and runs its
+  // backward (prefetch one layer ahead).
+  Floats next;
+  Backend::CopyEvent next_done;
+  auto prefetch = [&](int l) {
+    const Floats& host = kept[static_cast<std::size_t>(l)];
+    next = Floats(be_, host.size(), MemCategory::checkpoints);
+    next_done = be_.copy_async(next.data(), host.data(), host.bytes(), Backend::CopyDirection::to_device);
+  };
+  if (offload && cfg_.layers > 0) prefetch(cfg_.layers - 1);
+  for (int l = cfg_.layers - 1; l >= 0; --l) {
+    LayerActs& a = la[static_cast<std::size_t>(l)];
+    if (full) {
+      Floats input;
+      if (offload) {
+        be_.compute_waits_for(next_done);
+        be_.host_waits_for(next_done);  // before the host copy goes (no-op once landed)
+        kept[static_cast<std::size_t>(l)].reset();
+        input = std::move(next);
+        next_done.reset();
+        if (l > 0) prefetch(l - 1);
+      } else {
+        input = std::move(kept[static_cast<std::size_t>(l)]);
+      }
+      // Recompute the block from its input: the same ops on the same values as the first forward.
+      Floats out = block_forward(l, std::move(input), a, positions);
+      out.reset();
+    }
+    block_backward(l, a, dx, positions);
+  }
+}
+
+double Model::head_forward_backward(const float* hf, const int* labels, float dloss_scale,
+                                    float* dhf) {
+  const int t = tokens_, c = cfg_.hidden, v = cfg_.vocab;
+  // Tiled loss: one tile's logits at a time (logits, loss and the LM head backward per tile), so
+  // the [tokens, vocab] logits never exist; untiled: one tile of all rows.
+  const int tile = mem_.tiled_loss ? tile_ : t;
+  Floats logits(be_, static_cast<std::int64_t>(tile) * v, MemCategory::logits);
+  Floats losses(be_, t, MemCategory::working);
+  for (int r0 = 0; r0 < t; r0 += tile) {
+    const int n = std::min(tile, t - r0);
+    const std::int64_t off = static_cast<std::int64_t>(r0) * c;
+    linear_forward(logits.data(), hf + off, lm_head_, v, c, n);
+    be_.cross_entropy(losses.data() + r0, logits.data(), labels + r0, n, v, dloss_scale);
+    // logits now hold dloss/dlogits
+    linear_backward(dhf + off, false, logits.data(), hf + off, lm_head_, v, c, n);
+  }
+  logits.reset();
+  std::vector<float> host_losses(static_cast<std::size_t>(t));
+  be_.copy_to_host(host_losses.data(), losses.data(), losses.bytes());
+  double loss_sum = 0.0;
+  for (float li : host_losses) loss_sum += li;
+  return loss_sum;
+}
+
 double Model::forward_backward(const int* tokens, const int* labels, const int* positions,
                                float dloss_scale) {
   if (blocks_only_) throw Error("forward_backward: this model was built without embedding and LM head");
-  const int t = tokens_, c = cfg_.hidden, v = cfg_.vocab;
+  const int t = tokens_, c = cfg_.hidden;
   const std::int64_t tc = static_cast<std::int64_t>(t) * c;
   auto acts = [&](std::int64_t n) { return Floats(be_, n, MemCategory::activations); };
   auto temp = [&](std::int64_t n) { return Floats(be_, n, MemCategory::working); };
 
   // ---- forward ----
   std::vector<LayerActs> la(static_cast<std::size_t>(cfg_.layers));
+  std::vector<Floats> kept(static_cast<std::size_t>(cfg_.layers));  // full checkpointing's inputs
   Floats x = acts(tc);
   be_.embedding_forward(x.data(), tokens, p(embed_), t, c);
-  for (int l = 0; l < cfg_.layers; ++l)
-    x = block_forward(l, std::move(x), la[static_cast<std::size_t>(l)], positions);
+  blocks_forward(x, la, kept, positions);
   Floats hf = acts(tc), rstdf = acts(t);
-  Floats logits(be_, static_cast<std::int64_t>(t) * v, MemCategory::logits);
   be_.rmsnorm_forward(hf.data(), rstdf.data(), x.data(), p(final_norm_), t, c, cfg_.norm_eps);
-  linear_forward(logits.data(), hf.data(), lm_head_, v, c);
-  Floats losses = temp(t);
-  be_.cross_entropy(losses.data(), logits.data(), labels, t, v, dloss_scale);
-  std::vector<float> host_losses(static_cast<std::size_t>(t));
-  be_.copy_to_host(host_losses.data(), losses.data(), losses.bytes());
-  double loss_sum = 0.0;
-  for (float li : host_losses) loss_sum += li;
 
-  // ---- backward (logits now hold dloss/dlogits) ----
+  // ---- loss and LM head backward, then the blocks' backward ----
   Floats dhf = temp(tc);
-  linear_backward(dhf.data(), false, logits.data(), hf.data(), lm_head_, v, c);
-  logits.reset();
+  const double loss_sum = head_forward_backward(hf.data(), labels, dloss_scale, dhf.data());
   Floats dx = temp(tc);
   be_.zero(dx.data(), dx.bytes());
   be_.rmsnorm_backward(dx.data(), g(final_norm_), dhf.data(), x.data(), p(final_norm_),
@@ -198,8 +366,7 @@ double Model::forward_backward(const int* tokens, const int* labels, const int* 
   dhf.reset();
   hf.reset();
   x.reset();
-  for (int l = cfg_.layers - 1; l >= 0; --l)
-    block_backward(l, la[static_cast<std::size_t>(l)], dx.data(), positions);
+  blocks_backward(la, kept, dx.data(), positions);
   be_.embedding_backward(g(embed_), dx.data(), tokens, t, c);
   return loss_sum;
 }

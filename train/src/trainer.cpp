@@ -8,6 +8,7 @@
 #include <random>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/plan_validity.hpp"
 #include "seqpar/train/size_limits.hpp"
 
 namespace seqpar::train {
@@ -20,6 +21,20 @@ std::vector<int> synthetic_sequence(std::uint64_t seed, std::int64_t id, std::in
   for (std::size_t i = 1; i < s.size(); ++i)
     s[i] = static_cast<int>((5 * static_cast<std::int64_t>(s[i - 1]) + 3) % vocab);
   return s;
+}
+
+void check_train_memory(const seqpar::MemoryOptions& m) {
+  std::vector<std::string> errors;
+  if (m.zero != 0)
+    errors.push_back(fmt::format("--zero {}: the training step runs plain data parallelism (gradients "
+                                 "all-reduced, optimizer states replicated); only --zero 0 runs", m.zero));
+  if (m.offload_optimizer)
+    errors.push_back("--offload-optimizer: the training step keeps the optimizer states and step on the device");
+  seqpar::check_memory_combination(m, errors);
+  if (errors.empty()) return;
+  std::string all;
+  for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+  throw Error(all);
 }
 
 Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup)
@@ -45,10 +60,12 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
     throw Error(fmt::format("sp = {} needs a communicator (run under mpirun or with --comm virtual)", sp));
   }
   validate(setup.model);
+  check_train_memory(setup.mem);
   const SeqLayout layout(setup.seq_len, setup.ulysses, setup.ring, setup.zigzag);
   check_step_sizes(setup);  // before the first allocation
   model_ = std::make_unique<Model>(be, setup.model, setup.micro_batch, layout, ring_index_,
-                                   groups_.ulysses.get(), groups_.ring.get());
+                                   groups_.ulysses.get(), groups_.ring.get(), false, setup.mem,
+                                   setup.tile_tokens);
   if (setup.fault == Fault::kv_wrong_block) model_->attention().plant_fault(setup.fault);
   model_->init(setup.seed);
   const std::vector<int> pos = layout.positions(sp_index_);

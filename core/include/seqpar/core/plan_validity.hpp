@@ -16,6 +16,10 @@ namespace seqpar {
 // true when the plan's structure is valid. Cheap when it is valid (no allocation).
 bool check_plan_structure(const Plan& p, std::vector<std::string>& errors);
 
+// The rules between memory options (offloading needs full checkpointing), part of
+// check_plan_structure; for a program that has memory options but builds no plan of its own.
+bool check_memory_combination(const MemoryOptions& m, std::vector<std::string>& errors);
+
 // The head rules of Ulysses: query heads divisible by U; KV heads either divisible by U (split)
 // or dividing U (replicated). Appends one message per broken rule; returns true when both hold.
 // A U below 1 is itself reported (it is the structure rules' to name in a full plan check).

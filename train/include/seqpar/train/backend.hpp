@@ -53,6 +53,18 @@ class Backend {
   virtual void* comm_stream() { return nullptr; }
   virtual void comm_waits_for_compute() {}
   virtual void compute_waits_for_comm() {}
+  // Checkpoint offload (ALST): copies between device memory and host memory from a
+  // MemCategory::host_offload allocation (pinned on CUDA) on a copy stream of their own, so they
+  // overlap compute. A device-to-host copy first waits for the compute work queued so far (which
+  // wrote its source). The CPU back end copies at once (memcpy) and its events are empty.
+  enum class CopyDirection { to_host, to_device };
+  using CopyEvent = std::shared_ptr<void>;  // the copy's completion; empty: already complete
+  virtual CopyEvent copy_async(void* dst, const void* src, std::size_t bytes, CopyDirection dir) = 0;
+  // Compute work queued after this call sees the copy done (the GPU waits, not the host).
+  virtual void compute_waits_for(const CopyEvent& e) = 0;
+  // The host waits for the copy: then its source may be freed or its host destination read.
+  virtual void host_waits_for(const CopyEvent& e) = 0;
+
 
   // Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(A) = A^T when trans_a
   // (A stored [k,m]), likewise B (stored [n,k]).
@@ -130,6 +142,9 @@ class Backend {
 // fp32: plain fp32 everywhere (the validation reference); bf16: attention rounds its inputs and
 // outputs to bf16 where the CUDA back end's kernels do.
 std::unique_ptr<Backend> make_cpu_backend(Precision p = Precision::fp32);
+  // Host memory for MemCategory::host_offload (pinned on CUDA, so copies run asynchronously).
+  virtual void* raw_host_allocate(std::size_t bytes) = 0;
+  virtual void raw_host_free(void* p) noexcept = 0;
 // CUDA builds only; throws seqpar::Error when no device is usable or CUDA is not built in.
 std::unique_ptr<Backend> make_cuda_backend(int device);
 bool cuda_backend_built();
@@ -168,6 +183,15 @@ class Array {
   }
 
  private:
+  // Charges this buffer to another device category (the same memory, no copy): a layer input
+  // that full checkpointing keeps becomes a checkpoint.
+  void recharge(MemCategory c) {
+    if (p_) {
+      be_->memory().on_free(cat_, static_cast<std::int64_t>(bytes()));
+      be_->memory().on_alloc(c, static_cast<std::int64_t>(bytes()));
+    }
+    cat_ = c;
+  }
   Backend* be_ = nullptr;
   std::int64_t n_ = 0;
   MemCategory cat_ = MemCategory::working;

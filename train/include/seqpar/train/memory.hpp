@@ -10,11 +10,17 @@ namespace seqpar::train {
 
 // The simulator's memory parts (docs/ARCHITECTURE.md, Conventions: Memory; `seqpar simulate --json` "memory"):
 // attention_buffers are the all-to-all buffers, the ring's K,V (and dK,dV) buffers and the
-// attention scratch; working is every other temporary of the step.
+// attention scratch; working is every other temporary of the step. checkpoints are the layer inputs
+// full checkpointing keeps on the device (the simulator counts them among its activations);
+// host_offload is host memory (offloaded checkpoints): counted in its own part and never in the
+// device total or peak.
 enum class MemCategory {
-  parameters, gradients, optimizer_states, activations, attention_buffers, logits, working
+  parameters, gradients, optimizer_states, activations, attention_buffers, logits, working,
+  checkpoints, host_offload
 };
-inline constexpr int kMemCategories = 7;
+inline constexpr int kMemCategories = 9;
+// Whether a category's bytes live in device memory (all but host_offload).
+inline constexpr bool on_device(MemCategory c) { return c != MemCategory::host_offload; }
 std::string_view to_string(MemCategory c);
 
 class MemoryTracker {
@@ -32,7 +38,8 @@ class MemoryTracker {
   // Starts a new peak window from the bytes held now (for example after set-up, per step).
   void reset_peak();
 
-  // {"parameters_bytes": ..., ..., "working_bytes": ...}: the parts at the overall peak.
+  // {"parameters_bytes": ..., ..., "checkpoints_bytes": ...}: the device parts at the overall
+  // peak (they add up to peak_bytes()), and "host_offload_bytes": the peak of host memory.
   nlohmann::json parts_at_peak_json() const;
 
  private:

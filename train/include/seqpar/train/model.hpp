@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/core/plan.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/model_config.hpp"
 #include "seqpar/train/sp_attention.hpp"
@@ -19,11 +20,18 @@ struct ParamTensor {
   bool decay = false;  // weight decay on matrices, not on norms
 };
 
+// ALST's TiledMLP tile: ceil(tokens / hidden) tiles of equal size, so a tile holds about `hidden`
+// rows (its [tile, ffn] intermediates about the size of the [tokens, hidden] stream). Also the
+// tiled loss's tile.
+int alst_tile_tokens(int tokens, int hidden);
+
 struct AdamWConfig {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
 };
 
-// What one decoder block's backward needs; freed as the backward passes it.
+// What one decoder block's backward needs; freed as the backward passes it. Selective
+// checkpointing leaves h1, h2 and act empty (the backward recomputes them); TiledMLP keeps none of
+// h2, rstd2, gate, up, act (each MLP tile is recomputed in the backward).
 struct LayerActs {
   Floats x_in, h1, rstd1, x_mid, h2, rstd2, gate, up, act;
   AttnSaved attn;
@@ -33,8 +41,12 @@ class Model {
  public:
   // batch sequences of layout.local_len() tokens each on this rank. blocks_only: the decoder
   // blocks without embedding, final norm and LM head (for the layer benchmark).
+  // mem: ALST's memory features (checkpoint, offload_checkpoints, tiled_mlp, tiled_loss; the
+  // rest is the trainer's); tile_tokens: rows per MLP and loss tile, 0 for ALST's choice
+  // (alst_tile_tokens).
   Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& layout, int ring_index,
-        comm::Communicator* ulysses, comm::Communicator* ring, bool blocks_only = false);
+        comm::Communicator* ulysses, comm::Communicator* ring, bool blocks_only = false,
+        const seqpar::MemoryOptions& mem = {}, int tile_tokens = 0);
   ~Model();
 
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
@@ -61,6 +73,7 @@ class Model {
   void adamw_step(const AdamWConfig& opt, int step);
 
   int tokens_per_rank() const { return tokens_; }
+  int tile_tokens() const { return tile_; }
   SpAttention& attention() { return *attn_; }
 
  private:
@@ -69,15 +82,32 @@ class Model {
   };
   const float* p(std::int64_t off) const { return params_.data() + off; }
   float* g(std::int64_t off) { return grads_.data() + off; }
-  void linear_forward(float* out, const float* inp, std::int64_t w, int out_dim, int in_dim);
+  // rows: tokens_ for the whole rank, fewer for a tile.
+  void linear_forward(float* out, const float* inp, std::int64_t w, int out_dim, int in_dim,
+                      int rows = -1);
   // dinp (+)= dout W; dW += dout^T inp.
   void linear_backward(float* dinp, bool accumulate, const float* dout, const float* inp,
-                       std::int64_t w, int out_dim, int in_dim);
+                       std::int64_t w, int out_dim, int in_dim, int rows = -1);
+  // TiledMLP: x_out += MLP(norm(x_mid)) one tile of rows at a time, keeping nothing; the
+  // backward recomputes each tile and accumulates into dx (d(x_out) in, d(x_mid) out).
+  void tiled_mlp_forward(const LayerParams& lp, const float* x_mid, float* x_out);
+  void tiled_mlp_backward(const LayerParams& lp, const float* x_mid, float* dx);
+  // The forward of every block, keeping what the checkpoint mode says; the backward of every
+  // block (recomputing as needed). dx: d(last block output) in, d(embedding output) out.
+  void blocks_forward(Floats& x, std::vector<LayerActs>& la, std::vector<Floats>& kept,
+                      const int* positions);
+  void blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kept, float* dx,
+                       const int* positions);
+  // Final norm output hf -> logits -> loss; d(hf) into dhf, the LM head gradient accumulated.
+  // Tiled loss holds the logits of one tile at a time. Returns the summed loss.
+  double head_forward_backward(const float* hf, const int* labels, float dloss_scale, float* dhf);
 
   Backend& be_;
   ModelConfig cfg_;
   int batch_, tokens_;
   bool blocks_only_;
+  seqpar::MemoryOptions mem_;
+  int tile_;
   std::unique_ptr<SpAttention> attn_;
   std::vector<ParamTensor> tensors_;
   std::vector<LayerParams> layers_;

@@ -13,6 +13,16 @@
 
 namespace seqpar::train {
 
+// The memory options of the plain step: ZeRO 0 (states replicated), nothing checkpointed.
+inline seqpar::MemoryOptions train_memory_default() {
+  seqpar::MemoryOptions m;
+  m.zero = 0;
+  return m;
+}
+// Throws seqpar::Error naming the flag and rule for what the step cannot run: --zero other than 0,
+// --offload-optimizer, and the simulator's rules between the options (check_memory_combination).
+void check_train_memory(const seqpar::MemoryOptions& m);
+
 struct TrainSetup {
   ModelConfig model;
   std::int64_t seq_len = 64;
@@ -21,6 +31,10 @@ struct TrainSetup {
   int micro_batch = 1;        // sequences per SP group per step
   AdamWConfig opt;
   std::uint64_t seed = 1234;
+  // ALST's memory features (the flags `seqpar simulate` takes). The step runs plain data
+  // parallelism, so zero must be 0 and offload_optimizer false (check_train_memory).
+  seqpar::MemoryOptions mem = train_memory_default();
+  int tile_tokens = 0;  // rows per TiledMLP / tiled-loss tile; 0: ALST's (alst_tile_tokens)
   Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
 };
 

@@ -1,0 +1,29 @@
+// The memory-option flags every program takes (--zero, --checkpoint, --offload-checkpoints,
+// --offload-optimizer, --tiled-mlp, --tiled-loss): one registration, so `seqpar simulate` and the
+// measuring programs (seqpar-train) spell, explain and parse them the same way.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqpar/core/plan.hpp"
+
+namespace seqpar {
+
+struct MemoryFlags {
+  int zero = 1;
+  std::string checkpoint = "none";
+  bool offload_checkpoints = false, offload_optimizer = false, tiled_mlp = false, tiled_loss = false;
+  std::vector<CLI::Option*> given;  // to tell "fixed by the user" from "search them"
+
+  bool any_given() const;
+  // The options as given; a bad --checkpoint is a seqpar::Error naming the field.
+  MemoryOptions options() const;
+  std::optional<MemoryOptions> fixed() const;  // set only when a memory flag was given
+};
+
+// Registers the memory flags on `app`, each bound to a field of `m` (kept alive by the caller).
+void add_memory_flags(CLI::App* app, MemoryFlags& m);
+
+}  // namespace seqpar

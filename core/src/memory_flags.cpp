@@ -1,0 +1,38 @@
+#include "seqpar/core/memory_flags.hpp"
+
+namespace seqpar {
+
+bool MemoryFlags::any_given() const {
+  for (const CLI::Option* o : given)
+    if (o->count() > 0) return true;
+  return false;
+}
+
+MemoryOptions MemoryFlags::options() const {
+  MemoryOptions m;
+  m.zero = zero;
+  m.checkpoint = parse_checkpoint(checkpoint);
+  m.offload_checkpoints = offload_checkpoints;
+  m.offload_optimizer = offload_optimizer;
+  m.tiled_mlp = tiled_mlp;
+  m.tiled_loss = tiled_loss;
+  return m;
+}
+
+std::optional<MemoryOptions> MemoryFlags::fixed() const {
+  if (!any_given()) return std::nullopt;
+  return options();
+}
+
+void add_memory_flags(CLI::App* app, MemoryFlags& m) {
+  m.given = {
+      app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1)"),
+      app->add_option("--checkpoint", m.checkpoint, "Activation checkpointing: none | selective | full (default none)"),
+      app->add_flag("--offload-checkpoints", m.offload_checkpoints, "Keep full-checkpoint layer inputs in host memory"),
+      app->add_flag("--offload-optimizer", m.offload_optimizer, "Optimizer states and step on the host"),
+      app->add_flag("--tiled-mlp", m.tiled_mlp, "Compute the MLP in sequence tiles (ALST)"),
+      app->add_flag("--tiled-loss", m.tiled_loss, "Compute logits and loss in sequence tiles (ALST)"),
+  };
+}
+
+}  // namespace seqpar
