@@ -64,9 +64,11 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
   const bool lead = world.rank() == 0;
   nlohmann::json results = nlohmann::json::array(), skipped = nlohmann::json::array();
   if (lead)
-    std::printf("# seqpar-bench-layer: model %s (hidden %d, heads %d/%d kv, head_dim %d, ffn %d), world %d, %s, backend %s\n",
+    std::printf("# seqpar-bench-layer: model %s (hidden %d, heads %d/%d kv, head_dim %d, ffn %d), world %d, %s, backend %s, "
+                "attention %s\n",
                 cfg.name.c_str(), cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.ffn,
-                world.size(), st::mode_name(world.backend()).c_str(), o.run.backend.c_str());
+                world.size(), st::mode_name(world.backend()).c_str(), o.run.backend.c_str(),
+                std::string(be.attention_engine()).c_str());
   if (lead)
     std::printf("%-16s %-16s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
                 "time_ms", "TFLOP/s/gpu", "tokens/s/gpu", "peak_MiB");
@@ -138,6 +140,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
       results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::to_json(plan)},
+                         {"attention_engine", be.attention_engine()},
                          {"time_s", s.median}, {"samples_s", samples}, {"stats", seqpar::to_json(s, "_s")},
                          {"tflops_per_gpu", tflops}, {"tokens_per_s_per_gpu", tokens},
                          {"flops", flops}, {"peak_memory_bytes", be.memory().peak_bytes()},
@@ -154,6 +157,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"seq_len", seqpar::parse_count(o.run.seq_len, "--seq-len")},
                      {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
                      {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},
+                     {"attention_engine", be.attention_engine()},
                      {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
                      {"seed", o.run.seed}};
     doc["results"] = results;

@@ -68,6 +68,7 @@ st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const se
   s.micro_batch = plan.micro_batch;
   s.opt.lr = o.lr;
   s.seed = o.run.seed;
+  s.mem = plan.mem;  // --checkpoint, --offload-checkpoints, --tiled-mlp, --tiled-loss
   return s;
 }
 
@@ -97,7 +98,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   Validator val;
   if (o.validate) {
     const st::TrainSetup ref_setup = st::reference_setup(s, plan.dp());
-    val.unsharded_be = st::make_backend(o.run.backend);
+    val.unsharded_be = st::make_backend(o.run.backend, o.run.attention);  // the same engine as the sharded step
     val.unsharded_be->set_precision(precision);
     val.unsharded = std::make_unique<st::Trainer>(*val.unsharded_be, nullptr, ref_setup);
     val.reference_be = st::make_cpu_backend(st::Precision::fp32);
@@ -117,9 +118,10 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   }
 
   if (lead)
-    std::printf("# seqpar-train: %s, %s, world %d, backend %s, comm %s\n# model %s: %d layers, hidden %d, heads %d/%d kv, params %lld\n",
+    std::printf("# seqpar-train: %s, %s, world %d, backend %s, attention %s, comm %s\n# model %s: %d layers, hidden %d, heads %d/%d kv, params %lld\n",
                 seqpar::describe(plan).c_str(), st::mode_name(world.backend()).c_str(),
-                world.size(), o.run.backend.c_str(), o.run.comm.c_str(), cfg.name.c_str(),
+                world.size(), o.run.backend.c_str(), std::string(be.attention_engine()).c_str(), o.run.comm.c_str(),
+                cfg.name.c_str(),
                 cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads,
                 static_cast<long long>(cfg.total_params()));
   if (lead && !o.validate)
@@ -191,6 +193,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                   tps, tf, mfu.c_str(), static_cast<double>(be.memory().peak_bytes()) / (1 << 20),
                   i < o.warmup ? "  (warm-up)" : "");
   }
+  if (lead && !o.validate) std::printf("%s", st::parts_table(be.memory()).c_str());
   const double total_failures = proxy ? failures : st::sum_over(world, be, failures);
   const std::vector<double> peaks = st::gather_over(world, be, static_cast<double>(be.memory().peak_bytes()));
   if (o.validate && lead) {
@@ -212,13 +215,15 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                          {"ffn_hidden", cfg.ffn}, {"vocab", cfg.vocab},
                          {"tied_embeddings", cfg.tied_embeddings}, {"params", cfg.total_params()}};
     doc["config"] = {{"model", mc}, {"steps", o.steps}, {"warmup", o.warmup}, {"lr", o.lr},
-                     {"seed", o.run.seed}, {"backend", o.run.backend}, {"comm", o.run.comm},
+                     {"seed", o.run.seed}, {"backend", o.run.backend}, {"attention_engine", be.attention_engine()},
+                     {"comm", o.run.comm},
                      {"world_size", world.size()}, {"validate", o.validate}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
                      {"precision", o.precision},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::to_json(plan);
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,
                                                seqpar::to_string(plan.method), plan.sp, plan.seq_len)},
+                          {"attention_engine", be.attention_engine()},
                           {"losses", losses},
                           {"peak_memory_bytes", be.memory().peak_bytes()},
                           {"peak_memory_bytes_per_rank", peaks},
@@ -264,6 +269,7 @@ int main(int argc, char** argv) {
   Options o;
   o.model.add(app);
   o.run.add(app);
+  o.run.add_memory(app);
   app.add_option("--steps", o.steps, "training steps");
   app.add_option("--warmup", o.warmup, "steps left out of the timing");
   app.add_option("--lr", o.lr, "AdamW learning rate");

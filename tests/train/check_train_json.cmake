@@ -20,6 +20,12 @@ expect_eq("plan;method" "ring-zigzag")
 expect_eq("plan;sp" "2")
 expect_eq("plan;ring_degree" "2")
 expect_eq("plan;seq_len" "64")
+# The CPU back end has one attention, the reference: every result says which engine produced it.
+expect_eq("config;attention_engine" "reference")
+expect_eq("results;0;attention_engine" "reference")
+if(NOT out MATCHES "backend cpu, attention reference,")
+  message(FATAL_ERROR "the header line does not name the attention engine: ${out}")
+endif()
 foreach(key schema_version tool_version environment step_time_s tokens_per_s_per_gpu tflops_per_gpu
         peak_memory_bytes)
   string(JSON t ERROR_VARIABLE e TYPE "${doc}" ${key})

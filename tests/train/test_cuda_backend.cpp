@@ -1,7 +1,9 @@
 // The CUDA back end against the CPU back end: its cuBLAS GEMM in every transposition and one
 // training step (loss and gradients). The layer ops it calls are tested op by op against their CPU
-// references in tests/kernels/test_layer_ops_gpu.cpp. Skips, with the reason, without a CUDA build
-// or device.
+// references in tests/kernels/test_layer_ops_gpu.cpp. On the cuDNN attention engine (CudnnVsCpu):
+// the attention blocks of Ulysses and of a zigzag ring (full, causal diagonal, skipped, GQA), the
+// ring's backward from the merged output and LSE, and the training step. Skips, with the reason,
+// without a CUDA build, a device or (CudnnVsCpu) the cuDNN engine.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include "seqpar/comm/environment.hpp"
+#include "seqpar/kernels/attention_engine.hpp"
+#include "seqpar/kernels/block_mask.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
@@ -31,7 +35,7 @@ class CudaVsCpu : public ::testing::Test {
     if (!cuda_backend_built()) GTEST_SKIP() << "this build has no CUDA back end";
     std::string why;
     if (!comm::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-    gpu = make_cuda_backend(0);
+    gpu = make_cuda_backend(0, kernels::AttentionEngine::seqpar);
     cpu = make_cpu_backend();
   }
   Floats up(const std::vector<float>& h) {
@@ -69,7 +73,7 @@ TEST_F(CudaVsCpu, GemmEveryTransposition) {
     }
 }
 
-TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {
+void expect_step_matches(Backend& gpu, Backend& cpu) {
   TrainSetup s;
   s.model.layers = 2;
   s.model.hidden = 128;
@@ -79,7 +83,7 @@ TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {
   s.model.ffn = 256;
   s.model.vocab = 128;
   s.seq_len = 128;
-  Trainer tc(*cpu, nullptr, s), tg(*gpu, nullptr, s);
+  Trainer tc(cpu, nullptr, s), tg(gpu, nullptr, s);
   const StepResult rc = tc.compute_gradients(), rg = tg.compute_gradients();
   EXPECT_NEAR(rg.loss, rc.loss, 2e-3 * rc.loss);
   // bf16 attention and TF32 GEMMs: each gradient tensor agrees with the fp32 CPU step to about
@@ -89,6 +93,148 @@ TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {
   for (std::size_t i = 1; i < errors.size(); ++i)
     EXPECT_LT(errors[i], 3e-2) << "grad " << tg.model().tensors()[i - 1].name;
 }
+
+TEST_F(CudaVsCpu, TrainingStepMatchesTheCpuReference) {
+  ASSERT_EQ(gpu->attention_engine(), "seqpar");
+  expect_step_matches(*gpu, *cpu);
+}
+
+// The CUDA back end on the cuDNN engine. Blocks use 4 query heads over 2 KV heads (GQA) and head
+// dim 64; the CPU back end's fp32 reference runs the same block.
+class CudnnVsCpu : public CudaVsCpu {
+ protected:
+  void SetUp() override {
+    CudaVsCpu::SetUp();
+    if (IsSkipped()) return;
+    const kernels::EngineAvailability a = kernels::attention_engine_availability();
+    if (!a.cudnn) GTEST_SKIP() << "the cuDNN attention engine is unavailable: " << a.cudnn_why;
+    gpu = make_cuda_backend(0, kernels::AttentionEngine::cudnn);
+  }
+  static AttnShape block(int seq_q, int seq_k, std::int64_t q_offset, std::int64_t k_offset) {
+    AttnShape s;
+    s.seq_q = seq_q;
+    s.seq_k = seq_k;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.head_dim = 64;
+    s.causal = true;
+    s.q_offset = q_offset;
+    s.k_offset = k_offset;
+    return s;
+  }
+  static std::size_t lse_size(const AttnShape& s) { return static_cast<std::size_t>(s.batch) * s.heads * s.seq_q; }
+  struct Data {
+    std::vector<float> q, k, v;
+  };
+  static Data data(const AttnShape& s, std::uint64_t seed) {
+    return {randn(static_cast<std::size_t>(q_elems(s)), seed), randn(static_cast<std::size_t>(k_elems(s)), seed + 1),
+            randn(static_cast<std::size_t>(k_elems(s)), seed + 2)};
+  }
+  // Forward of one block on the GPU: o and lse.
+  std::pair<std::vector<float>, std::vector<float>> gpu_forward(const AttnShape& s, const Data& d) {
+    Floats q = up(d.q), k = up(d.k), v = up(d.v);
+    Floats o(*gpu, q_elems(s), MemCategory::working), lse(*gpu, static_cast<std::int64_t>(lse_size(s)),
+                                                          MemCategory::working);
+    gpu->attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+    return {down(o), down(lse)};
+  }
+  // Backward of one block from the given o and lse (the merged ones of a ring) on both back ends;
+  // expects dq, dk, dv to agree.
+  void expect_backward_matches(const AttnShape& s, const Data& d, const std::vector<float>& o,
+                               const std::vector<float>& lse, const std::vector<float>& dout, const char* what) {
+    std::vector<float> dq(d.q.size()), dk(d.k.size()), dv(d.v.size());
+    cpu->attention_backward(s, d.q.data(), d.k.data(), d.v.data(), o.data(), lse.data(), dout.data(), dq.data(),
+                            dk.data(), dv.data());
+    Floats gq = up(d.q), gk = up(d.k), gv = up(d.v), go = up(o), gl = up(lse), gdo = up(dout);
+    Floats gdq(*gpu, q_elems(s), MemCategory::working), gdk(*gpu, k_elems(s), MemCategory::working),
+        gdv(*gpu, k_elems(s), MemCategory::working);
+    gpu->attention_backward(s, gq.data(), gk.data(), gv.data(), go.data(), gl.data(), gdo.data(), gdq.data(),
+                            gdk.data(), gdv.data());
+    SCOPED_TRACE(what);
+    expect_close(down(gdq), dq, 3e-2, "dq");
+    expect_close(down(gdk), dk, 3e-2, "dk");
+    expect_close(down(gdv), dv, 3e-2, "dv");
+  }
+};
+
+TEST_F(CudnnVsCpu, RecordsTheEngine) { EXPECT_EQ(gpu->attention_engine(), "cudnn"); }
+
+// Ulysses: after the all-to-all each rank attends its heads over the whole sequence, one causal
+// block on the diagonal.
+TEST_F(CudnnVsCpu, UlyssesBlockMatchesTheCpuReference) {
+  const AttnShape s = block(96, 96, 0, 0);
+  ASSERT_EQ(kernels::classify_block_mask(s), kernels::BlockMask::causal_top);
+  const Data d = data(s, 11);
+  std::vector<float> o(d.q.size()), lse(lse_size(s));
+  cpu->attention_forward(s, d.q.data(), d.k.data(), d.v.data(), o.data(), lse.data());
+  const auto [go, glse] = gpu_forward(s, d);
+  expect_close(go, o, 2e-2, "o");
+  expect_close(glse, lse, 1e-2, "lse");
+  expect_backward_matches(s, d, o, lse, randn(d.q.size(), 14), "ulysses");
+}
+
+// A zigzag ring of 2 over 192 tokens (chunks of 48): rank 0 holds chunks 0 and 3, rank 1 chunks 1
+// and 2 (one merged segment at 48 of 96 tokens). Query chunk 3 sees chunk 0 and rank 1's segment
+// fully and itself causally; its blocks merge by LSE, and each block's backward takes the merged
+// output and LSE, as SpAttention runs them. Query chunk 0 against chunk 3 is skipped (no key seen).
+TEST_F(CudnnVsCpu, ZigzagRingBlocksMatchTheCpuReference) {
+  const AttnShape blocks[] = {block(48, 48, 144, 0), block(48, 96, 144, 48), block(48, 48, 144, 144)};
+  ASSERT_EQ(kernels::classify_block_mask(blocks[0]), kernels::BlockMask::full);
+  ASSERT_EQ(kernels::classify_block_mask(blocks[1]), kernels::BlockMask::full);
+  ASSERT_EQ(kernels::classify_block_mask(blocks[2]), kernels::BlockMask::causal_top);
+  const std::vector<float> q = randn(static_cast<std::size_t>(q_elems(blocks[0])), 21);
+  std::vector<Data> kv;
+  std::vector<float> o_cpu(q.size(), 0.f), lse_cpu(lse_size(blocks[0]), -INFINITY);
+  std::vector<float> o_gpu = o_cpu, lse_gpu = lse_cpu;
+  for (std::size_t b = 0; b < 3; ++b) {
+    const AttnShape& s = blocks[b];
+    Data d = data(s, 30 + 10 * b);
+    d.q = q;  // one query chunk against every key block
+    std::vector<float> o(q.size()), lse(lse_size(s));
+    cpu->attention_forward(s, d.q.data(), d.k.data(), d.v.data(), o.data(), lse.data());
+    const auto [go, glse] = gpu_forward(s, d);
+    SCOPED_TRACE(::testing::Message() << "block " << b);
+    expect_close(go, o, 2e-2, "o");
+    expect_close(glse, lse, 1e-2, "lse");
+    cpu->lse_merge(1, s.seq_q, s.heads, s.head_dim, o_cpu.data(), lse_cpu.data(), o.data(), lse.data());
+    Floats mo = up(o_gpu), ml = up(lse_gpu), po = up(go), pl = up(glse);
+    gpu->lse_merge(1, s.seq_q, s.heads, s.head_dim, mo.data(), ml.data(), po.data(), pl.data());
+    o_gpu = down(mo);
+    lse_gpu = down(ml);
+    kv.push_back(std::move(d));
+  }
+  expect_close(o_gpu, o_cpu, 2e-2, "merged o");
+  expect_close(lse_gpu, lse_cpu, 1e-2, "merged lse");
+  const std::vector<float> dout = randn(q.size(), 29);
+  for (std::size_t b = 0; b < 3; ++b)
+    expect_backward_matches(blocks[b], kv[b], o_cpu, lse_cpu, dout, b == 2 ? "diagonal block" : "full block");
+
+  // The skipped block: nothing seen, so o = 0, lse = -inf and no gradient.
+  const AttnShape none = block(48, 48, 0, 144);
+  ASSERT_EQ(kernels::classify_block_mask(none), kernels::BlockMask::none);
+  const Data d = data(none, 50);
+  const auto [go, glse] = gpu_forward(none, d);
+  for (float x : go) ASSERT_EQ(x, 0.f);
+  for (float x : glse) ASSERT_TRUE(std::isinf(x) && x < 0);
+  std::vector<float> zero_o(d.q.size(), 0.f), inf_lse(lse_size(none), -INFINITY);
+  expect_backward_matches(none, d, zero_o, inf_lse, dout, "skipped block");
+}
+
+// A block cut off its diagonal (no ring layout makes one: test_seq_layout.cpp) falls back to
+// seqpar's kernel on the cudnn engine and still matches the reference.
+TEST_F(CudnnVsCpu, GeneralBlockFallsBackAndMatches) {
+  const AttnShape s = block(48, 48, 10, 0);
+  ASSERT_EQ(kernels::classify_block_mask(s), kernels::BlockMask::general);
+  const Data d = data(s, 61);
+  std::vector<float> o(d.q.size()), lse(lse_size(s));
+  cpu->attention_forward(s, d.q.data(), d.k.data(), d.v.data(), o.data(), lse.data());
+  const auto [go, glse] = gpu_forward(s, d);
+  expect_close(go, o, 2e-2, "o");
+  expect_close(glse, lse, 1e-2, "lse");
+  expect_backward_matches(s, d, o, lse, randn(d.q.size(), 64), "general block");
+}
+
+TEST_F(CudnnVsCpu, TrainingStepMatchesTheCpuReference) { expect_step_matches(*gpu, *cpu); }
 
 }  // namespace
 }  // namespace seqpar::train

@@ -7,6 +7,7 @@
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/kernels/block_mask.hpp"
 #include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/trainer.hpp"
 
@@ -108,6 +109,40 @@ TEST(SyntheticData, LabelsCrossShardBoundaries) {
   EXPECT_EQ(unlabeled, 2);  // the last token of each sequence
   EXPECT_EQ(positions[0][3], 3);  // rank 0 holds chunk 0 (0-3) and chunk 7 (28-31)
   EXPECT_EQ(positions[0][4], 28);
+}
+
+// The cuDNN engine runs full, causal-aligned and empty blocks; the CUDA back end falls back to
+// seqpar's kernel for any other ("general"). Every block a ring step computes (the group's query
+// segments against each source group's key segments, skipping the causal future as SpAttention
+// does) must be one of the three, for contiguous and zigzag rings, hybrids and odd chunk counts.
+TEST(SeqLayout, RingBlocksAreNeverGeneral) {
+  int blocks = 0;
+  for (bool zigzag : {false, true})
+    for (int u : {1, 2})
+      for (int r : {1, 2, 3, 4, 8})
+        for (std::int64_t n : {std::int64_t{48} * u * r, std::int64_t{160} * u * r}) {
+          const SeqLayout l(n, u, r, zigzag);
+          for (int g = 0; g < r; ++g)
+            for (int src = 0; src < r; ++src)
+              for (const Segment& qs : l.group_segments(g))
+                for (const Segment& ks : l.group_segments(src)) {
+                  if (ks.pos > qs.pos + qs.len - 1) continue;  // skipped: entirely in the causal future
+                  ref::AttentionShape s;
+                  s.heads = s.kv_heads = 1;
+                  s.head_dim = 8;
+                  s.seq_q = qs.len;
+                  s.seq_k = ks.len;
+                  s.causal = true;
+                  s.q_offset = qs.pos;
+                  s.k_offset = ks.pos;
+                  const kernels::BlockMask m = kernels::classify_block_mask(s);
+                  EXPECT_NE(m, kernels::BlockMask::general)
+                      << "n " << n << " U" << u << "xR" << r << (zigzag ? " zigzag" : "") << ": group " << g
+                      << " segment at " << qs.pos << " against group " << src << " segment at " << ks.pos;
+                  ++blocks;
+                }
+        }
+  EXPECT_GT(blocks, 100);
 }
 
 }  // namespace

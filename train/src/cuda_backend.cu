@@ -8,12 +8,17 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/kernels/block_mask.hpp"
 #include "seqpar/kernels/cublas_check.hpp"
+#include "seqpar/kernels/cudnn_attention.hpp"
+#include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/flash_attention.cuh"
 #include "seqpar/kernels/layer_ops.cuh"
 #include "seqpar/kernels/lse_merge.cuh"
@@ -28,9 +33,12 @@ namespace layer_ops = kernels::layer_ops;
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) {
+  CudaBackend(int device, kernels::AttentionEngine engine) : engine_(engine) {
     if (device >= 0) SEQPAR_CUDA_CHECK(cudaSetDevice(device));
+    // On the device just chosen: the handle belongs to it.
+    if (engine_ == kernels::AttentionEngine::cudnn) cudnn_ = std::make_unique<kernels::CudnnAttention>();
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     SEQPAR_CUBLAS_CHECK(cublasCreate(&blas_));
     SEQPAR_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
     SEQPAR_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH));
@@ -38,15 +46,15 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     for (Slot& s : scratch_) deallocate(s.p, s.bytes, MemCategory::attention_buffers);
     cublasDestroy(blas_);
-    SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
   }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
+  std::string_view attention_engine() const override { return kernels::to_string(engine_); }
   bool on_gpu() const override { return true; }
-    cudaStreamDestroy(copy_stream_);
   Precision precision() const override { return Precision::bf16; }
   void set_precision(Precision p) override {
     if (p != Precision::bf16)
@@ -55,14 +63,6 @@ class CudaBackend final : public Backend {
   }
   void* compute_stream() override { return stream_; }
 
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    if (!bytes) return;
-    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  }
-  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
-    if (!bytes) return;
-    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   // Checkpoint offload on copy_stream_, overlapping the compute stream; pinned host memory
   // (raw_host_allocate) keeps the copies asynchronous.
   CopyEvent copy_async(void* dst, const void* src, std::size_t bytes, CopyDirection dir) override {
@@ -87,6 +87,14 @@ class CudaBackend final : public Backend {
     if (e) SEQPAR_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e.get())));
   }
 
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     // The host buffer may be a temporary: wait until it has been read.
     SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -138,9 +146,30 @@ class CudaBackend final : public Backend {
     layer_ops::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, stream_);
   }
 
+  // On the cudnn engine each block runs by its kind (kernels::classify_block_mask): full and causal
+  // blocks through cuDNN, a `none` block (no query sees a key) is written as its result without any
+  // attention (SpAttention skips those before they get here), and a `general` block (a causal cut
+  // off the block's diagonal) falls back to seqpar's kernel, which takes raw offsets. The
+  // ring/zigzag layouts never produce a `general` block: their segments are equal chunks, so a
+  // block is before, on or after the diagonal (tests/train/test_seq_layout.cpp checks every
+  // layout's blocks).
+  bool on_cudnn(const AttnShape& s, kernels::BlockMask* kind) const {
+    if (engine_ != kernels::AttentionEngine::cudnn) return false;
+    *kind = kernels::classify_block_mask(s);
+    return *kind != kernels::BlockMask::general;
+  }
+
   void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v, float* o,
                          float* lse) override {
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    kernels::BlockMask kind = kernels::BlockMask::general;
+    const bool cudnn = on_cudnn(s, &kind);
+    if (cudnn && kind == kernels::BlockMask::none) {
+      kernels::fill_value(DType::fp32, o, static_cast<std::size_t>(nq), 0.f, stream_);
+      kernels::fill_value(DType::fp32, lse, static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, -INFINITY,
+                          stream_);
+      return;
+    }
     auto* q16 = bf16(0, nq);
     auto* k16 = bf16(1, nk);
     auto* v16 = bf16(2, nk);
@@ -148,12 +177,26 @@ class CudaBackend final : public Backend {
     layer_ops::to_bf16(q16, q, nq, stream_);
     layer_ops::to_bf16(k16, k, nk, stream_);
     layer_ops::to_bf16(v16, v, nk, stream_);
-    kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
+    if (cudnn) {
+      // The workspace comes from the scratch slots (slot 8 is the backward's), charged to attention_buffers.
+      void* ws = slot(9, cudnn_->forward_workspace_bytes(s, DType::bf16));
+      cudnn_->forward(s, DType::bf16, q16, k16, v16, o16, lse, ws, stream_);
+    } else {
+      kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
+    }
     layer_ops::from_bf16(o, o16, nq, stream_);
   }
   void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v, const float* o,
                           const float* lse, const float* dout, float* dq, float* dk, float* dv) override {
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
+    kernels::BlockMask kind = kernels::BlockMask::general;
+    const bool cudnn = on_cudnn(s, &kind);
+    if (cudnn && kind == kernels::BlockMask::none) {
+      zero(dq, static_cast<std::size_t>(nq) * sizeof(float));
+      zero(dk, static_cast<std::size_t>(nk) * sizeof(float));
+      zero(dv, static_cast<std::size_t>(nk) * sizeof(float));
+      return;
+    }
     auto* q16 = bf16(0, nq);
     auto* k16 = bf16(1, nk);
     auto* v16 = bf16(2, nk);
@@ -167,9 +210,16 @@ class CudaBackend final : public Backend {
     layer_ops::to_bf16(v16, v, nk, stream_);
     layer_ops::to_bf16(o16, o, nq, stream_);
     layer_ops::to_bf16(do16, dout, nq, stream_);
-    void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(s));
-    kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
-                                      stream_);
+    // o and lse are what the caller passes: for a ring block the merged output and LSE of all
+    // blocks (SpAttention::backward), which both engines take (P = exp(scale q k^T - lse)).
+    if (cudnn) {
+      void* ws = slot(8, cudnn_->backward_workspace_bytes(s, DType::bf16));
+      cudnn_->backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws, stream_);
+    } else {
+      void* ws = slot(8, kernels::flash_attention_backward_workspace_bytes(s));
+      kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
+                                        stream_);
+    }
     layer_ops::from_bf16(dq, dq16, nq, stream_);
     layer_ops::from_bf16(dk, dk16, nk, stream_);
     layer_ops::from_bf16(dv, dv16, nk, stream_);
@@ -245,28 +295,6 @@ class CudaBackend final : public Backend {
     // Frees happen while work using other buffers may be queued; cudaFree synchronises the device.
     cudaFree(p);
   }
-
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
-  std::vector<Slot> scratch_;
-};
-
-}  // namespace
-
-bool cuda_backend_built() { return true; }
-
-std::unique_ptr<Backend> make_cuda_backend(int device) {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0)
-    throw Error(fmt::format("--backend cuda: no usable CUDA device ({})",
-                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices"));
-  if (device >= count)
-    throw Error(fmt::format("--backend cuda: device {} does not exist ({} devices)", device, count));
-  return std::make_unique<CudaBackend>(device);
-}
-
-}  // namespace seqpar::train
   void* raw_host_allocate(std::size_t bytes) override {
     void* p = nullptr;
     SEQPAR_CUDA_CHECK(cudaMallocHost(&p, bytes));
@@ -278,4 +306,31 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
     SEQPAR_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
+
+  kernels::AttentionEngine engine_;
+  std::unique_ptr<kernels::CudnnAttention> cudnn_;  // the cuDNN handle and plan cache (cudnn engine only)
+  cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;  // checkpoint offload copies
+  cublasHandle_t blas_ = nullptr;
+  std::vector<Slot> scratch_;
+};
+
+}  // namespace
+
+bool cuda_backend_built() { return true; }
+
+std::unique_ptr<Backend> make_cuda_backend(int device, std::optional<kernels::AttentionEngine> engine) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    throw Error(fmt::format("--backend cuda: no usable CUDA device ({})",
+                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices"));
+  if (device >= count)
+    throw Error(fmt::format("--backend cuda: device {} does not exist ({} devices)", device, count));
+  if (device >= 0) SEQPAR_CUDA_CHECK(cudaSetDevice(device));  // the availability is the device's
+  const kernels::AttentionEngine chosen =
+      kernels::choose_attention_engine(engine, kernels::attention_engine_availability(), "--attention");
+  return std::make_unique<CudaBackend>(device, chosen);
+}
+
+}  // namespace seqpar::train

@@ -16,6 +16,7 @@
 #include "seqpar/sim/validity.hpp"
 #include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/sp_attention.hpp"
+#include "seqpar/train/trainer.hpp"
 
 #ifdef SEQPAR_HAVE_MPI
 #include <mpi.h>
@@ -73,10 +74,20 @@ void RunOptions::add(CLI::App& app) {
   app.add_option("--gpus", gpus,
                  "ranks for --comm virtual|loopback (default: sp); mpi/nccl take the launcher's");
   app.add_option("--backend", backend, "cpu | cuda");
+  app.add_option("--attention", attention,
+                 "attention engine of --backend cuda: seqpar | cudnn (default: cudnn where available, else seqpar)");
   app.add_option("--comm", comm, "mpi | nccl | virtual | loopback");
   app.add_option("-J,--json", json_path, "write the measurement JSON to FILE");
   app.add_option("--seed", seed, "seed of the parameters and the synthetic data");
 }
+
+void RunOptions::add_memory(CLI::App& app) {
+  seqpar::add_memory_flags(&app, mem);
+  app.footer("Memory flags as in `seqpar simulate`; the step runs ZeRO 0 (plain data parallelism) and keeps the "
+             "optimizer on the device, so --zero other than 0 and --offload-optimizer are refused.");
+}
+
+seqpar::MemoryOptions RunOptions::memory() const { return mem.options_over(train_memory_default()); }
 
 seqpar::PlanFlags RunOptions::plan_flags() const {
   seqpar::PlanFlags f;
@@ -91,25 +102,39 @@ seqpar::PlanFlags RunOptions::plan_flags() const {
 seqpar::Plan RunOptions::plan(int world_size) const {
   // 8 GPUs per node: a hybrid without degrees keeps Ulysses within 8 ranks, as on a DGX.
   seqpar::Plan p = seqpar::plan_from_flags(plan_flags(), world_size, parse_count(seq_len, "--seq-len"), 8);
-  p.mem.zero = 0;  // plain data parallelism: gradients all-reduced, states replicated
-  p.mem.checkpoint = seqpar::Checkpoint::none;
+  p.mem = memory();  // ZeRO 0 unless --zero says otherwise (then refused below)
   std::vector<std::string> errors;
   if (!seqpar::check_plan_structure(p, errors)) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
     throw Error(all);
   }
+  check_train_memory(p.mem);  // what the step cannot run: --zero != 0, --offload-optimizer
   SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag());  // the step's own token layout
   return p;
+}
+
+std::optional<kernels::AttentionEngine> RunOptions::attention_engine() const {
+  if (attention.empty()) return std::nullopt;
+  const kernels::AttentionEngine e = kernels::parse_attention_engine(attention, "--attention");
+  if (backend == "cpu")
+    throw Error(fmt::format("--attention {} with --backend cpu: the CPU back end has one attention, the reference "
+                            "(results record \"attention_engine\": \"reference\"); the engines run on --backend cuda",
+                            attention));
+  return e;
 }
 
 std::string mode_name(comm::Backend b) {
   return to_string(comm::measurement_mode(b));
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& attention) {
+  RunOptions o;
+  o.backend = name;
+  o.attention = attention;
+  const std::optional<kernels::AttentionEngine> engine = o.attention_engine();
   if (name == "cpu") return make_cpu_backend();
-  if (name == "cuda") return make_cuda_backend(-1);
+  if (name == "cuda") return make_cuda_backend(-1, engine);
   throw Error(fmt::format("--backend '{}': must be cpu or cuda", name));
 }
 
@@ -134,7 +159,14 @@ void LaunchChecks::add(CLI::App& app) {
 }
 
 nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
-  return {{"--model", {{"name", cfg.name},
+  const seqpar::MemoryOptions m = o.memory();
+  return {{"--zero", m.zero},
+          {"--checkpoint", seqpar::to_string(m.checkpoint)},
+          {"--offload-checkpoints", m.offload_checkpoints},
+          {"--offload-optimizer", m.offload_optimizer},
+          {"--tiled-mlp", m.tiled_mlp},
+          {"--tiled-loss", m.tiled_loss},
+          {"--model", {{"name", cfg.name},
                        {"layers", cfg.layers},
                        {"hidden", cfg.hidden},
                        {"heads", cfg.heads},
@@ -151,6 +183,7 @@ nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
           {"--micro-batch", o.micro_batch},
           {"--gpus", o.gpus},
           {"--backend", o.backend},
+          {"--attention", o.attention},
           {"--comm", o.comm},
           {"--seed", o.seed}};
 }
@@ -163,6 +196,7 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
   if (!comm::backend_available(kind, &why))
     throw Error(fmt::format("--comm {}: not available: {}", o.comm, why));
   const bool on_gpu = o.backend == "cuda";
+  o.attention_engine();  // a bad --attention is reported before any rank starts
   if (kind == comm::Backend::nccl && !on_gpu)
     throw Error("--comm nccl needs --backend cuda (NCCL moves GPU buffers)");
   if ((kind == comm::Backend::mpi) && on_gpu)
@@ -180,7 +214,7 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
     }
     int rc = run_guarded("seqpar", session.world_rank(), [&] {
       auto world = kind == comm::Backend::mpi ? comm::make_mpi_world() : comm::make_nccl_world();
-      auto be = make_backend(o.backend);
+      auto be = make_backend(o.backend, o.attention);
       return body(*world, *be);
     });
 #ifdef SEQPAR_HAVE_MPI
@@ -192,7 +226,7 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
   if (kind == comm::Backend::loopback) {
     auto world = comm::make_loopback(world_size, 0, on_gpu);
     return run_guarded("seqpar", 0, [&] {
-      auto be = make_backend(o.backend);
+      auto be = make_backend(o.backend, o.attention);
       return body(*world, *be);
     });
   }
@@ -202,7 +236,7 @@ int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
   for (int r = 0; r < world_size; ++r)
     threads.emplace_back([&, r] {
       rcs[static_cast<std::size_t>(r)] = run_guarded("seqpar", r, [&] {
-        auto be = make_backend(o.backend);
+        auto be = make_backend(o.backend, o.attention);
         return body(*comms[static_cast<std::size_t>(r)], *be);
       });
     });

@@ -6,7 +6,7 @@ namespace seqpar::train {
 
 bool cuda_backend_built() { return false; }
 
-std::unique_ptr<Backend> make_cuda_backend(int) {
+std::unique_ptr<Backend> make_cuda_backend(int, std::optional<kernels::AttentionEngine>) {
   throw Error("--backend cuda: this build has no CUDA back end (configure with nvcc available)");
 }
 

@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <utility>
 
+#include "seqpar/kernels/attention_engine.hpp"
 #include "seqpar/kernels/attention_ref.hpp"
 #include "seqpar/train/memory.hpp"
 #include "seqpar/train/precision.hpp"
@@ -34,6 +36,10 @@ class Backend {
   // end's flash kernels are bf16 only, so it refuses fp32 with seqpar::Error.
   virtual Precision precision() const = 0;
   virtual void set_precision(Precision p) = 0;
+  // The engine attention_forward/backward run on, as results record it ("attention_engine"): the
+  // CPU back end has one attention, the reference; the CUDA back end runs seqpar or cudnn
+  // (kernels/attention_engine.hpp).
+  virtual std::string_view attention_engine() const { return "reference"; }
 
   MemoryTracker& memory() { return memory_; }
   // Counting allocation: every buffer of the step goes through here. Running out of memory is a
@@ -47,12 +53,6 @@ class Backend {
   virtual void zero(void* p, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
 
-  // Ring overlap: communication runs on its own stream on the GPU; these order the two.
-  // On the CPU the communicator's non-blocking calls give the overlap and these do nothing.
-  virtual void* compute_stream() { return nullptr; }
-  virtual void* comm_stream() { return nullptr; }
-  virtual void comm_waits_for_compute() {}
-  virtual void compute_waits_for_comm() {}
   // Checkpoint offload (ALST): copies between device memory and host memory from a
   // MemCategory::host_offload allocation (pinned on CUDA) on a copy stream of their own, so they
   // overlap compute. A device-to-host copy first waits for the compute work queued so far (which
@@ -65,6 +65,12 @@ class Backend {
   // The host waits for the copy: then its source may be freed or its host destination read.
   virtual void host_waits_for(const CopyEvent& e) = 0;
 
+  // Ring overlap: communication runs on its own stream on the GPU; these order the two.
+  // On the CPU the communicator's non-blocking calls give the overlap and these do nothing.
+  virtual void* compute_stream() { return nullptr; }
+  virtual void* comm_stream() { return nullptr; }
+  virtual void comm_waits_for_compute() {}
+  virtual void compute_waits_for_comm() {}
 
   // Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(A) = A^T when trans_a
   // (A stored [k,m]), likewise B (stored [n,k]).
@@ -136,17 +142,20 @@ class Backend {
  private:
   virtual void* raw_allocate(std::size_t bytes) = 0;
   virtual void raw_free(void* p) noexcept = 0;
+  // Host memory for MemCategory::host_offload (pinned on CUDA, so copies run asynchronously).
+  virtual void* raw_host_allocate(std::size_t bytes) = 0;
+  virtual void raw_host_free(void* p) noexcept = 0;
   MemoryTracker memory_;
 };
 
 // fp32: plain fp32 everywhere (the validation reference); bf16: attention rounds its inputs and
 // outputs to bf16 where the CUDA back end's kernels do.
 std::unique_ptr<Backend> make_cpu_backend(Precision p = Precision::fp32);
-  // Host memory for MemCategory::host_offload (pinned on CUDA, so copies run asynchronously).
-  virtual void* raw_host_allocate(std::size_t bytes) = 0;
-  virtual void raw_host_free(void* p) noexcept = 0;
 // CUDA builds only; throws seqpar::Error when no device is usable or CUDA is not built in.
-std::unique_ptr<Backend> make_cuda_backend(int device);
+// `engine`: the attention engine (nullopt: cudnn where available, else seqpar); cudnn where it is
+// absent throws naming why.
+std::unique_ptr<Backend> make_cuda_backend(int device,
+                                           std::optional<kernels::AttentionEngine> engine = std::nullopt);
 bool cuda_backend_built();
 
 // A typed buffer owned through a back end's counting allocator.
@@ -174,15 +183,6 @@ class Array {
 
   T* data() { return p_; }
   const T* data() const { return p_; }
-  std::int64_t size() const { return n_; }
-  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
-  void reset() noexcept {
-    if (p_) be_->deallocate(p_, n_ * static_cast<std::int64_t>(sizeof(T)), cat_);
-    p_ = nullptr;
-    n_ = 0;
-  }
-
- private:
   // Charges this buffer to another device category (the same memory, no copy): a layer input
   // that full checkpointing keeps becomes a checkpoint.
   void recharge(MemCategory c) {
@@ -192,6 +192,15 @@ class Array {
     }
     cat_ = c;
   }
+  std::int64_t size() const { return n_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
+  void reset() noexcept {
+    if (p_) be_->deallocate(p_, n_ * static_cast<std::int64_t>(sizeof(T)), cat_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
   Backend* be_ = nullptr;
   std::int64_t n_ = 0;
   MemCategory cat_ = MemCategory::working;

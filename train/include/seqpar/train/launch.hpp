@@ -10,6 +10,7 @@
 #include <string>
 
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/core/memory_flags.hpp"
 #include "seqpar/core/plan.hpp"
 #include "seqpar/train/backend.hpp"
 #include "seqpar/train/model_config.hpp"
@@ -32,15 +33,27 @@ struct RunOptions {
   int sp = 1, ulysses_degree = 0, ring_degree = 0, micro_batch = 1, gpus = 0;
   bool sp_given = false, ulysses_given = false, ring_given = false;
   std::string backend = "cpu";
+  // --attention as given (empty: the default, cudnn where available on --backend cuda). The CPU
+  // back end has one attention, the reference, and takes no --attention.
+  std::string attention;
   std::string comm = "mpi";
   std::string json_path;
   std::uint64_t seed = 1234;
+  // The memory flags of `seqpar simulate` (seqpar-train registers them with add_memory; a program
+  // that does not runs the plain step).
+  seqpar::MemoryFlags mem;
   void add(CLI::App& app);
+  void add_memory(CLI::App& app);
+  // The memory options of the step: the flags given over train_memory_default() (ZeRO 0).
+  seqpar::MemoryOptions memory() const;
   // The flags as seqpar::PlanFlags (nullopt where not given).
   seqpar::PlanFlags plan_flags() const;
   // The plan these options name over world_size ranks: seqpar::plan_from_flags, checked by
   // seqpar::check_plan_structure and the token layout. Throws seqpar::Error on bad input.
   seqpar::Plan plan(int world_size) const;
+  // The engine --attention asks for (nullopt: the back end's default). Throws seqpar::Error on an
+  // unknown engine, and on any --attention with --backend cpu.
+  std::optional<kernels::AttentionEngine> attention_engine() const;
 };
 
 // "real-ranks", "virtual-ranks" or "single-rank-proxy" for a communicator back end.
@@ -71,7 +84,8 @@ using RankBody = std::function<int(comm::Communicator& world, Backend& be)>;
 int launch_ranks(int* argc, char*** argv, const RunOptions& o, int world_size,
                  const LaunchChecks& checks, const RankBody& body);
 
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// The back end `name` (cpu | cuda); the CUDA one on the engine `attention` names (RunOptions::attention).
+std::unique_ptr<Backend> make_backend(const std::string& name, const std::string& attention = "");
 
 // run_info + {"kind": "measurement", "program", "mode", "device", "environment"}.
 nlohmann::json measurement_document(int argc, const char* const* argv, const std::string& program,

@@ -1,0 +1,27 @@
+# Runs seqpar-bench-layer on virtual ranks with -J and checks that the header line, the config and
+# every result row name the attention engine (the CPU back end's: the reference).
+execute_process(COMMAND ${PROGRAM} --comm virtual --sp 2 --seq-len 32 --reps 1 --methods ulysses,ring-zigzag
+                        -J ${OUT}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "seqpar-bench-layer failed (${rc}): ${out} ${err}")
+endif()
+if(NOT out MATCHES "backend cpu, attention reference\n")
+  message(FATAL_ERROR "the header line does not name the attention engine: ${out}")
+endif()
+file(READ ${OUT} doc)
+string(JSON engine GET "${doc}" config attention_engine)
+if(NOT engine STREQUAL "reference")
+  message(FATAL_ERROR "config;attention_engine: expected 'reference', got '${engine}'")
+endif()
+string(JSON n LENGTH "${doc}" results)
+if(n EQUAL 0)
+  message(FATAL_ERROR "no results")
+endif()
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON engine GET "${doc}" results ${i} attention_engine)
+  if(NOT engine STREQUAL "reference")
+    message(FATAL_ERROR "results;${i};attention_engine: expected 'reference', got '${engine}'")
+  endif()
+endforeach()
