@@ -39,6 +39,28 @@ void print_rows(const seqpar::reports::CalibrationResult& r) {
   std::cout << fmt::format("  largest |residual|: {:.2f}%\n", r.max_abs_residual * 100);
 }
 
+// Each training step beside the profile's prediction and the leave-one-out prediction (the terms
+// fitted without that step): the second is how far the profile can be trusted on unseen steps.
+void print_steps(const seqpar::reports::CalibrationResult& r) {
+  if (r.steps.empty()) return;
+  auto pct = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : fmt::format("{:+.2f}%", v.get<double>() * 100); };
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::size_t w = 4;
+  for (const auto& row : r.steps) w = std::max(w, row["name"].get<std::string>().size());
+  std::cout << fmt::format("steps (measured, fitted prediction, leave-one-out error):\n  {:<{}}  {:>9}  {:>10}  {:>10}  {:>9}  "
+                           "{:>10}  {:>10}  {:>9}\n", "name", w, "seq_len", "time s", "predicted", "LOO err",
+                           "peak GiB", "predicted", "LOO err");
+  for (const auto& row : r.steps)
+    std::cout << fmt::format("  {:<{}}  {:>9}  {:>10.4f}  {:>10.4f}  {:>9}  {:>10.2f}  {:>10.2f}  {:>9}\n",
+                             row["name"].get<std::string>(), w, row["seq_len"].get<std::int64_t>(),
+                             row["measured_step_time_s"].get<double>(), row["predicted_step_time_s"].get<double>(),
+                             pct(row["loo_time_error"]), row["measured_peak_memory_bytes"].get<double>() / kGiB,
+                             row["predicted_peak_memory_bytes"].get<double>() / kGiB, pct(row["loo_memory_error"]));
+  if (r.steps.size() >= 2)
+    std::cout << fmt::format("  largest leave-one-out error: time {:.2f}%, peak memory {:.2f}%\n",
+                             r.max_abs_loo_time_error * 100, r.max_abs_loo_memory_error * 100);
+}
+
 }  // namespace
 
 void add_calibrate_command(CLI::App& app) {
@@ -47,7 +69,9 @@ void add_calibrate_command(CLI::App& app) {
       "calibrate",
       "Fit a hardware profile from measurement JSON: link bandwidth and latency (seqpar-bench-comm, real ranks), "
       "attention and GEMM efficiency curves against shape (seqpar-bench-attention: one curve per direction, head dim "
-      "and mask; seqpar-bench-gemm: rows with op gemm, m, n, k). Writes a system preset usable as --system "
+      "and mask; seqpar-bench-gemm: rows with op gemm, m, n, k), and framework terms from measured training steps "
+      "(seqpar-train's JSON or the README's minimal step format: memory-bound efficiency, per-step overhead, memory "
+      "reserve and per-token memory, with each step's leave-one-out error). Writes a system preset usable as --system "
       "PROFILE.json and prints each fitted row beside the profile's prediction; figures it cannot fit come from "
       "--base-system");
   cmd->add_option("files", args->files, "measurement JSON files (or sweep collections)")->required();
@@ -77,6 +101,7 @@ void add_calibrate_command(CLI::App& app) {
                              r.profile["calibration"]["base_system"].get<std::string>(), args->out);
     for (const auto& line : r.fitted) std::cout << "  " << line << "\n";
     print_rows(r);
+    print_steps(r);
     if (!r.notes.empty()) std::cout << "notes:\n";
     for (const auto& line : r.notes) std::cout << "  " << line << "\n";
   });

@@ -146,6 +146,40 @@ with tempfile.TemporaryDirectory() as tmp:
               "simulate --system <calibrated H100 profile>", r)
     r = run("calibrate", base, "--out", prof, "--base-system", "no-such-system")
     check(r.returncode == 2 and "no-such-system" in r.stderr, "calibrate names an unknown base", r)
+    # calibrate from training steps (minimal format): steps of a "framework" that is the simulator
+    # plus 50 ms per step and 2 GiB of memory; the profile recovers both and predicts a fourth length.
+    def simulated(seq):
+        r = run("simulate", "--model", "llama3-8b", "--gpus", "1", "--sp", "1", "--seq-len", str(seq), "--json")
+        check(r.returncode == 0, f"simulate a step at {seq}", r)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+    steps = []
+    for seq in (4096, 8192, 16384):
+        s = simulated(seq)
+        if s:
+            steps.append(write(f"step{seq}.json", {"model": "llama3-8b", "plan": s["plan"], "gpu_name": "NVIDIA H100 80GB HBM3",
+                                                  "step_time_s": s["step_time_s"] + 0.05,
+                                                  "peak_memory_bytes": s["peak_memory_bytes"] + 2 * 1024**3}))
+    step_prof = os.path.join(tmp, "steps_profile.json")
+    r = run("calibrate", *steps, "--out", step_prof)
+    check(r.returncode == 0 and "steps (measured" in r.stdout and "largest leave-one-out error" in r.stdout,
+          "calibrate from training steps prints each step with its leave-one-out error", r)
+    if r.returncode == 0:
+        p = json.load(open(step_prof))
+        fw = p["framework"]
+        check(abs(fw["step_overhead_s"] - 0.05) < 0.002 and abs(fw["reserve_bytes"] / 2**31 - 1) < 0.01,
+              f"calibrate recovers the steps' overhead and reserve: {fw}")
+        check(len(p["calibration"]["steps"]) == 3 and all(abs(s["loo_time_error"]) < 0.01 for s in p["calibration"]["steps"]),
+              "calibration.steps: one row per step, each predicted when left out")
+        truth = simulated(32768)
+        r = run("simulate", "--system", step_prof, "--model", "llama3-8b", "--gpus", "1", "--sp", "1", "--seq-len", "32768",
+                "--json")
+        check(r.returncode == 0 and truth and abs(json.loads(r.stdout)["step_time_s"] / (truth["step_time_s"] + 0.05) - 1) < 0.01,
+              "simulate --system <step-calibrated profile> adds the framework's overhead", r)
+    bad_step = write("bad_step.json", {"model": "llama3-8b", "plan": {"method": "ulysses", "gpus": 1, "seq_len": 4096, "sp": 1},
+                                       "step_time_s": 1.0})
+    r = run("calibrate", bad_step, "--base-system", "dgx-h100", "--out", os.path.join(tmp, "p9.json"))
+    check(r.returncode == 2 and "bad_step.json" in r.stderr and "peak_memory_bytes" in r.stderr,
+          "calibrate names a step file without peak_memory_bytes", r)
 
     # JSON-library failures on user input (issue 12) are errors naming the file, never aborts.
     gbench = write("gbench.json", {"context": {"date": "x"}, "benchmarks": [1]})
