@@ -7,8 +7,10 @@
 #include <memory>
 
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
+#include "table.hpp"
 
 namespace seqpar::cli {
 
@@ -20,6 +22,27 @@ struct ReportArgs {
   bool no_plots = false;
   bool json = false;
 };
+
+// seqpar-train beside bench_torch_step, printed as well as written: the figure issue 15 asks for.
+std::string peer_table(const nlohmann::json& rows) {
+  auto cell = [](const nlohmann::json& side, const char* key, auto format) -> std::string {
+    return side.is_object() && side[key].is_number() ? format(side[key].get<double>()) : "-";
+  };
+  auto ratio = [](const nlohmann::json& r, const char* key) -> std::string {
+    return r[key].is_number() ? fmt::format("{:.2f}", r[key].get<double>()) : "-";
+  };
+  Table t({"model", "plan", "seq", "seqpar step", "torch step", "ratio", "seqpar TFLOP/s", "torch TFLOP/s", "ratio",
+           "seqpar GiB", "torch GiB", "ratio"});
+  auto tflops = [](double v) { return fmt::format("{:.1f}", v); };
+  for (const auto& r : rows)
+    t.add({r["model"].get<std::string>(), r["plan_label"].get<std::string>(),
+           seqpar::format_count(static_cast<std::int64_t>(r["seq_len"].get<double>())), cell(r["seqpar"], "step_time_s", seconds),
+           cell(r["pytorch"], "step_time_s", seconds), ratio(r, "step_time_ratio"),
+           cell(r["seqpar"], "tflops_per_gpu", tflops), cell(r["pytorch"], "tflops_per_gpu", tflops),
+           ratio(r, "tflops_ratio"), cell(r["seqpar"], "peak_memory_bytes", gib),
+           cell(r["pytorch"], "peak_memory_bytes", gib), ratio(r, "peak_memory_ratio")});
+  return "seqpar-train against PyTorch (ratios seqpar / PyTorch; '-': no such measurement in the inputs)\n" + t.str();
+}
 
 }  // namespace
 
@@ -47,12 +70,14 @@ void add_report_command(CLI::App& app) {
     for (const auto& w : out.warnings) std::cerr << "warning: " << w << "\n";
     if (args->json) {
       nlohmann::json j = {{"markdown", out.markdown_path}, {"html", out.html_path}, {"data", out.data_path},
-                          {"images", out.images}, {"warnings", out.warnings}};
+                          {"images", out.images}, {"warnings", out.warnings},
+                          {"peer_comparisons", out.peer_comparisons}};
       std::cout << dump_json(j) << "\n";
       return;
     }
     std::cout << fmt::format("wrote {}\n      {}\n      {}\n      {} plots\n", out.markdown_path, out.html_path,
                              out.data_path, out.images.size());
+    if (!out.peer_comparisons.empty()) std::cout << peer_table(out.peer_comparisons);
   });
 }
 

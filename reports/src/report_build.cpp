@@ -459,6 +459,48 @@ Section benchmarks_section(const json& data) {
 
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
+// seqpar-train beside its PyTorch peer (peer_comparison.hpp): one row per pair, and one per run
+// that has no peer in the inputs, so a missing measurement shows instead of vanishing.
+Section peer_section(const json& data) {
+  Section peer;
+  peer.title = "seqpar-train against PyTorch";
+  const json& rows = data["peer_comparisons"];
+  if (rows.empty()) {
+    peer.paragraph("No seqpar-train or bench_torch_step measurement in the inputs: no side-by-side.");
+    return peer;
+  }
+  auto side = [](const json& r, const char* key, auto format) -> std::string {
+    return r.is_object() && r[key].is_number() ? format(r[key].get<double>()) : "-";
+  };
+  auto ratio = [](const json& r, const char* key) -> std::string {
+    return r[key].is_number() ? fmt::format("{:.2f}", r[key].get<double>()) : "-";
+  };
+  auto source = [](const json& r) -> std::string { return r.is_object() ? r["source"].get<std::string>() : "-"; };
+  Table t{{"model", "plan", "seq", "GPU", "seqpar step", "PyTorch step", "step ratio", "seqpar TFLOP/s",
+           "PyTorch TFLOP/s", "TFLOP/s ratio", "seqpar peak", "PyTorch peak", "memory ratio", "seqpar source",
+           "PyTorch source"}, {}};
+  int unmatched = 0;
+  for (const auto& r : rows) {
+    const json &sq = r["seqpar"], &pt = r["pytorch"];
+    if (sq.is_null() || pt.is_null()) ++unmatched;
+    t.rows.push_back({r["model"], r["plan_label"], fmt_seq(num(r, "seq_len")), dash_if_empty(str(r, "gpu")),
+                      side(sq, "step_time_s", fmt_seconds), side(pt, "step_time_s", fmt_seconds), ratio(r, "step_time_ratio"),
+                      side(sq, "tflops_per_gpu", fmt_rate), side(pt, "tflops_per_gpu", fmt_rate), ratio(r, "tflops_ratio"),
+                      side(sq, "peak_memory_bytes", fmt_gib), side(pt, "peak_memory_bytes", fmt_gib),
+                      ratio(r, "peak_memory_ratio"), source(sq), source(pt)});
+  }
+  peer.add_table(t);
+  peer.paragraph("Ratios are seqpar / PyTorch (scripts/bench_torch_step.py: the same model, bf16 autocast, fused AdamW, "
+                 "SDPA): a step ratio or memory ratio below 1 and a TFLOP/s ratio above 1 favour seqpar. Both count "
+                 "TFLOP/s by seqpar's convention (no recomputation); PyTorch's peak is its allocator's maximum allocated.");
+  if (unmatched > 0)
+    peer.paragraph(fmt::format("{} run(s) above have no measurement of the other program with the same model shape, plan "
+                               "(checkpointing included), sequence length and GPU: '-' marks the missing side.",
+                               unmatched));
+  return peer;
+}
+
+
 Section sources_section(const json& data) {
   Section src;
   src.title = "Sources";
@@ -492,6 +534,7 @@ Document build_document(const json& data, const json& figures, const std::set<st
   doc.sections.push_back(figure_section("The same model on NVLink, PCIe and multi-node InfiniBand", figures, drawn, "systems",
                                         "The inputs hold each model on one system only (same GPU count): no side-by-side comparison."));
   doc.sections.push_back(validation_section(data, figures, drawn));
+  doc.sections.push_back(peer_section(data));
   doc.sections.push_back(benchmarks_section(data));
   doc.sections.push_back(sources_section(data));
   return doc;
@@ -534,6 +577,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   for (auto& [k, v] : data.items()) doc[k] = v;
   doc["figures"] = figures;
   ReportOutput out;
+  out.peer_comparisons = data["peer_comparisons"];
   fs::path dir(opt.out_dir);
   out.data_path = (dir / "report-data.json").string();
   write_file(out.data_path, dump_json(doc) + "\n");

@@ -5,6 +5,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/peer_comparison.hpp"
 #include "seqpar/reports/samples.hpp"
 #include "seqpar/core/plan.hpp"
 
@@ -73,6 +74,8 @@ bool same_gpu(const std::string& reported, const std::string& preset) {
 struct Gatherer {
   json data = {{"sources", json::array()}, {"points", json::array()}, {"best", json::array()},
                {"comparisons", json::array()}, {"benchmarks", json::array()}};
+  // seqpar-train and bench_torch_step steps, paired after every input is read (pair_peer_steps).
+  json peer_steps = json::array();
 
   std::string add_source(const json& doc, const std::string& file, const std::string& kind) {
     std::string id = fmt::format("S{}", data["sources"].size() + 1);
@@ -183,6 +186,7 @@ struct Gatherer {
       const json& r = results[i];
       std::string name = require_string(r, "name", w);
       double time_s = require_number(r, "time_s", w);
+      if (is_peer_step_program(program)) peer_steps.push_back(peer_step_record(doc, r, w, src));
       if (r.contains("plan") && r["plan"].is_object()) {
         // A training step: a point beside the simulator's, same plan fields.
         const json& plan = r["plan"];
@@ -312,6 +316,7 @@ json gather_report_data(const std::vector<InputDocument>& inputs) {
   Gatherer g;
   for (const auto& in : inputs) g.add(in.doc, in.file, in.file);
   g.pair_up();
+  g.data["peer_comparisons"] = pair_peer_steps(g.peer_steps);
   return g.data;
 }
 

@@ -23,6 +23,8 @@ struct ReportOutput {
   std::string markdown_path, html_path, data_path;
   std::vector<std::string> images;    // PNG files written
   std::vector<std::string> warnings;  // plots that could not be drawn, and why
+  // seqpar-train beside bench_torch_step (report-data.json's "peer_comparisons"), for the command's own output.
+  nlohmann::json peer_comparisons = nlohmann::json::array();
 };
 
 // The figures to draw for this data (type, drawer, file, title, and the series to plot); each kind

@@ -10,7 +10,8 @@
 
 namespace seqpar::reports {
 
-// {"sources": [...], "points": [...], "best": [...], "comparisons": [...], "benchmarks": [...]}
+// {"sources": [...], "points": [...], "best": [...], "comparisons": [...], "benchmarks": [...],
+//  "peer_comparisons": [...] (seqpar-train beside bench_torch_step: peer_comparison.hpp)}
 // Sources get ids S1, S2, ... and every other entry names its source id. Throws seqpar::Error
 // naming the file and field for malformed input.
 nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs);
