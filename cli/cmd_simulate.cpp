@@ -6,6 +6,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/step_trace.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -68,6 +69,7 @@ void add_simulate_command(CLI::App& app) {
     MemoryFlags mem;
     int gpus = 8;
     std::string seq_len;
+    std::string trace;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("simulate", "One plan -> time breakdown, throughput, memory breakdown, fits or not");
@@ -76,12 +78,17 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);
+  cmd->add_option("--trace", o->trace,
+                  "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common.system);
       const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       const sim::Result r = sim::simulate(m, s, p);
+      if (!o->trace.empty() && r.valid)
+        trace::write_file(sim::step_trace(r, 0, fmt::format("predicted: {} (seqpar simulate)", seqpar::describe(p))),
+                          o->trace);
       if (o->common.json) {
         nlohmann::json j = document("seqpar simulate");
         j.update(sim::to_json(m, s, r));

@@ -42,6 +42,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
     const double qkv = collective_time(s, Collective::all_to_all, a.qkv_a2a_bytes, pu);
     const double o = collective_time(s, Collective::all_to_all, a.o_a2a_bytes, pu);
     a2a_fwd = qkv + o;  // q,k,v in; output back
+    c.a2a_qkv_s = qkv;
+    c.a2a_o_s = o;
     a2a_bwd = o + qkv;  // dO in; dq,dk,dv back
   }
 
@@ -54,6 +56,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
     c.fwd_s = c.fwd_kernel_s + a2a_fwd;
     c.bwd_s = c.bwd_kernel_s + a2a_bwd;
     c.fwd_comm_s = a2a_fwd;
+    c.step0_fwd_s = c.fwd_kernel_s;
+    c.step0_bwd_s = c.bwd_kernel_s;
     c.bwd_comm_s = a2a_bwd;
     return c;
   }
@@ -85,6 +89,12 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // the dK,dV make one more hop home, exposed.
   c.bwd_s = a2a_bwd + std::max(step0_b, 2 * hop) + (steps_after0 - 1) * std::max(step_b, 2 * hop) + step_b + hop;
   c.bwd_comm_s = a2a_bwd + steps_after0 * 2 * hop + hop;
+  c.ring_steps = R;
+  c.hop_s = hop;
+  c.step0_fwd_s = step0_f;
+  c.step_fwd_s = step_f;
+  c.step0_bwd_s = step0_b;
+  c.step_bwd_s = step_b;
   return c;
 }
 

@@ -23,6 +23,7 @@ constexpr double kAdamBytesPerParam = 28.0;
 
 struct DataParallelCost {
   double total = 0, exposed = 0;
+  double in_fwd = 0, in_bwd = 0, after = 0, in_fwd_exposed = 0, in_bwd_exposed = 0;
 };
 
 // Gradient and parameter traffic over the data x sequence parallel group, on its own stream,
@@ -46,7 +47,12 @@ DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan&
       break;
   }
   c.total = in_fwd + in_bwd + after;
-  c.exposed = std::max(0.0, in_fwd - fwd * hide) + std::max(0.0, in_bwd - bwd * hide) + after;
+  c.in_fwd = in_fwd;
+  c.in_bwd = in_bwd;
+  c.after = after;
+  c.in_fwd_exposed = std::max(0.0, in_fwd - fwd * hide);
+  c.in_bwd_exposed = std::max(0.0, in_bwd - bwd * hide);
+  c.exposed = c.in_fwd_exposed + c.in_bwd_exposed + after;
   return c;
 }
 
@@ -113,6 +119,39 @@ void check_numbers(Result& r) {
   }
 }
 
+// The per-phase figures the step time was added up from (simulate.hpp: Result::figures).
+struct LayerCosts {
+  double gemm_f, gemm_b, elem_f;
+  AttentionCost at;
+  double head_f, head_b, loss_recompute;
+};
+void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& c, const DataParallelCost& dpc) {
+  const TimeBreakdown& t = r.time;
+  StepFigures& f = r.figures;
+  const double L = m.layers;
+  f.layers = m.layers;
+  f.gemm_fwd_s = c.gemm_f;
+  f.gemm_bwd_s = c.gemm_b;
+  f.elementwise_fwd_s = c.elem_f;
+  f.elementwise_bwd_s = 2 * c.elem_f;  // as in TimeBreakdown::elementwise
+  f.attention = c.at;
+  f.full_recompute = p.mem.checkpoint == Checkpoint::full;
+  f.head_fwd_s = c.head_f;
+  f.head_bwd_s = c.head_b;
+  f.loss_recompute_s = c.loss_recompute;
+  // t.recompute holds L layers' recomputation (the whole forward under full checkpointing, which
+  // full_recompute lays out) and the loss's once.
+  if (!f.full_recompute) f.layer_recompute_s = (t.recompute - c.loss_recompute) / L;
+  f.dp_fwd_s = dpc.in_fwd;
+  f.dp_bwd_s = dpc.in_bwd;
+  f.dp_after_s = dpc.after;
+  f.dp_fwd_exposed_s = dpc.in_fwd_exposed;
+  f.dp_bwd_exposed_s = dpc.in_bwd_exposed;
+  // (the offload figures are recorded where simulate() computes them)
+  f.optimizer_s = t.optimizer;
+  f.unattributed_s = std::max(0.0, r.step_time_s - (t.compute + t.exposed_comm + t.optimizer + t.exposed_offload));
+}
+
 }  // namespace
 
 Result simulate(const Model& m, const System& s, const Plan& p) {
@@ -151,7 +190,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     if (p.mem.tiled_mlp)
       t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T), tile, int(3 * tiles + 0.5));
   }
-  if (p.mem.tiled_loss) t.recompute += gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5));
+  const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5)) : 0.0;
+  t.recompute += loss_recompute;
 
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
@@ -177,7 +217,10 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     const double bytes = L * stored_bytes_per_token(m, p, Checkpoint::full) * T;
     const double one_way = bytes / g.pcie_bytes_per_s;
     t.offload = 2 * one_way;
-    t.exposed_offload = std::max(0.0, one_way - t.forward) + std::max(0.0, one_way - t.backward);
+    r.figures.offload_one_way_s = one_way;
+    r.figures.offload_fwd_exposed_s = std::max(0.0, one_way - t.forward);
+    r.figures.offload_bwd_exposed_s = std::max(0.0, one_way - t.backward);
+    t.exposed_offload = r.figures.offload_fwd_exposed_s + r.figures.offload_bwd_exposed_s;
   }
 
   // A calibrated profile's fixed per-step framework overhead (0 otherwise: framework_terms.hpp).
@@ -190,6 +233,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b, loss_recompute}, dpc);
   check_numbers(r);
   return r;
 }

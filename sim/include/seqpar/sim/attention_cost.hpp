@@ -34,6 +34,13 @@ struct AttentionCost {
   double fwd_s = 0, bwd_s = 0;                // elapsed, with the communication left exposed
   double fwd_comm_s = 0, bwd_comm_s = 0;      // all transfer time, hidden or not
   double model_flops_fwd = 0;                 // causal attention FLOPs per rank (for MFU)
+  // The parts the elapsed times above are made of, for the step timeline (sim/step_trace.hpp):
+  // the two Ulysses all-to-alls (0 without Ulysses), the ring's steps (1 without a ring), one hop's
+  // transfer, and the kernel time of step 0 (the causal diagonal) and of each later step.
+  double a2a_qkv_s = 0, a2a_o_s = 0;
+  int ring_steps = 1;
+  double hop_s = 0;
+  double step0_fwd_s = 0, step_fwd_s = 0, step0_bwd_s = 0, step_bwd_s = 0;
 };
 AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p);
 

@@ -7,6 +7,7 @@
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/plan.hpp"
+#include "seqpar/sim/step_figures.hpp"
 
 namespace seqpar::sim {
 
@@ -35,6 +36,7 @@ struct Result {
   double capacity_bytes = 0;
   MemoryEstimate memory;
   TimeBreakdown time;
+  StepFigures figures;  // the per-phase figures `time` adds up (for the step timeline)
   double peak_memory_bytes() const { return memory.peak.total(); }
 };
 

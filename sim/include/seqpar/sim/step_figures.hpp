@@ -1,0 +1,33 @@
+// The simulator's own per-phase figures of one step, kept with the result so that the step
+// timeline (sim/step_trace.hpp) lays out exactly what simulate() added up, with no second cost
+// model. Seconds; every layer costs the same.
+#pragma once
+#include "seqpar/sim/attention_cost.hpp"
+
+namespace seqpar::sim {
+
+struct StepFigures {
+  int layers = 0;
+  // One layer: its GEMMs (q, k, v, o, MLP; one figure), its elementwise ops, its attention.
+  double gemm_fwd_s = 0, gemm_bwd_s = 0;
+  double elementwise_fwd_s = 0, elementwise_bwd_s = 0;
+  AttentionCost attention;
+  // Full checkpointing: the whole layer forward (GEMMs, elementwise, attention with its
+  // communication) runs again before the layer's backward.
+  bool full_recompute = false;
+  // Other recomputation in one layer's backward (selective checkpointing, tiled MLP).
+  double layer_recompute_s = 0;
+  // The LM head, and the tiled loss's recomputation in its backward.
+  double head_fwd_s = 0, head_bwd_s = 0, loss_recompute_s = 0;
+  // Data-parallel traffic on its own stream: during the forward (ZeRO-3 gathers), during the
+  // backward, and after it (ZeRO-1/2 parameter gather, always exposed); what of each is exposed.
+  double dp_fwd_s = 0, dp_bwd_s = 0, dp_after_s = 0;
+  double dp_fwd_exposed_s = 0, dp_bwd_exposed_s = 0;
+  // Checkpoint offload: one way's copy time, and what of it the forward and backward leave exposed.
+  double offload_one_way_s = 0, offload_fwd_exposed_s = 0, offload_bwd_exposed_s = 0;
+  double optimizer_s = 0;
+  // Step time that no phase above accounts for (a calibrated fixed per-step overhead).
+  double unattributed_s = 0;
+};
+
+}  // namespace seqpar::sim
