@@ -20,7 +20,26 @@ mkdir -p "$out"
 "$seqpar" sweep --model llama3-8b --system dgx-h100 --gpus 8,16,32,64 \
   --seq-len 32K,64K,128K,256K,512K,1M,2M,4M --method ulysses,ring-zigzag,hybrid \
   --out "$out" >"$out/advice.txt"
-"$seqpar" report "$out/sweep.json" --out "$out" --python "${PYTHON:-python3}" >"$out/report.log"
+# The training step beside its PyTorch peer (issue 15), where a CUDA GPU and PyTorch are present:
+# Llama-3-8B shapes, 4 layers, 32K vocabulary, 16K tokens, SP = 1, the same flags for both; the
+# report sets them side by side. SEQPAR_TRAIN_PEER=0 leaves it out.
+inputs=("$out/sweep.json")
+train="$build/bench/train/seqpar-train"
+py=${PYTHON:-python3}
+if [ "${SEQPAR_TRAIN_PEER:-1}" != 0 ] && [ -x "$train" ] && nvidia-smi -L >/dev/null 2>&1 &&
+  "$py" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  shape=(--model llama3-8b --layers 4 --vocab 32000 --seq-len 16K --steps 5 --warmup 2)
+  if "$train" "${shape[@]}" --backend cuda --comm loopback -J "$out/train_step_seqpar.json" >"$out/train_step_seqpar.log" 2>&1 &&
+    "$py" "$root/scripts/bench_torch_step.py" "${shape[@]}" -J "$out/train_step_torch.json" >"$out/train_step_torch.log" 2>&1; then
+    inputs+=("$out/train_step_seqpar.json" "$out/train_step_torch.json")
+  else
+    echo "run.sh: the training-step side-by-side failed (logs: $out/train_step_*.log); the report leaves it out" >&2
+  fi
+else
+  echo "run.sh: no CUDA GPU with PyTorch here (or SEQPAR_TRAIN_PEER=0): no seqpar-train / PyTorch side-by-side" >&2
+fi
+"$seqpar" report "${inputs[@]}" --out "$out" --python "$py" >"$out/report.log"
 
 cat "$out/advice.txt"
+if [ ${#inputs[@]} -gt 1 ]; then sed -n '/^seqpar-train against PyTorch/,$p' "$out/report.log"; fi
 echo "report: $out/report.md and $out/report.html (plots: $out/*.png; data: $out/sweep.json, $out/sweep.csv)"
