@@ -10,6 +10,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/hf_config.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/limits.hpp"
 
@@ -216,7 +217,12 @@ std::optional<std::string> system_for_device_name(std::string_view device_name) 
 }
 
 json preset_document(std::string_view kind, std::string_view s) {
-  return looks_like_path(s) ? read_json_file(std::string(s)) : builtin(kind, s);
+  if (!looks_like_path(s)) return builtin(kind, s);
+  json doc = read_json_file(std::string(s));
+  // A Hugging Face config.json is accepted wherever a model preset is: translated here, once, so
+  // every program that loads a model (simulator, training step, benchmarks) reads it the same way.
+  if (kind == "model" && is_hf_config(doc)) return model_preset_from_hf_config(doc, s);
+  return doc;
 }
 
 namespace {
@@ -225,6 +231,11 @@ std::string label(std::string_view kind, std::string_view s) {
   return looks_like_path(s) ? std::string(s) : fmt::format("{} preset '{}'", kind, s);
 }
 }  // namespace
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab"}) {
+    auto f = j.find(k);  // present: count() above required it
+    if (f == j.end() || !f->is_object()) continue;
+    if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();
+  }
 
 Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), label("gpu", s)); }
 System load_system(std::string_view s) { return system_from_json(preset_document("system", s), label("system", s)); }

@@ -9,13 +9,15 @@ namespace seqpar::sim {
 using nlohmann::json;
 
 json to_json(const Model& m) {
-  return {{"name", m.name},          {"layers", m.layers},     {"hidden", m.hidden},
+  json j = {{"name", m.name},          {"layers", m.layers},     {"hidden", m.hidden},
           {"heads", m.heads},        {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
           {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
           {"mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
           {"norm", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"},
           {"tied_embeddings", m.tied_embeddings},
           {"causal", m.causal}, {"params", m.total_params()}};
+  if (!m.sources.empty()) j["sources"] = m.sources;  // each figure's provenance, as the preset cites it
+  return j;
 }
 
 json to_json(const System& s, int gpus) {

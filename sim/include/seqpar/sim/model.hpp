@@ -1,6 +1,7 @@
 // A transformer model as the simulator and the training step see it: shapes only, from a preset.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace seqpar::sim {
@@ -21,6 +22,9 @@ struct Model {
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;
   bool causal = true;  // decoder LMs; false for encoders: no mask, no ring imbalance
+  // Where each figure came from (field -> the preset's "source": a model card, a config.json and
+  // its key); empty for figures given as bare numbers. Shown in the simulator's JSON.
+  std::map<std::string, std::string> sources;
 
   // Parameter counts: weights and norms; linear-layer biases are not modelled (< 0.1% of GPT's).
   // Computed with checked arithmetic: a count beyond 64 bits throws seqpar::Error.

@@ -1,0 +1,184 @@
+#include "seqpar/sim/hf_config.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// How a family's config spells the shapes, and which blocks it has.
+struct Family {
+  const char* model_type;
+  bool gpt2_names;      // n_embd, n_layer, n_head, n_inner instead of hidden_size, ...
+  bool gated_mlp;       // SwiGLU (gate, up, down) vs a plain GELU MLP (up, down)
+  bool grouped_query;   // num_key_value_heads exists in the family
+  bool tied_default;    // tie_word_embeddings when the config leaves it out (transformers' default)
+};
+
+constexpr Family kFamilies[] = {
+    {"llama", false, true, true, false},   {"mistral", false, true, true, false},
+    {"qwen2", false, true, true, false},   {"qwen3", false, true, true, false},
+    {"gpt_neox", false, false, false, false},
+    // GPT-2 ties its LM head to the token embedding unless the config says otherwise.
+    {"gpt2", true, false, false, true},
+};
+
+bool present(const json& doc, const char* key) {
+  auto it = doc.find(key);
+  return it != doc.end() && !it->is_null();
+}
+
+// Keys whose mere (non-null, non-zero, non-false) presence means a cost seqpar does not model.
+struct Unmodelled {
+  const char* key;
+  const char* why;
+};
+constexpr Unmodelled kUnmodelled[] = {
+    {"num_local_experts", "a mixture of experts"},
+    {"num_experts", "a mixture of experts"},
+    {"n_routed_experts", "a mixture of experts"},
+    {"n_shared_experts", "a mixture of experts"},
+    {"num_experts_per_tok", "a mixture of experts"},
+    {"moe_intermediate_size", "a mixture of experts"},
+    {"kv_lora_rank", "multi-head latent attention"},
+    {"q_lora_rank", "multi-head latent attention"},
+    {"num_nextn_predict_layers", "multi-token prediction layers"},
+    {"quantization_config", "quantized weights (the simulator counts bf16 weights)"},
+    {"add_cross_attention", "cross attention (an encoder-decoder)"},
+    {"is_encoder_decoder", "an encoder-decoder"},
+};
+
+bool set(const json& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  return true;  // an object or string: configured
+}
+
+void refuse_unmodelled(const json& doc, const std::string& file) {
+  for (const auto& u : kUnmodelled) {
+    auto it = doc.find(u.key);
+    if (it != doc.end() && set(*it))
+      throw Error(fmt::format("{}: field '{}' = {} describes {}, which seqpar does not model", file, u.key,
+                              dump_json(*it, -1), u.why));
+  }
+  // Sliding-window attention: Qwen2/Qwen3 switch it with use_sliding_window (their sliding_window
+  // is then only the unused width); Mistral applies any non-null sliding_window.
+  if (auto it = doc.find("use_sliding_window"); it != doc.end()) {
+    if (set(*it))
+      throw Error(fmt::format("{}: field 'use_sliding_window' = true: sliding-window attention is not modelled "
+                              "(seqpar costs full causal attention)", file));
+  } else if (present(doc, "sliding_window")) {
+    throw Error(fmt::format("{}: field 'sliding_window' = {}: sliding-window attention is not modelled "
+                            "(seqpar costs full causal attention; null turns it off)",
+                            file, dump_json(doc["sliding_window"], -1)));
+  }
+  if (auto it = doc.find("layer_types"); it != doc.end() && it->is_array()) {
+    for (const auto& t : *it)
+      if (!t.is_string() || t.get<std::string>() != "full_attention")
+        throw Error(fmt::format("{}: field 'layer_types' has {}: only full_attention layers are modelled", file,
+                                dump_json(t, -1)));
+  }
+}
+
+// A positive whole number under `key`, as a figure citing the file and key.
+json size_figure(const json& doc, const char* key, const std::string& file) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) throw Error(fmt::format("{}: missing field '{}'", file, key));
+  if (!it->is_number())
+    throw Error(fmt::format("{}: field '{}' must be a number (got {})", file, key, dump_json(*it, -1)));
+  const double x = it->get<double>();
+  if (!std::isfinite(x) || x < 1 || x != std::floor(x) || x > double(std::numeric_limits<int>::max()))
+    throw Error(fmt::format("{}: field '{}' must be a positive whole number (got {})", file, key, dump_json(*it, -1)));
+  return {{"value", static_cast<std::int64_t>(x)}, {"source", fmt::format("{}: {}", file, key)}};
+}
+
+bool flag(const json& doc, const char* key, bool fallback, const std::string& file) {
+  auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) throw Error(fmt::format("{}: field '{}' must be true or false", file, key));
+  return it->get<bool>();
+}
+
+// The model's name: the config's _name_or_path, else its folder ("…/Meta-Llama-3-8B/config.json"),
+// else the file's stem.
+std::string model_name(const json& doc, const std::string& file) {
+  if (auto it = doc.find("_name_or_path"); it != doc.end() && it->is_string() && !it->get<std::string>().empty())
+    return it->get<std::string>();
+  const std::filesystem::path p(file);
+  if (p.stem() == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return p.stem().string();
+}
+
+}  // namespace
+
+bool is_hf_config(const json& doc) {
+  return doc.is_object() && doc.contains("model_type") && !doc.contains("layers") && !doc.contains("hidden");
+}
+
+json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
+  const std::string file(file_view);
+  if (!doc.is_object()) throw Error(fmt::format("{}: expected a JSON object", file));
+  const json& type = doc["model_type"];
+  const Family* fam = nullptr;
+  std::string families;
+  for (const auto& f : kFamilies) {
+    families += fmt::format("{}{}", families.empty() ? "" : ", ", f.model_type);
+    if (type.is_string() && type.get<std::string>() == f.model_type) fam = &f;
+  }
+  if (!fam)
+    throw Error(fmt::format("{}: field 'model_type' = {} is not a family seqpar reads ({}); write a seqpar model "
+                            "preset instead (sim/presets/README.md)", file, dump_json(type, -1), families));
+  refuse_unmodelled(doc, file);
+
+  const char* k_hidden = fam->gpt2_names ? "n_embd" : "hidden_size";
+  const char* k_layers = fam->gpt2_names ? "n_layer" : "num_hidden_layers";
+  const char* k_heads = fam->gpt2_names ? "n_head" : "num_attention_heads";
+  json p;
+  p["name"] = model_name(doc, file);
+  p["description"] = fmt::format("{} ({} config.json)", file, fam->model_type);
+  p["layers"] = size_figure(doc, k_layers, file);
+  p["hidden"] = size_figure(doc, k_hidden, file);
+  p["heads"] = size_figure(doc, k_heads, file);
+  if (fam->grouped_query && present(doc, "num_key_value_heads")) {
+    p["kv_heads"] = size_figure(doc, "num_key_value_heads", file);
+  } else {
+    p["kv_heads"] = p["heads"];
+    p["kv_heads"]["source"] = fmt::format("{}: {} (no num_key_value_heads: one KV head per query head)", file, k_heads);
+  }
+  const std::int64_t hidden = p["hidden"]["value"].get<std::int64_t>();
+  const std::int64_t heads = p["heads"]["value"].get<std::int64_t>();
+  if (present(doc, "head_dim")) {
+    p["head_dim"] = size_figure(doc, "head_dim", file);
+  } else {
+    if (hidden % heads != 0)
+      throw Error(fmt::format("{}: {} {} is not a multiple of {} {} and there is no head_dim", file, k_hidden, hidden,
+                              k_heads, heads));
+    p["head_dim"] = {{"value", hidden / heads},
+                     {"source", fmt::format("{}: {} / {} = {} / {}", file, k_hidden, k_heads, hidden, heads)}};
+  }
+  if (fam->gpt2_names && !present(doc, "n_inner")) {
+    // GPT-2's MLP is 4 x n_embd when n_inner is null (transformers' GPT2MLP).
+    p["ffn_hidden"] = {{"value", 4 * hidden}, {"source", fmt::format("{}: 4 x n_embd (n_inner null)", file)}};
+  } else {
+    p["ffn_hidden"] = size_figure(doc, fam->gpt2_names ? "n_inner" : "intermediate_size", file);
+  }
+  p["vocab"] = size_figure(doc, "vocab_size", file);
+  p["mlp"] = fam->gated_mlp ? "swiglu" : "gelu";
+  p["norm"] = fam->gated_mlp ? "rmsnorm" : "layernorm";
+  p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
+  return p;
+}
+
+}  // namespace seqpar::sim
