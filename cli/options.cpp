@@ -44,6 +44,9 @@ void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)");
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");
+  app->add_option("--placement", o.placement,
+                  "ulysses-inner (Ulysses groups inside nodes, rings across) | ring-inner (the reverse)")
+      ->capture_default_str();
   app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
 }
 

@@ -29,6 +29,20 @@ std::string_view to_string(Checkpoint c) {
   return "?";
 }
 
+std::string_view to_string(GroupPlacement g) {
+  switch (g) {
+    case GroupPlacement::ulysses_inner: return "ulysses-inner";
+    case GroupPlacement::ring_inner: return "ring-inner";
+  }
+  return "?";
+}
+
+GroupPlacement parse_placement(std::string_view s) {
+  for (GroupPlacement g : {GroupPlacement::ulysses_inner, GroupPlacement::ring_inner})
+    if (s == to_string(g)) return g;
+  throw Error(fmt::format("placement: unknown value '{}'; expected ulysses-inner or ring-inner", s));
+}
+
 Method parse_method(std::string_view s) {
   for (Method m : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid})
     if (s == to_string(m)) return m;
@@ -95,6 +109,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
+  p.placement = parse_placement(f.placement);
   p = normalized(p, gpus_per_node);
   // A given degree stands as given (check_plan says what is wrong with it), never replaced.
   if (f.ulysses_degree) p.ulysses_degree = *f.ulysses_degree;
@@ -123,6 +138,7 @@ nlohmann::json to_json(const Plan& p) {
           {"ulysses_degree", p.ulysses_degree},
           {"ring_degree", p.ring_degree},
           {"micro_batch", p.micro_batch},
+          {"placement", to_string(p.placement)},
           {"zero", p.mem.zero},
           {"checkpoint", to_string(p.mem.checkpoint)},
           {"offload_checkpoints", p.mem.offload_checkpoints},
@@ -157,6 +173,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.ulysses_degree = field<int>(j, "ulysses_degree", 0, false);
   p.ring_degree = field<int>(j, "ring_degree", 0, false);
   p.micro_batch = field<int>(j, "micro_batch", 1, false);
+  p.placement = parse_placement(field<std::string>(j, "placement", "ulysses-inner", false));
   p.mem.zero = field<int>(j, "zero", 1, false);
   p.mem.checkpoint = parse_checkpoint(field<std::string>(j, "checkpoint", "none", false));
   p.mem.offload_checkpoints = field<bool>(j, "offload_checkpoints", false, false);
@@ -168,7 +185,9 @@ Plan plan_from_json(const nlohmann::json& j) {
 
 std::string describe_structure(const Plan& p) {
   if (p.sp == 1) return "dp-only sp=1";
-  if (p.method == Method::hybrid) return fmt::format("hybrid U{}xR{}", p.ulysses_degree, p.ring_degree);
+  if (p.method == Method::hybrid)
+    return fmt::format("hybrid U{}xR{}{}", p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
   return fmt::format("{} sp={}", to_string(p.method), p.sp);
 }
 
@@ -181,6 +200,7 @@ std::string describe_structure(const nlohmann::json& plan) {
     p.sp = field<int>(plan, "sp", 0, true);
     p.ulysses_degree = field<int>(plan, "ulysses_degree", 0, false);
     p.ring_degree = field<int>(plan, "ring_degree", 0, false);
+    p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));
     return describe_structure(p);
   } catch (const Error&) {
     auto it = plan.is_object() ? plan.find("method") : plan.end();

@@ -37,8 +37,9 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp;
 
   double a2a_fwd = 0, a2a_bwd = 0;
+  const SpGroups groups = place_sp_groups(s, p);  // where the plan puts its Ulysses and ring groups
   if (p.ulysses_degree > 1) {
-    const Placement pu = place_group(s, p.ulysses_degree, 1);
+    const Placement& pu = groups.ulysses;
     const double qkv = collective_time(s, Collective::all_to_all, a.qkv_a2a_bytes, pu);
     const double o = collective_time(s, Collective::all_to_all, a.o_a2a_bytes, pu);
     a2a_fwd = qkv + o;  // q,k,v in; output back
@@ -64,7 +65,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
 
   // One unmasked block: this rank's queries against one rank's keys.
   const double block = attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
-  const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, place_group(s, R, p.ulysses_degree));
+  // One ring step's hop: the slowest of its hops (comm_cost.hpp says which flows share a NIC).
+  const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, groups.ring);
   // Per-step kernel time of the critical rank. Step 0 is the causal diagonal over the rank's own
   // tokens in both layouts (zigzag's two chunks, laid end to end, are one causal call). After it,
   // zigzag gives every rank half a block (one varlen call over half-length chunks), while the

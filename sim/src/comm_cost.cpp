@@ -14,6 +14,7 @@ namespace seqpar::sim {
 Placement place_group(const System& s, int size, int stride) {
   Placement p;
   p.size = size;
+  p.stride = stride;
   const int g = s.gpus_per_node;
   p.per_node = stride >= g ? 1 : std::min(size, std::max(1, g / stride));
   p.nodes = (size + p.per_node - 1) / p.per_node;
@@ -29,7 +30,40 @@ Placement place_group(const System& s, int size, int stride) {
   return p;
 }
 
+SpGroups place_sp_groups(const System& s, const seqpar::Plan& p) {
+  const int U = std::max(1, p.ulysses_degree), R = std::max(1, p.ring_degree);
+  if (p.placement == seqpar::GroupPlacement::ring_inner) return {place_group(s, U, R), place_group(s, R, 1)};
+  return {place_group(s, U, 1), place_group(s, R, U)};
+}
+
+int nic_count(const System& s) { return s.nics_per_node > 0 ? s.nics_per_node : std::max(1, s.gpus_per_node); }
+double nic_rate(const System& s) { return s.nics_per_node > 0 ? s.nic_bytes_per_s : s.inter.bytes_per_s; }
+
 namespace {
+
+// The most flows one NIC carries when the GPUs [first, last) of a node each send one: GPU i uses
+// NIC i x nics / g, so NIC k serves GPUs [ceil(k g / nics), ceil((k + 1) g / nics)).
+int busiest_nic(int first, int last, int g, int nics) {
+  int most = 0;
+  for (int k = 0; k < nics; ++k) {
+    const int lo = int((std::int64_t{k} * g + nics - 1) / nics), hi = int((std::int64_t{k + 1} * g + nics - 1) / nics);
+    most = std::max(most, std::min(hi, last) - std::max(lo, first));
+  }
+  return std::max(most, 1);
+}
+
+// The rate of one crossing hop of a ring whose groups are placed as `p`. A node holds per_node
+// consecutive members of each group, so its outgoing crossing hops leave from the last member of
+// each group in the node and its incoming ones arrive at the first: the GPUs
+// [(per_node - 1) x stride, + groups) and [0, groups), with one group per offset below the stride
+// (every GPU of the node when the stride spans a node). The busiest NIC either way sets the rate.
+double crossing_hop_rate(const System& s, const Placement& p) {
+  const int g = std::max(1, s.gpus_per_node), nics = nic_count(s);
+  const int groups = std::min(p.stride, g);
+  const int out_first = std::min((p.per_node - 1) * p.stride, g - groups);
+  const int flows = std::max(busiest_nic(out_first, out_first + groups, g, nics), busiest_nic(0, groups, g, nics));
+  return nic_rate(s) / flows;
+}
 
 // The rate one GPU's ring traffic sees inside a node: the GPU link, or on PCIe the socket link
 // when the ring crosses it (one flow per direction crosses).
@@ -39,8 +73,16 @@ double intra_ring_rate(const System& s, const Placement& p) {
   return bw;
 }
 
-double ring_rate(const System& s, const Placement& p) {
-  return p.nodes > 1 ? std::min(s.inter.bytes_per_s, intra_ring_rate(s, p)) : intra_ring_rate(s, p);
+// A ring send/recv step: the slowest hop, crossing or not.
+double hop_rate(const System& s, const Placement& p) {
+  return p.nodes > 1 ? std::min(crossing_hop_rate(s, p), intra_ring_rate(s, p)) : intra_ring_rate(s, p);
+}
+
+// NCCL's ring collectives: per_node per-GPU shares of the node's NICs at each boundary.
+double collective_ring_rate(const System& s, const Placement& p) {
+  if (p.nodes <= 1) return intra_ring_rate(s, p);
+  const double share = nic_count(s) * nic_rate(s) / std::max(1, s.gpus_per_node);
+  return std::min(p.per_node * share, intra_ring_rate(s, p));
 }
 
 double latency(const System& s, const Placement& p) { return p.nodes > 1 ? s.inter.latency_s : s.intra.latency_s; }
@@ -56,7 +98,9 @@ double all_to_all_time(const System& s, double bytes, const Placement& p) {
   double intra = (p.per_node - 1) * chunk / s.intra.bytes_per_s;
   if (s.intra.kind == LinkKind::pcie && p.socket_b > 0)
     intra = std::max(intra, double(p.socket_a) * p.socket_b * chunk / s.intra.cross_socket_bytes_per_s);
-  const double inter = (n - p.per_node) * chunk / s.inter.bytes_per_s;
+  // Across nodes, all of a node's GPUs send (n - per_node) chunks each over all its NICs.
+  const double node_nics = nic_count(s) * nic_rate(s);
+  const double inter = double(std::max(1, s.gpus_per_node)) * (n - p.per_node) * chunk / node_nics;
   return std::max(intra, inter) + latency(s, p);
 }
 
@@ -69,14 +113,14 @@ double collective_time(const System& s, Collective c, double bytes, const Placem
     case Collective::all_to_all:
       return all_to_all_time(s, bytes, p);
     case Collective::send_recv:
-      return n <= 1 ? 0.0 : latency(s, p) + bytes / ring_rate(s, p);
+      return n <= 1 ? 0.0 : latency(s, p) + bytes / hop_rate(s, p);
     case Collective::all_gather:
     case Collective::reduce_scatter:
       if (n <= 1) return 0.0;
-      return latency(s, p) * log2_steps(n) + bytes * (n - 1) / n / ring_rate(s, p);
+      return latency(s, p) * log2_steps(n) + bytes * (n - 1) / n / collective_ring_rate(s, p);
     case Collective::all_reduce:
       if (n <= 1) return 0.0;
-      return 2.0 * latency(s, p) * log2_steps(n) + 2.0 * bytes * (n - 1) / n / ring_rate(s, p);
+      return 2.0 * latency(s, p) * log2_steps(n) + 2.0 * bytes * (n - 1) / n / collective_ring_rate(s, p);
   }
   return 0.0;
 }

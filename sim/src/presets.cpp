@@ -114,6 +114,30 @@ Link link_from_json(const json& j, std::string_view what) {
   return l;
 }
 
+// inter_node names its NICs (nics_per_node and nic_gbps, both or neither) or only the per-GPU
+// share (bandwidth_gbps). With the NICs alone, the share is derived: nics x nic_gbps / GPUs.
+// With all three (a calibrated profile keeps its base preset's NICs and writes the fitted share),
+// the share stands and the NIC rate is scaled from it in read_nics.
+json nic_derived_link(const json& inter, int gpus_per_node, std::string_view what) {
+  if (!inter.is_object()) return inter;  // link_from_json says what is wrong
+  const bool has_nics = inter.contains("nics_per_node"), has_rate = inter.contains("nic_gbps");
+  if (has_nics != has_rate)
+    throw Error(fmt::format("{}: give both 'nics_per_node' and 'nic_gbps', or neither (then 'bandwidth_gbps' is the "
+                            "per-GPU share of the NICs)",
+                            what));
+  if (!has_nics || inter.contains("bandwidth_gbps")) return inter;
+  json out = inter;
+  const int nics = count(inter, "nics_per_node", what, limits::kMaxGpusPerNode);
+  out["bandwidth_gbps"] = figure(inter, "nic_gbps", what, kRate) * nics / gpus_per_node;
+  return out;
+}
+
+void read_nics(const json& inter, std::string_view what, System& s) {
+  if (!inter.contains("nics_per_node")) return;  // one NIC per GPU at the share (System's default)
+  s.nics_per_node = count(inter, "nics_per_node", what, limits::kMaxGpusPerNode);
+  s.nic_bytes_per_s = s.inter.bytes_per_s * s.gpus_per_node / s.nics_per_node;
+}
+
 }  // namespace
 
 const std::vector<PresetEntry>& builtin_presets() {
@@ -164,7 +188,9 @@ System system_from_json(const json& j, std::string_view what) {
   if (intra == j.end()) throw Error(fmt::format("{}: missing field 'intra_node'", what));
   if (inter == j.end()) throw Error(fmt::format("{}: missing field 'inter_node'", what));
   s.intra = link_from_json(*intra, fmt::format("{}: intra_node", what));
-  s.inter = link_from_json(*inter, fmt::format("{}: inter_node", what));
+  s.inter = link_from_json(nic_derived_link(*inter, s.gpus_per_node, fmt::format("{}: inter_node", what)),
+                           fmt::format("{}: inter_node", what));
+  read_nics(*inter, fmt::format("{}: inter_node", what), s);
   s.host_adam_params_per_s = figure(j, "host_adam_gparams_per_s", what, kHostGparams) * 1e9;
   read_framework_terms(j, what, s);  // calibrated from measured steps (optional): framework_terms.hpp
   return s;

@@ -63,9 +63,37 @@ TEST(PlanJson, KeysAreCoresOneList) {
   nlohmann::json cut;
   Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
   p.mem.offload_optimizer = true;
+  p.placement = GroupPlacement::ring_inner;  // not the default, so a list without it would lose it
   const nlohmann::json full = to_json(p);
   for (std::string_view k : kPlanJsonKeys) cut[std::string(k)] = full[std::string(k)];
   EXPECT_EQ(plan_from_json(cut), p);
+}
+
+TEST(PlanPlacement, RecordedInJsonLabelsAndFlags) {
+  Plan p = plan(Method::hybrid, 16, 1 << 16, 16, 4, 4);
+  EXPECT_EQ(to_json(p)["placement"], "ulysses-inner");
+  EXPECT_EQ(describe_structure(p), "hybrid U4xR4");  // the default placement keeps the old label
+  p.placement = GroupPlacement::ring_inner;
+  EXPECT_EQ(to_json(p)["placement"], "ring-inner");
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  EXPECT_EQ(describe_structure(p), "hybrid U4xR4 ring-inner");
+  EXPECT_EQ(describe_structure(to_json(p)), "hybrid U4xR4 ring-inner");
+  // A plan written before the field existed reads as the old behaviour, Ulysses inside nodes.
+  nlohmann::json old = to_json(p);
+  old.erase("placement");
+  EXPECT_EQ(plan_from_json(old).placement, GroupPlacement::ulysses_inner);
+  old["placement"] = "diagonal";
+  try {
+    (void)plan_from_json(old);
+    ADD_FAILURE() << "an unknown placement was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "placement: unknown value 'diagonal'; expected ulysses-inner or ring-inner");
+  }
+  PlanFlags f;
+  f.method = "hybrid";
+  f.ulysses_degree = 4;
+  f.placement = "ring-inner";
+  EXPECT_EQ(plan_from_flags(f, 16, 1 << 16, 8).placement, GroupPlacement::ring_inner);
 }
 
 TEST(PlanRules, HeadsTakePlainCounts) {

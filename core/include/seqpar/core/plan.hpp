@@ -14,12 +14,19 @@ namespace seqpar {
 
 enum class Method { ulysses, ring, ring_zigzag, hybrid };
 enum class Checkpoint { none, selective, full };
+// Where a hybrid's groups sit. World ranks fill nodes in order; ulysses_inner makes each Ulysses
+// group U consecutive ranks (inside a node when U divides the node) and each ring group R ranks
+// U apart (across nodes); ring_inner is the reverse. Only a plan with U > 1 and R > 1 on more
+// than one node is changed by it.
+enum class GroupPlacement { ulysses_inner, ring_inner };
 
 std::string_view to_string(Method m);
 std::string_view to_string(Checkpoint c);
+std::string_view to_string(GroupPlacement g);  // "ulysses-inner", "ring-inner"
 // Throw seqpar::Error naming the field and the accepted values.
 Method parse_method(std::string_view s);
 Checkpoint parse_checkpoint(std::string_view s);
+GroupPlacement parse_placement(std::string_view s);
 
 struct MemoryOptions {
   int zero = 1;                        // ZeRO stage 0..3 over the data x sequence parallel group
@@ -39,6 +46,7 @@ struct Plan {
   int ulysses_degree = 1;
   int ring_degree = 1;
   int micro_batch = 1;         // sequences per SP group per step
+  GroupPlacement placement = GroupPlacement::ulysses_inner;
   MemoryOptions mem;
   bool operator==(const Plan&) const = default;
 
@@ -58,6 +66,7 @@ struct PlanFlags {
   std::string method = "ulysses";
   std::optional<int> sp, ulysses_degree, ring_degree;
   int micro_batch = 1;
+  std::string placement = "ulysses-inner";  // --placement
 };
 
 // The SP degree the flags name without knowing the GPU count: --sp when given; else U x R when
@@ -73,23 +82,24 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
-inline constexpr std::array<std::string_view, 13> kPlanJsonKeys = {
-    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch",
+inline constexpr std::array<std::string_view, 14> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "placement",
     "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"};
 
-// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch",
+// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","placement",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
-// Inverse of to_json; missing memory options take their defaults; bad values throw seqpar::Error.
+// Inverse of to_json; missing memory options and placement take their defaults; bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
 // One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt".
 std::string describe(const Plan& p);
-// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1". The one
+// The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1"; a hybrid
+// placed ring-inner says so ("hybrid U4xR2 ring-inner"), the default placement is not shown. The one
 // spelling of a plan's structure: tables, reports and benchmark output all call this.
 std::string describe_structure(const Plan& p);
-// The same for a plan object read from a document: reads "method", "sp", "ulysses_degree" and
-// "ring_degree" as plan_from_json does. One that does not parse is labelled by its "method"
+// The same for a plan object read from a document: reads "method", "sp", "ulysses_degree",
+// "ring_degree" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
 // string alone (or "?"), so a report still shows the row.
 std::string describe_structure(const nlohmann::json& plan);
 

@@ -1,12 +1,24 @@
 // Communication cost: alpha-beta per link level (inside a node: NVSwitch/NVLink or PCIe with its
-// socket topology; across nodes: the per-GPU share of the NICs), for the collectives seqpar uses.
-// Bandwidth conventions follow nccl-tests: algbw = bytes / time, busbw = algbw x bus factor.
+// socket topology; across nodes: the node's NICs, shared by the flows that cross at once), for the
+// collectives seqpar uses. Bandwidth conventions follow nccl-tests: algbw = bytes / time,
+// busbw = algbw x bus factor.
+//
+// Which flows share which link, per collective (every group of the same kind runs at once):
+// - send/recv between ring neighbours: ring order is rank order, so each node a group spans has
+//   one outgoing and one incoming crossing hop per group; a crossing flow gets its GPU's NIC,
+//   shared only with the other groups' crossing flows on that NIC. The step ends with its
+//   slowest hop.
+// - all-to-all: every pair talks at once; the bytes leaving a node share all its NICs.
+// - all-gather, reduce-scatter, all-reduce (NCCL rings, one channel per NIC): each node boundary
+//   carries the group's ring traffic on the NICs of the node's members, so a group with k members
+//   per node gets k per-GPU shares of the NICs (the whole node's NICs when it fills the node).
 #pragma once
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "seqpar/core/collective.hpp"
+#include "seqpar/core/plan.hpp"
 #include "seqpar/sim/hardware.hpp"
 
 namespace seqpar::sim {
@@ -21,12 +33,24 @@ using seqpar::to_string;
 // world ranks apart (Ulysses groups stride 1, ring groups stride U).
 struct Placement {
   int size = 1;
+  int stride = 1;          // world ranks between consecutive members
   int per_node = 1;        // members that share a node
   int nodes = 1;           // nodes the group spans
   int socket_a = 1;        // PCIe: members of one node behind the first and second CPU socket
   int socket_b = 0;
 };
 Placement place_group(const System& s, int size, int stride);
+
+// The placement of a plan's Ulysses and ring groups (Plan::placement): ulysses_inner puts each
+// Ulysses group on U consecutive ranks and each ring group R ranks U apart; ring_inner the reverse.
+struct SpGroups {
+  Placement ulysses, ring;
+};
+SpGroups place_sp_groups(const System& s, const seqpar::Plan& p);
+
+// The node's NICs as the model uses them (System::nics_per_node, or one per GPU at inter's rate).
+int nic_count(const System& s);
+double nic_rate(const System& s);
 
 // Time of one collective of `bytes` (nccl-tests size: alltoall the per-rank buffer, allgather the
 // gathered output, reducescatter the input, allreduce the buffer, sendrecv the message).

@@ -72,6 +72,12 @@ struct System {
   int gpus_per_node = 0;
   Link intra;                  // inside a node
   Link inter;                  // across nodes: the per-GPU share of the node's NICs
+  // The NICs themselves: which flows share which NIC decides a crossing flow's rate (comm_cost).
+  // GPU i of a node uses NIC i x nics / gpus_per_node. 0: one NIC per GPU at inter's rate, so a
+  // System built without them models as before. Presets give either inter_node.bandwidth_gbps
+  // or nics_per_node and nic_gbps; inter.bytes_per_s is then nics x nic rate / gpus_per_node.
+  int nics_per_node = 0;
+  double nic_bytes_per_s = 0;  // achievable, one direction, per NIC
   double host_adam_params_per_s = 0;  // optimizer step on the host (offloaded optimizer), per node
   FrameworkTerms framework;           // from a calibrated profile's "framework"; defaults: none
 };

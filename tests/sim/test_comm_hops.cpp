@@ -1,0 +1,168 @@
+// Communication per hop and per placement (issue 16, part 2): which flows share which NIC, each
+// case against times computed by hand on a synthetic 8-GPU node with round numbers.
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/presets.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using namespace testing;
+constexpr double kRel = 1e-12;
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-300); }
+#define EXPECT_REL(a, b) EXPECT_LT(rel((a), (b)), kRel) << #a " = " << (a) << ", expected " << (b)
+
+// 8 GPUs per node on a 100 GB/s switch (10 us); 4 NICs of 20 GB/s (20 us), one per GPU pair:
+// GPUs 0-1 use NIC 0, ..., GPUs 6-7 NIC 3. The per-GPU share is 4 x 20 / 8 = 10 GB/s.
+System pair_nic_system() {
+  System s = round_system();
+  s.gpus_per_node = 8;
+  s.nics_per_node = 4;
+  s.nic_bytes_per_s = 20e9;
+  s.inter.bytes_per_s = 10e9;
+  return s;
+}
+
+TEST(CommHops, ARingOverTwoNodesCrossesOnOneNicPerDirection) {
+  const System s = pair_nic_system();
+  // 16 consecutive ranks on two nodes: only 7 -> 8 and 15 -> 0 cross, each alone on its NIC at
+  // 20 GB/s, so a 1 MB step takes 20 us + 50 us; the in-node hops (10 us) finish first. The
+  // per-GPU share (10 GB/s) would have given 120 us.
+  const Placement two_nodes = place_group(s, 16, 1);
+  EXPECT_EQ(two_nodes.nodes, 2);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, two_nodes), 20e-6 + 50e-6);
+  // 16 ranks 8 apart (the ring groups of a U8 x R16 hybrid) sit one per node: all 8 GPUs of a
+  // node send across at once, two per NIC, 10 GB/s each: 20 us + 100 us.
+  const Placement sixteen_nodes = place_group(s, 16, 8);
+  EXPECT_EQ(sixteen_nodes.nodes, 16);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, sixteen_nodes), 20e-6 + 100e-6);
+}
+
+TEST(CommHops, TheSlowestHopSetsTheStepAndNicsFollowTheirGpus) {
+  const System s = pair_nic_system();
+  // Ring groups 2 apart (U2 x R8 on two nodes): the two groups' crossing hops leave from GPUs 6
+  // and 7, which share NIC 3: 10 GB/s each, 20 us + 100 us.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 8, 2)), 20e-6 + 100e-6);
+  // With one NIC per GPU at the same 20 GB/s, GPUs 6 and 7 each have their own: 20 us + 50 us.
+  System own = s;
+  own.nics_per_node = 8;
+  own.inter.bytes_per_s = 20e9;
+  EXPECT_REL(collective_time(own, Collective::send_recv, 1e6, place_group(own, 8, 2)), 20e-6 + 50e-6);
+  // Inside one node no hop crosses: the switch's 100 GB/s, 10 us + 10 us.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 8, 1)), 10e-6 + 10e-6);
+}
+
+TEST(CommHops, AllToAllInsideANodeUsesTheSwitchAndAcrossSharesAllNics) {
+  const System s = pair_nic_system();
+  // 8 ranks in one node, 8 MB each: 7 chunks of 1 MB leave each GPU at 100 GB/s: 70 us + 10 us.
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 8e6, place_group(s, 8, 1)), 70e-6 + 10e-6);
+  // 16 ranks over 2 nodes, 16 MB each: 8 chunks of 1 MB per GPU cross; the node's 8 GPUs send
+  // 64 MB over 4 x 20 GB/s = 800 us (the 7 in-node chunks take 70 us), + 20 us.
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 16e6, place_group(s, 16, 1)), 800e-6 + 20e-6);
+  // Pairs 8 apart (the Ulysses groups of a ring-inner U2 x R8): 1 MB per GPU crosses, 8 MB per
+  // node over 80 GB/s: 100 us + 20 us.
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 2e6, place_group(s, 2, 8)), 100e-6 + 20e-6);
+}
+
+TEST(CommHops, RingCollectivesAcrossNodesUseTheMembersNicShares) {
+  const System s = pair_nic_system();
+  // NCCL runs one ring per NIC, so a group filling its node gets all 4 NICs (80 GB/s) at each
+  // boundary: all-gather of 16 MB over 16 ranks = 20 us x 4 + 15 MB / 80 GB/s.
+  EXPECT_REL(collective_time(s, Collective::all_gather, 16e6, place_group(s, 16, 1)), 80e-6 + 187.5e-6);
+  EXPECT_REL(collective_time(s, Collective::all_reduce, 16e6, place_group(s, 16, 1)), 160e-6 + 375e-6);
+  // A group with one member per node (16 ranks 8 apart) gets that member's share, 10 GB/s.
+  EXPECT_REL(collective_time(s, Collective::reduce_scatter, 16e6, place_group(s, 16, 8)), 80e-6 + 1500e-6);
+}
+
+TEST(CommHops, PlacementSwapsWhichGroupCrossesNodes) {
+  const System s = pair_nic_system();
+  Plan p = plan(Method::hybrid, 16, 1 << 16, 16, 2, 8);
+  const SpGroups inner_u = place_sp_groups(s, p);
+  EXPECT_EQ(inner_u.ulysses.nodes, 1);  // U2 on consecutive GPUs
+  EXPECT_EQ(inner_u.ring.stride, 2);
+  EXPECT_EQ(inner_u.ring.nodes, 2);
+  p.placement = GroupPlacement::ring_inner;
+  const SpGroups inner_r = place_sp_groups(s, p);
+  EXPECT_EQ(inner_r.ulysses.stride, 8);
+  EXPECT_EQ(inner_r.ulysses.nodes, 2);
+  EXPECT_EQ(inner_r.ring.nodes, 1);  // R8 fills one node
+  // Ulysses inside: a 2 MB all-to-all moves 1 MB over the switch (10 + 10 us); the ring's 1 MB
+  // hop crosses on the NIC GPUs 6 and 7 share (20 + 100 us). Ring inside: the reverse, the
+  // all-to-all crosses (20 + 100 us) and the hop stays on the switch (10 + 10 us).
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 2e6, inner_u.ulysses), 20e-6);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, inner_u.ring), 120e-6);
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 2e6, inner_r.ulysses), 120e-6);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, inner_r.ring), 20e-6);
+}
+
+TEST(CommHops, AttentionCostChargesThePlansPlacement) {
+  // The attention layer's communication is built from the placed groups: the plan's field, not
+  // a fixed Ulysses-inside layout, decides which collective crosses the nodes.
+  const System s = pair_nic_system();
+  Model m = tiny_model();
+  m.heads = 8;
+  m.kv_heads = 8;
+  Plan p = plan(Method::hybrid, 16, 1 << 12, 16, 2, 8);
+  for (GroupPlacement g : {GroupPlacement::ulysses_inner, GroupPlacement::ring_inner}) {
+    p.placement = g;
+    const SpGroups pl = place_sp_groups(s, p);
+    const AttentionShapes a = attention_shapes(m, p);
+    const double a2a = collective_time(s, Collective::all_to_all, a.qkv_a2a_bytes, pl.ulysses) +
+                       collective_time(s, Collective::all_to_all, a.o_a2a_bytes, pl.ulysses);
+    const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, pl.ring);
+    EXPECT_REL(attention_layer_cost(m, s, p).fwd_comm_s, a2a + 7 * hop) << to_string(g);
+  }
+}
+
+TEST(CommHops, NamedNicsModelExactlyAsTheirPerGpuShare) {
+  // A System without NICs (one per GPU at the share) and the same share spelled as 8 NICs give
+  // the same times: presets that only give bandwidth_gbps keep their results.
+  const System bare = [] {
+    System s = pair_nic_system();
+    s.nics_per_node = 0;
+    s.nic_bytes_per_s = 0;
+    return s;
+  }();
+  System named = bare;
+  named.nics_per_node = 8;
+  named.nic_bytes_per_s = 10e9;
+  for (Collective c : {Collective::all_to_all, Collective::send_recv, Collective::all_gather, Collective::reduce_scatter,
+                       Collective::all_reduce})
+    for (int stride : {1, 2, 8}) {
+      const Placement p = place_group(bare, 16, stride);
+      EXPECT_REL(collective_time(named, c, 4e6, p), collective_time(bare, c, 4e6, p));
+    }
+}
+
+TEST(CommHops, PresetsNameTheirNicsAndDeriveTheShare) {
+  // a800-nvlink: 4 HDR NICs of 25 GB/s at 85% for 8 GPUs = 10.625 GB/s per GPU.
+  const System a800 = load_system("a800-nvlink");
+  EXPECT_EQ(a800.nics_per_node, 4);
+  EXPECT_REL(a800.nic_bytes_per_s, 25e9 * 0.85);
+  EXPECT_REL(a800.inter.bytes_per_s, 4 * 25e9 * 0.85 / 8);
+  nlohmann::json doc = preset_document("system", "a800-nvlink");
+  doc["inter_node"].erase("nic_gbps");
+  try {
+    (void)system_from_json(doc, "a800");
+    ADD_FAILURE() << "nics_per_node without nic_gbps was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a800: inter_node: give both 'nics_per_node' and 'nic_gbps'"), std::string::npos)
+        << e.what();
+  }
+  // A calibrated profile keeps the NIC count and writes the fitted share: the share stands and
+  // the NIC rate follows it.
+  doc = preset_document("system", "a800-nvlink");
+  doc["inter_node"]["bandwidth_gbps"] = 8.0;
+  doc["inter_node"]["efficiency"] = 1.0;
+  const System fitted = system_from_json(doc, "fitted");
+  EXPECT_REL(fitted.inter.bytes_per_s, 8e9);
+  EXPECT_REL(fitted.nic_bytes_per_s, 16e9);
+}
+
+}  // namespace
+}  // namespace seqpar::sim
