@@ -24,6 +24,20 @@ std::optional<MemoryOptions> MemoryFlags::fixed() const {
   return options();
 }
 
+MemoryOptions MemoryFlags::options_over(const MemoryOptions& defaults) const {
+  MemoryOptions m = defaults;
+  if (given.size() != 6) return m;  // not registered
+  const MemoryOptions f = options();
+  // In add_memory_flags' order.
+  if (given[0]->count() > 0) m.zero = f.zero;
+  if (given[1]->count() > 0) m.checkpoint = f.checkpoint;
+  if (given[2]->count() > 0) m.offload_checkpoints = f.offload_checkpoints;
+  if (given[3]->count() > 0) m.offload_optimizer = f.offload_optimizer;
+  if (given[4]->count() > 0) m.tiled_mlp = f.tiled_mlp;
+  if (given[5]->count() > 0) m.tiled_loss = f.tiled_loss;
+  return m;
+}
+
 void add_memory_flags(CLI::App* app, MemoryFlags& m) {
   m.given = {
       app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1)"),

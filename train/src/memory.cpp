@@ -1,5 +1,7 @@
 #include "seqpar/train/memory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -49,6 +51,17 @@ nlohmann::json MemoryTracker::parts_at_peak_json() const {
     j[std::string(to_string(c)) + "_bytes"] = on_device(c) ? at_peak_[i] : peak_[i];
   }
   return j;
+}
+
+std::string parts_table(const MemoryTracker& m) {
+  std::string out = fmt::format("# memory at peak: {:.2f} MiB =", static_cast<double>(m.peak_bytes()) / (1 << 20));
+  for (int i = 0; i < kMemCategories; ++i) {
+    const auto c = static_cast<MemCategory>(i);
+    if (!on_device(c)) continue;
+    out += fmt::format(" {} {:.2f}", to_string(c), static_cast<double>(m.at_peak_bytes(c)) / (1 << 20));
+  }
+  return out + fmt::format("; host_offload (host memory, its own peak) {:.2f} MiB\n",
+                           static_cast<double>(m.peak_bytes(MemCategory::host_offload)) / (1 << 20));
 }
 
 }  // namespace seqpar::train

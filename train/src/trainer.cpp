@@ -192,3 +192,5 @@ TrainSetup reference_setup(const TrainSetup& s, int dp) {
 }
 
 }  // namespace seqpar::train
+  r.mem = train_memory_default();  // the plain step: what every memory feature must reproduce
+  r.tile_tokens = 0;

@@ -21,6 +21,9 @@ struct MemoryFlags {
   // The options as given; a bad --checkpoint is a seqpar::Error naming the field.
   MemoryOptions options() const;
   std::optional<MemoryOptions> fixed() const;  // set only when a memory flag was given
+  // The flags that were given on top of `defaults` (a program whose own defaults differ, such as
+  // seqpar-train's ZeRO 0); all of `defaults` when the flags were never registered.
+  MemoryOptions options_over(const MemoryOptions& defaults) const;
 };
 
 // Registers the memory flags on `app`, each bound to a field of `m` (kept alive by the caller).

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace seqpar::train {
@@ -47,5 +48,9 @@ class MemoryTracker {
   std::array<std::int64_t, kMemCategories> current_{}, peak_{}, at_peak_{};
   std::int64_t current_total_ = 0, peak_total_ = 0;
 };
+
+// The parts at the peak as printed lines: "# memory at peak: <part> <MiB> ..." (host_offload:
+// its own peak, not part of the device total).
+std::string parts_table(const MemoryTracker& m);
 
 }  // namespace seqpar::train

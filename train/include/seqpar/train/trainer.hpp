@@ -91,7 +91,8 @@ class Trainer {
   int steps_done_ = 0, loaded_step_ = -1;
 };
 
-// Unsharded reference of the same global step: one rank, all dp * micro_batch sequences, no fault.
+// Unsharded reference of the same global step: one rank, all dp * micro_batch sequences, no fault,
+// and the plain step's memory options (no checkpointing, offload or tiling).
 TrainSetup reference_setup(const TrainSetup& s, int dp);
 
 }  // namespace seqpar::train
