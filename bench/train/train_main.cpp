@@ -18,6 +18,7 @@
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/size_limits.hpp"
+#include "seqpar/train/timeline.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
 
@@ -35,6 +36,7 @@ struct Options {
   std::string precision = "bf16";
   std::string removed_rtol, removed_atol;  // the old tolerance flags, refused with a pointer to the new rule
   std::string gpu;  // preset whose bf16 peak gives MFU
+  std::string trace;  // --trace: the last step's timeline, one file per rank
 };
 
 // Option checks that need no plan: a NaN learning rate or tolerance never reaches a step.
@@ -52,6 +54,9 @@ void check_options(const Options& o) {
           "reference is at most --error-factor (default 2) times the unsharded step's plus --error-atol "
           "(default 1e-5)", flag, *value));
   st::check_rule(o.rule);
+  if (!o.trace.empty() && o.validate)
+    throw seqpar::Error("--trace with --validate: a validated step runs the unsharded steps beside it; trace a run "
+                        "without --validate");
   const st::Precision p = st::parse_precision(o.precision);
   if (p == st::Precision::fp32 && o.run.backend == "cuda")
     throw seqpar::Error("--precision fp32 with --backend cuda: the CUDA back end's attention kernels take bf16 "
@@ -78,6 +83,16 @@ void check_sizes(const Options& o, const st::ModelConfig& cfg, const seqpar::Pla
   const st::TrainSetup s = make_setup(o, cfg, plan);
   st::check_step_sizes(s);
   if (o.validate) st::check_step_sizes(st::reference_setup(s, plan.dp()));
+}
+
+// --trace: this rank's timeline of one step, as process `rank` (timeline.hpp).
+void write_rank_trace(const std::string& path, const seqpar::comm::Communicator& world, const seqpar::Plan& plan,
+                      st::Timeline& timeline) {
+  seqpar::trace::Trace doc;
+  st::add_to_trace(doc, world.rank(),
+                   fmt::format("measured: rank {} of {} (seqpar-train)", world.rank(), seqpar::describe(plan)),
+                   timeline.ranges());
+  seqpar::trace::write_file(doc, st::rank_trace_path(path, world.rank(), world.size()));
 }
 
 // --validate: the unsharded step in the same back end and precision, and in plain fp32 on the CPU.
@@ -140,7 +155,17 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   for (int i = 0; i < o.steps; ++i) {
     st::StepResult r;
     if (!o.validate) {
+      // --trace records the last step only; the others run with no timeline, at no cost.
+      std::unique_ptr<st::Timeline> timeline;
+      if (!o.trace.empty() && i + 1 == o.steps) {
+        timeline = st::make_timeline(be);
+        be.set_timeline(timeline.get());
+      }
       r = trainer.step();
+      if (timeline) {
+        be.set_timeline(nullptr);
+        write_rank_trace(o.trace, world, plan, *timeline);
+      }
     } else {
       r = trainer.compute_gradients();
       const st::StepResult ru = val.unsharded->compute_gradients(), rr = val.reference->compute_gradients();
@@ -286,6 +311,9 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
   app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
+  app.add_option("--trace", o.trace,
+                 "write the last step's measured timeline as a Chrome trace event file (open in ui.perfetto.dev); "
+                 "with more than one rank, one file per rank: FILE.rank<r>.json");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
   CLI11_PARSE(app, argc, argv);

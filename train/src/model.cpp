@@ -7,6 +7,7 @@
 #include <random>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/train/timeline.hpp"
 
 namespace seqpar::train {
 
@@ -150,7 +151,10 @@ Floats Model::block_forward(int l, Floats&& x_in, LayerActs& a, const int* posit
   linear_forward(v.data(), a.h1.data(), lp.wv, kvd, c);
   be_.rope(q.data(), positions, t, cfg_.heads, d, cfg_.rope_theta, false);
   be_.rope(k.data(), positions, t, cfg_.kv_heads, d, cfg_.rope_theta, false);
-  attn_->forward(std::move(q), std::move(k), std::move(v), a.attn);
+  {
+    const TimelineRange phase(be_.timeline(), trace::Stream::compute, "fwd attention", l);
+    attn_->forward(std::move(q), std::move(k), std::move(v), a.attn);
+  }
   a.x_mid = acts(tc);
   be_.copy(a.x_mid.data(), a.x_in.data(), a.x_mid.bytes());
   be_.gemm(false, true, t, c, qd, 1.0f, a.attn.output(), p(lp.wo), 1.0f, a.x_mid.data());
@@ -225,7 +229,10 @@ void Model::block_backward(int l, LayerActs& a, float* dx, const int* positions,
   linear_backward(dout.data(), false, dx, a.attn.output(), lp.wo, c, qd);
   Floats dq = temp(static_cast<std::int64_t>(t) * qd), dk = temp(static_cast<std::int64_t>(t) * kvd),
          dv = temp(static_cast<std::int64_t>(t) * kvd);
-  attn_->backward(a.attn, dout.data(), dq.data(), dk.data(), dv.data());
+  {
+    const TimelineRange phase(be_.timeline(), trace::Stream::compute, "bwd attention", l);
+    attn_->backward(a.attn, dout.data(), dq.data(), dk.data(), dv.data());
+  }
   a.attn = AttnSaved{};
   dout.reset();
   be_.rope(dq.data(), positions, t, cfg_.heads, d, cfg_.rope_theta, true);
@@ -258,7 +265,10 @@ void Model::blocks_forward(Floats& x, std::vector<LayerActs>& la, std::vector<Fl
   };
   for (int l = 0; l < cfg_.layers; ++l) {
     LayerActs& a = la[static_cast<std::size_t>(l)];
-    x = block_forward(l, std::move(x), a, positions);
+    {
+      const TimelineRange phase(be_.timeline(), trace::Stream::compute, "fwd", l);
+      x = block_forward(l, std::move(x), a, positions);
+    }
     if (!full) continue;
     // Full checkpointing keeps the layer input alone; the backward recomputes the rest.
     Floats input = std::move(a.x_in);
@@ -308,9 +318,11 @@ void Model::blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kep
         input = std::move(kept[static_cast<std::size_t>(l)]);
       }
       // Recompute the block from its input: the same ops on the same values as the first forward.
+      const TimelineRange phase(be_.timeline(), trace::Stream::compute, "recompute", l);
       Floats out = block_forward(l, std::move(input), a, positions);
       out.reset();
     }
+    const TimelineRange phase(be_.timeline(), trace::Stream::compute, "bwd", l);
     block_backward(l, a, dx, positions);
   }
 }

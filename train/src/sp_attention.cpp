@@ -10,6 +10,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/plan_validity.hpp"
+#include "seqpar/train/timeline.hpp"
 
 namespace seqpar::train {
 
@@ -49,10 +50,20 @@ SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
   my_segs_ = layout.group_segments(ring_index);
 }
 
+int SpAttention::open_hop(const char* what, int step) {
+  Timeline* t = be_.timeline();  // the name is built only when a timeline records
+  return t ? t->begin(trace::Stream::ring, fmt::format("{} {}", what, step)) : -1;
+}
+
+void SpAttention::close_hop(int id) {
+  if (Timeline* t = be_.timeline()) t->end(id);
+}
+
 void SpAttention::exchange(std::int64_t n, const std::function<void(float*)>& pack,
                            const std::function<void(const float*)>& unpack) {
   Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
   pack(send.data());
+  const TimelineRange range(be_.timeline(), trace::Stream::ulysses_a2a, "all-to-all");
   ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::fp32);
   unpack(recv.data());
 }
@@ -189,6 +200,7 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
   const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
   for (int t = 0; t < r_; ++t) {
     comm::Request req;
+    const int hop = t + 1 < r_ ? open_hop("fwd K,V hop", t) : -1;
     if (t + 1 < r_)
       req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
                                    static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
@@ -211,6 +223,7 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
     }
     if (t + 1 < r_) {  // (a back end may complete the transfer at once and return no request)
       ring_->wait(req);
+      close_hop(hop);
       std::swap(cur, next);
     }
   }
@@ -274,6 +287,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
   comm::Request dkv_req;
   for (int t = 0; t < r_; ++t) {
     comm::Request kv_req;
+    const int hop = t + 1 < r_ ? open_hop("bwd K,V + dK,dV hop", t) : -1;
     if (t + 1 < r_)
       kv_req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
                                       static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
@@ -309,6 +323,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
     }
     if (t + 1 < r_) {
       ring_->wait(kv_req);
+      close_hop(hop);
       std::swap(cur, next);
     }
   }

@@ -10,6 +10,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/plan_validity.hpp"
 #include "seqpar/train/size_limits.hpp"
+#include "seqpar/train/timeline.hpp"
 
 namespace seqpar::train {
 
@@ -141,7 +142,10 @@ StepResult Trainer::compute_gradients() {
                                      static_cast<float>(1.0 / r.real_tokens));
   be_.copy_from_host(scalars.data() + 1, host + 1, sizeof(double));
   all_reduce(scalars.data() + 1, 1, comm::DType::fp64);
-  all_reduce(model_->grads(), static_cast<std::size_t>(model_->param_count()), comm::DType::fp32);
+  {
+    const TimelineRange range(be_.timeline(), trace::Stream::data_parallel, "gradient all-reduce");
+    all_reduce(model_->grads(), static_cast<std::size_t>(model_->param_count()), comm::DType::fp32);
+  }
   be_.copy_to_host(host + 1, scalars.data() + 1, sizeof(double));
   r.loss = host[1] / r.real_tokens;
   return r;
@@ -149,6 +153,7 @@ StepResult Trainer::compute_gradients() {
 
 void Trainer::optimizer_step() {
   ++steps_done_;
+  const TimelineRange range(be_.timeline(), trace::Stream::compute, "optimizer");
   model_->adamw_step(setup_.opt, steps_done_);
 }
 

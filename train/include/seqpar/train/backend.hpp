@@ -16,6 +16,8 @@
 
 namespace seqpar::train {
 
+class Timeline;  // timeline.hpp: the step's measured timeline
+
 // One attention block problem: the shape the CPU references and the CUDA kernels share.
 // Causal: query i sees key j iff k_offset + j <= q_offset + i.
 using AttnShape = ref::AttentionShape;
@@ -42,6 +44,9 @@ class Backend {
   virtual std::string_view attention_engine() const { return "reference"; }
 
   MemoryTracker& memory() { return memory_; }
+  // Where the step records its phases (timeline.hpp); nullptr (the default) records nothing.
+  Timeline* timeline() const { return timeline_; }
+  void set_timeline(Timeline* t) { timeline_ = t; }
   // Counting allocation: every buffer of the step goes through here. Running out of memory is a
   // seqpar::Error naming the bytes, the category and what the back end already holds.
   void* allocate(std::int64_t bytes, MemCategory c);
@@ -146,6 +151,7 @@ class Backend {
   virtual void* raw_host_allocate(std::size_t bytes) = 0;
   virtual void raw_host_free(void* p) noexcept = 0;
   MemoryTracker memory_;
+  Timeline* timeline_ = nullptr;
 };
 
 // fp32: plain fp32 everywhere (the validation reference); bf16: attention rounds its inputs and

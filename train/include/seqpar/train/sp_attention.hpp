@@ -59,6 +59,9 @@ class SpAttention {
   void gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv, int kv);
   void scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv, int kv);
   // pack into a send buffer of n floats, all-to-all in the Ulysses group, unpack from the receive buffer.
+  // A ring hop's range on the step's timeline (timeline.hpp), -1 when none records; close_hop ends it.
+  int open_hop(const char* what, int step);
+  void close_hop(int id);
   void exchange(std::int64_t n, const std::function<void(float*)>& pack,
                 const std::function<void(const float*)>& unpack);
   AttnShape block_shape(const Segment& qs, const Segment& ks) const;
