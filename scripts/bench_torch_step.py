@@ -265,7 +265,7 @@ def build_plain_model(torch, c, checkpoint):
             return self.lm_head(self.final_norm(x))
 
     model = Decoder()
-    for name, prm in model.named_parameters():  # seqpar's Model::init: N(0, 0.02), norms 1
+    for prm in model.parameters():  # seqpar's Model::init: N(0, 0.02), norms 1
         if prm.dim() > 1:
             torch.nn.init.normal_(prm, 0.0, 0.02)
     return model
@@ -280,7 +280,12 @@ def build_transformers_model(c, checkpoint, seq_len):
                       initializer_range=0.02, use_cache=False, attn_implementation="sdpa")
     model = LlamaForCausalLM(cfg)
     if checkpoint == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        # Every decoder layer recomputed, as --checkpoint full. transformers 5 renamed the call (the
+        # old name warns); older releases have only gradient_checkpointing_enable.
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model
 
 
@@ -308,6 +313,11 @@ def measure(torch, a):
     else:
         model = build_plain_model(torch, c, a.checkpoint)
         forward = model
+    # The same model as seqpar-train's, or the comparison means nothing: its parameter count must agree.
+    count = sum(p.numel() for p in model.parameters())
+    if count != total_params(c):
+        fail(f"--impl {a.impl_used}: the model has {count} parameters, seqpar-train's has {total_params(c)}: "
+             "not the same model")
     model = model.to(dev)  # fp32 master weights; autocast runs the GEMMs and attention in bf16
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=BETAS, eps=ADAM_EPS, weight_decay=WEIGHT_DECAY,

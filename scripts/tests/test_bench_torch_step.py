@@ -166,16 +166,19 @@ def test_no_cuda_is_refused_without_device_cpu(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("checkpoint", ["none", "full"])
-def test_tiny_cpu_step_trains(tmp_path, checkpoint):
+@pytest.mark.parametrize("impl,checkpoint", [("torch", "none"), ("torch", "full"), ("transformers", "full")])
+def test_tiny_cpu_step_trains(tmp_path, impl, checkpoint):
     if importlib.util.find_spec("torch") is None:
         pytest.skip("PyTorch is not installed here: the tiny --device cpu step was not run")
+    if impl == "transformers" and importlib.util.find_spec("transformers") is None:
+        pytest.skip("transformers is not installed here: its LlamaForCausalLM step was not run")
     out = tmp_path / "torch.json"
-    r = run("--device", "cpu", "--impl", "torch", "--steps", "3", "--warmup", "1", "--checkpoint", checkpoint, *TINY,
+    # The script also checks that the model's parameter count is seqpar-train's (the same model).
+    r = run("--device", "cpu", "--impl", impl, "--steps", "3", "--warmup", "1", "--checkpoint", checkpoint, *TINY,
             "-J", str(out))
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
-    assert doc["device"] == "cpu" and doc["config"]["implementation"] == "torch"
+    assert doc["device"] == "cpu" and doc["config"]["implementation"] == impl
     assert len(doc["results"][0]["losses"]) == 3 and len(doc["results"][0]["samples_s"]) == 2
     assert all(x == x and abs(x) < 100 for x in doc["results"][0]["losses"])
     assert doc["step_time_s"] > 0 and doc["plan"]["checkpoint"] == checkpoint
