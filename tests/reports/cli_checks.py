@@ -66,6 +66,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "kind.json: unknown kind 'forecast'" in r.stderr, "report names an unknown kind", r)
     r = run("report", os.path.join(tmp, "absent.json"), "--out", os.path.join(tmp, "r5"))
     check(r.returncode == 2 and "absent.json: cannot open" in r.stderr, "report names a missing file", r)
+    # report: seqpar-train beside bench_torch_step, printed with the ratios and in --json.
+    peers = [os.path.join(FIX, "peer", f) for f in ("seqpar_train_16k.json", "torch_step_16k.json", "torch_step_32k.json")]
+    r = run("report", *peers, "--out", os.path.join(tmp, "r9"), "--no-plots")
+    check(r.returncode == 0 and "seqpar-train against PyTorch" in r.stdout and " 2.00 " in r.stdout,
+          "report prints the seqpar-train / PyTorch side-by-side", r)
+    r = run("report", *peers, "--out", os.path.join(tmp, "r10"), "--no-plots", "--json")
+    rows = json.loads(r.stdout)["peer_comparisons"] if r.returncode == 0 else []
+    check(len(rows) == 2 and rows[0]["step_time_ratio"] == 2.0 and rows[1]["seqpar"] is None,
+          "report --json carries the side-by-side, unmatched run included", r)
 
     # gate
     rng = random.Random(7)
