@@ -403,7 +403,7 @@ def main(argv=None):
     torch = load_torch(a.device)
     a.impl_used = choose_impl(a.impl)
     c = a.model_config
-    print(f"# {PROG}: dp-only sp=1 ckpt={a.checkpoint}, {a.device}, {a.impl_used}, bf16 autocast\n"
+    print(f"# {PROG}: one device (SP = 1), checkpoint {a.checkpoint}, {a.device}, {a.impl_used}, bf16 autocast\n"
           f"# model {c['name']}: {c['layers']} layers, hidden {c['hidden']}, heads {c['heads']}/{c['kv_heads']} kv, "
           f"params {total_params(c)}, seq {a.seq_len} x {a.micro_batch}\n{'step':>6} {'loss':>12} {'time_ms':>12}")
     losses, samples, peak, reserved = measure(torch, a)
