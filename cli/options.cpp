@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "app.hpp"
 #include "commands.hpp"
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -75,7 +76,9 @@ nlohmann::json document(const std::string& program) {
   return j;
 }
 
-void print_json(const nlohmann::json& j) { fmt::print("{}\n", dump_json(j)); }
+void print_json(const nlohmann::json& j) {
+  if (!capture_json(j)) fmt::print("{}\n", dump_json(j));
+}
 
 }  // namespace seqpar::cli
 

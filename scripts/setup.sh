@@ -33,6 +33,13 @@ if [ "$system_py" = 0 ] && ! "$py" -c 'import matplotlib, pytest' 2>/dev/null; t
   "$py" -m pip install -q matplotlib pytest
 fi
 "$py" -c 'import matplotlib, pytest' || { echo "setup: matplotlib or pytest missing for $py" >&2; exit 1; }
+# nanobind builds the seqpar Python module (cli/python); without it the module is left out and its
+# test skips, nothing else changes.
+if ! "$py" -c 'import nanobind' 2>/dev/null; then
+  echo "setup: installing nanobind for $py (the seqpar Python module)"
+  "$py" -m pip install -q nanobind 2>/dev/null || "$py" -m pip install -q --break-system-packages nanobind ||
+    echo "setup: nanobind not installed; the seqpar Python module is left out" >&2
+fi
 
 # nvcc lives outside PATH on a stock CUDA install.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -1,0 +1,27 @@
+// The seqpar application: every subcommand on one CLI11 app, run from argv. The `seqpar` program
+// and the Python module (cli/python) both call run(), so the flags, their checks, the error
+// messages and the JSON documents are the same code whichever way a user comes in.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace seqpar::cli {
+
+// What a run produced when the caller captures it instead of printing (the Python module): the
+// last JSON document the subcommand wrote (print_json) and, for a failure reported outside a
+// JSON document (a bad flag, an error before --json was seen), its message.
+struct Captured {
+  std::optional<nlohmann::json> document;
+  std::string error;
+};
+
+// Parses argv (argv[0] is the program name) and runs the subcommand. Returns the exit status:
+// 0 done, 1 an invalid plan (reported), 2 bad input, 3 an internal error. With `capture`, JSON
+// documents and error messages go there instead of stdout/stderr (human tables still print).
+int run(int argc, const char* const* argv, Captured* capture = nullptr);
+
+// For print_json: true when a run() is capturing, which then holds `j` as its document.
+bool capture_json(const nlohmann::json& j);
+
+}  // namespace seqpar::cli

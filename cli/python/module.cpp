@@ -1,0 +1,84 @@
+// The `seqpar` Python module: each function runs the matching `seqpar` subcommand through the
+// CLI's run() with --json, keyword arguments spelled as the flags (seq_len= is --seq-len), and
+// returns the JSON document as a dict with the same keys. Bad input raises seqpar.Error with the
+// CLI's message; an invalid plan is a result (valid False, errors), as `--json` prints it.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "app.hpp"
+#include "seqpar/core/json_io.hpp"
+
+namespace nb = nanobind;
+
+namespace {
+
+// Raised in Python as seqpar.Error (a ValueError).
+struct PyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One flag value: str() of a scalar, a list or tuple joined by commas (the CLI's list syntax).
+std::string flag_value(const nb::handle& v) {
+  if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    std::string out;
+    for (nb::handle item : v) out += (out.empty() ? "" : ",") + flag_value(item);
+    return out;
+  }
+  return nb::cast<std::string>(nb::str(v));
+}
+
+nb::object run_command(const char* command, const nb::kwargs& kwargs) {
+  std::vector<std::string> args = {"seqpar", command};
+  for (auto [key, value] : kwargs) {
+    std::string name = nb::cast<std::string>(key);
+    if (name == "json") throw nb::type_error("json: the results are always dicts (the --json document)");
+    for (char& c : name)
+      if (c == '_') c = '-';
+    if (value.is_none()) continue;                 // not given, as on the command line
+    if (nb::isinstance<nb::bool_>(value)) {        // before int: a Python bool is an int
+      if (nb::cast<bool>(value)) args.push_back("--" + name);
+      continue;
+    }
+    args.push_back("--" + name);
+    args.push_back(flag_value(value));
+  }
+  args.push_back("--json");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+
+  seqpar::cli::Captured captured;
+  const int code = seqpar::cli::run(static_cast<int>(argv.size()), argv.data(), &captured);
+  // 0: done; 1: an invalid plan, reported in the document (valid false, errors).
+  if ((code == 0 || code == 1) && captured.document)
+    return nb::module_::import_("json").attr("loads")(seqpar::dump_json(*captured.document, -1));
+  std::string message = captured.error;
+  if (captured.document) {
+    if (auto e = captured.document->find("errors"); e != captured.document->end() && e->is_array())
+      for (const auto& m : *e) message += (message.empty() ? "" : "; ") + (m.is_string() ? m.get<std::string>() : m.dump());
+  }
+  if (message.empty()) message = "seqpar " + std::string(command) + " exited with status " + std::to_string(code);
+  throw PyError(message);
+}
+
+}  // namespace
+
+NB_MODULE(seqpar, m) {
+  m.doc() = "seqpar's simulator from Python: the `seqpar` subcommands with the same options "
+            "(keyword arguments named as the flags, _ for -) and the `--json` documents as dicts.";
+  nb::exception<PyError>(m, "Error", PyExc_ValueError);
+  // Names and docstrings are literals: nanobind keeps the pointers.
+  m.def("presets", [](const nb::kwargs& kw) { return run_command("presets", kw); },
+        "seqpar presets --json: the built-in GPUs, systems and models with their sources (kind=...).");
+  m.def("simulate", [](const nb::kwargs& kw) { return run_command("simulate", kw); },
+        "seqpar simulate --json: one plan (model=, system=, gpus=, seq_len=, method=, sp=, ...).");
+  m.def("advise", [](const nb::kwargs& kw) { return run_command("advise", kw); },
+        "seqpar advise --json: the best plans for a model, system, GPU count and sequence length.");
+  m.def("maxlen", [](const nb::kwargs& kw) { return run_command("maxlen", kw); },
+        "seqpar maxlen --json: the longest sequence each plan fits.");
+  m.def("sweep", [](const nb::kwargs& kw) { return run_command("sweep", kw); },
+        "seqpar sweep --json: a grid (lists for seq_len=, gpus=, sp=, method=, system=); out= is required.");
+}

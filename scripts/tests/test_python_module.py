@@ -1,0 +1,98 @@
+"""The seqpar Python module (cli/python) against the seqpar program: the same plan gives the same
+document, and bad input raises seqpar.Error with the CLI's own message. Both come from
+$SEQPAR_BUILD_DIR (default build/): the module from its python/ folder, the program from cli/.
+Skipped, with the reason, when the module was not built (no nanobind at configure time)."""
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("SEQPAR_BUILD_DIR", os.path.join(ROOT, "build"))
+CLI = os.path.join(BUILD, "cli", "seqpar")
+
+
+@pytest.fixture(scope="module")
+def seqpar():
+    found = glob.glob(os.path.join(BUILD, "python", "seqpar*.so"))
+    if not found:
+        pytest.skip(f"the seqpar Python module is not built in {BUILD}/python "
+                    "(pip install nanobind, then scripts/setup.sh)")
+    if not os.path.exists(CLI):
+        pytest.skip(f"the seqpar program is not built ({CLI})")
+    spec = importlib.util.spec_from_file_location("seqpar", found[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["seqpar"] = module
+    return module
+
+
+def cli(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+
+
+# The envelope fields that name the run itself (when, where, how it was invoked), not the result;
+# tool_version carries the commit each binary was linked at, which differs in a tree rebuilt in part.
+RUN_FIELDS = ("created_utc", "host", "command", "tool_version")
+
+
+def without_run(doc):
+    return {k: v for k, v in doc.items() if k not in RUN_FIELDS}
+
+
+def test_simulate_equals_the_cli_json(seqpar):
+    plans = [dict(model="llama3-8b", gpus=8, seq_len="128K", method="ulysses", sp=8),
+             dict(model="qwen2-7b", gpus=16, seq_len="256K", method="hybrid", ulysses_degree=4, ring_degree=4,
+                  checkpoint="full", tiled_mlp=True)]
+    for kw in plans:
+        args = ["simulate", "--json"]
+        for k, v in kw.items():
+            args += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
+        run = cli(*args)
+        assert run.returncode == 0, run.stderr
+        expected = json.loads(run.stdout)
+        got = seqpar.simulate(**kw)
+        assert isinstance(got, dict)
+        assert without_run(got) == without_run(expected)
+        # The document says how it was asked for, in the CLI's words.
+        assert got["command"].split()[1:] == args[:1] + args[2:] + ["--json"]
+
+
+def test_an_invalid_plan_is_a_result_as_in_the_cli(seqpar):
+    got = seqpar.simulate(model="llama3-8b", gpus=8, seq_len="64K", sp=3)
+    expected = json.loads(cli("simulate", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "64K", "--sp", "3",
+                              "--json").stdout)
+    assert got["valid"] is False and got["errors"] == expected["errors"]
+
+
+def test_errors_raise_with_the_cli_message(seqpar):
+    run = cli("simulate", "--model", "no-such-model", "--seq-len", "64K")
+    assert run.returncode == 2
+    message = run.stderr.strip().removeprefix("seqpar: error: ")
+    assert "no-such-model" in message
+    with pytest.raises(seqpar.Error) as e:
+        seqpar.simulate(model="no-such-model", seq_len="64K")
+    assert str(e.value) == message
+    with pytest.raises(ValueError, match="--no-such-flag"):  # seqpar.Error is a ValueError
+        seqpar.simulate(seq_len="64K", no_such_flag=1)
+    with pytest.raises(seqpar.Error, match="seq-len"):
+        seqpar.simulate(model="llama3-8b")
+
+
+def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
+    presets = seqpar.presets(kind="model")
+    assert without_run(presets) == without_run(json.loads(cli("presets", "--kind", "model", "--json").stdout))
+    advice = seqpar.advise(model="llama3-8b", gpus=8, seq_len="128K")
+    assert without_run(advice) == without_run(json.loads(
+        cli("advise", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "128K", "--json").stdout))
+    longest = seqpar.maxlen(model="llama3-8b", gpus=8, method="ulysses")
+    assert without_run(longest) == without_run(json.loads(
+        cli("maxlen", "--model", "llama3-8b", "--gpus", "8", "--method", "ulysses", "--json").stdout))
+    grid = seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["32K", "64K"], method=["ulysses", "ring"],
+                        out=str(tmp_path))
+    assert (tmp_path / "sweep.json").exists()
+    assert without_run(grid) == without_run(json.loads((tmp_path / "sweep.json").read_text()))
