@@ -200,6 +200,8 @@ def build_plain_model(torch, c, checkpoint):
     attention through SDPA (causal), SwiGLU MLP, final norm, LM head."""
     nn, F = torch.nn, torch.nn.functional
     from torch.utils.checkpoint import checkpoint as recompute  # noqa: PLC0415
+    # SDPA shares K, V heads itself from PyTorch 2.5 on (enable_gqa), without copying them.
+    native_gqa = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
     class RMSNorm(nn.Module):
         def __init__(self, dim):
@@ -235,10 +237,12 @@ def build_plain_model(torch, c, checkpoint):
             k = rope(self.wk(hn).view(b, s, c["kv_heads"], d), cos, sin)
             v = self.wv(hn).view(b, s, c["kv_heads"], d)
             q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # SDPA's [b, heads, s, d]
-            if c["kv_heads"] != c["heads"]:
+            gqa = c["kv_heads"] != c["heads"]
+            if gqa and not native_gqa:  # before PyTorch 2.5: K and V copied up to every head
                 rep = c["heads"] // c["kv_heads"]
                 k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            extra = {"enable_gqa": True} if gqa and native_gqa else {}
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, **extra)
             x = x + self.wo(o.transpose(1, 2).reshape(b, s, c["heads"] * d))
             hn = self.mlp_norm(x)
             return x + self.w2(F.silu(self.w1(hn)) * self.w3(hn))
