@@ -4,7 +4,7 @@
 
 MODEL is a preset name, a seqpar model JSON or a Hugging Face config.json (default llama3-8b);
 SYSTEM a system preset (default dgx-h100). Draws tokens/s per GPU against the sequence length for
-each method (docs/ulysses_vs_ring.png) when matplotlib is installed, else prints the table.
+each method (ulysses_vs_ring.png in the current folder) when matplotlib is installed, else prints the table.
 Every number is the simulator's prediction, not a measurement.
 """
 import sys
@@ -21,8 +21,9 @@ seq_lens = ["32K", "64K", "128K", "256K", "512K"]
 rows = {}
 for method in ("ulysses", "ring"):
     for n in seq_lens:
-        best = seqpar.advise(model=model, system=system, gpus=gpus, seq_len=n, method=method, sp=gpus)["best"]
-        rows[(method, n)] = best["tokens_per_s_per_gpu"] if best else None  # None: nothing fits
+        advice = seqpar.advise(model=model, system=system, gpus=gpus, seq_len=n, method=method, sp=gpus)
+        # "ranked": the fitting plans, fastest first; "best" is null when nothing fits.
+        rows[(method, n)] = advice["ranked"][0]["tokens_per_s_per_gpu"] if advice["best"] else None
 
 # %% Draw, or print.
 try:
@@ -46,5 +47,5 @@ else:
     plt.ylabel("tokens/s per GPU (predicted)")
     plt.title(f"{model} on {system}, {gpus} GPUs")
     plt.legend()
-    plt.savefig("docs/ulysses_vs_ring.png", dpi=120)
-    print("wrote docs/ulysses_vs_ring.png")
+    plt.savefig("ulysses_vs_ring.png", dpi=120)
+    print("wrote ulysses_vs_ring.png")
