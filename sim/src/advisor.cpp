@@ -117,7 +117,15 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
       continue;
     }
     for (Method method : space.methods)
-      for (const auto& [u, r] : method_entry(method).splits(P, space.ulysses_degree)) add(method, P, u, r);
+      for (const auto& [u, r] : method_entry(method).splits(P, space.ulysses_degree)) {
+        add(method, P, u, r);
+        // A hybrid over more than one node can put either group inside the nodes; the two
+        // placements cost differently (comm_cost.hpp), so both are candidates.
+        if (u > 1 && r > 1 && P > s.gpus_per_node) {
+          out.push_back(out.back());
+          out.back().placement = GroupPlacement::ring_inner;
+        }
+      }
   }
   return out;
 }

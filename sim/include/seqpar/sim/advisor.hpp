@@ -33,7 +33,8 @@ void check_search(int gpus, const SearchSpace& space);
 // tiled loss and optimizer offload.
 const std::vector<MemoryOptions>& memory_option_sets();
 
-// Plans that differ only in memory options: method, sp, U, R (memory options at their defaults).
+// Plans that differ only in memory options: method, sp, U, R (memory options at their defaults),
+// and for a hybrid whose SP group spans nodes, both placements (ulysses-inner first).
 // The data-parallel-only plan (sp = 1) stands for every method but hybrid and is listed once.
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
 
