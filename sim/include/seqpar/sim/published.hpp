@@ -1,0 +1,59 @@
+// Published measurements as data (sim/published/runs.json, compiled into the library) and the
+// simulator's prediction of each: what `seqpar published` shows and tests/sim/test_published.cpp
+// asserts. A run's measure says which of the simulator's figures it compares.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seqpar/sim/plan.hpp"
+
+namespace seqpar::sim {
+
+// The relative error a run marked "in_band" may have. Narrow it as the model improves; a run that
+// leaves it is a finding about the model, never a reason to widen it.
+inline constexpr double kPublishedBand = 0.15;
+
+enum class PublishedMeasure {
+  step_time_s,                 // a whole training step, seconds
+  attention_iterations_per_s,  // one attention layer forward+backward (communication included), per second
+  megatron_tflops_per_gpu,     // Megatron-DeepSpeed's throughput_calculator TFLOP/s per GPU
+};
+std::string_view to_string(PublishedMeasure m);
+
+struct PublishedRun {
+  std::string id, source, configuration;
+  nlohmann::json model;   // a model preset name or an inline model object
+  std::string system;     // a system preset name
+  Plan plan;
+  PublishedMeasure measure = PublishedMeasure::step_time_s;
+  // attention_iterations_per_s only: the published figure is one GPU's rate divided by `share`
+  // (ring-flash-attention's 'theoretic flash_attn' column: the ring does `share` times the work).
+  int share = 1;
+  double published = 0;
+  bool expect_in_band = true;  // status "in_band"; false for "open_finding"
+  std::string finding;         // why an open finding misses (required for one)
+};
+
+// The built-in runs (sim/published/runs.json), or a file of the same schema. Malformed input
+// throws seqpar::Error naming the run and the field.
+std::vector<PublishedRun> builtin_published_runs();
+std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& j, std::string_view what);
+
+struct PublishedComparison {
+  PublishedRun run;
+  double predicted = 0;
+  double error = 0;  // (predicted - published) / published
+  bool in_band = false;
+  std::vector<std::string> errors;  // the simulator rejected the plan (then no prediction)
+};
+
+PublishedComparison compare_published(const PublishedRun& run);
+
+// Megatron-DeepSpeed's FLOPs per sequence (megatron/utils.py throughput_calculator): GEMMs of a
+// dense GPT with non-causal attention, x4 with activation checkpointing (the recompute counted),
+// x3 without: 24 * f * s * L * h^2 * (1 + s / (6h) + V / (16 L h)).
+double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq_len, bool checkpointing);
+
+}  // namespace seqpar::sim

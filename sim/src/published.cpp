@@ -1,0 +1,158 @@
+#include "seqpar/sim/published.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "published_data.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/validity.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+
+using nlohmann::json;
+
+std::string text(const json& j, const char* key, std::string_view what) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string() || it->get<std::string>().empty())
+    throw Error(fmt::format("{}: field '{}' must be a non-empty string", what, key));
+  return it->get<std::string>();
+}
+
+PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
+  for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
+                             PublishedMeasure::megatron_tflops_per_gpu})
+    if (s == to_string(m)) return m;
+  throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s or "
+                          "megatron_tflops_per_gpu", what, s));
+}
+
+PublishedRun run_from_json(const json& j, std::string_view what) {
+  if (!j.is_object()) throw Error(fmt::format("{}: each run must be an object", what));
+  PublishedRun r;
+  r.id = text(j, "id", what);
+  const std::string where = fmt::format("{} run '{}'", what, r.id);
+  r.source = text(j, "source", where);
+  r.configuration = text(j, "configuration", where);
+  auto mi = j.find("model");
+  if (mi == j.end() || !(mi->is_string() || mi->is_object()))
+    throw Error(fmt::format("{}: field 'model' must be a model preset name or a model object", where));
+  r.model = *mi;
+  r.system = text(j, "system", where);
+  auto pi = j.find("plan");
+  if (pi == j.end() || !pi->is_object()) throw Error(fmt::format("{}: field 'plan' must be a plan object", where));
+  try {
+    r.plan = plan_from_json(*pi);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: plan: {}", where, e.what()));
+  }
+  r.measure = parse_measure(text(j, "measure", where), where);
+  if (auto si = j.find("share"); si != j.end()) {
+    if (!si->is_number_integer() || si->get<std::int64_t>() < 1 || si->get<std::int64_t>() > 1 << 20)
+      throw Error(fmt::format("{}: field 'share' must be a whole number from 1 to {}", where, 1 << 20));
+    if (r.measure != PublishedMeasure::attention_iterations_per_s)
+      throw Error(fmt::format("{}: field 'share' applies only to measure attention_iterations_per_s", where));
+    r.share = si->get<int>();
+  }
+  auto vi = j.find("published");
+  if (vi == j.end() || !vi->is_number() || !std::isfinite(vi->get<double>()) || !(vi->get<double>() > 0))
+    throw Error(fmt::format("{}: field 'published' must be a positive number", where));
+  r.published = vi->get<double>();
+  const std::string status = text(j, "status", where);
+  if (status == "in_band") {
+    r.expect_in_band = true;
+  } else if (status == "open_finding") {
+    r.expect_in_band = false;
+    r.finding = text(j, "finding", where);  // an open finding says why it misses
+  } else {
+    throw Error(fmt::format("{}: field 'status' is '{}'; expected in_band or open_finding", where, status));
+  }
+  if (auto fi = j.find("finding"); r.expect_in_band && fi != j.end() && fi->is_string()) r.finding = fi->get<std::string>();
+  return r;
+}
+
+Model model_of(const PublishedRun& r) {
+  return r.model.is_string() ? load_model(r.model.get<std::string>())
+                             : model_from_json(r.model, fmt::format("published run '{}' model", r.id));
+}
+
+}  // namespace
+
+std::string_view to_string(PublishedMeasure m) {
+  switch (m) {
+    case PublishedMeasure::step_time_s: return "step_time_s";
+    case PublishedMeasure::attention_iterations_per_s: return "attention_iterations_per_s";
+    case PublishedMeasure::megatron_tflops_per_gpu: return "megatron_tflops_per_gpu";
+  }
+  return "?";
+}
+
+std::vector<PublishedRun> published_runs_from_json(const json& j, std::string_view what) {
+  auto it = j.find("runs");
+  if (!j.is_object() || it == j.end() || !it->is_array() || it->empty())
+    throw Error(fmt::format("{}: expected an object with a non-empty array 'runs'", what));
+  std::vector<PublishedRun> out;
+  for (const json& r : *it) {
+    out.push_back(run_from_json(r, what));
+    for (std::size_t i = 0; i + 1 < out.size(); ++i)
+      if (out[i].id == out.back().id) throw Error(fmt::format("{}: run id '{}' appears twice", what, out.back().id));
+  }
+  return out;
+}
+
+std::vector<PublishedRun> builtin_published_runs() {
+  return published_runs_from_json(parse_json(detail::published_runs_text(), "sim/published/runs.json"),
+                                  "sim/published/runs.json");
+}
+
+double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq_len, bool checkpointing) {
+  const double L = layers, h = hidden, V = vocab, s = seq_len;
+  const double f = checkpointing ? 4.0 : 3.0;
+  return 24.0 * f * s * L * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * L * h));
+}
+
+PublishedComparison compare_published(const PublishedRun& run) {
+  PublishedComparison c;
+  c.run = run;
+  const Model m = model_of(run);
+  const System s = load_system(run.system);
+  switch (run.measure) {
+    case PublishedMeasure::step_time_s:
+    case PublishedMeasure::megatron_tflops_per_gpu: {
+      const Result r = simulate(m, s, run.plan);
+      if (!r.valid) {
+        c.errors = r.errors;
+        return c;
+      }
+      if (run.measure == PublishedMeasure::step_time_s) {
+        c.predicted = r.step_time_s;
+      } else {
+        // Megatron-DeepSpeed divides one step's FLOPs (all dp sequences) by its time and the GPU
+        // count: per GPU that is one sequence's FLOPs shared by the sp GPUs of its group.
+        const double per_seq = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, double(run.plan.seq_len),
+                                                           run.plan.mem.checkpoint == Checkpoint::full);
+        c.predicted = per_seq * run.plan.micro_batch / run.plan.sp / r.step_time_s / 1e12;
+      }
+      break;
+    }
+    case PublishedMeasure::attention_iterations_per_s: {
+      if (!check_plan(m, s, run.plan, c.errors)) return c;
+      // One attention call forward and backward, as the benchmark times it: the elapsed times
+      // with the communication the ring or all-to-all leaves exposed.
+      const AttentionCost a = attention_layer_cost(m, s, run.plan);
+      c.predicted = 1.0 / ((a.fwd_s + a.bwd_s) * run.share);
+      break;
+    }
+  }
+  c.error = (c.predicted - run.published) / run.published;
+  c.in_band = std::abs(c.error) <= kPublishedBand;
+  return c;
+}
+
+}  // namespace seqpar::sim
