@@ -25,6 +25,7 @@ Model::Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& la
   validate(cfg);
   if (tile_tokens < 0) throw Error(fmt::format("tile_tokens = {}: must be >= 0 (0: ALST's choice)", tile_tokens));
   tile_ = tile_tokens > 0 ? std::min(tile_tokens, tokens_) : alst_tile_tokens(tokens_, cfg.hidden);
+  host_kept_.resize(static_cast<std::size_t>(cfg.layers));
   attn_ = std::make_unique<SpAttention>(
       be, layout, ring_index, ulysses, ring,
       AttnDims{batch, cfg.heads, cfg.kv_heads, cfg.head_dim});
@@ -278,13 +279,14 @@ void Model::blocks_forward(Floats& x, std::vector<LayerActs>& la, std::vector<Fl
       kept[static_cast<std::size_t>(l)] = std::move(input);
       continue;
     }
-    Floats host(be_, input.size(), MemCategory::host_offload);
+    // Pinned host buffers are slow to allocate: made once, kept for every later step.
+    Floats& host = host_kept_[static_cast<std::size_t>(l)];
+    if (host.size() != input.size()) host = Floats(be_, input.size(), MemCategory::host_offload);
     Backend::CopyEvent done =
         be_.copy_async(host.data(), input.data(), input.bytes(), Backend::CopyDirection::to_host);
     land();
     in_flight = std::move(input);
     in_flight_done = std::move(done);
-    kept[static_cast<std::size_t>(l)] = std::move(host);
   }
   land();
 }
@@ -298,7 +300,7 @@ void Model::blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kep
   Floats next;
   Backend::CopyEvent next_done;
   auto prefetch = [&](int l) {
-    const Floats& host = kept[static_cast<std::size_t>(l)];
+    const Floats& host = host_kept_[static_cast<std::size_t>(l)];
     next = Floats(be_, host.size(), MemCategory::checkpoints);
     next_done = be_.copy_async(next.data(), host.data(), host.bytes(), Backend::CopyDirection::to_device);
   };
@@ -309,8 +311,6 @@ void Model::blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kep
       Floats input;
       if (offload) {
         be_.compute_waits_for(next_done);
-        be_.host_waits_for(next_done);  // before the host copy goes (no-op once landed)
-        kept[static_cast<std::size_t>(l)].reset();
         input = std::move(next);
         next_done.reset();
         if (l > 0) prefetch(l - 1);

@@ -108,6 +108,9 @@ class Model {
   bool blocks_only_;
   seqpar::MemoryOptions mem_;
   int tile_;
+  // Offloaded layer inputs: pinned host buffers (MemCategory::host_offload), one per layer,
+  // allocated by the first step and reused.
+  std::vector<Floats> host_kept_;
   std::unique_ptr<SpAttention> attn_;
   std::vector<ParamTensor> tensors_;
   std::vector<LayerParams> layers_;
