@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# One measurement session on a GPU machine, from the programs scripts/device/pack.sh packed:
+# build check, correctness (GPU tests, --validate on virtual ranks), timing (attention engines beside
+# PyTorch SDPA, the layer benchmark, training steps beside the PyTorch peer, the memory features at
+# the predicted maximum length), then a short table printed last. Everything it writes goes into one
+# archive under $OUT (the device tool brings back at most 8 files).
+# Usage (on the GPU machine, from the repository root):
+#   scripts/device/measure.sh [check|attention|layer|train|all] [CARRY_DIR]   (default: all build-device/carry)
+# Each phase fits in one 10-minute device call; `all` does not: run the phases one call each.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+phase=${1:-all}
+carry=${2:-$root/build-device/carry}
+out=${OUT:-$root/out/device}
+work=$(mktemp -d)
+mkdir -p "$out"
+bin=$carry/bin
+[ -d "$bin" ] || { echo "measure.sh: $bin missing: run scripts/device/pack.sh here first and carry it" >&2; exit 2; }
+
+# The GPU machine's CUDA stack: the toolkit's, and PyTorch's nvidia wheels (cuBLAS, cuDNN, NCCL, nvrtc).
+libs=$carry/lib:/usr/local/cuda/lib64
+for d in $(python3 -c 'import site,glob,os; print(" ".join(sorted({os.path.dirname(p) for s in site.getsitepackages() for p in glob.glob(s+"/nvidia/*/lib/*.so*")})))' 2>/dev/null); do
+  libs=$libs:$d
+done
+export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+summary=$work/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+# Runs a command, keeps its log, notes its exit status; a failure never stops the session.
+step() {
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$SECONDS
+  "$@" >"$work/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$work/$name.log"
+  note "$(printf '%-34s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")"
+  return $rc
+}
+finish() {
+  tar -C "$work" -czf "$out/measure-$phase.tar.gz" . 2>/dev/null
+  cp "$summary" "$out/summary-$phase.txt"
+  echo; echo "== summary ($phase)"; cat "$summary"
+}
+trap finish EXIT
+
+model=(--model llama3-8b --layers 4 --vocab 32000)
+train=("$bin/seqpar-train" "${model[@]}" --backend cuda)
+
+if [[ $phase == check || $phase == all ]]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$work/gpu.txt"
+  step ldd bash -c "ldd $bin/* | grep 'not found' && exit 1 || exit 0"
+  step engines "$bin/seqpar-bench-attention" --attention both --seq-lens 1K --head-dims 128 --ops fwd --iters 2
+  step gpu_tests_kernels "$bin/seqpar_test_kernels_gpu"
+  step gpu_tests_train "$bin/test_train" --gtest_filter='CudaVsCpu*:CudnnVsCpu*:*Gemm*Gpu*:*Cuda*'
+  for m in "ulysses --sp 2" "ulysses --sp 4" "ulysses --sp 8" "ring --sp 4" "ring-zigzag --sp 4" \
+           "ring-zigzag --sp 8" "hybrid --ulysses-degree 2 --ring-degree 2" "hybrid --ulysses-degree 4 --ring-degree 2"; do
+    tag=validate_$(echo "$m" | tr -c 'a-z0-9\n' '_' | tr -s _)
+    # shellcheck disable=SC2086
+    step "$tag" "$bin/seqpar-train" --backend cuda --comm virtual --method $m --seq-len 2K --steps 2 --validate \
+      -J "$work/$tag.json"
+  done
+fi
+
+if [[ $phase == attention || $phase == all ]]; then
+  shapes=(--seq-lens 1K,2K,4K,8K,16K,32K --head-dims 64,128 --masks full,causal --ops fwd,bwd --heads 16 --batch 1)
+  step gemm_ceiling "$bin/seqpar-bench-gemm" --shapes square -J "$work/gemm.json"
+  step attn_engines "$bin/seqpar-bench-attention" --attention both "${shapes[@]}" -J "$work/attn_engines.json"
+  step attn_sdpa python3 "$root/scripts/bench_sdpa.py" "${shapes[@]}" -J "$work/attn_sdpa.json"
+  step attn_gqa "$bin/seqpar-bench-attention" --attention both --seq-lens 16K --heads 32 --kv-heads 8 --head-dims 128 \
+    --masks causal -J "$work/attn_gqa.json"
+  step attn_compare python3 "$root/scripts/device/compare_attention.py" "$work/attn_engines.json" \
+    "$work/attn_sdpa.json" -J "$work/attn_compare.json"
+fi
+
+if [[ $phase == layer || $phase == all ]]; then
+  for e in seqpar cudnn; do
+    step "layer_$e" "$bin/seqpar-bench-layer" --model llama3-8b --seq-len 128K --sp 8 --backend cuda --comm loopback \
+      --methods ulysses,ring-zigzag --reps 3 --attention "$e" -J "$work/layer_$e.json"
+  done
+  for m in "ulysses" "ring-zigzag"; do
+    step "train_proxy_${m}_cudnn" "${train[@]}" --seq-len 128K --method "$m" --sp 8 --comm loopback --steps 3 \
+      --attention cudnn -J "$work/train_proxy_$m.json"
+  done
+fi
+
+if [[ $phase == train || $phase == all ]]; then
+  for len in 16K 32K; do
+    for ck in none full; do
+      step "train_${len}_$ck" "${train[@]}" --seq-len "$len" --method ulysses --sp 1 --comm loopback --steps 4 \
+        --checkpoint "$ck" -J "$work/train_${len}_$ck.json"
+      step "torch_${len}_$ck" python3 "$root/scripts/bench_torch_step.py" "${model[@]}" --seq-len "$len" \
+        --checkpoint "$ck" --warmup 1 --iters 3 -J "$work/torch_${len}_$ck.json"
+    done
+  done
+  # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
+  # feature, and a step at it.
+  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["name"] = "llama3-8b-4l"
+m["layers"] = {"value": 4, "source": "measure.sh: 4 layers of llama3-8b"}
+m["vocab"] = {"value": 32000, "source": "measure.sh: 32K vocabulary"}
+json.dump(m, open(sys.argv[2], "w"), indent=1)
+PY
+  alst=(--checkpoint full --offload-checkpoints --tiled-mlp --tiled-loss)
+  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system dgx-h100 --gpus 1 --method ulysses --sp 1 --zero 0 \
+    "${alst[@]}" --json >"$work/maxlen.json" 2>"$work/maxlen.log"
+  maxlen=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("max_seq_len") or d.get("results",[{}])[0].get("max_seq_len",""))' "$work/maxlen.json" 2>/dev/null)
+  note "predicted max length with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
+  if [ -n "$maxlen" ]; then
+    step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 2 \
+      --warmup 1 "${alst[@]}" -J "$work/train_alst_maxlen.json"
+  fi
+fi
+
+# A report of everything measured, side by side (seqpar-train beside the PyTorch peer).
+jsons=("$work"/*.json)
+[ -e "${jsons[0]}" ] && "$bin/seqpar" report "${jsons[@]}" --out "$work/report" >"$work/report.log" 2>&1
+[ -f "$work/attn_compare.log" ] && { echo; tail -n 60 "$work/attn_compare.log"; }
