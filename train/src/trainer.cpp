@@ -193,9 +193,9 @@ TrainSetup reference_setup(const TrainSetup& s, int dp) {
   r.zigzag = false;
   r.micro_batch = s.micro_batch * dp;
   r.fault = Fault::none;
+  r.mem = train_memory_default();  // the plain step: what every memory feature must reproduce
+  r.tile_tokens = 0;
   return r;
 }
 
 }  // namespace seqpar::train
-  r.mem = train_memory_default();  // the plain step: what every memory feature must reproduce
-  r.tile_tokens = 0;
