@@ -314,4 +314,18 @@ TEST(CliPlan, SpIsInferredFromTheDegreesAsInEveryProgram) {
                "ring_degree: sp 8 is not divisible by ulysses_degree 3");
 }
 
+TEST(CliPlan, PlacementIsRecordedAndChangesTheCost) {
+  // Two 8-GPU nodes, U4xR4: ring-inner sends the all-to-alls across the nodes instead of the ring.
+  const std::string base = "simulate --system a800-nvlink --gpus 16 --seq-len 64K --method hybrid --ulysses-degree 4 --json";
+  CliRun u = seqpar(base);
+  CliRun r = seqpar(base + " --placement ring-inner");
+  ASSERT_EQ(u.code, 0) << u.out << u.err;
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(u.json()["plan"]["placement"], "ulysses-inner");
+  EXPECT_EQ(r.json()["plan"]["placement"], "ring-inner");
+  EXPECT_NE(u.json()["step_time_s"], r.json()["step_time_s"]);
+  expect_error("simulate --gpus 16 --seq-len 64K --method hybrid --placement sideways",
+               "placement: unknown value 'sideways'; expected ulysses-inner or ring-inner");
+}
+
 }  // namespace
