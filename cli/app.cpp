@@ -63,6 +63,7 @@ int run(int argc, const char* const* argv, Captured* capture) {
   add_report_command(app);
   add_calibrate_command(app);
   add_gate_command(app);
+  add_published_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

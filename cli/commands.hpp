@@ -13,6 +13,7 @@ void add_sweep_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_gate_command(CLI::App& app);
+void add_published_command(CLI::App& app);
 
 // argc/argv of the process, for the "command" field of every JSON document.
 struct Invocation {

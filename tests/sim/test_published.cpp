@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "cli_runner.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -101,6 +102,29 @@ TEST(Published, MegatronFlopsFormula) {
   const double expected = 24 * 4 * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
   EXPECT_DOUBLE_EQ(megatron_flops_per_sequence(32, 4096, 50257, s, true), expected);
   EXPECT_DOUBLE_EQ(megatron_flops_per_sequence(32, 4096, 50257, s, false), expected * 3 / 4);
+}
+
+// `seqpar published` shows every built-in run with the library's prediction and error, and names
+// the file and field of a malformed --runs file.
+TEST(Published, CliShowsPredictionBesidePublished) {
+  const auto r = testing::seqpar("published --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = r.json();
+  const auto runs = builtin_published_runs();
+  ASSERT_EQ(j["runs"].size(), runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto c = compare_published(runs[i]);
+    EXPECT_EQ(j["runs"][i]["id"], runs[i].id);
+    EXPECT_DOUBLE_EQ(j["runs"][i]["predicted"].get<double>(), c.predicted);
+    EXPECT_DOUBLE_EQ(j["runs"][i]["error"].get<double>(), c.error);
+  }
+  const auto table = testing::seqpar("published");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find(runs.front().id), std::string::npos);
+  EXPECT_NE(table.out.find(runs.front().source), std::string::npos);
+  const auto bad = testing::seqpar("published --runs /nonexistent/runs.json");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("/nonexistent/runs.json"), std::string::npos) << bad.err;
 }
 
 }  // namespace
