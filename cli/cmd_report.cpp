@@ -44,6 +44,25 @@ std::string peer_table(const nlohmann::json& rows) {
   return "seqpar-train against PyTorch (ratios seqpar / PyTorch; '-': no such measurement in the inputs)\n" + t.str();
 }
 
+// Each measured training step beside the simulator's prediction (per rank) with the error, then the
+// largest errors: the fidelity figure issue 16 asks for, printed last so it is what a reader sees.
+std::string step_table(const nlohmann::json& sc) {
+  auto pct = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:+.1f}%", v.get<double>() * 100) : "-"; };
+  auto bytes = [](const nlohmann::json& v) { return v.is_number() ? gib(v.get<double>()) : std::string("-"); };
+  Table t({"step", "plan", "seq", "mode", "predicted", "measured", "error", "pred GiB", "meas GiB", "error"});
+  for (const auto& r : sc["rows"])
+    t.add({r["name"].get<std::string>(), r["plan_label"].get<std::string>(),
+           seqpar::format_count(static_cast<std::int64_t>(r["seq_len"].get<double>())), r["mode"].get<std::string>(),
+           seconds(r["predicted_step_time_s"].get<double>()), seconds(r["measured_step_time_s"].get<double>()),
+           pct(r["time_error"]), bytes(r["predicted_peak_memory_bytes"]), bytes(r["measured_peak_memory_bytes"]),
+           pct(r["memory_error"])});
+  auto abs_pct = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.1f}%", v.get<double>() * 100) : "- (no peak measured)"; };
+  return fmt::format("training steps, predicted on '{}' (per rank) against measured (error = predicted / measured - 1)\n{}"
+                     "largest |error|: step time {}, peak memory {}\n",
+                     sc["system"].get<std::string>(), t.str(), abs_pct(sc["max_abs_time_error"]),
+                     abs_pct(sc["max_abs_memory_error"]));
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app) {
@@ -59,6 +78,9 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--plots-dir", args->options.plots_dir,
                   "the folder of the plot scripts, seqpar's reports/plots/ (default: $SEQPAR_PLOTS_DIR, else the source tree "
                   "seqpar was built from)");
+  cmd->add_option("--system", args->options.system,
+                  "system preset name or calibrated profile (seqpar calibrate) to predict measured training steps on "
+                  "(default: the preset of the GPU the steps ran on)");
   cmd->add_flag("--no-plots", args->no_plots, "tables only");
   cmd->add_flag("--json", args->json, "print the written files and warnings as JSON");
   cmd->callback([args] {
@@ -71,13 +93,14 @@ void add_report_command(CLI::App& app) {
     if (args->json) {
       nlohmann::json j = {{"markdown", out.markdown_path}, {"html", out.html_path}, {"data", out.data_path},
                           {"images", out.images}, {"warnings", out.warnings},
-                          {"peer_comparisons", out.peer_comparisons}};
+                          {"peer_comparisons", out.peer_comparisons}, {"step_comparisons", out.step_comparisons}};
       std::cout << dump_json(j) << "\n";
       return;
     }
     std::cout << fmt::format("wrote {}\n      {}\n      {}\n      {} plots\n", out.markdown_path, out.html_path,
                              out.data_path, out.images.size());
     if (!out.peer_comparisons.empty()) std::cout << peer_table(out.peer_comparisons);
+    if (!out.step_comparisons["rows"].empty()) std::cout << step_table(out.step_comparisons);
   });
 }
 

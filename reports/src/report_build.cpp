@@ -459,6 +459,45 @@ Section benchmarks_section(const json& data) {
 
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
+std::string percent_or_dash(const json& v) { return v.is_number() ? fmt::format("{:+.1f}%", v.get<double>() * 100) : "-"; }
+
+// Measured training steps beside the simulator's prediction on one system (step_comparison.hpp).
+Section step_section(const json& data) {
+  Section st;
+  st.title = "Training steps: predicted against measured";
+  if (!data.contains("step_comparisons") || data["step_comparisons"]["rows"].empty()) {
+    st.paragraph("No measured training step in the inputs (seqpar-train, bench_torch_step or the minimal step format).");
+    return st;
+  }
+  const json& sc = data["step_comparisons"];
+  Table t{{"step", "model", "plan", "GPUs", "seq", "mode", "predicted step", "measured step", "time error",
+           "predicted peak", "measured peak", "memory error", "source"}, {}};
+  bool proxy = false, other_dtype = false, time_only = false;
+  for (const auto& r : sc["rows"]) {
+    proxy = proxy || str(r, "mode") == "single-rank-proxy";
+    other_dtype = other_dtype || (str(r, "dtype") != "bf16" && str(r, "dtype") != "fp16");
+    time_only = time_only || r["measured_peak_memory_bytes"].is_null();
+    t.rows.push_back({r["name"], r["model"], r["plan_label"], std::to_string(int_of(r, "gpus")), fmt_seq(num(r, "seq_len")),
+                      dash_if_empty(str(r, "mode")), fmt_seconds(num(r, "predicted_step_time_s")),
+                      fmt_seconds(num(r, "measured_step_time_s")), percent_or_dash(r["time_error"]),
+                      fmt_gib(num(r, "predicted_peak_memory_bytes")),
+                      r["measured_peak_memory_bytes"].is_number() ? fmt_gib(num(r, "measured_peak_memory_bytes")) : "-",
+                      percent_or_dash(r["memory_error"]), r["source"]});
+  }
+  st.add_table(t);
+  st.paragraph(fmt::format("Predicted by the simulator on system '{}', per rank (step time and peak memory of one GPU); "
+                           "error = predicted / measured - 1. Largest |error|: step time {}, peak memory {}.",
+                           sc["system"].get<std::string>(), percent_or_dash(sc["max_abs_time_error"]),
+                           percent_or_dash(sc["max_abs_memory_error"])));
+  if (proxy)
+    st.paragraph("A single-rank proxy runs rank 0 of the plan it stands for with loopback communication: it is predicted "
+                 "as that plan's rank, so its time error includes the communication the proxy did not perform.");
+  if (other_dtype)
+    st.paragraph("Some steps ran in a dtype other than bf16/fp16; the simulator's rates are bf16/fp16 rates.");
+  if (time_only) st.paragraph("'-': the measurement records no peak memory; only its time is compared.");
+  return st;
+}
+
 // seqpar-train beside its PyTorch peer (peer_comparison.hpp): one row per pair, and one per run
 // that has no peer in the inputs, so a missing measurement shows instead of vanishing.
 Section peer_section(const json& data) {
@@ -534,6 +573,7 @@ Document build_document(const json& data, const json& figures, const std::set<st
   doc.sections.push_back(figure_section("The same model on NVLink, PCIe and multi-node InfiniBand", figures, drawn, "systems",
                                         "The inputs hold each model on one system only (same GPU count): no side-by-side comparison."));
   doc.sections.push_back(validation_section(data, figures, drawn));
+  doc.sections.push_back(step_section(data));
   doc.sections.push_back(peer_section(data));
   doc.sections.push_back(benchmarks_section(data));
   doc.sections.push_back(sources_section(data));
@@ -570,7 +610,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   fs::create_directories(opt.out_dir, ec);
   if (ec) throw Error(fmt::format("--out {}: cannot create the directory: {}", opt.out_dir, ec.message()));
 
-  json data = gather_report_data(inputs);
+  json data = gather_report_data(inputs, opt.system);
   json figures = plan_figures(data);
   json doc = run_info_of_this_process();
   doc["kind"] = "report-data";
@@ -578,6 +618,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   doc["figures"] = figures;
   ReportOutput out;
   out.peer_comparisons = data["peer_comparisons"];
+  out.step_comparisons = data["step_comparisons"];
   fs::path dir(opt.out_dir);
   out.data_path = (dir / "report-data.json").string();
   write_file(out.data_path, dump_json(doc) + "\n");

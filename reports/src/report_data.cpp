@@ -7,6 +7,8 @@
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/peer_comparison.hpp"
 #include "seqpar/reports/samples.hpp"
+#include "seqpar/reports/step_comparison.hpp"
+#include "seqpar/reports/step_input.hpp"
 #include "seqpar/core/plan.hpp"
 
 namespace seqpar::reports {
@@ -76,6 +78,14 @@ struct Gatherer {
                {"comparisons", json::array()}, {"benchmarks", json::array()}};
   // seqpar-train and bench_torch_step steps, paired after every input is read (pair_peer_steps).
   json peer_steps = json::array();
+  // Measured training steps, predicted on one system after every input is read (compare_steps).
+  std::vector<StepRecord> steps;
+
+  void add_steps(const json& doc, const std::string& where, const std::string& file, const std::string& src) {
+    StepDocument d = read_step_document(doc, where, file, PeakMemory::optional);
+    const std::string mode = string_or(doc, "mode", "");
+    for (auto& st : d.steps) steps.push_back({std::move(st), src, mode, d.gpu_name});
+  }
 
   std::string add_source(const json& doc, const std::string& file, const std::string& kind) {
     std::string id = fmt::format("S{}", data["sources"].size() + 1);
@@ -177,6 +187,8 @@ struct Gatherer {
     std::string device = require_string(doc, "device", where);
     std::string program = require_string(doc, "program", where);
     const json& results = require_array(doc, "results", where);
+    // A training-step document's rows are its steps: set beside the simulator (add_steps), not listed as benchmarks.
+    const bool step_document = is_step_document(doc);
     json config = doc.contains("config") && doc["config"].is_object() ? doc["config"] : json::object();
     std::string gpu;
     if (doc.contains("environment") && doc["environment"].is_object() && doc["environment"].contains("gpu"))
@@ -214,6 +226,7 @@ struct Gatherer {
         data["points"].push_back(pt);
         continue;
       }
+      if (step_document) continue;
       json fields = json::object();
       for (auto& [k, v] : r.items())
         if (v.is_number() && k != "time_s") fields[k] = v;
@@ -239,6 +252,12 @@ struct Gatherer {
   }
 
   void add(const json& doc, const std::string& where, const std::string& file) {
+    if (!doc.contains("kind") && is_step_document(doc)) {  // the minimal step format (README)
+      std::string src = add_source(doc, where, "steps");
+      data["sources"].back()["mode_description"] = "measured training steps (minimal step format)";
+      add_steps(doc, where, file, src);
+      return;
+    }
     std::string kind = document_kind(doc, where);
     if (kind == "collection") {
       const json& docs = require_array(doc, "documents", where);
@@ -247,7 +266,10 @@ struct Gatherer {
     }
     std::string src = add_source(doc, where, kind);
     if (kind == "prediction") add_prediction(doc, where, src);
-    else if (kind == "measurement") add_measurement(doc, where, src);
+    else if (kind == "measurement") {
+      add_measurement(doc, where, src);
+      if (is_step_document(doc)) add_steps(doc, where, file, src);
+    }
     else add_google_benchmark(doc, where, src);
   }
 
@@ -312,11 +334,13 @@ std::string describe_mode(const std::string& mode) {
   return "mode '" + mode + "'";
 }
 
-json gather_report_data(const std::vector<InputDocument>& inputs) {
+json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system) {
   Gatherer g;
   for (const auto& in : inputs) g.add(in.doc, in.file, in.file);
   g.pair_up();
   g.data["peer_comparisons"] = pair_peer_steps(g.peer_steps);
+  g.data["step_comparisons"] =
+      g.steps.empty() ? no_step_comparisons() : compare_steps(step_system(system, g.steps), g.steps);
   return g.data;
 }
 

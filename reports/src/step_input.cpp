@@ -68,7 +68,7 @@ double positive(const json& step, const char* key, const std::string& where) {
 }
 
 MeasuredStep read_step(const json& step, const json& outer, const std::string& where, const std::string& file,
-                       const std::string& fallback_name) {
+                       const std::string& fallback_name, PeakMemory peak) {
   if (!step.is_object()) throw Error(fmt::format("{}: a step must be a JSON object", where));
   MeasuredStep s;
   s.file = file;
@@ -84,7 +84,10 @@ MeasuredStep read_step(const json& step, const json& outer, const std::string& w
   if (dt && !dt->is_string()) throw Error(fmt::format("{}: field 'dtype' must be a string", where));
   s.dtype = to_string(parse_dtype(dt ? dt->get<std::string>() : "bf16", fmt::format("{}: dtype", where)));
   s.step_time_s = positive(step, "step_time_s", where);
-  s.peak_memory_bytes = positive(step, "peak_memory_bytes", where);
+  if (peak == PeakMemory::optional && (!step.contains("peak_memory_bytes") || step["peak_memory_bytes"].is_null()))
+    s.has_peak_memory = false;
+  else
+    s.peak_memory_bytes = positive(step, "peak_memory_bytes", where);
   s.name = optional_string(step, "name", where).value_or(fallback_name);
   // seqpar-train names its step in its single result row.
   if (!step.contains("name") && step.contains("results") && step["results"].is_array() && !step["results"].empty() &&
@@ -101,7 +104,7 @@ bool is_step_document(const json& doc) {
   return (doc.contains("step_time_s") && doc.contains("plan")) || (doc.contains("steps") && doc["steps"].is_array());
 }
 
-StepDocument read_step_document(const json& doc, const std::string& where, const std::string& file) {
+StepDocument read_step_document(const json& doc, const std::string& where, const std::string& file, PeakMemory peak) {
   StepDocument d;
   if (auto dev = optional_string(doc, "device", where)) d.device = *dev;
   if (auto g = optional_string(doc, "gpu_name", where)) d.gpu_name = *g;
@@ -113,10 +116,10 @@ StepDocument read_step_document(const json& doc, const std::string& where, const
     if (steps.empty()) throw Error(fmt::format("{}: field 'steps' is empty", where));
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const std::string w = fmt::format("{}: steps[{}]", where, i);
-      d.steps.push_back(read_step(steps[i], doc, w, file, w));
+      d.steps.push_back(read_step(steps[i], doc, w, file, w, peak));
     }
   } else {
-    d.steps.push_back(read_step(doc, doc, where, file, where));
+    d.steps.push_back(read_step(doc, doc, where, file, where, peak));
   }
   return d;
 }

@@ -68,13 +68,27 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "absent.json: cannot open" in r.stderr, "report names a missing file", r)
     # report: seqpar-train beside bench_torch_step, printed with the ratios and in --json.
     peers = [os.path.join(FIX, "peer", f) for f in ("seqpar_train_16k.json", "torch_step_16k.json", "torch_step_32k.json")]
-    r = run("report", *peers, "--out", os.path.join(tmp, "r9"), "--no-plots")
+    # The fixtures' GPU is made up: their steps are predicted on the system given.
+    r = run("report", *peers, "--out", os.path.join(tmp, "r9"), "--no-plots", "--system", "dgx-h100")
     check(r.returncode == 0 and "seqpar-train against PyTorch" in r.stdout and " 2.00 " in r.stdout,
           "report prints the seqpar-train / PyTorch side-by-side", r)
-    r = run("report", *peers, "--out", os.path.join(tmp, "r10"), "--no-plots", "--json")
+    r = run("report", *peers, "--out", os.path.join(tmp, "r10"), "--no-plots", "--json", "--system", "dgx-h100")
     rows = json.loads(r.stdout)["peer_comparisons"] if r.returncode == 0 else []
     check(len(rows) == 2 and rows[0]["step_time_ratio"] == 2.0 and rows[1]["seqpar"] is None,
           "report --json carries the side-by-side, unmatched run included", r)
+    r = run("report", *peers, "--out", os.path.join(tmp, "r11"), "--no-plots")
+    check(r.returncode == 2 and "Test GPU (fixture)" in r.stderr and "--system" in r.stderr,
+          "report refuses steps on an unknown GPU without --system, naming the flag", r)
+    # report: measured training steps beside the simulator, the error summary printed last.
+    h100_steps = [os.path.join(FIX, "h100-2026-11", f) for f in ("train_sp1.json", "train_proxy.json")]
+    r = run("report", *h100_steps, "--out", os.path.join(tmp, "r12"), "--no-plots")
+    lines = r.stdout.strip().splitlines()
+    check(r.returncode == 0 and "predicted on 'dgx-h100'" in r.stdout and lines and
+          lines[-1].startswith("largest |error|: step time "), "report prints the steps' errors last", r)
+    data_path = os.path.join(tmp, "r12", "report-data.json")
+    steps = json.load(open(data_path))["step_comparisons"] if os.path.exists(data_path) else {}
+    check(len(steps.get("rows", [])) == 2 and steps["rows"][1]["mode"] == "single-rank-proxy",
+          "report-data.json carries the step comparisons", r)
 
     # gate
     rng = random.Random(7)

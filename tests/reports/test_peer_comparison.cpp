@@ -15,6 +15,9 @@ using nlohmann::json;
 
 namespace {
 
+// The fixtures' GPU is made up, so `seqpar report` needs the system to predict their steps on.
+const std::string kSystem = "dgx-h100";
+
 std::string fixture(const std::string& name) {
   return std::string(SEQPAR_SOURCE_DIR) + "/tests/reports/fixtures/peer/" + name;
 }
@@ -34,7 +37,7 @@ const Section* section_titled(const Document& d, const std::string& title) {
 }  // namespace
 
 TEST(PeerComparison, PairsTheSameCaseWithRatiosAndKeepsUnmatchedRuns) {
-  const json rows = gather_report_data(all_fixtures())["peer_comparisons"];
+  const json rows = gather_report_data(all_fixtures(), kSystem)["peer_comparisons"];
   ASSERT_EQ(rows.size(), 3u);
   // seqpar-train at 16K without checkpointing meets bench_torch_step at 16K (named differently: shapes decide).
   const json& both = rows[0];
@@ -60,23 +63,23 @@ TEST(PeerComparison, PairsTheSameCaseWithRatiosAndKeepsUnmatchedRuns) {
 
 TEST(PeerComparison, ADifferentShapeOrGpuDoesNotPair) {
   std::vector<InputDocument> in = {load("seqpar_train_16k.json"), load("torch_step_16k.json")};
-  ASSERT_EQ(gather_report_data(in)["peer_comparisons"].size(), 1u);
+  ASSERT_EQ(gather_report_data(in, kSystem)["peer_comparisons"].size(), 1u);
   InputDocument other_shape = in[1];
   other_shape.doc["config"]["model"]["ffn_hidden"] = 11008;
-  EXPECT_EQ(gather_report_data({in[0], other_shape})["peer_comparisons"].size(), 2u);
+  EXPECT_EQ(gather_report_data({in[0], other_shape}, kSystem)["peer_comparisons"].size(), 2u);
   InputDocument other_gpu = in[1];
   other_gpu.doc["environment"]["gpu"]["name"] = "Another GPU";
-  EXPECT_EQ(gather_report_data({in[0], other_gpu})["peer_comparisons"].size(), 2u);
+  EXPECT_EQ(gather_report_data({in[0], other_gpu}, kSystem)["peer_comparisons"].size(), 2u);
   // Checkpointing is part of the plan.
   InputDocument checkpointed = in[1];
   checkpointed.doc["plan"]["checkpoint"] = "full";
-  EXPECT_EQ(gather_report_data({in[0], checkpointed})["peer_comparisons"].size(), 2u);
+  EXPECT_EQ(gather_report_data({in[0], checkpointed}, kSystem)["peer_comparisons"].size(), 2u);
 }
 
 TEST(PeerComparison, OnePeerPairsOnce) {
   // Two seqpar-train runs of the same case and one PyTorch run: the first pairs, the second stays alone.
   const json rows =
-      gather_report_data({load("seqpar_train_16k.json"), load("seqpar_train_16k.json"), load("torch_step_16k.json")})
+      gather_report_data({load("seqpar_train_16k.json"), load("seqpar_train_16k.json"), load("torch_step_16k.json")}, kSystem)
           ["peer_comparisons"];
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_FALSE(rows[0]["pytorch"].is_null());
@@ -87,7 +90,7 @@ TEST(PeerComparison, MissingPeakMemoryGivesNoRatio) {
   InputDocument torch = load("torch_step_16k.json");
   torch.doc["peak_memory_bytes"] = nullptr;  // as bench_torch_step writes it for a CPU run
   torch.doc["results"][0]["peak_memory_bytes"] = nullptr;
-  const json rows = gather_report_data({load("seqpar_train_16k.json"), torch})["peer_comparisons"];
+  const json rows = gather_report_data({load("seqpar_train_16k.json"), torch}, kSystem)["peer_comparisons"];
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_TRUE(rows[0]["peak_memory_ratio"].is_null());
   EXPECT_TRUE(rows[0]["step_time_ratio"].is_number());
@@ -97,7 +100,7 @@ TEST(PeerComparison, MalformedInputNamesFileAndField) {
   InputDocument no_plan = load("torch_step_32k.json");
   no_plan.doc.erase("plan");
   try {
-    gather_report_data({no_plan});
+    gather_report_data({no_plan}, kSystem);
     FAIL() << "a training step without a plan was accepted";
   } catch (const seqpar::Error& e) {
     EXPECT_NE(std::string(e.what()).find("torch_step_32k.json: results[0]: a training-step measurement needs a 'plan'"),
@@ -107,7 +110,7 @@ TEST(PeerComparison, MalformedInputNamesFileAndField) {
   InputDocument bad_model = load("seqpar_train_16k.json");
   bad_model.doc["config"]["model"]["hidden"] = "wide";
   try {
-    gather_report_data({bad_model});
+    gather_report_data({bad_model}, kSystem);
     FAIL() << "a non-numeric model size was accepted";
   } catch (const seqpar::Error& e) {
     EXPECT_NE(std::string(e.what()).find("seqpar_train_16k.json: results[0]: model"), std::string::npos) << e.what();
@@ -116,7 +119,7 @@ TEST(PeerComparison, MalformedInputNamesFileAndField) {
 }
 
 TEST(PeerComparison, TheReportSetsThemSideBySide) {
-  const json data = gather_report_data(all_fixtures());
+  const json data = gather_report_data(all_fixtures(), kSystem);
   const Document doc = build_document(data, plan_figures(data), {}, "t");
   const Section* s = section_titled(doc, "seqpar-train against PyTorch");
   ASSERT_NE(s, nullptr);
@@ -142,7 +145,7 @@ TEST(PeerComparison, TheReportSetsThemSideBySide) {
 
 TEST(PeerComparison, NoTrainingStepsSaysSo) {
   const std::string attention = std::string(SEQPAR_SOURCE_DIR) + "/tests/reports/fixtures/attention.json";
-  const json data = gather_report_data({{"attention.json", load_json_file(attention)}});
+  const json data = gather_report_data({{"attention.json", load_json_file(attention)}}, kSystem);
   EXPECT_TRUE(data["peer_comparisons"].empty());
   const Document doc = build_document(data, plan_figures(data), {}, "t");
   const Section* s = section_titled(doc, "seqpar-train against PyTorch");

@@ -17,6 +17,7 @@ struct ReportOptions {
   bool plots = true;                // false: tables only, each figure replaced by a note
   std::string python = "python3";
   std::string plots_dir;            // empty: $SEQPAR_PLOTS_DIR, else the source tree's reports/plots/
+  std::string system;               // measured training steps are predicted on it; empty: the measured GPU's preset
 };
 
 struct ReportOutput {
@@ -25,6 +26,8 @@ struct ReportOutput {
   std::vector<std::string> warnings;  // plots that could not be drawn, and why
   // seqpar-train beside bench_torch_step (report-data.json's "peer_comparisons"), for the command's own output.
   nlohmann::json peer_comparisons = nlohmann::json::array();
+  // Measured training steps beside the simulator (report-data.json's "step_comparisons": step_comparison.hpp).
+  nlohmann::json step_comparisons;
 };
 
 // The figures to draw for this data (type, drawer, file, title, and the series to plot); each kind

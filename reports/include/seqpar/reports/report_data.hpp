@@ -11,10 +11,14 @@
 namespace seqpar::reports {
 
 // {"sources": [...], "points": [...], "best": [...], "comparisons": [...], "benchmarks": [...],
-//  "peer_comparisons": [...] (seqpar-train beside bench_torch_step: peer_comparison.hpp)}
-// Sources get ids S1, S2, ... and every other entry names its source id. Throws seqpar::Error
-// naming the file and field for malformed input.
-nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs);
+//  "peer_comparisons": [...] (seqpar-train beside bench_torch_step: peer_comparison.hpp),
+//  "step_comparisons": {...} (measured training steps beside the simulator: step_comparison.hpp)}
+// Sources get ids S1, S2, ... and every other entry names its source id. Measured training steps
+// (documents with a top-level plan and step_time_s) are predicted on `system` (a preset name or
+// profile path; empty: the preset of the measured GPU) instead of being listed as benchmark rows.
+// Throws seqpar::Error naming the file and field for malformed input, and naming --system when
+// the steps' system cannot be told.
+nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system = "");
 
 // "ulysses sp=8", "hybrid U4xR2", "ring-zigzag sp=4" (+ memory options when not the defaults).
 std::string plan_label(const nlohmann::json& plan);

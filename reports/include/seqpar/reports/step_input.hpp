@@ -24,7 +24,13 @@ struct MeasuredStep {
   Plan plan;               // as written; normalized against the system when fitted
   std::string dtype;       // core's spelling (bf16, fp16, fp32, ...)
   double step_time_s = 0, peak_memory_bytes = 0;
+  // False only when read with PeakMemory::optional and the step gives none (peak_memory_bytes 0):
+  // `seqpar report` still sets its time beside the prediction, calibrate needs both.
+  bool has_peak_memory = true;
 };
+
+// Whether a step without "peak_memory_bytes" is malformed (calibrate fits memory) or time-only (report).
+enum class PeakMemory { required, optional };
 
 // A document of measured steps: it has "step_time_s" and "plan", or a "steps" array, and is not a
 // simulator prediction (kind "prediction"), which carries the same fields.
@@ -37,6 +43,7 @@ struct StepDocument {
 };
 
 // Reads one step document; seqpar::Error naming `where` and the field for anything malformed.
-StepDocument read_step_document(const nlohmann::json& doc, const std::string& where, const std::string& file);
+StepDocument read_step_document(const nlohmann::json& doc, const std::string& where, const std::string& file,
+                                PeakMemory peak = PeakMemory::required);
 
 }  // namespace seqpar::reports
