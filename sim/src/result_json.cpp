@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -30,13 +31,17 @@ json to_json(const System& s, int gpus) {
           {"intra_link", link},
           {"intra_gbps", s.intra.bytes_per_s / 1e9},
           {"inter_gbps", s.inter.bytes_per_s / 1e9},
+          {"nics_per_node", nic_count(s)},
+          {"nic_gbps", nic_rate(s) / 1e9},
           {"memory_capacity_bytes", s.gpu.memory_bytes},
           {"bf16_tflops", s.gpu.bf16_flops / 1e12}};
 }
 
 std::string point_name(const Model& m, const System& s, const Plan& p) {
-  return fmt::format("{}/{}/{}/sp{}/u{}r{}/gpus{}/seq{}", s.name, m.name, to_string(p.method), p.sp,
-                     p.ulysses_degree, p.ring_degree, p.gpus, p.seq_len);
+  // The default placement keeps the old names; a ring-inner hybrid is another point.
+  return fmt::format("{}/{}/{}/sp{}/u{}r{}{}/gpus{}/seq{}", s.name, m.name, to_string(p.method), p.sp,
+                     p.ulysses_degree, p.ring_degree, p.placement == GroupPlacement::ring_inner ? "-ring-inner" : "",
+                     p.gpus, p.seq_len);
 }
 
 json to_json(const Model& m, const System& s, const Result& r) {
@@ -59,6 +64,13 @@ json to_json(const Model& m, const System& s, const Result& r) {
     invalid();
     return j;
   }
+  // Where the plan's groups sit (comm_cost.hpp): what its communication was charged for. Valid
+  // plans only: their degrees are in range.
+  const SpGroups g = place_sp_groups(s, r.plan);
+  auto group = [](const Placement& p) {
+    return json{{"size", p.size}, {"stride", p.stride}, {"per_node", p.per_node}, {"nodes", p.nodes}};
+  };
+  j["groups"] = {{"ulysses", group(g.ulysses)}, {"ring", group(g.ring)}};
   j["fits"] = r.fits;
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;

@@ -324,6 +324,13 @@ TEST(CliPlan, PlacementIsRecordedAndChangesTheCost) {
   EXPECT_EQ(u.json()["plan"]["placement"], "ulysses-inner");
   EXPECT_EQ(r.json()["plan"]["placement"], "ring-inner");
   EXPECT_NE(u.json()["step_time_s"], r.json()["step_time_s"]);
+  // The groups' placement is in the output, and the two are different points.
+  EXPECT_EQ(u.json()["groups"]["ulysses"]["nodes"], 1);
+  EXPECT_EQ(u.json()["groups"]["ring"]["nodes"], 2);
+  EXPECT_EQ(r.json()["groups"]["ulysses"]["nodes"], 2);
+  EXPECT_EQ(r.json()["groups"]["ring"]["nodes"], 1);
+  EXPECT_EQ(r.json()["system"]["nics_per_node"], 4);
+  EXPECT_NE(u.json()["name"], r.json()["name"]);
   expect_error("simulate --gpus 16 --seq-len 64K --method hybrid --placement sideways",
                "placement: unknown value 'sideways'; expected ulysses-inner or ring-inner");
 }
