@@ -2,6 +2,7 @@
 // L = sum(out * r), with r fixed random weights; plus GEMM against a naive product.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -67,6 +68,37 @@ TEST_F(CpuOps, GemmMatchesNaiveProductForEveryTransposition) {
           EXPECT_NEAR(c[i * n + j], 0.5 * s + 2.0 * c0[i * n + j], 1e-5) << ta << tb << i << j;
         }
     }
+}
+
+// Mixed precision: in bf16 the GEMM is exactly the fp32 GEMM of bf16-rounded operands (the same
+// rounding as attention's emulation), accumulating into an fp32 C; fp32 mode does not round.
+TEST_F(CpuOps, Bf16GemmIsTheFp32GemmOfRoundedOperands) {
+  auto bf = make_cpu_backend(Precision::bf16);
+  for (const auto& [m, n, k] : {std::array{1, 1, 1}, std::array{5, 7, 3}, std::array{17, 13, 31},
+                                std::array{33, 1, 67}, std::array{1, 29, 130}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb);
+        const auto sz = [](int x, int y) { return static_cast<std::size_t>(x) * static_cast<std::size_t>(y); };
+        const auto a = randn(sz(m, k), 11), b = randn(sz(k, n), 12), c0 = randn(sz(m, n), 13);
+        auto a16 = a, b16 = b;
+        round_to_bf16(a16.data(), static_cast<std::int64_t>(a16.size()));
+        round_to_bf16(b16.data(), static_cast<std::int64_t>(b16.size()));
+        auto c_bf = c0, c_rounded = c0, c_fp32 = c0;
+        bf->gemm(ta, tb, m, n, k, 0.75f, a.data(), b.data(), 1.5f, c_bf.data());
+        be->gemm(ta, tb, m, n, k, 0.75f, a16.data(), b16.data(), 1.5f, c_rounded.data());
+        be->gemm(ta, tb, m, n, k, 0.75f, a.data(), b.data(), 1.5f, c_fp32.data());
+        EXPECT_EQ(c_bf, c_rounded);
+        EXPECT_NE(c_bf, c_fp32);
+        // C itself is not rounded: beta * C keeps fp32 bits the bf16 grid does not have.
+        bool c_off_grid = false;
+        for (float x : c_bf) {
+          float r = x;
+          round_to_bf16(&r, 1);
+          c_off_grid = c_off_grid || r != x;
+        }
+        EXPECT_TRUE(c_off_grid);
+      }
 }
 
 TEST_F(CpuOps, RmsNormBackwardMatchesFiniteDifferences) {

@@ -1,4 +1,5 @@
-// The CUDA back end against the CPU back end: its cuBLAS GEMM in every transposition and one
+// The CUDA back end against the CPU back end: its bf16 cuBLAS GEMM in every transposition against
+// the CPU back end's bf16 emulation, and one
 // training step (loss and gradients). The layer ops it calls are tested op by op against their CPU
 // references in tests/kernels/test_layer_ops_gpu.cpp. On the cuDNN attention engine (CudnnVsCpu):
 // the attention blocks of Ulysses and of a zigzag ring (full, causal diagonal, skipped, GQA), the
@@ -6,6 +7,7 @@
 // without a CUDA build, a device or (CudnnVsCpu) the cuDNN engine.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -60,17 +62,46 @@ class CudaVsCpu : public ::testing::Test {
   std::unique_ptr<Backend> gpu, cpu;
 };
 
-TEST_F(CudaVsCpu, GemmEveryTransposition) {
-  const int m = 33, n = 17, k = 29;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      const auto a = randn(m * k, 1), b = randn(k * n, 2), c = randn(m * n, 3);
-      auto ref = c;
-      cpu->gemm(ta, tb, m, n, k, 1.0f, a.data(), b.data(), 1.0f, ref.data());
-      Floats da = up(a), db = up(b), dc = up(c);
-      gpu->gemm(ta, tb, m, n, k, 1.0f, da.data(), db.data(), 1.0f, dc.data());
-      expect_close(down(dc), ref, 5e-3, "gemm (TF32)");
-    }
+// The GPU GEMM takes bf16 operands and accumulates in fp32, as the CPU back end's bf16 emulation
+// does: products of bf16 values are exact in fp32, so the two may differ only by fp32 summation
+// order, bounded per element by (k + 2) * 2^-24 * (|alpha| sum_l |a_il b_lj| + |beta c_ij|) on
+// each side; the bound allows 8x that for the tensor cores' internal accumulation. Without the
+// bf16 rounding of the operands (TF32 or fp32) the difference is about 2^-9 relative per term,
+// hundreds of times the bound.
+TEST_F(CudaVsCpu, Bf16GemmMatchesTheCpuEmulationEveryTransposition) {
+  auto emu = make_cpu_backend(Precision::bf16);
+  for (const auto& [m, n, k] : {std::array{33, 17, 29}, std::array{1, 130, 257}, std::array{127, 65, 1029}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb);
+        const auto a = randn(static_cast<std::size_t>(m) * k, 1), b = randn(static_cast<std::size_t>(k) * n, 2),
+                   c = randn(static_cast<std::size_t>(m) * n, 3);
+        const float alpha = 0.5f, beta = 1.25f;
+        auto ref = c;
+        emu->gemm(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, ref.data());
+        Floats da = up(a), db = up(b), dc = up(c);
+        gpu->gemm(ta, tb, m, n, k, alpha, da.data(), db.data(), beta, dc.data());
+        const std::vector<float> got = down(dc);
+        auto a16 = a, b16 = b;
+        round_to_bf16(a16.data(), static_cast<std::int64_t>(a16.size()));
+        round_to_bf16(b16.data(), static_cast<std::int64_t>(b16.size()));
+        int bad = 0;
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double mag = 0;
+            for (int l = 0; l < k; ++l)
+              mag += std::abs(static_cast<double>(ta ? a16[static_cast<std::size_t>(l) * m + i]
+                                                     : a16[static_cast<std::size_t>(i) * k + l]) *
+                              (tb ? b16[static_cast<std::size_t>(j) * k + l] : b16[static_cast<std::size_t>(l) * n + j]));
+            const std::size_t ij = static_cast<std::size_t>(i) * n + j;
+            const double bound = 8.0 * 2.0 * (k + 2) * std::ldexp(1.0, -24) *
+                                 (std::abs(alpha) * mag + std::abs(beta * c[ij]));
+            if (std::abs(static_cast<double>(got[ij]) - ref[ij]) > bound && ++bad <= 5)
+              ADD_FAILURE() << "C[" << i << "," << j << "] = " << got[ij] << ", emulation " << ref[ij] << ", bound "
+                            << bound;
+          }
+        EXPECT_EQ(bad, 0);
+      }
 }
 
 void expect_step_matches(Backend& gpu, Backend& cpu) {
@@ -86,8 +117,8 @@ void expect_step_matches(Backend& gpu, Backend& cpu) {
   Trainer tc(cpu, nullptr, s), tg(gpu, nullptr, s);
   const StepResult rc = tc.compute_gradients(), rg = tg.compute_gradients();
   EXPECT_NEAR(rg.loss, rc.loss, 2e-3 * rc.loss);
-  // bf16 attention and TF32 GEMMs: each gradient tensor agrees with the fp32 CPU step to about
-  // 1e-2 relative RMS.
+  // bf16 attention and bf16-operand GEMMs: each gradient tensor agrees with the fp32 CPU step to
+  // about 1e-2 relative RMS.
   const std::vector<double> errors =
       tensor_errors(tg.model().tensors(), {rg.loss, tg.grads_host()}, {rc.loss, tc.grads_host()});
   for (std::size_t i = 1; i < errors.size(); ++i)

@@ -1,7 +1,8 @@
 // CPU back end: the kernels layer's CPU references (seqpar::ref: layer ops, attention, reshards),
 // the reference the CUDA back end is held to. In bf16 precision attention rounds what the CUDA back
 // end hands its bf16 flash kernels (q, k, v; o and dO in the backward) and what they write (o,
-// dq, dk, dv) to bf16, so a CPU run sees the GPU's rounding at the same places.
+// dq, dk, dv) to bf16, and every GEMM rounds its two operands to bf16 (fp32 accumulation and C),
+// so a CPU run sees the GPU's rounding at the same places.
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -47,8 +48,16 @@ class CpuBackend final : public Backend {
 
   // The dense ops are the kernels layer's CPU references (layer_ops_ref.hpp), the same code the
   // GPU layer ops are tested against.
+  // In bf16 the operands are rounded as the CUDA back end's bf16 GEMM takes them (autocast: bf16
+  // copies of fp32 activations and master weights); the products of two bf16 values are exact in
+  // fp32, so what is left is fp32 accumulation and an fp32 C, as there.
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
             float beta, float* c) override {
+    if (precision_ == Precision::bf16) {
+      const std::int64_t na = std::int64_t{m} * k, nb = std::int64_t{k} * n;
+      a = rounded(kGemmA, a, na);
+      b = rounded(kGemmB, b, nb);
+    }
     ref::layer_ops::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
   }
   void add(float* y, const float* x, std::int64_t n) override { ref::layer_ops::add(y, x, n); }
@@ -184,7 +193,9 @@ class CpuBackend final : public Backend {
   void raw_host_free(void* p) noexcept override { std::free(p); }
 
   Precision precision_;
-  std::vector<float> scratch_[5];
+  // Slots 0-4: attention's q, k, v, o, dO; then the GEMM's two operands.
+  static constexpr std::size_t kGemmA = 5, kGemmB = 6;
+  std::vector<float> scratch_[7];
 };
 
 }  // namespace

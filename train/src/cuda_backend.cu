@@ -1,9 +1,10 @@
-// CUDA back end: cuBLAS GEMMs (TF32 tensor cores, fp32 storage), seqpar's flash attention, LSE
-// merge and Ulysses reshard kernels, and the layer ops (kernels/layer_ops.cuh), all on one compute
-// stream that the communicators join. The model keeps fp32 activations; the flash kernels take
-// bf16, so attention converts its inputs to bf16 and its outputs back (mixed precision, like
-// training with bf16 attention); validation on the GPU therefore compares the sharded step's error
-// against an fp32 CPU reference with the unsharded step's (validation.hpp).
+// CUDA back end: cuBLAS GEMMs (bf16 operands, fp32 accumulation and C), seqpar's flash attention,
+// LSE merge and Ulysses reshard kernels, and the layer ops (kernels/layer_ops.cuh), all on one
+// compute stream that the communicators join. Mixed precision as autocast does it: the model keeps
+// fp32 activations and master weights; each GEMM converts its two operands to bf16 copies and
+// accumulates in fp32, and attention converts its inputs to bf16 (the flash kernels take bf16) and
+// its outputs back. Validation on the GPU therefore compares the sharded step's error against an
+// fp32 CPU reference with the unsharded step's (validation.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -41,10 +42,9 @@ class CudaBackend final : public Backend {
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     SEQPAR_CUBLAS_CHECK(cublasCreate(&blas_));
     SEQPAR_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
-    SEQPAR_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_TF32_TENSOR_OP_MATH));
   }
   ~CudaBackend() override {
-    for (Slot& s : scratch_) deallocate(s.p, s.bytes, MemCategory::attention_buffers);
+    for (Slot& s : scratch_) deallocate(s.p, s.bytes, s.category);
     cublasDestroy(blas_);
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
@@ -56,6 +56,9 @@ class CudaBackend final : public Backend {
   std::string_view attention_engine() const override { return kernels::to_string(engine_); }
   bool on_gpu() const override { return true; }
   Precision precision() const override { return Precision::bf16; }
+  // fp32 stays refused: TF32 GEMMs would be possible, but attention has no fp32 kernel (the flash
+  // kernels and cuDNN's run bf16), so an "fp32" GPU step would still not be the exact reference;
+  // fp32 is the CPU back end's mode.
   void set_precision(Precision p) override {
     if (p != Precision::bf16)
       throw Error(fmt::format("--precision {}: the CUDA back end's attention kernels take bf16 only "
@@ -106,11 +109,19 @@ class CudaBackend final : public Backend {
   }
   void synchronize() override { SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+  // bf16 copies of A and B (grow-only slots, charged to working: they are the step's temporaries,
+  // like autocast's casts), fp32 accumulation (CUBLAS_COMPUTE_32F) into the fp32 C.
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
             float* c) override {
+    const std::int64_t na = std::int64_t{m} * k, nb = std::int64_t{k} * n;
+    auto* a16 = bf16(kGemmA, na, MemCategory::working);
+    auto* b16 = bf16(kGemmB, nb, MemCategory::working);
+    layer_ops::to_bf16(a16, a, na, stream_);
+    layer_ops::to_bf16(b16, b, nb, stream_);
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    SEQPAR_CUBLAS_CHECK(cublasSgemm(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                                    k, &alpha, b, tb ? k : n, a, ta ? m : k, &beta, c, n));
+    SEQPAR_CUBLAS_CHECK(cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
+                                     &alpha, b16, CUDA_R_16BF, tb ? k : n, a16, CUDA_R_16BF, ta ? m : k, &beta, c,
+                                     CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   void add(float* y, const float* x, std::int64_t n) override { layer_ops::add(y, x, n, stream_); }
   void scale(float* x, float alpha, std::int64_t n) override { layer_ops::scale(x, alpha, n, stream_); }
@@ -267,23 +278,29 @@ class CudaBackend final : public Backend {
   struct Slot {
     void* p = nullptr;
     std::int64_t bytes = 0;
+    MemCategory category = MemCategory::attention_buffers;
   };
+  // Slots 0-7: attention's bf16 copies; 8, 9: its backward and forward workspaces; then the GEMM's
+  // two bf16 operands.
+  static constexpr std::size_t kGemmA = 10, kGemmB = 11;
 
-  // Grow-only scratch for the bf16 copies and the backward workspace, charged to attention_buffers.
-  void* slot(std::size_t i, std::size_t bytes) {
+  // Grow-only scratch for the bf16 copies and the attention workspaces, charged to category c
+  // (attention_buffers for attention's, working for the GEMM operands').
+  void* slot(std::size_t i, std::size_t bytes, MemCategory c = MemCategory::attention_buffers) {
     if (scratch_.size() <= i) scratch_.resize(i + 1);
     Slot& s = scratch_[i];
     const auto need = static_cast<std::int64_t>((bytes + 255) / 256 * 256);
     if (s.bytes < need) {
       synchronize();  // an earlier launch may still read the old buffer
-      deallocate(s.p, s.bytes, MemCategory::attention_buffers);
-      s.p = allocate(need, MemCategory::attention_buffers);
+      deallocate(s.p, s.bytes, s.category);
+      s.p = allocate(need, c);
       s.bytes = need;
+      s.category = c;
     }
     return s.p;
   }
-  std::uint16_t* bf16(std::size_t i, std::int64_t elems) {
-    return static_cast<std::uint16_t*>(slot(i, static_cast<std::size_t>(elems) * 2));
+  std::uint16_t* bf16(std::size_t i, std::int64_t elems, MemCategory c = MemCategory::attention_buffers) {
+    return static_cast<std::uint16_t*>(slot(i, static_cast<std::size_t>(elems) * 2, c));
   }
 
   void* raw_allocate(std::size_t bytes) override {

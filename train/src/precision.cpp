@@ -9,6 +9,10 @@ namespace seqpar::train {
 
 std::string_view to_string(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
 
+std::string_view gemm_precision(Precision p) {
+  return p == Precision::bf16 ? "bf16 operands, fp32 accumulation" : "fp32";
+}
+
 Precision parse_precision(std::string_view text, std::string_view field) {
   if (text == "fp32") return Precision::fp32;
   if (text == "bf16") return Precision::bf16;

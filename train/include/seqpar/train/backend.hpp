@@ -34,8 +34,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
   virtual bool on_gpu() const = 0;
-  // The precision attention runs in (precision.hpp). The CPU back end does both; the CUDA back
-  // end's flash kernels are bf16 only, so it refuses fp32 with seqpar::Error.
+  // The precision attention and the GEMMs run in (precision.hpp). The CPU back end does both; the
+  // CUDA back end's attention is bf16 only, so it refuses fp32 with seqpar::Error.
   virtual Precision precision() const = 0;
   virtual void set_precision(Precision p) = 0;
   // The engine attention_forward/backward run on, as results record it ("attention_engine"): the
@@ -78,7 +78,8 @@ class Backend {
   virtual void compute_waits_for_comm() {}
 
   // Row-major C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(A) = A^T when trans_a
-  // (A stored [k,m]), likewise B (stored [n,k]).
+  // (A stored [k,m]), likewise B (stored [n,k]). In bf16 precision A and B are rounded to bf16
+  // (copies; the fp32 inputs stay) and the product accumulates in fp32 into the fp32 C.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     const float* b, float beta, float* c) = 0;
   virtual void add(float* y, const float* x, std::int64_t n) = 0;  // y += x
@@ -155,7 +156,7 @@ class Backend {
 };
 
 // fp32: plain fp32 everywhere (the validation reference); bf16: attention rounds its inputs and
-// outputs to bf16 where the CUDA back end's kernels do.
+// outputs to bf16 where the CUDA back end's kernels do, and GEMMs round their operands.
 std::unique_ptr<Backend> make_cpu_backend(Precision p = Precision::fp32);
 // CUDA builds only; throws seqpar::Error when no device is usable or CUDA is not built in.
 // `engine`: the attention engine (nullopt: cudnn where available, else seqpar); cudnn where it is
