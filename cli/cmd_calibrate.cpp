@@ -82,6 +82,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--comm-level", args->options.comm_level,
                   "link level of the collective measurements: intra, inter, or auto (from the rank layout's node count)")
       ->capture_default_str();
+  cmd->add_option("--attention-engine", args->options.attention_engine,
+                  "attention engine whose seqpar-bench-attention rows are fitted, seqpar or cudnn (engines are never "
+                  "mixed; default: cudnn when measured, else seqpar)");
   cmd->add_flag("--json", args->json,
                 "print the profile as JSON instead of a summary (calibration.rows: each fitted row, measured against predicted)");
   cmd->callback([args] {

@@ -53,6 +53,7 @@ struct KernelPoint {
   int head_dim = 0;            // attention; 0 when the row does not say
   std::optional<bool> causal;  // attention; empty when the row does not say
   double tokens = 0, flops = 0, time_s = 0, flops_per_s = 0;
+  std::string engine;          // attention: the row's "attention_engine" (seqpar when not given); empty for GEMM
 };
 
 struct Collected {
@@ -168,7 +169,9 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       }
       std::string dtype = optional_string(r, "dtype", w).value_or("bf16");
       if (dtype != "bf16" && dtype != "fp16" && dtype != "f16") continue;  // the profile's peak is bf16/fp16
-      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0};
+      // seqpar-bench-attention names the engine that ran (seqpar or cudnn); rows before it did are seqpar's.
+      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0,
+                    optional_string(r, "attention_engine", w).value_or("seqpar")};
       p.flops_per_s = require_number(r, "tflops", w) * 1e12;
       p.tokens = require_number(r, "seq_len", w);
       if (auto d = optional_number(r, "head_dim", w)) p.head_dim = static_cast<int>(*d);
@@ -188,7 +191,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
       double m = require_number(r, "m", w);
-      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0};
+      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0, ""};
       p.flops = 2 * m * require_number(r, "n", w) * require_number(r, "k", w);
       if (auto tf = optional_number(r, "tflops", w)) p.flops_per_s = *tf * 1e12;
       else p.flops_per_s = p.flops / require_number(r, "time_s", w);
@@ -389,6 +392,35 @@ void fit_gemm(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
   ++out.groups;
 }
 
+// The attention rows of one engine: the profile's curves describe one kernel, and seqpar's and
+// cuDNN's rates differ several-fold on the same shapes, so a curve fitted to both would be neither.
+// The engine is --attention-engine, else cudnn when measured (what training uses where it is
+// available), else the only one measured; the rows of other engines are named in the notes.
+// Returns the engine kept ("" without attention rows).
+std::string select_attention_engine(Collected& c, const CalibrateOptions& opt) {
+  std::map<std::string, int> rows;
+  for (const auto& p : c.attention) ++rows[p.engine];
+  if (rows.empty()) return "";
+  std::string chosen = opt.attention_engine;
+  if (chosen.empty()) {
+    chosen = rows.count("cudnn") ? "cudnn" : rows.count("seqpar") ? "seqpar" : rows.begin()->first;
+  } else if (!rows.count(chosen)) {
+    std::set<std::string> measured;
+    for (const auto& [e, n] : rows) measured.insert(e);
+    throw Error(fmt::format("--attention-engine {}: no attention rows of that engine in {} (engines measured: {})",
+                            chosen, join(c.attention_files), join(measured)));
+  }
+  for (const auto& [e, n] : rows)
+    if (e != chosen)
+      c.notes.push_back(fmt::format("{} attention rows of engine '{}' not fitted: the attention curves are fitted to one "
+                                    "engine, '{}' (choose with --attention-engine)", n, e, chosen));
+  std::erase_if(c.attention, [&](const KernelPoint& p) { return p.engine != chosen; });
+  std::set<std::string> files;
+  for (const auto& p : c.attention) files.insert(p.file);
+  c.attention_files = files;
+  return chosen;
+}
+
 // Attention: one curve per (direction, head dim, mask), since the rates differ by all three.
 void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
   std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
@@ -518,6 +550,8 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   if (inputs.empty()) throw Error("calibrate: no input files");
   if (opt.comm_level != "auto" && opt.comm_level != "intra" && opt.comm_level != "inter")
     throw Error(fmt::format("--comm-level '{}' must be intra, inter or auto", opt.comm_level));
+  if (!opt.attention_engine.empty() && opt.attention_engine != "seqpar" && opt.attention_engine != "cudnn")
+    throw Error(fmt::format("--attention-engine '{}' must be seqpar or cudnn", opt.attention_engine));
   Collected c;
   std::set<std::string> all_files;
   for (const auto& in : inputs) {
@@ -531,7 +565,12 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   fit_links(c, b, fitted, res);
   KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
   fit_gemm(c, b, kf, fitted);
+  const std::string engine = select_attention_engine(c, opt);
   fit_attention(c, b, kf, fitted);
+  if (fitted.fits.contains("attention")) {
+    fitted.fits["attention_engine"] = engine;
+    res.fitted.push_back(fmt::format("attention curves fitted to the '{}' engine's rows", engine));
+  }
   fit_steps(c, b, fitted, res);
   note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace seqpar::reports {
@@ -15,9 +16,18 @@ namespace seqpar::reports {
 using PresetLookup = std::function<nlohmann::json(const std::string& kind, const std::string& name_or_path)>;
 
 struct CalibrateOptions {
+  // A constructor, so callers that list the first figures in braces ({base, name, level}) need not
+  // name the later ones.
+  CalibrateOptions(std::string base = {}, std::string profile_name = {}, std::string level = "auto",
+                   std::string engine = {})
+      : base_system(std::move(base)), name(std::move(profile_name)), comm_level(std::move(level)),
+        attention_engine(std::move(engine)) {}
   std::string base_system;        // empty: derived from the measured GPU name
   std::string name;               // profile name; empty: "<base>-calibrated"
   std::string comm_level = "auto";  // intra | inter | auto (from the document's rank layout)
+  // The attention engine whose rows are fitted (seqpar | cudnn): one engine per profile, never mixed.
+  // Empty: cudnn when its rows are present, else seqpar.
+  std::string attention_engine;
 };
 
 struct InputDocument {
