@@ -460,6 +460,7 @@ Section benchmarks_section(const json& data) {
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string percent_or_dash(const json& v) { return v.is_number() ? fmt::format("{:+.1f}%", v.get<double>() * 100) : "-"; }
+std::string abs_percent_or_dash(const json& v) { return v.is_number() ? fmt::format("{:.1f}%", v.get<double>() * 100) : "-"; }
 
 // Measured training steps beside the simulator's prediction on one system (step_comparison.hpp).
 Section step_section(const json& data) {
@@ -487,8 +488,8 @@ Section step_section(const json& data) {
   st.add_table(t);
   st.paragraph(fmt::format("Predicted by the simulator on system '{}', per rank (step time and peak memory of one GPU); "
                            "error = predicted / measured - 1. Largest |error|: step time {}, peak memory {}.",
-                           sc["system"].get<std::string>(), percent_or_dash(sc["max_abs_time_error"]),
-                           percent_or_dash(sc["max_abs_memory_error"])));
+                           sc["system"].get<std::string>(), abs_percent_or_dash(sc["max_abs_time_error"]),
+                           abs_percent_or_dash(sc["max_abs_memory_error"])));
   if (proxy)
     st.paragraph("A single-rank proxy runs rank 0 of the plan it stands for with loopback communication: it is predicted "
                  "as that plan's rank, so its time error includes the communication the proxy did not perform.");

@@ -3,6 +3,7 @@
 // predicted by simulate() on the system, per rank, with the error; a step without a peak shows
 // time only; the system comes from --system or the measured GPU, else the flag is named.
 #ifdef SEQPAR_TEST_WITH_SIM
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,7 +100,11 @@ TEST(StepComparison, TheReportShowsTheTableAndTheLargestErrors) {
   const std::string md = render_markdown(doc);
   EXPECT_NE(md.find("## Training steps: predicted against measured"), std::string::npos);
   EXPECT_NE(md.find("train_step/llama3-8b/L4/ulysses/sp8/seq131072"), std::string::npos);
-  EXPECT_NE(md.find("Largest |error|: step time"), std::string::npos);
+  const json& sc = data["step_comparisons"];
+  EXPECT_NE(md.find(fmt::format("Largest |error|: step time {:.1f}%, peak memory {:.1f}%",
+                                sc["max_abs_time_error"].get<double>() * 100,
+                                sc["max_abs_memory_error"].get<double>() * 100)),
+            std::string::npos) << md;
   EXPECT_NE(md.find("single-rank proxy"), std::string::npos);
 }
 
