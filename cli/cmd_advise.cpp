@@ -31,7 +31,7 @@ void add_advise_command(CLI::App& app) {
   cmd->callback([o] {
     guarded(o->common.json, "seqpar advise", [&] {
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common.system);
+      const sim::System s = load_system(o->common);
       const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
       const sim::Advice a = sim::advise(m, s, gpus, n, search_space(o->search, o->mem));

@@ -32,7 +32,8 @@ void add_published_command(CLI::App& app) {
         j["runs"] = nlohmann::json::array();
         for (const auto& c : cs)
           j["runs"].push_back({{"id", c.run.id}, {"source", c.run.source}, {"configuration", c.run.configuration},
-                               {"system", c.run.system}, {"plan", to_json(c.run.plan)},
+                               {"system", c.run.system}, {"attention_kernel", c.run.attention_kernel},
+                               {"plan", to_json(c.run.plan)},
                                {"measure", to_string(c.run.measure)}, {"published", c.run.published},
                                {"predicted", c.errors.empty() ? nlohmann::json(c.predicted) : nlohmann::json(nullptr)},
                                {"error", c.errors.empty() ? nlohmann::json(c.error) : nlohmann::json(nullptr)},
@@ -50,6 +51,7 @@ void add_published_command(CLI::App& app) {
       fmt::print("predicted vs published (band {:.0f}%)\n{}\n", 100 * sim::kPublishedBand, t.str());
       for (const auto& c : cs) {
         fmt::print("{}: {}\n  {}\n", c.run.id, c.run.source, c.run.configuration);
+        if (!c.run.attention_kernel.empty()) fmt::print("  attention kernel: {}\n", c.run.attention_kernel);
         for (const auto& e : c.errors) fmt::print("  rejected: {}\n", e);
         if (!c.run.finding.empty()) fmt::print("  finding: {}\n", c.run.finding);
       }

@@ -10,6 +10,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/core/run_info.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
 
@@ -18,7 +19,14 @@ namespace seqpar::cli {
 void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("--model", o.model, "Model preset name or path to a model JSON file")->capture_default_str();
   app->add_option("--system", o.system, "System preset name or path to a system/profile JSON file")->capture_default_str();
+  add_attention_kernel(app, o.attention_kernel);
   app->add_flag("--json", o.json, "Print JSON instead of tables");
+}
+
+void add_attention_kernel(CLI::App* app, std::string& kernel) {
+  app->add_option("--attention-kernel", kernel,
+                  "Attention kernel whose figures the GPU preset uses, e.g. flash-attention-2, flash-attention-3, cudnn "
+                  "(default: the preset's; `seqpar presets` shows each GPU's)");
 }
 
 void add_search(CLI::App* app, SearchOptions& o) {
@@ -55,6 +63,7 @@ void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m
 
 sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
+sim::System load_system(const CommonOptions& o) { return sim::load_system(o.system, o.attention_kernel); }
 
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
   seqpar::Plan p = seqpar::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);

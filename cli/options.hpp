@@ -19,6 +19,7 @@ namespace seqpar::cli {
 struct CommonOptions {
   std::string model = "llama3-8b";
   std::string system = "dgx-h100";
+  std::string attention_kernel;  // empty: the GPU preset's default (sim/attention_kernels.hpp)
   bool json = false;
 };
 
@@ -46,6 +47,10 @@ void add_memory(CLI::App* app, MemoryFlags& m);
 
 sim::Model load_model(const CommonOptions& o);
 sim::System load_system(const std::string& name_or_path);
+// --system with --attention-kernel's figures (an unknown kernel is refused naming the GPU's kernels).
+sim::System load_system(const CommonOptions& o);
+// Registers --attention-kernel (add_common does; sweep, with its own options, calls it itself).
+void add_attention_kernel(CLI::App* app, std::string& kernel);
 
 // A normalized plan from the flags (seqpar::plan_from_flags; validity is the simulator's to check).
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);

@@ -8,6 +8,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/validity.hpp"
@@ -45,6 +46,14 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
     throw Error(fmt::format("{}: field 'model' must be a model preset name or a model object", where));
   r.model = *mi;
   r.system = text(j, "system", where);
+  if (auto ki = j.find("attention_kernel"); ki != j.end()) {
+    r.attention_kernel = text(j, "attention_kernel", where);
+    try {  // refused here, naming the run, rather than at the first comparison
+      (void)load_system(r.system, r.attention_kernel);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", where, e.what()));
+    }
+  }
   auto pi = j.find("plan");
   if (pi == j.end() || !pi->is_object()) throw Error(fmt::format("{}: field 'plan' must be a plan object", where));
   try {
@@ -121,7 +130,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
   PublishedComparison c;
   c.run = run;
   const Model m = model_of(run);
-  const System s = load_system(run.system);
+  const System s = load_system(run.system, run.attention_kernel);
   switch (run.measure) {
     case PublishedMeasure::step_time_s:
     case PublishedMeasure::megatron_tflops_per_gpu: {

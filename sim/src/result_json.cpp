@@ -25,6 +25,7 @@ json to_json(const System& s, int gpus) {
   const char* link = s.intra.kind == LinkKind::pcie ? "pcie" : s.intra.kind == LinkKind::nvlink ? "nvlink" : "nvswitch";
   return {{"name", s.name},
           {"gpu", s.gpu.name},
+          {"attention_kernel", s.gpu.attention_kernel},
           {"gpus_per_node", s.gpus_per_node},
           // In 64 bits: an invalid plan's GPU count may be near INT_MAX, and is still printed.
           {"nodes", gpus > 0 ? (std::int64_t{gpus} + s.gpus_per_node - 1) / s.gpus_per_node : 0},

@@ -28,6 +28,9 @@ struct AttentionCurve {
 
 struct Gpu {
   std::string name;
+  // The attention kernel family the attention figures describe (attention_kernels.hpp); empty when
+  // the preset names none.
+  std::string attention_kernel;
   double memory_bytes = 0;
   double bf16_flops = 0;              // dense peak, FLOP/s
   double hbm_bytes_per_s = 0;

@@ -26,6 +26,7 @@ struct PublishedRun {
   std::string id, source, configuration;
   nlohmann::json model;   // a model preset name or an inline model object
   std::string system;     // a system preset name
+  std::string attention_kernel;  // the kernel the run used (attention_kernels.hpp); empty: the preset's default
   Plan plan;
   PublishedMeasure measure = PublishedMeasure::step_time_s;
   // attention_iterations_per_s only: the published figure is one GPU's rate divided by `share`

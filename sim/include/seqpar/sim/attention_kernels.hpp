@@ -1,0 +1,36 @@
+// The attention kernel as a named choice. A GPU preset's attention_fwd_efficiency and
+// attention_bwd_efficiency describe one kernel family, named by its "attention_kernel" (the
+// default); "attention_kernels" holds the figures of others the preset has a source for:
+//   "attention_kernel": "flash-attention-3",
+//   "attention_kernels": {"flash-attention-2": {"attention_fwd_efficiency": {"value": .., "source": ..},
+//                                               "attention_bwd_efficiency": {...}}, "cudnn": {...}}
+// Choosing one puts its figures in place of the default's before the GPU is parsed, so the cost
+// models, their checks and the figure ranges stay those of gpu_from_json: the choice describes the
+// software on the GPU, not how the sequence is split, so it belongs to the hardware the simulator
+// sees and is reported with it (System::gpu.attention_kernel), not to the plan.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seqpar/sim/hardware.hpp"
+
+namespace seqpar::sim {
+
+// The kernels a GPU document names: the default first, then the others in the file's order
+// (nlohmann keeps objects sorted by key). Empty when it names none.
+std::vector<std::string> attention_kernel_names(const nlohmann::json& gpu_doc);
+
+// `gpu_doc` with the named kernel's figures as its attention figures, its "attention_kernel" set to
+// the name and, when the name is not the default, without calibrated attention curves (they were
+// measured on the default). An empty name returns the document as it is. An unknown name, or a
+// kernel entry without both figures, throws seqpar::Error naming `what` and the known kernels.
+nlohmann::json gpu_document_with_attention_kernel(const nlohmann::json& gpu_doc, std::string_view kernel,
+                                                  std::string_view what);
+
+// load_system (presets.hpp) with the named attention kernel; empty: the preset's default.
+// The returned System's gpu.attention_kernel names the kernel whose figures it carries.
+System load_system(std::string_view name_or_path, std::string_view attention_kernel);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,93 @@
+#include "seqpar/sim/attention_kernels.hpp"
+
+#include <fmt/format.h>
+
+#include "seqpar/core/error.hpp"
+#include "seqpar/sim/presets.hpp"
+
+namespace seqpar::sim {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFigures[] = {"attention_fwd_efficiency", "attention_bwd_efficiency"};
+
+std::string list(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i ? ", " : "") + names[i] + (i == 0 ? " (default)" : "");
+  return out;
+}
+
+// The "attention_kernels" object, checked: each entry an object (its figures are checked by
+// gpu_from_json when chosen, with the same ranges as the default's).
+const json* kernels_of(const json& gpu_doc, std::string_view what) {
+  auto it = gpu_doc.find("attention_kernels");
+  if (it == gpu_doc.end()) return nullptr;
+  if (!it->is_object())
+    throw Error(fmt::format("{}: field 'attention_kernels' must be an object of kernel name -> figures", what));
+  auto def = gpu_doc.find("attention_kernel");
+  if (def == gpu_doc.end() || !def->is_string() || def->get<std::string>().empty())
+    throw Error(fmt::format("{}: field 'attention_kernels' needs 'attention_kernel', the name of the kernel the "
+                            "default attention figures describe",
+                            what));
+  return &*it;
+}
+
+}  // namespace
+
+std::vector<std::string> attention_kernel_names(const json& gpu_doc) {
+  std::vector<std::string> out;
+  auto def = gpu_doc.find("attention_kernel");
+  if (def != gpu_doc.end() && def->is_string()) out.push_back(def->get<std::string>());
+  auto it = gpu_doc.find("attention_kernels");
+  if (it != gpu_doc.end() && it->is_object())
+    for (const auto& [name, figures] : it->items())
+      if (out.empty() || name != out.front()) out.push_back(name);
+  return out;
+}
+
+json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view kernel, std::string_view what) {
+  if (!gpu_doc.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  const json* kernels = kernels_of(gpu_doc, what);
+  if (kernel.empty()) return gpu_doc;
+  const std::vector<std::string> names = attention_kernel_names(gpu_doc);
+  if (names.empty())
+    throw Error(fmt::format("{}: attention kernel '{}' asked for, but the GPU names no attention kernels (its "
+                            "figures are the only ones; add 'attention_kernel' and 'attention_kernels')",
+                            what, kernel));
+  if (kernel == names.front()) return gpu_doc;
+  if (!kernels || !kernels->contains(std::string(kernel)))
+    throw Error(fmt::format("{}: unknown attention kernel '{}'; this GPU's kernels: {}", what, kernel, list(names)));
+  const auto entry = kernels->find(std::string(kernel));
+  const std::string where = fmt::format("{}: attention_kernels.{}", what, kernel);
+  if (!entry->is_object()) throw Error(fmt::format("{}: expected an object of attention figures", where));
+  json out = gpu_doc;
+  for (const char* key : kFigures) {
+    auto f = entry->find(key);
+    if (f == entry->end()) throw Error(fmt::format("{}: missing field '{}'", where, key));
+    out[key] = *f;
+  }
+  out["attention_kernel"] = std::string(kernel);
+  out.erase("attention_curves");  // measured on the default kernel, not this one
+  return out;
+}
+
+System load_system(std::string_view name_or_path, std::string_view attention_kernel) {
+  json sys = preset_document("system", name_or_path);
+  const std::string what = fmt::format("system '{}'", name_or_path);
+  if (!sys.is_object()) return load_system(name_or_path);  // the loader says what is wrong
+  auto gi = sys.find("gpu");
+  if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return load_system(name_or_path);
+  const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
+  const std::string gpu_what = gi->is_string() ? fmt::format("gpu preset '{}'", gi->get<std::string>())
+                                               : fmt::format("{}: gpu", what);
+  sys["gpu"] = gpu_document_with_attention_kernel(gpu_doc, attention_kernel, gpu_what);
+  System s = system_from_json(sys, what);
+  const std::vector<std::string> names = attention_kernel_names(sys["gpu"]);
+  if (!names.empty()) s.gpu.attention_kernel = attention_kernel.empty() ? names.front() : std::string(attention_kernel);
+  return s;
+}
+
+}  // namespace seqpar::sim

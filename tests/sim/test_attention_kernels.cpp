@@ -1,0 +1,137 @@
+// The attention kernel as a named choice (sim/attention_kernels.hpp): a GPU preset's figures per
+// kernel family, chosen with --attention-kernel or a published run's "attention_kernel". The
+// figures compared here are read from the preset documents, not written into the test.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_runner.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/published.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using nlohmann::json;
+
+double figure(const std::string& gpu, const std::string& kernel, const char* key) {
+  return preset_document("gpu", gpu)["attention_kernels"][kernel][key]["value"].get<double>();
+}
+
+std::string error_of(const std::string& system, const std::string& kernel) {
+  try {
+    (void)load_system(system, kernel);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AttentionKernels, DefaultIsThePresetsOwnFiguresAndNamed) {
+  const System plain = load_system("dgx-h100");
+  const System def = load_system("dgx-h100", "");
+  EXPECT_EQ(def.gpu.attention_kernel, preset_document("gpu", "h100-sxm")["attention_kernel"].get<std::string>());
+  EXPECT_EQ(def.gpu.attention_fwd_efficiency, plain.gpu.attention_fwd_efficiency);
+  EXPECT_EQ(def.gpu.attention_bwd_efficiency, plain.gpu.attention_bwd_efficiency);
+  // Naming the default is the same as naming none.
+  const System named = load_system("dgx-h100", def.gpu.attention_kernel);
+  EXPECT_EQ(named.gpu.attention_fwd_efficiency, plain.gpu.attention_fwd_efficiency);
+  // The A100 presets' own figures are FlashAttention-2's.
+  EXPECT_EQ(load_system("dgx-a100-40g", "").gpu.attention_kernel, "flash-attention-2");
+}
+
+TEST(AttentionKernels, ChosenKernelCarriesItsFigures) {
+  for (const char* k : {"flash-attention-2", "cudnn"}) {
+    const System s = load_system("dgx-h100", k);
+    EXPECT_EQ(s.gpu.attention_kernel, k);
+    EXPECT_DOUBLE_EQ(s.gpu.attention_fwd_efficiency, figure("h100-sxm", k, "attention_fwd_efficiency"));
+    EXPECT_DOUBLE_EQ(s.gpu.attention_bwd_efficiency, figure("h100-sxm", k, "attention_bwd_efficiency"));
+    EXPECT_EQ(s.gpu.bf16_flops, load_system("dgx-h100").gpu.bf16_flops);  // only attention changes
+    EXPECT_EQ(s.gpu.gemm_efficiency, load_system("dgx-h100").gpu.gemm_efficiency);
+  }
+}
+
+// FlashAttention-2 against cuDNN: the kernel time (launch overhead aside) scales by the inverse
+// ratio of their figures, in both directions.
+TEST(AttentionKernels, Fa2VersusCudnnScalesAttentionTimeByTheirFigures) {
+  const Gpu fa2 = load_system("dgx-h100", "flash-attention-2").gpu;
+  const Gpu cudnn = load_system("dgx-h100", "cudnn").gpu;
+  const double flops = attention_flops(1, 16384, 16384, 32, 128);
+  for (bool bwd : {false, true}) {
+    const char* key = bwd ? "attention_bwd_efficiency" : "attention_fwd_efficiency";
+    const double t_fa2 = attention_time(fa2, flops, 16384, bwd, {128, true}) - fa2.kernel_overhead_s;
+    const double t_cudnn = attention_time(cudnn, flops, 16384, bwd, {128, true}) - cudnn.kernel_overhead_s;
+    EXPECT_NEAR(t_fa2 / t_cudnn, figure("h100-sxm", "cudnn", key) / figure("h100-sxm", "flash-attention-2", key), 1e-12)
+        << key;
+    EXPECT_GT(t_fa2, t_cudnn) << key;
+  }
+}
+
+TEST(AttentionKernels, UnknownKernelIsRefusedNamingThePresetsKernels) {
+  const std::string e = error_of("dgx-h100", "fa9");
+  EXPECT_NE(e.find("unknown attention kernel 'fa9'"), std::string::npos) << e;
+  for (const char* k : {"flash-attention-3 (default)", "flash-attention-2", "cudnn"})
+    EXPECT_NE(e.find(k), std::string::npos) << e;
+  // No cuDNN figure with a source for the A100 presets: absent, so refused.
+  const std::string a = error_of("dgx-a100-80g", "cudnn");
+  EXPECT_NE(a.find("unknown attention kernel 'cudnn'"), std::string::npos) << a;
+  EXPECT_NE(a.find("flash-attention-2 (default)"), std::string::npos) << a;
+}
+
+TEST(AttentionKernels, DocumentRulesNameTheField) {
+  json g = preset_document("gpu", "h100-sxm");
+  g["attention_kernels"]["fa-x"] = {{"attention_fwd_efficiency", 0.5}};
+  try {
+    (void)gpu_document_with_attention_kernel(g, "fa-x", "gpu.json");
+    ADD_FAILURE() << "a kernel without a backward figure was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu.json: attention_kernels.fa-x: missing field 'attention_bwd_efficiency'"),
+              std::string::npos)
+        << e.what();
+  }
+  g["attention_kernels"]["fa-x"]["attention_bwd_efficiency"] = 7.0;  // above 1: gpu_from_json's range rule
+  EXPECT_THROW((void)gpu_from_json(gpu_document_with_attention_kernel(g, "fa-x", "gpu.json"), "gpu.json"), Error);
+  json no_default = preset_document("gpu", "h100-sxm");
+  no_default.erase("attention_kernel");
+  EXPECT_THROW((void)gpu_document_with_attention_kernel(no_default, "cudnn", "gpu.json"), Error);
+  // Calibrated curves were measured on the default kernel: another kernel drops them.
+  json cal = preset_document("gpu", "h100-sxm");
+  cal["attention_curves"] = json::array();
+  EXPECT_FALSE(gpu_document_with_attention_kernel(cal, "cudnn", "gpu.json").contains("attention_curves"));
+  EXPECT_TRUE(gpu_document_with_attention_kernel(cal, "", "gpu.json").contains("attention_curves"));
+}
+
+TEST(AttentionKernels, PublishedRunRefusesAnUnknownKernel) {
+  const json j = json::parse(R"({"runs": [{"id": "x", "source": "s", "configuration": "c", "model": "llama3-8b",
+    "system": "dgx-h100", "attention_kernel": "fa9", "plan": {"method": "ulysses", "gpus": 1, "seq_len": 4096, "sp": 1},
+    "measure": "step_time_s", "published": 1.0, "status": "in_band"}]})");
+  try {
+    (void)published_runs_from_json(j, "runs.json");
+    ADD_FAILURE() << "unknown kernel accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run 'x': "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown attention kernel 'fa9'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AttentionKernels, CliOptionOnSimulateAdviseMaxlenSweep) {
+  const auto fa2 = testing::seqpar("simulate --seq-len 32K --sp 8 --gpus 8 --attention-kernel flash-attention-2 --json");
+  ASSERT_EQ(fa2.code, 0) << fa2.err;
+  const auto cudnn = testing::seqpar("simulate --seq-len 32K --sp 8 --gpus 8 --attention-kernel cudnn --json");
+  ASSERT_EQ(cudnn.code, 0) << cudnn.err;
+  const json a = fa2.json(), b = cudnn.json();
+  EXPECT_EQ(a["system"]["attention_kernel"], "flash-attention-2");
+  EXPECT_EQ(b["system"]["attention_kernel"], "cudnn");
+  EXPECT_GT(a["step_time_s"].get<double>(), b["step_time_s"].get<double>());
+  for (const char* cmd : {"simulate --seq-len 32K", "advise --seq-len 32K", "maxlen", "sweep --seq-len 32K --out /tmp"}) {
+    const auto r = testing::seqpar(std::string(cmd) + " --attention-kernel fa9");
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_NE(r.err.find("unknown attention kernel 'fa9'"), std::string::npos) << cmd << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace seqpar::sim
