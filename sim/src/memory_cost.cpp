@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 
@@ -13,9 +14,9 @@ constexpr double kBf16 = 2.0, kF32 = 4.0;
 constexpr double kOptimizerBytesPerParam = 12.0;
 }  // namespace
 
-double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode) {
+StoredValues stored_values_per_token(const Model& m, const Plan& p, Checkpoint mode) {
   const double h = m.hidden, f = m.ffn_hidden, d = m.head_dim, a = m.heads;
-  if (mode == Checkpoint::full) return kBf16 * h;  // the layer input alone
+  if (mode == Checkpoint::full) return {h, 0};  // the layer input alone
   const bool selective = mode == Checkpoint::selective;
   const int U = p.ulysses_degree;
   // KV heads stored per local token inside attention: replication to U heads costs memory too.
@@ -30,7 +31,21 @@ double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode) {
     const double kept = m.mlp == MlpKind::swiglu ? 3 : 2;  // gate, up, act / fc1, act
     mlp += (kept - (selective ? 1 : 0)) * f;               // selective recomputes the activation
   }
-  return kBf16 * (attn + mlp) + kF32 * a;  // + the LSE per head, fp32
+  // fp32: the LSE per head, and each norm's rstd (1 / RMS per token), which its backward needs and
+  // PyTorch's RMSNorm keeps (selective recomputes the norm output from the input and this rstd);
+  // TiledMLP recomputes the MLP norm, rstd included, inside each tile.
+  const double rstd = 1 + (p.mem.tiled_mlp ? 0 : 1);
+  return {attn + mlp, a + rstd};
+}
+
+double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode) {
+  const StoredValues v = stored_values_per_token(m, p, mode);
+  return kBf16 * v.bf16 + kF32 * v.fp32;
+}
+
+double alst_tile_rows(const Model& m, const Plan& p) {
+  const std::int64_t local = p.sp > 0 ? p.seq_len / p.sp : p.seq_len;
+  return double(p.micro_batch) * double(alst_tile_tokens(local, m.hidden));
 }
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
@@ -56,15 +71,19 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   const double per_layer = stored_bytes_per_token(m, p, p.mem.checkpoint) * T;
   const double final_norm = 2 * kBf16 * h * T;
   const bool offload = full && p.mem.offload_checkpoints;
-  // Offloaded checkpoints: two layer inputs on the GPU at a time (the one in use, the next prefetched).
-  b.activations = (offload ? 2 * per_layer : m.layers * per_layer) + final_norm;
-  e.host_bytes = (offload ? (m.layers - 2) * per_layer : 0) + (p.mem.offload_optimizer ? opt : 0);
+  // Offloaded checkpoints: every layer input goes to the host (ALST offloads each checkpoint as
+  // the forward makes it, and the backward copies it back), and at most two are on the GPU at a
+  // time (the one in use, the next prefetched; in the forward, the newest and the one in flight).
+  const double on_device = offload ? std::min(2.0, double(m.layers)) : double(m.layers);
+  b.activations = on_device * per_layer + final_norm;
+  e.host_bytes = (offload ? m.layers * per_layer : 0) + (p.mem.offload_optimizer ? opt : 0);
 
   // Layer-backward phase.
   const double grad_stream = 2 * kBf16 * h * T;  // gradient of the layer output and of the residual
   const double recompute = full ? stored_bytes_per_token(m, p, Checkpoint::none) * T : 0;
   const double mats = m.mlp == MlpKind::swiglu ? 2 : 1;  // gradients of the MLP intermediates
-  const double mlp_ws = p.mem.tiled_mlp ? kBf16 * std::min(T, kTileTokens * sh.batch) * f * (mats + (mats + 1))
+  const double tile = std::min(T, alst_tile_rows(m, p));
+  const double mlp_ws = p.mem.tiled_mlp ? kBf16 * tile * f * (mats + (mats + 1))
                                         : kBf16 * T * f * mats;
   const double zero3 = (z >= 3 && D > 1) ? 3 * kBf16 * double(m.params_per_layer()) : 0;
   const double working = grad_stream + recompute + mlp_ws + zero3;
@@ -77,7 +96,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   const double layer_phase = working + attn_buf;
 
   // Loss phase: bf16 logits, fp32 logits for the softmax, bf16 gradient, per token and vocab entry.
-  const double loss_tokens = p.mem.tiled_loss ? std::min(T, kTileTokens * sh.batch) : T;
+  const double loss_tokens = p.mem.tiled_loss ? tile : T;
   const double logits = (kBf16 + kF32 + kBf16) * loss_tokens * m.vocab;
   const double loss_working = kBf16 * h * T + ((z >= 3 && D > 1) ? 2 * kBf16 * double(m.vocab) * h : 0);
   const double loss_phase = logits + loss_working;

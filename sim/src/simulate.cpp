@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
@@ -165,8 +166,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const double L = m.layers;
   const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
-  const double tile = std::min(T, kTileTokens * p.micro_batch);
-  const double tiles = T / tile;
+  const double tile = alst_tile_rows(m, p);
+  const double tiles = double(alst_tile_count(p.seq_len / p.sp, m.hidden));
 
   // Per layer.
   const double gemm_f = gemm_time(g, layer_gemm_flops(m, T), T, kGemmsPerLayer);

@@ -155,16 +155,19 @@ TEST(MemoryCost, StoredActivationsPerTokenByCheckpointMode) {
   const Model m = tiny_model();
   Plan p = plan(Method::ulysses, 1, 64, 1, 1, 1);
   // none: attention 8 (norm in) + 8 (norm out) + 8 (q) + 16 (k, v) + 8 (o) = 48; MLP 8 + 8 + 3 x 16 = 64;
-  // bf16, plus the fp32 LSE of 2 heads.
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 64) + 4 * 2);
-  // selective drops both norm outputs and the activation output.
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::selective), 2.0 * (40 + 40) + 4 * 2);
+  // bf16, plus fp32: the LSE of 2 heads and the rstd of the 2 norms.
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 64) + 4 * (2 + 2));
+  // selective drops both norm outputs and the activation output (the norms keep their rstd).
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::selective), 2.0 * (40 + 40) + 4 * (2 + 2));
   EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::full), 2.0 * 8);
-  p.mem.tiled_mlp = true;  // the MLP keeps only its input
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 8) + 4 * 2);
+  p.mem.tiled_mlp = true;  // the MLP keeps only its input; each tile recomputes its norm
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 8) + 4 * (2 + 1));
+  const StoredValues v = stored_values_per_token(m, p, Checkpoint::none);
+  EXPECT_DOUBLE_EQ(v.bf16, 48 + 8);
+  EXPECT_DOUBLE_EQ(v.fp32, 2 + 1);
   // Ulysses keeps the attention output in both layouts.
   Plan u = plan(Method::ulysses, 2, 64, 2, 2, 1);
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, u, Checkpoint::none), 2.0 * (56 + 64) + 4 * 2);
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, u, Checkpoint::none), 2.0 * (56 + 64) + 4 * (2 + 2));
 }
 
 TEST(MemoryCost, ZeroShardsStatesOverTheWholeGroup) {
@@ -201,7 +204,33 @@ TEST(MemoryCost, TiledLossHoldsOneTileOfLogits) {
   };
   EXPECT_DOUBLE_EQ(logits(p), 8.0 * 4096 * 32);  // bf16 + fp32 logits and the bf16 gradient
   p.mem.tiled_loss = true;
-  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 1024 * 32);
+  // ALST's tile: ceil(4096 / hidden 8) = 512 tiles of 8 tokens.
+  EXPECT_DOUBLE_EQ(alst_tile_rows(m, p), 8);
+  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 8 * 32);
+  p.seq_len = 4100;  // 513 tiles of 8 (the last 4 tokens)
+  p.micro_batch = 2;  // each tile holds both sequences' slices
+  EXPECT_DOUBLE_EQ(alst_tile_rows(m, p), 2 * 8);
+}
+
+TEST(MemoryCost, OffloadedCheckpointsAllGoToTheHostAndTwoStayOnTheGpu) {
+  const Model m = tiny_model();  // 2 layers
+  const System s = round_system();
+  Plan p = plan(Method::ulysses, 1, 4096, 1, 1, 1);
+  p.mem.checkpoint = Checkpoint::full;
+  Model deep = m;
+  deep.layers = 6;
+  const double per_layer = stored_bytes_per_token(deep, p, Checkpoint::full) * 4096;
+  const MemoryEstimate kept = estimate_memory(deep, s, p);
+  p.mem.offload_checkpoints = true;
+  const MemoryEstimate off = estimate_memory(deep, s, p);
+  EXPECT_DOUBLE_EQ(off.host_bytes, 6 * per_layer);  // every layer input, as the step offloads them
+  EXPECT_DOUBLE_EQ(kept.peak.activations - off.peak.activations, (6 - 2) * per_layer);
+  Model one = m;
+  one.layers = 1;  // one layer: only its input to keep on the GPU
+  p.mem.offload_checkpoints = false;
+  const double one_kept = estimate_memory(one, s, p).peak.activations;
+  p.mem.offload_checkpoints = true;
+  EXPECT_DOUBLE_EQ(estimate_memory(one, s, p).peak.activations, one_kept);
 }
 
 TEST(Simulate, ModelFlopsFollowTheDesignConventions) {

@@ -8,6 +8,7 @@
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
@@ -147,6 +148,19 @@ TrainSetup long_single(seqpar::MemoryOptions mem) {
   return s;
 }
 
+// The simulator's model of the same shapes.
+sim::Model sim_model(const TrainSetup& s) {
+  sim::Model m;
+  m.layers = s.model.layers;
+  m.hidden = s.model.hidden;
+  m.heads = s.model.heads;
+  m.kv_heads = s.model.kv_heads;
+  m.head_dim = s.model.head_dim;
+  m.ffn_hidden = s.model.ffn;
+  m.vocab = s.model.vocab;
+  return m;
+}
+
 TEST(MemoryFeatures, EachFeatureLowersThePartsTheSimulatorSaysItLowers) {
   const Measured plain = measure(long_single(options(Checkpoint::none, false, false, false)));
   const Measured sel = measure(long_single(options(Checkpoint::selective, false, false, false)));
@@ -169,45 +183,60 @@ TEST(MemoryFeatures, EachFeatureLowersThePartsTheSimulatorSaysItLowers) {
   EXPECT_LT(part(mlp, MemCategory::working), part(plain, MemCategory::working));
   // Tiled loss: one tile's logits (sim: loss_tokens).
   EXPECT_LT(part(loss, MemCategory::logits), part(plain, MemCategory::logits));
+  seqpar::Plan lp;
+  lp.gpus = 1;
+  lp.seq_len = s.seq_len;
   EXPECT_EQ(part(loss, MemCategory::logits),
-            std::int64_t{alst_tile_tokens(256, s.model.hidden)} * s.model.vocab * 4);
+            std::int64_t(sim::alst_tile_rows(sim_model(s), lp)) * s.model.vocab * 4);  // sim's tile
   // And each lowers the overall peak at this shape.
   for (const Measured* m : {&sel, &full, &off, &mlp, &loss}) EXPECT_LT(m->peak, plain.peak);
   // Host memory is not device memory: offload's device peak is below full checkpointing's.
   EXPECT_LT(off.peak, full.peak);
 }
 
-// The simulator's stored activations per layer (bf16 tensors, fp32 LSE) against the measured
-// ones (fp32 everywhere) at the same shape: the extra layer of a 3-layer model over a 2-layer one.
-// The step keeps fp32 copies of what the simulator keeps in bf16, plus one fp32 RMSNorm rstd per
-// token for each norm whose input it keeps (the simulator does not count these).
+// The simulator's stored activations per layer against the measured ones at the same shape: the
+// extra layer of a 3-layer model over a 2-layer one. The step keeps every value in fp32, the
+// simulator's bf16 values and its fp32 ones (LSE, RMSNorm rstd) alike: 4 bytes per value.
 TEST(MemoryFeatures, StoredActivationsPerLayerMatchTheSimulator) {
-  struct Case { Checkpoint c; bool tiled_mlp; int rstd; };
-  for (const Case k : {Case{Checkpoint::none, false, 2}, Case{Checkpoint::selective, false, 2},
-                       Case{Checkpoint::full, false, 0}, Case{Checkpoint::none, true, 1},
-                       Case{Checkpoint::selective, true, 1}}) {
+  struct Case { Checkpoint c; bool tiled_mlp; };
+  for (const Case k : {Case{Checkpoint::none, false}, Case{Checkpoint::selective, false},
+                       Case{Checkpoint::full, false}, Case{Checkpoint::none, true},
+                       Case{Checkpoint::selective, true}}) {
     TrainSetup s = long_single(options(k.c, false, k.tiled_mlp, false));
     s.model.layers = 2;
     const Measured two = measure(s);
     s.model.layers = 3;
     const Measured three = measure(s);
     const double measured = double(kept(three) - kept(two)) / double(s.seq_len);
-    sim::Model m;
-    m.layers = s.model.layers;
-    m.hidden = s.model.hidden;
-    m.heads = s.model.heads;
-    m.kv_heads = s.model.kv_heads;
-    m.head_dim = s.model.head_dim;
-    m.ffn_hidden = s.model.ffn;
-    m.vocab = s.model.vocab;
     seqpar::Plan p;
     p.gpus = 1;
     p.seq_len = s.seq_len;
     p.mem = s.mem;
-    const double sim_bf16 = sim::stored_bytes_per_token(m, p, k.c);
-    const double lse = k.c == Checkpoint::full ? 0 : 4.0 * m.heads;  // fp32 in both
-    const double expected = 2 * (sim_bf16 - lse) + lse + 4.0 * k.rstd;
-    EXPECT_DOUBLE_EQ(measured, expected) << seqpar::to_string(k.c) << (k.tiled_mlp ? " tiled-mlp" : "");
+    const sim::StoredValues v = sim::stored_values_per_token(sim_model(s), p, k.c);
+    EXPECT_DOUBLE_EQ(measured, 4.0 * (v.bf16 + v.fp32)) << seqpar::to_string(k.c) << (k.tiled_mlp ? " tiled-mlp" : "");
+  }
+}
+
+// Checkpoint offload, layer inputs counted as the simulator counts them: all of them on the host,
+// and on the device the same saving over keeping them (fp32 in the step, bf16 in the simulator).
+TEST(MemoryFeatures, OffloadedLayerInputsMatchTheSimulator) {
+  for (int layers : {1, 2, 4}) {
+    TrainSetup s = long_single(options(Checkpoint::full, false, false, false));
+    s.model.layers = layers;
+    const Measured kept_all = measure(s);
+    s.mem.offload_checkpoints = true;
+    const Measured off = measure(s);
+    seqpar::Plan p;
+    p.gpus = 1;
+    p.seq_len = s.seq_len;
+    p.mem = s.mem;
+    sim::System sys;
+    const sim::MemoryEstimate e = sim::estimate_memory(sim_model(s), sys, p);
+    p.mem.offload_checkpoints = false;
+    const sim::MemoryEstimate k = sim::estimate_memory(sim_model(s), sys, p);
+    EXPECT_DOUBLE_EQ(double(part(off, MemCategory::host_offload)), 2 * e.host_bytes) << layers << " layers";
+    EXPECT_DOUBLE_EQ(double(part(kept_all, MemCategory::checkpoints) - part(off, MemCategory::checkpoints)),
+                     2 * (k.peak.activations - e.peak.activations)) << layers << " layers";
   }
 }
 
@@ -230,10 +259,18 @@ TEST(MemoryFeatures, RefusesWhatTheStepCannotRun) {
   EXPECT_NO_THROW(check_train_memory(options(Checkpoint::full, true, true, true)));
 }
 
-TEST(MemoryFeatures, AlstTileIsAboutHiddenRows) {
-  EXPECT_EQ(alst_tile_tokens(16384, 4096), 4096);  // 4 tiles
-  EXPECT_EQ(alst_tile_tokens(10000, 4096), 3334);  // ceil(10000/4096) = 3 tiles of equal size
-  EXPECT_EQ(alst_tile_tokens(100, 4096), 100);     // one tile
+// ALST cuts every sequence of the micro-batch into ceil(seq / hidden) tiles (core/tiling.hpp, the
+// rule the simulator prices): a tile holds `batch` sequences' slices, not a slice of the batch's
+// concatenated tokens.
+TEST(MemoryFeatures, AlstTileIsBatchTimesThePerSequenceTile) {
+  TrainSetup s = tiny(1, 1, false);
+  s.seq_len = 48;  // hidden 32: 2 tiles of 24 per sequence
+  s.micro_batch = 2;
+  s.mem = options(Checkpoint::none, false, true, true);
+  auto be = make_cpu_backend();
+  Trainer t(*be, nullptr, s);
+  EXPECT_EQ(t.model().tile_tokens(), 2 * alst_tile_tokens(48, s.model.hidden));
+  EXPECT_EQ(t.model().tile_tokens(), 48);
 }
 
 }  // namespace

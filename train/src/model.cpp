@@ -7,15 +7,10 @@
 #include <random>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/train/timeline.hpp"
 
 namespace seqpar::train {
-
-int alst_tile_tokens(int tokens, int hidden) {
-  if (tokens < 1 || hidden < 1) return std::max(tokens, 1);
-  const int tiles = (tokens + hidden - 1) / hidden;
-  return (tokens + tiles - 1) / tiles;
-}
 
 Model::Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& layout,
              int ring_index, comm::Communicator* ulysses, comm::Communicator* ring,
@@ -24,7 +19,10 @@ Model::Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& la
       blocks_only_(blocks_only), mem_(mem) {
   validate(cfg);
   if (tile_tokens < 0) throw Error(fmt::format("tile_tokens = {}: must be >= 0 (0: ALST's choice)", tile_tokens));
-  tile_ = tile_tokens > 0 ? std::min(tile_tokens, tokens_) : alst_tile_tokens(tokens_, cfg.hidden);
+  // ALST cuts each sequence of the micro-batch along its tokens (a tile holds `batch` sequences'
+  // slices), so the tile is batch x the per-sequence rule; batch x a part of local_len <= tokens_.
+  tile_ = tile_tokens > 0 ? std::min(tile_tokens, tokens_)
+                          : batch * static_cast<int>(alst_tile_tokens(layout.local_len(), cfg.hidden));
   host_kept_.resize(static_cast<std::size_t>(cfg.layers));
   attn_ = std::make_unique<SpAttention>(
       be, layout, ring_index, ulysses, ring,

@@ -11,9 +11,6 @@
 
 namespace seqpar::sim {
 
-// Tokens per tile for tiled MLP and tiled loss (ALST computes both in sequence tiles).
-inline constexpr double kTileTokens = 1024;
-
 struct MemoryBreakdown {
   double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
   double attention_buffers = 0, working = 0, logits = 0, reserved = 0;
@@ -30,8 +27,18 @@ struct MemoryEstimate {
   double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
 };
 
-// Activation bytes one layer stores for its backward, per local token (bf16), for a checkpoint mode.
+// What one layer stores for its backward per local token, for a checkpoint mode, counted in
+// values of each precision: bf16 tensors, and fp32 ones (attention's LSE per head, RMSNorm's rstd).
+struct StoredValues {
+  double bf16 = 0, fp32 = 0;
+};
+StoredValues stored_values_per_token(const Model& m, const Plan& p, Checkpoint mode);
+// The same in bytes: 2 per bf16 value, 4 per fp32 value.
 double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode);
+
+// Tokens in one tile of tiled MLP and tiled loss: ALST's tile of the local sequence
+// (core/tiling.hpp, the rule the training step runs) times the micro-batch.
+double alst_tile_rows(const Model& m, const Plan& p);
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
 

@@ -20,11 +20,6 @@ struct ParamTensor {
   bool decay = false;  // weight decay on matrices, not on norms
 };
 
-// ALST's TiledMLP tile: ceil(tokens / hidden) tiles of equal size, so a tile holds about `hidden`
-// rows (its [tile, ffn] intermediates about the size of the [tokens, hidden] stream). Also the
-// tiled loss's tile.
-int alst_tile_tokens(int tokens, int hidden);
-
 struct AdamWConfig {
   float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
 };
@@ -43,7 +38,7 @@ class Model {
   // blocks without embedding, final norm and LM head (for the layer benchmark).
   // mem: ALST's memory features (checkpoint, offload_checkpoints, tiled_mlp, tiled_loss; the
   // rest is the trainer's); tile_tokens: rows per MLP and loss tile, 0 for ALST's choice
-  // (alst_tile_tokens).
+  // (batch x core's alst_tile_tokens of the local sequence, the tiles the simulator prices).
   Model(Backend& be, const ModelConfig& cfg, int batch, const SeqLayout& layout, int ring_index,
         comm::Communicator* ulysses, comm::Communicator* ring, bool blocks_only = false,
         const seqpar::MemoryOptions& mem = {}, int tile_tokens = 0);
