@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "table.hpp"
 
@@ -34,12 +35,14 @@ void add_presets_command(CLI::App& app) {
         return;
       }
       if (o->kind.empty() || o->kind == "gpu") {
-        Table t({"gpu", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "description"});
+        Table t({"gpu", "memory GiB", "bf16 TFLOP/s", "HBM GB/s", "attention kernels (default first)", "description"});
         for (const auto& p : all)
           if (p.kind == "gpu") {
             sim::Gpu g = sim::gpu_from_json(p.document, p.name);
+            std::string kernels;
+            for (const auto& k : sim::attention_kernel_names(p.document)) kernels += (kernels.empty() ? "" : ", ") + k;
             t.add({p.name, gib(g.memory_bytes), fmt::format("{:.0f}", g.bf16_flops / 1e12),
-                   fmt::format("{:.0f}", g.hbm_bytes_per_s / 1e9), p.description});
+                   fmt::format("{:.0f}", g.hbm_bytes_per_s / 1e9), kernels.empty() ? "-" : kernels, p.description});
           }
         fmt::print("GPUs\n{}\n", t.str());
       }

@@ -126,6 +126,9 @@ TEST(AttentionKernels, CliOptionOnSimulateAdviseMaxlenSweep) {
   EXPECT_EQ(a["system"]["attention_kernel"], "flash-attention-2");
   EXPECT_EQ(b["system"]["attention_kernel"], "cudnn");
   EXPECT_GT(a["step_time_s"].get<double>(), b["step_time_s"].get<double>());
+  const auto presets = testing::seqpar("presets --kind gpu");  // each GPU's kernels, default first
+  ASSERT_EQ(presets.code, 0) << presets.err;
+  EXPECT_NE(presets.out.find("flash-attention-3, cudnn, flash-attention-2"), std::string::npos) << presets.out;
   for (const char* cmd : {"simulate --seq-len 32K", "advise --seq-len 32K", "maxlen", "sweep --seq-len 32K --out /tmp"}) {
     const auto r = testing::seqpar(std::string(cmd) + " --attention-kernel fa9");
     EXPECT_EQ(r.code, 2) << cmd;
