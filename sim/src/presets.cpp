@@ -226,6 +226,11 @@ Model model_from_json(const json& j, std::string_view what) {
   }
   if (m.heads % m.kv_heads != 0)
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab"}) {
+    auto f = j.find(k);  // present: count() above required it
+    if (f == j.end() || !f->is_object()) continue;
+    if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();
+  }
   return m;
 }
 
@@ -257,11 +262,6 @@ std::string label(std::string_view kind, std::string_view s) {
   return looks_like_path(s) ? std::string(s) : fmt::format("{} preset '{}'", kind, s);
 }
 }  // namespace
-  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab"}) {
-    auto f = j.find(k);  // present: count() above required it
-    if (f == j.end() || !f->is_object()) continue;
-    if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();
-  }
 
 Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), label("gpu", s)); }
 System load_system(std::string_view s) { return system_from_json(preset_document("system", s), label("system", s)); }
