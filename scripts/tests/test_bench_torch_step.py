@@ -129,7 +129,9 @@ def test_json_has_seqpar_trains_fields():
         assert key in doc["config"]["model"], f"config.model.{key}"
     for key in ref["results"][0]:
         assert key in doc["results"][0], f"results[0].{key}"
-    assert set(doc["plan"]) == set(ref["plan"])
+    # The H100 file predates later plan keys (placement); test_flops_equal_the_built_seqpar_trains holds
+    # the plan to the current seqpar-train's exactly.
+    assert set(ref["plan"]) <= set(doc["plan"])
     # The median of the timed steps, and the figures from it.
     assert doc["step_time_s"] == 0.5
     assert doc["tokens_per_s_per_gpu"] == pytest.approx(16384 / 0.5)
