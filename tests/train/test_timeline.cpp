@@ -70,5 +70,40 @@ TEST(Timeline, CpuStepRecordsEveryLayersPhases) {
     EXPECT_TRUE(names.count(n)) << n;
 }
 
+// Checkpoint offload: every layer's input goes to the host in the forward and comes back in the
+// backward, each copy a range on the offload track (the simulator's trace has the same track).
+TEST(Timeline, OffloadCopiesAreRangesOnTheOffloadTrack) {
+  auto be = make_cpu_backend();
+  TrainSetup s;
+  s.model.layers = 3;
+  s.model.hidden = 32;
+  s.model.heads = 2;
+  s.model.kv_heads = 2;
+  s.model.head_dim = 16;
+  s.model.ffn = 64;
+  s.model.vocab = 64;
+  s.seq_len = 16;
+  s.mem.checkpoint = seqpar::Checkpoint::full;
+  s.mem.offload_checkpoints = true;
+  Trainer trainer(*be, nullptr, s);
+  auto t = make_timeline(*be);
+  be->set_timeline(t.get());
+  trainer.step();
+  be->set_timeline(nullptr);
+  std::set<std::string> offload, other;
+  for (const Timeline::Range& r : t->ranges()) (r.stream == Stream::offload ? offload : other).insert(r.name);
+  EXPECT_EQ(offload, (std::set<std::string>{"L0 offload to host", "L1 offload to host", "L2 offload to host",
+                                            "L0 fetch to device", "L1 fetch to device", "L2 fetch to device"}));
+  EXPECT_TRUE(other.count("L2 recompute"));
+  // Without offload the track stays empty.
+  s.mem.offload_checkpoints = false;
+  Trainer plain(*be, nullptr, s);
+  auto t2 = make_timeline(*be);
+  be->set_timeline(t2.get());
+  plain.step();
+  be->set_timeline(nullptr);
+  for (const Timeline::Range& r : t2->ranges()) EXPECT_NE(r.stream, Stream::offload) << r.name;
+}
+
 }  // namespace
 }  // namespace seqpar::train

@@ -65,6 +65,7 @@ class CudaBackend final : public Backend {
                               "(fp32 is the CPU back end's reference mode)", to_string(p)));
   }
   void* compute_stream() override { return stream_; }
+  void* copy_stream() override { return copy_stream_; }
 
   // Checkpoint offload on copy_stream_, overlapping the compute stream; pinned host memory
   // (raw_host_allocate) keeps the copies asynchronous.

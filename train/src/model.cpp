@@ -280,8 +280,12 @@ void Model::blocks_forward(Floats& x, std::vector<LayerActs>& la, std::vector<Fl
     // Pinned host buffers are slow to allocate: made once, kept for every later step.
     Floats& host = host_kept_[static_cast<std::size_t>(l)];
     if (host.size() != input.size()) host = Floats(be_, input.size(), MemCategory::host_offload);
-    Backend::CopyEvent done =
-        be_.copy_async(host.data(), input.data(), input.bytes(), Backend::CopyDirection::to_host);
+    Backend::CopyEvent done;
+    {
+      // On the copy stream from posting to completion (it first waits for the compute that wrote input).
+      const TimelineRange copy(be_.timeline(), trace::Stream::offload, "offload to host", l);
+      done = be_.copy_async(host.data(), input.data(), input.bytes(), Backend::CopyDirection::to_host);
+    }
     land();
     in_flight = std::move(input);
     in_flight_done = std::move(done);
@@ -300,6 +304,7 @@ void Model::blocks_backward(std::vector<LayerActs>& la, std::vector<Floats>& kep
   auto prefetch = [&](int l) {
     const Floats& host = host_kept_[static_cast<std::size_t>(l)];
     next = Floats(be_, host.size(), MemCategory::checkpoints);
+    const TimelineRange copy(be_.timeline(), trace::Stream::offload, "fetch to device", l);
     next_done = be_.copy_async(next.data(), host.data(), host.bytes(), Backend::CopyDirection::to_device);
   };
   if (offload && cfg_.layers > 0) prefetch(cfg_.layers - 1);

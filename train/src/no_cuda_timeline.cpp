@@ -3,7 +3,7 @@
 
 namespace seqpar::train::detail {
 
-std::unique_ptr<Timeline> make_cuda_event_timeline(void*) {
+std::unique_ptr<Timeline> make_cuda_event_timeline(void*, void*) {
   throw Error("--trace: this build has no CUDA, so a GPU back end's timeline cannot be recorded");
 }
 

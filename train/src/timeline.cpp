@@ -52,7 +52,7 @@ class HostTimeline final : public Timeline {
 std::unique_ptr<Timeline> make_host_timeline() { return std::make_unique<HostTimeline>(); }
 
 std::unique_ptr<Timeline> make_timeline(Backend& be) {
-  if (be.on_gpu()) return detail::make_cuda_event_timeline(be.compute_stream());
+  if (be.on_gpu()) return detail::make_cuda_event_timeline(be.compute_stream(), be.copy_stream());
   return make_host_timeline();
 }
 

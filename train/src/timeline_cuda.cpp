@@ -19,7 +19,9 @@ void check(cudaError_t e, const char* what) {
 
 class CudaEventTimeline final : public Timeline {
  public:
-  explicit CudaEventTimeline(void* stream) : stream_(static_cast<cudaStream_t>(stream)) {}
+  CudaEventTimeline(void* stream, void* copy_stream)
+      : stream_(static_cast<cudaStream_t>(stream)),
+        copy_stream_(copy_stream ? static_cast<cudaStream_t>(copy_stream) : stream_) {}
   ~CudaEventTimeline() override {
     for (Open& o : open_) {
       cudaEventDestroy(o.start);
@@ -30,7 +32,7 @@ class CudaEventTimeline final : public Timeline {
     nvtxRangePushA(name.c_str());
     Open o{stream, std::move(name), nullptr, nullptr};
     check(cudaEventCreate(&o.start), "cudaEventCreate");
-    check(cudaEventRecord(o.start, stream_), "cudaEventRecord");
+    check(cudaEventRecord(o.start, on(o.stream)), "cudaEventRecord");
     open_.push_back(std::move(o));
     return static_cast<int>(open_.size()) - 1;
   }
@@ -39,7 +41,7 @@ class CudaEventTimeline final : public Timeline {
       throw Error(fmt::format("timeline: range {} was never opened or is already closed", id));
     Open& o = open_[static_cast<std::size_t>(id)];
     check(cudaEventCreate(&o.stop), "cudaEventCreate");
-    check(cudaEventRecord(o.stop, stream_), "cudaEventRecord");
+    check(cudaEventRecord(o.stop, on(o.stream)), "cudaEventRecord");
     nvtxRangePop();
   }
   std::vector<Range> ranges() override {
@@ -62,12 +64,17 @@ class CudaEventTimeline final : public Timeline {
     std::string name;
     cudaEvent_t start, stop;
   };
+  // Offload copies run on their own stream; everything else is ordered on the compute stream.
+  cudaStream_t on(trace::Stream s) const { return s == trace::Stream::offload ? copy_stream_ : stream_; }
   cudaStream_t stream_;
+  cudaStream_t copy_stream_;
   std::vector<Open> open_;
 };
 
 }  // namespace
 
-std::unique_ptr<Timeline> make_cuda_event_timeline(void* stream) { return std::make_unique<CudaEventTimeline>(stream); }
+std::unique_ptr<Timeline> make_cuda_event_timeline(void* stream, void* copy_stream) {
+  return std::make_unique<CudaEventTimeline>(stream, copy_stream);
+}
 
 }  // namespace seqpar::train::detail

@@ -74,6 +74,8 @@ class Backend {
   // On the CPU the communicator's non-blocking calls give the overlap and these do nothing.
   virtual void* compute_stream() { return nullptr; }
   virtual void* comm_stream() { return nullptr; }
+  // Where copy_async runs on the GPU (the timeline times offload copies there); null on the CPU.
+  virtual void* copy_stream() { return nullptr; }
   virtual void comm_waits_for_compute() {}
   virtual void compute_waits_for_comm() {}
 
