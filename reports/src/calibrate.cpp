@@ -422,7 +422,26 @@ std::string select_attention_engine(Collected& c, const CalibrateOptions& opt) {
 }
 
 // Attention: one curve per (direction, head dim, mask), since the rates differ by all three.
-void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
+// The fitted figures become the profile's default attention kernel, named for the engine they were
+// measured on; the base preset's default stays selectable (--attention-kernel) under its own name.
+void name_attention_kernel(Base& b, const std::string& engine) {
+  json& gpu = b.gpu;
+  if (auto def = gpu.find("attention_kernel"); def != gpu.end() && def->is_string() && def->get<std::string>() != engine) {
+    const std::string old = def->get<std::string>();
+    json& kernels = gpu["attention_kernels"];
+    if (!kernels.is_object()) kernels = json::object();
+    if (!kernels.contains(old) && gpu.contains("attention_fwd_efficiency") && gpu.contains("attention_bwd_efficiency"))
+      kernels[old] = {{"attention_fwd_efficiency", gpu["attention_fwd_efficiency"]},
+                      {"attention_bwd_efficiency", gpu["attention_bwd_efficiency"]}};
+  }
+  if (auto ks = gpu.find("attention_kernels"); ks != gpu.end() && ks->is_object()) {
+    ks->erase(engine);  // the default now; its old, uncalibrated entry would shadow nothing but mislead
+    if (ks->empty()) gpu.erase("attention_kernels");
+  }
+  gpu["attention_kernel"] = engine;
+}
+
+void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, const std::string& engine) {
   std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
   for (const auto& p : c.attention)
     groups[{p.op == "bwd" ? 1 : 0, p.head_dim, p.causal ? int(*p.causal) : -1}].push_back(p);
@@ -445,6 +464,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
     }
   }
   if (curves.empty()) return;
+  name_attention_kernel(b, engine);
   b.gpu["attention_curves"] = curves;
   // The scalar figures stay meaningful for anything that reads them: the curve the simulator
   // would use for a causal head-dim-128 call (the usual training shape).
@@ -566,7 +586,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
   fit_gemm(c, b, kf, fitted);
   const std::string engine = select_attention_engine(c, opt);
-  fit_attention(c, b, kf, fitted);
+  fit_attention(c, b, kf, fitted, engine);
   if (fitted.fits.contains("attention")) {
     fitted.fits["attention_engine"] = engine;
     res.fitted.push_back(fmt::format("attention curves fitted to the '{}' engine's rows", engine));

@@ -104,3 +104,24 @@ TEST(CalibrateEngines, RowsWithoutAnEngineAreSeqparsAndABadChoiceIsNamed) {
     EXPECT_NE(std::string(e.what()).find("--attention-engine 'flash' must be seqpar or cudnn"), std::string::npos) << e.what();
   }
 }
+
+// The profile's default attention figures are the calibrated engine's, and say so: the kernel is
+// named for the engine, and the base preset's default kernel stays selectable by its name.
+TEST(CalibrateEngines, TheProfileNamesTheCalibratedKernelAndKeepsThePresetsDefault) {
+  const json base = file_lookup("gpu", "h100-sxm");
+  ASSERT_TRUE(base.contains("attention_kernel")) << "the H100 preset names its default kernel";
+  const std::string preset_default = base["attention_kernel"].get<std::string>();
+  CalibrateOptions opt;
+  opt.attention_engine = "seqpar";
+  const CalibrationResult r = calibrate({{"both.json", both_engines()}}, opt, file_lookup);
+  const json& gpu = r.profile["gpu"];
+  EXPECT_EQ(gpu["attention_kernel"], "seqpar");
+  ASSERT_TRUE(gpu["attention_kernels"].contains(preset_default)) << gpu.dump();
+  EXPECT_EQ(gpu["attention_kernels"][preset_default]["attention_fwd_efficiency"], base["attention_fwd_efficiency"]);
+  EXPECT_FALSE(gpu["attention_kernels"].contains("seqpar"));
+  // Calibrating cuDNN replaces the preset's uncalibrated cuDNN entry.
+  const CalibrationResult c = calibrate({{"both.json", both_engines()}}, {}, file_lookup);
+  EXPECT_EQ(c.profile["gpu"]["attention_kernel"], "cudnn");
+  EXPECT_FALSE(c.profile["gpu"]["attention_kernels"].contains("cudnn"));
+  EXPECT_TRUE(c.profile["gpu"]["attention_kernels"].contains(preset_default));
+}
