@@ -26,7 +26,7 @@ namespace seqpar::train {
 
 void ModelOptions::add(CLI::App& app) {
   app.add_option("--model", model,
-                 "model preset name or JSON file (default: a tiny 2-layer model)");
+                 "model preset name, preset JSON file or Hugging Face config.json (default: a tiny 2-layer model)");
   app.add_option("--layers", layers, "override: decoder layers (presets scaled down in depth)");
   app.add_option("--hidden", hidden, "override: hidden size");
   app.add_option("--heads", heads, "override: attention heads");
