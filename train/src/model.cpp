@@ -89,6 +89,15 @@ void Model::linear_backward(float* dinp, bool accumulate, const float* dout, con
   be_.gemm(true, false, out_dim, in_dim, m, 1.0f, dout, inp, 1.0f, g(w));
 }
 
+void Model::mlp_tile_forward(const LayerParams& lp, const float* x, int n, float* h, float* rstd, float* gate,
+                             float* up, float* act) {
+  const int c = cfg_.hidden, f = cfg_.ffn;
+  be_.rmsnorm_forward(h, rstd, x, p(lp.mlp_norm), n, c, cfg_.norm_eps);
+  linear_forward(gate, h, lp.w1, f, c, n);
+  linear_forward(up, h, lp.w3, f, c, n);
+  be_.swiglu_forward(act, gate, up, static_cast<std::int64_t>(n) * f);
+}
+
 void Model::tiled_mlp_forward(const LayerParams& lp, const float* x_mid, float* x_out) {
   const int c = cfg_.hidden, f = cfg_.ffn;
   auto temp = [&](std::int64_t n) { return Floats(be_, n, MemCategory::working); };
@@ -97,11 +106,8 @@ void Model::tiled_mlp_forward(const LayerParams& lp, const float* x_mid, float* 
          act = temp(tile * f);
   for (int r0 = 0; r0 < tokens_; r0 += tile_) {
     const int n = std::min(tile_, tokens_ - r0);
-    const std::int64_t off = static_cast<std::int64_t>(r0) * c, nf = static_cast<std::int64_t>(n) * f;
-    be_.rmsnorm_forward(h.data(), rstd.data(), x_mid + off, p(lp.mlp_norm), n, c, cfg_.norm_eps);
-    linear_forward(gate.data(), h.data(), lp.w1, f, c, n);
-    linear_forward(up.data(), h.data(), lp.w3, f, c, n);
-    be_.swiglu_forward(act.data(), gate.data(), up.data(), nf);
+    const std::int64_t off = static_cast<std::int64_t>(r0) * c;
+    mlp_tile_forward(lp, x_mid + off, n, h.data(), rstd.data(), gate.data(), up.data(), act.data());
     be_.gemm(false, true, n, c, f, 1.0f, act.data(), p(lp.w2), 1.0f, x_out + off);
   }
 }
@@ -117,10 +123,7 @@ void Model::tiled_mlp_backward(const LayerParams& lp, const float* x_mid, float*
     const int n = std::min(tile_, tokens_ - r0);
     const std::int64_t off = static_cast<std::int64_t>(r0) * c, nf = static_cast<std::int64_t>(n) * f;
     // Recompute the tile's forward (nothing of it was kept) ...
-    be_.rmsnorm_forward(h.data(), rstd.data(), x_mid + off, p(lp.mlp_norm), n, c, cfg_.norm_eps);
-    linear_forward(gate.data(), h.data(), lp.w1, f, c, n);
-    linear_forward(up.data(), h.data(), lp.w3, f, c, n);
-    be_.swiglu_forward(act.data(), gate.data(), up.data(), nf);
+    mlp_tile_forward(lp, x_mid + off, n, h.data(), rstd.data(), gate.data(), up.data(), act.data());
     // ... then its backward, as block_backward's untiled MLP does for all rows.
     linear_backward(dact.data(), false, dx + off, act.data(), lp.w2, c, f, n);
     be_.swiglu_backward(dgate.data(), dup.data(), dact.data(), gate.data(), up.data(), nf);

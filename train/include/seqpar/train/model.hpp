@@ -86,6 +86,9 @@ class Model {
   // TiledMLP: x_out += MLP(norm(x_mid)) one tile of rows at a time, keeping nothing; the
   // backward recomputes each tile and accumulates into dx (d(x_out) in, d(x_mid) out).
   void tiled_mlp_forward(const LayerParams& lp, const float* x_mid, float* x_out);
+  // One tile's MLP input side, n rows from x: the norm (h, rstd), gate, up and act = silu(gate) * up.
+  void mlp_tile_forward(const LayerParams& lp, const float* x, int n, float* h, float* rstd, float* gate,
+                        float* up, float* act);
   void tiled_mlp_backward(const LayerParams& lp, const float* x_mid, float* dx);
   // The forward of every block, keeping what the checkpoint mode says; the backward of every
   // block (recomputing as needed). dx: d(last block output) in, d(embedding output) out.
