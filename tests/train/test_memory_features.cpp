@@ -4,7 +4,6 @@
 // simulator says it lowers; the stored activations per layer match the simulator's count.
 #include <gtest/gtest.h>
 
-#include <thread>
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
@@ -12,6 +11,7 @@
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
+#include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
@@ -74,24 +74,10 @@ void expect_every_combination_matches_plain(TrainSetup s, int world) {
   s.tile_tokens = 5;  // ragged tiles: 16 rows per rank in tiles of 5, 5, 5, 1
   for (const seqpar::MemoryOptions& m : all_combinations()) {
     s.mem = m;
-    auto comms = comm::make_virtual_world(world, false);
-    std::vector<StepValues> steps(static_cast<std::size_t>(world));
-    std::vector<ParamTensor> tensors;
-    std::vector<std::string> errors(static_cast<std::size_t>(world));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world; ++r)
-      threads.emplace_back([&, r] {
-        try {
-          auto be = make_cpu_backend();
-          Trainer t(*be, comms[static_cast<std::size_t>(r)].get(), s);
-          const StepResult st = t.compute_gradients();
-          steps[static_cast<std::size_t>(r)] = {st.loss, t.grads_host()};
-          if (r == 0) tensors = t.model().tensors();
-        } catch (const std::exception& e) {
-          errors[static_cast<std::size_t>(r)] = e.what();
-        }
-      });
-    for (auto& th : threads) th.join();
+    const testing::VirtualRun run = testing::run_on_virtual_ranks(s, world);
+    const std::vector<StepValues>& steps = run.steps;
+    const std::vector<ParamTensor>& tensors = run.tensors;
+    const std::vector<std::string>& errors = run.errors;
     for (int r = 0; r < world; ++r) {
       ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << describe(m) << " rank " << r;
       const StepValues& got = steps[static_cast<std::size_t>(r)];

@@ -4,12 +4,12 @@
 // counting allocator sees every part.
 #include <gtest/gtest.h>
 
-#include <thread>
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
+#include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
@@ -43,24 +43,10 @@ StepValues reference(const TrainSetup& s, int dp) {
 void expect_matches_reference(const TrainSetup& s, int world) {
   const int dp = world / (s.ulysses * s.ring);
   const StepValues ref = reference(s, dp);
-  auto comms = comm::make_virtual_world(world, false);
-  std::vector<StepValues> steps(static_cast<std::size_t>(world));
-  std::vector<ParamTensor> tensors;
-  std::vector<std::string> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto be = make_cpu_backend();
-        Trainer t(*be, comms[static_cast<std::size_t>(r)].get(), s);
-        const StepResult st = t.compute_gradients();
-        steps[static_cast<std::size_t>(r)] = {st.loss, t.grads_host()};
-        if (r == 0) tensors = t.model().tensors();
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+  const testing::VirtualRun run = testing::run_on_virtual_ranks(s, world);
+  const std::vector<StepValues>& steps = run.steps;
+  const std::vector<ParamTensor>& tensors = run.tensors;
+  const std::vector<std::string>& errors = run.errors;
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
     const StepValues& got = steps[static_cast<std::size_t>(r)];

@@ -16,6 +16,20 @@ namespace {
 
 using trace::Stream;
 
+// A step small enough to run in milliseconds, with `layers` decoder layers.
+TrainSetup small_step(int layers) {
+  TrainSetup s;
+  s.model.layers = layers;
+  s.model.hidden = 32;
+  s.model.heads = 2;
+  s.model.kv_heads = 2;
+  s.model.head_dim = 16;
+  s.model.ffn = 64;
+  s.model.vocab = 64;
+  s.seq_len = 16;
+  return s;
+}
+
 TEST(Timeline, HostRangesNestAndConvertToAValidTrace) {
   auto t = make_host_timeline();
   {
@@ -49,15 +63,7 @@ TEST(Timeline, OneFilePerRank) {
 
 TEST(Timeline, CpuStepRecordsEveryLayersPhases) {
   auto be = make_cpu_backend();
-  TrainSetup s;
-  s.model.layers = 2;
-  s.model.hidden = 32;
-  s.model.heads = 2;
-  s.model.kv_heads = 2;
-  s.model.head_dim = 16;
-  s.model.ffn = 64;
-  s.model.vocab = 64;
-  s.seq_len = 16;
+  TrainSetup s = small_step(2);
   Trainer trainer(*be, nullptr, s);
   trainer.step();  // no timeline: nothing recorded anywhere
   auto t = make_timeline(*be);
@@ -74,15 +80,7 @@ TEST(Timeline, CpuStepRecordsEveryLayersPhases) {
 // backward, each copy a range on the offload track (the simulator's trace has the same track).
 TEST(Timeline, OffloadCopiesAreRangesOnTheOffloadTrack) {
   auto be = make_cpu_backend();
-  TrainSetup s;
-  s.model.layers = 3;
-  s.model.hidden = 32;
-  s.model.heads = 2;
-  s.model.kv_heads = 2;
-  s.model.head_dim = 16;
-  s.model.ffn = 64;
-  s.model.vocab = 64;
-  s.seq_len = 16;
+  TrainSetup s = small_step(3);
   s.mem.checkpoint = seqpar::Checkpoint::full;
   s.mem.offload_checkpoints = true;
   Trainer trainer(*be, nullptr, s);
