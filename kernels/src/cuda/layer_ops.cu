@@ -1,26 +1,57 @@
 // The layer ops' kernels: grid-stride loops for the elementwise ops, one block per token where a row
-// is reduced (RMSNorm, cross-entropy).
+// is reduced (RMSNorm, cross-entropy). Each kernel is a template over the activation type T (float
+// or __nv_bfloat16): loads go through detail::to_float, stores through detail::from_float (round to
+// nearest-even for bf16), and everything between runs in fp32.
 #include <cuda_bf16.h>
 
 #include <cmath>
-#include <cstring>
+#include <cstdint>
+#include <limits>
 
+#include "device_util.cuh"
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/kernels/layer_ops.cuh"
 
 namespace seqpar::kernels::layer_ops {
 namespace {
 
-constexpr int kThreads = 256;
+using detail::from_float;
+using detail::to_float;
+using bf16 = __nv_bfloat16;
 
-unsigned grid_for(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 32 ? 65535 * 32 : b));
-}
+constexpr int kThreads = 256;
 
 #define SEQPAR_GRID_STRIDE(i, n)                                                              \
   for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < (n); \
        i += std::int64_t{gridDim.x} * blockDim.x)
+
+// Calls f(T{}) with T the activation type of `t` (float or bf16); the layer ops take no other.
+template <typename F>
+void dispatch_act(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::fp32: f(float{}); return;
+    case DType::bf16: f(bf16{}); return;
+    default: break;
+  }
+  throw Error(fmt::format("layer_ops::{}: activation type {} is not supported (fp32 and bf16 are)", op,
+                          to_string(t)));
+}
+
+// Checks an element count: negative is an error, and the launch math (n + threads - 1) must not
+// overflow. False when there is nothing to do.
+bool has_work(std::int64_t n, const char* op) {
+  if (n < 0) throw Error(fmt::format("layer_ops::{}: element count {} is negative", op, n));
+  if (n > std::numeric_limits<std::int64_t>::max() - kThreads)
+    throw Error(fmt::format("layer_ops::{}: element count {} is too large to launch", op, n));
+  return n > 0;
+}
+bool has_rows(int tokens_n, int c, const char* op) {
+  if (tokens_n < 0 || c < 0)
+    throw Error(fmt::format("layer_ops::{}: tokens = {}, features = {}: neither may be negative", op, tokens_n, c));
+  return tokens_n > 0 && c > 0;
+}
+
+unsigned grid_for(std::int64_t n) { return detail::blocks_for(n, kThreads); }
 
 // Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
 __device__ float block_sum(float v) {
@@ -49,50 +80,68 @@ __device__ float block_max(float v) {
   return m;
 }
 
-__global__ void k_add(float* y, const float* x, std::int64_t n) { SEQPAR_GRID_STRIDE(i, n) y[i] += x[i]; }
-__global__ void k_scale(float* x, float a, std::int64_t n) { SEQPAR_GRID_STRIDE(i, n) x[i] *= a; }
-__global__ void k_fill(float* x, float v, std::int64_t n) { SEQPAR_GRID_STRIDE(i, n) x[i] = v; }
+template <typename TY, typename TX>
+__global__ void k_add(TY* y, const TX* x, std::int64_t n) {
+  SEQPAR_GRID_STRIDE(i, n) y[i] = from_float<TY>(to_float(y[i]) + to_float(x[i]));
+}
+template <typename T>
+__global__ void k_scale(T* x, float a, std::int64_t n) {
+  SEQPAR_GRID_STRIDE(i, n) x[i] = from_float<T>(to_float(x[i]) * a);
+}
+template <typename TO, typename TI>
+__global__ void k_convert(TO* out, const TI* in, std::int64_t n) {
+  SEQPAR_GRID_STRIDE(i, n) out[i] = from_float<TO>(to_float(in[i]));
+}
 
-__global__ void k_embedding_forward(float* out, const int* tokens, const float* table, int t, int c) {
+template <typename T>
+__global__ void k_embedding_forward(T* out, const int* tokens, const float* table, int t, int c) {
   SEQPAR_GRID_STRIDE(i, std::int64_t{t} * c) {
     const std::int64_t row = i / c, col = i % c;
-    out[i] = table[std::int64_t{tokens[row]} * c + col];
+    out[i] = from_float<T>(table[std::int64_t{tokens[row]} * c + col]);
   }
 }
 
-__global__ void k_embedding_backward(float* dtable, const float* dout, const int* tokens, int t, int c) {
+template <typename T>
+__global__ void k_embedding_backward(float* dtable, const T* dout, const int* tokens, int t, int c) {
   SEQPAR_GRID_STRIDE(i, std::int64_t{t} * c) {
     const std::int64_t row = i / c, col = i % c;
-    atomicAdd(dtable + std::int64_t{tokens[row]} * c + col, dout[i]);
+    atomicAdd(dtable + std::int64_t{tokens[row]} * c + col, to_float(dout[i]));
   }
 }
 
 // One block per token.
-__global__ void k_rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int c, float eps) {
+template <typename T>
+__global__ void k_rmsnorm_forward(T* out, float* rstd, const T* inp, const float* w, int c, float eps) {
   const std::int64_t o = std::int64_t{blockIdx.x} * c;
   float ss = 0.f;
-  for (int i = threadIdx.x; i < c; i += blockDim.x) ss += inp[o + i] * inp[o + i];
+  for (int i = threadIdx.x; i < c; i += blockDim.x) {
+    const float x = to_float(inp[o + i]);
+    ss += x * x;
+  }
   ss = block_sum(ss);
   const float r = rsqrtf(ss / static_cast<float>(c) + eps);
-  for (int i = threadIdx.x; i < c; i += blockDim.x) out[o + i] = inp[o + i] * r * w[i];
+  for (int i = threadIdx.x; i < c; i += blockDim.x) out[o + i] = from_float<T>(to_float(inp[o + i]) * r * w[i]);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
 }
 
-__global__ void k_rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+template <typename T>
+__global__ void k_rmsnorm_backward(T* dinp, float* dw, const T* dout, const T* inp, const float* w,
                                    const float* rstd, int c) {
   const std::int64_t o = std::int64_t{blockIdx.x} * c;
   const float r = rstd[blockIdx.x];
   float dot = 0.f;
-  for (int i = threadIdx.x; i < c; i += blockDim.x) dot += dout[o + i] * w[i] * inp[o + i];
+  for (int i = threadIdx.x; i < c; i += blockDim.x) dot += to_float(dout[o + i]) * w[i] * to_float(inp[o + i]);
   dot = block_sum(dot);
   const float k = dot * r * r * r / static_cast<float>(c);
   for (int i = threadIdx.x; i < c; i += blockDim.x) {
-    dinp[o + i] += dout[o + i] * w[i] * r - inp[o + i] * k;
-    atomicAdd(dw + i, dout[o + i] * inp[o + i] * r);
+    const float dy = to_float(dout[o + i]), x = to_float(inp[o + i]);
+    dinp[o + i] = from_float<T>(to_float(dinp[o + i]) + (dy * w[i] * r - x * k));
+    atomicAdd(dw + i, dy * x * r);
   }
 }
 
-__global__ void k_rope(float* x, const int* pos, int t, int heads, int d, float theta, bool inverse) {
+template <typename T>
+__global__ void k_rope(T* x, const int* pos, int t, int heads, int d, float theta, bool inverse) {
   const int half = d / 2;
   SEQPAR_GRID_STRIDE(idx, std::int64_t{t} * heads * half) {
     const int i = static_cast<int>(idx % half);
@@ -102,132 +151,191 @@ __global__ void k_rope(float* x, const int* pos, int t, int heads, int d, float 
     const double ang = pos[tok] * freq;
     const float cs = static_cast<float>(cos(ang));
     const float sn = static_cast<float>(inverse ? -sin(ang) : sin(ang));
-    float* p = x + th * d + 2 * i;
-    const float x0 = p[0], x1 = p[1];
-    p[0] = x0 * cs - x1 * sn;
-    p[1] = x0 * sn + x1 * cs;
+    T* p = x + th * d + 2 * i;
+    const float x0 = to_float(p[0]), x1 = to_float(p[1]);
+    p[0] = from_float<T>(x0 * cs - x1 * sn);
+    p[1] = from_float<T>(x0 * sn + x1 * cs);
   }
 }
 
-__global__ void k_swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) {
+template <typename T>
+__global__ void k_swiglu_forward(T* out, const T* gate, const T* up, std::int64_t n) {
   SEQPAR_GRID_STRIDE(i, n) {
-    const float sg = 1.f / (1.f + expf(-gate[i]));
-    out[i] = gate[i] * sg * up[i];
+    const float g = to_float(gate[i]), sg = 1.f / (1.f + expf(-g));
+    out[i] = from_float<T>(g * sg * to_float(up[i]));
   }
 }
 
-__global__ void k_swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
-                                  std::int64_t n) {
+template <typename T>
+__global__ void k_swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, std::int64_t n) {
   SEQPAR_GRID_STRIDE(i, n) {
-    const float g = gate[i], sg = 1.f / (1.f + expf(-g));
-    dgate[i] = dout[i] * up[i] * sg * (1.f + g * (1.f - sg));
-    dup[i] = dout[i] * g * sg;
+    const float g = to_float(gate[i]), u = to_float(up[i]), dy = to_float(dout[i]);
+    const float sg = 1.f / (1.f + expf(-g));
+    dgate[i] = from_float<T>(dy * u * sg * (1.f + g * (1.f - sg)));
+    dup[i] = from_float<T>(dy * g * sg);
   }
 }
 
-// One block per token.
-__global__ void k_cross_entropy(float* losses, float* logits, const int* labels, int v, float dscale) {
-  float* z = logits + std::int64_t{blockIdx.x} * v;
+// One block per token. The row is read three times as stored (max, sum, gradient) rather than
+// staged in fp32: a vocabulary row does not fit in shared memory, and bf16 rows stay bf16.
+template <typename T>
+__global__ void k_cross_entropy(float* losses, T* logits, const int* labels, int v, float dscale) {
+  T* z = logits + std::int64_t{blockIdx.x} * v;
   const int label = labels[blockIdx.x];
   if (label < 0) {  // uniform over the block: no thread reaches a reduction
-    for (int i = threadIdx.x; i < v; i += blockDim.x) z[i] = 0.f;
+    for (int i = threadIdx.x; i < v; i += blockDim.x) z[i] = from_float<T>(0.f);
     if (threadIdx.x == 0) losses[blockIdx.x] = 0.f;
     return;
   }
   float mx = -INFINITY;
-  for (int i = threadIdx.x; i < v; i += blockDim.x) mx = fmaxf(mx, z[i]);
+  for (int i = threadIdx.x; i < v; i += blockDim.x) mx = fmaxf(mx, to_float(z[i]));
   mx = block_max(mx);
   float sum = 0.f;
-  for (int i = threadIdx.x; i < v; i += blockDim.x) sum += expf(z[i] - mx);
+  for (int i = threadIdx.x; i < v; i += blockDim.x) sum += expf(to_float(z[i]) - mx);
   sum = block_sum(sum);
   const float log_sum = logf(sum) + mx;
-  const float z_label = z[label];
+  const float z_label = to_float(z[label]);
   __syncthreads();  // every thread has read z[label] before it is overwritten
   if (threadIdx.x == 0) losses[blockIdx.x] = log_sum - z_label;
   for (int i = threadIdx.x; i < v; i += blockDim.x)
-    z[i] = (expf(z[i] - log_sum) - (i == label ? 1.f : 0.f)) * dscale;
+    z[i] = from_float<T>((expf(to_float(z[i]) - log_sum) - (i == label ? 1.f : 0.f)) * dscale);
 }
 
+// p16 == nullptr: no bf16 copy (the branch is uniform over the launch).
 __global__ void k_adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2,
-                        float eps, float wd, float c1, float c2) {
+                        float eps, float wd, float c1, float c2, bf16* p16) {
   SEQPAR_GRID_STRIDE(i, n) {
-    m[i] = b1 * m[i] + (1.f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
-    p[i] -= lr * ((m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * p[i]);
+    const float gi = g[i];
+    const float mi = b1 * m[i] + (1.f - b1) * gi;
+    const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float pi = p[i] - lr * ((mi / c1) / (sqrtf(vi / c2) + eps) + wd * p[i]);
+    p[i] = pi;
+    if (p16 != nullptr) p16[i] = __float2bfloat16_rn(pi);
   }
-}
-
-__global__ void k_to_bf16(__nv_bfloat16* out, const float* in, std::int64_t n) {
-  SEQPAR_GRID_STRIDE(i, n) out[i] = __float2bfloat16_rn(in[i]);
-}
-__global__ void k_from_bf16(float* out, const __nv_bfloat16* in, std::int64_t n) {
-  SEQPAR_GRID_STRIDE(i, n) out[i] = __bfloat162float(in[i]);
 }
 
 }  // namespace
 
-void add(float* y, const float* x, std::int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  k_add<<<grid_for(n), kThreads, 0, s>>>(y, x, n);
+void add(DType ty, void* y, DType tx, const void* x, std::int64_t n, cudaStream_t s) {
+  if (!has_work(n, "add")) return;
+  dispatch_act(ty, "add", [&](auto y_tag) {
+    dispatch_act(tx, "add", [&](auto x_tag) {
+      using TY = decltype(y_tag);
+      using TX = decltype(x_tag);
+      k_add<TY, TX><<<grid_for(n), kThreads, 0, s>>>(static_cast<TY*>(y), static_cast<const TX*>(x), n);
+    });
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void scale(float* x, float alpha, std::int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  k_scale<<<grid_for(n), kThreads, 0, s>>>(x, alpha, n);
+void scale(DType t, void* x, float alpha, std::int64_t n, cudaStream_t s) {
+  if (!has_work(n, "scale")) return;
+  dispatch_act(t, "scale", [&](auto tag) {
+    using T = decltype(tag);
+    k_scale<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(x), alpha, n);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void fill(float* x, float value, std::int64_t n, cudaStream_t s) {
-  if (n <= 0) return;
-  k_fill<<<grid_for(n), kThreads, 0, s>>>(x, value, n);
+void convert(DType to, void* out, DType from, const void* in, std::int64_t n, cudaStream_t s) {
+  if (!has_work(n, "convert")) return;
+  dispatch_act(to, "convert", [&](auto o_tag) {
+    dispatch_act(from, "convert", [&](auto i_tag) {
+      using TO = decltype(o_tag);
+      using TI = decltype(i_tag);
+      k_convert<TO, TI><<<grid_for(n), kThreads, 0, s>>>(static_cast<TO*>(out), static_cast<const TI*>(in), n);
+    });
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void embedding_forward(float* out, const int* tokens, const float* table, int t, int c, cudaStream_t s) {
-  k_embedding_forward<<<grid_for(std::int64_t{t} * c), kThreads, 0, s>>>(out, tokens, table, t, c);
+void embedding_forward(DType t, void* out, const int* tokens, const float* table, int tokens_n, int c,
+                       cudaStream_t s) {
+  if (!has_rows(tokens_n, c, "embedding_forward")) return;
+  dispatch_act(t, "embedding_forward", [&](auto tag) {
+    using T = decltype(tag);
+    k_embedding_forward<T><<<grid_for(std::int64_t{tokens_n} * c), kThreads, 0, s>>>(static_cast<T*>(out), tokens,
+                                                                                     table, tokens_n, c);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void embedding_backward(float* dtable, const float* dout, const int* tokens, int t, int c, cudaStream_t s) {
-  k_embedding_backward<<<grid_for(std::int64_t{t} * c), kThreads, 0, s>>>(dtable, dout, tokens, t, c);
+void embedding_backward(float* dtable, DType t, const void* dout, const int* tokens, int tokens_n, int c,
+                        cudaStream_t s) {
+  if (!has_rows(tokens_n, c, "embedding_backward")) return;
+  dispatch_act(t, "embedding_backward", [&](auto tag) {
+    using T = decltype(tag);
+    k_embedding_backward<T><<<grid_for(std::int64_t{tokens_n} * c), kThreads, 0, s>>>(
+        dtable, static_cast<const T*>(dout), tokens, tokens_n, c);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int t, int c, float eps,
-                     cudaStream_t s) {
-  k_rmsnorm_forward<<<static_cast<unsigned>(t), kThreads, 0, s>>>(out, rstd, inp, w, c, eps);
+void rmsnorm_forward(DType t, void* out, float* rstd, const void* inp, const float* w, int tokens_n, int c,
+                     float eps, cudaStream_t s) {
+  if (!has_rows(tokens_n, c, "rmsnorm_forward")) return;
+  dispatch_act(t, "rmsnorm_forward", [&](auto tag) {
+    using T = decltype(tag);
+    k_rmsnorm_forward<T><<<static_cast<unsigned>(tokens_n), kThreads, 0, s>>>(static_cast<T*>(out), rstd,
+                                                                              static_cast<const T*>(inp), w, c, eps);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                      const float* rstd, int t, int c, cudaStream_t s) {
-  k_rmsnorm_backward<<<static_cast<unsigned>(t), kThreads, 0, s>>>(dinp, dw, dout, inp, w, rstd, c);
+void rmsnorm_backward(DType t, void* dinp, float* dw, const void* dout, const void* inp, const float* w,
+                      const float* rstd, int tokens_n, int c, cudaStream_t s) {
+  if (!has_rows(tokens_n, c, "rmsnorm_backward")) return;
+  dispatch_act(t, "rmsnorm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    k_rmsnorm_backward<T><<<static_cast<unsigned>(tokens_n), kThreads, 0, s>>>(
+        static_cast<T*>(dinp), dw, static_cast<const T*>(dout), static_cast<const T*>(inp), w, rstd, c);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void rope(float* x, const int* pos, int t, int heads, int d, float theta, bool inverse, cudaStream_t s) {
-  k_rope<<<grid_for(std::int64_t{t} * heads * (d / 2)), kThreads, 0, s>>>(x, pos, t, heads, d, theta, inverse);
+void rope(DType t, void* x, const int* pos, int tokens_n, int heads, int d, float theta, bool inverse,
+          cudaStream_t s) {
+  if (heads < 0 || d < 0)
+    throw Error(fmt::format("layer_ops::rope: heads = {}, head_dim = {}: neither may be negative", heads, d));
+  if (!has_rows(tokens_n, d / 2, "rope") || heads == 0) return;
+  dispatch_act(t, "rope", [&](auto tag) {
+    using T = decltype(tag);
+    k_rope<T><<<grid_for(std::int64_t{tokens_n} * heads * (d / 2)), kThreads, 0, s>>>(static_cast<T*>(x), pos,
+                                                                                     tokens_n, heads, d, theta,
+                                                                                     inverse);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n, cudaStream_t s) {
-  k_swiglu_forward<<<grid_for(n), kThreads, 0, s>>>(out, gate, up, n);
+void swiglu_forward(DType t, void* out, const void* gate, const void* up, std::int64_t n, cudaStream_t s) {
+  if (!has_work(n, "swiglu_forward")) return;
+  dispatch_act(t, "swiglu_forward", [&](auto tag) {
+    using T = decltype(tag);
+    k_swiglu_forward<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(out), static_cast<const T*>(gate),
+                                                         static_cast<const T*>(up), n);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
+void swiglu_backward(DType t, void* dgate, void* dup, const void* dout, const void* gate, const void* up,
                      std::int64_t n, cudaStream_t s) {
-  k_swiglu_backward<<<grid_for(n), kThreads, 0, s>>>(dgate, dup, dout, gate, up, n);
+  if (!has_work(n, "swiglu_backward")) return;
+  dispatch_act(t, "swiglu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    k_swiglu_backward<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<T*>(dgate), static_cast<T*>(dup),
+                                                          static_cast<const T*>(dout), static_cast<const T*>(gate),
+                                                          static_cast<const T*>(up), n);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
-void cross_entropy(float* losses, float* logits, const int* labels, int t, int v, float dscale, cudaStream_t s) {
-  k_cross_entropy<<<static_cast<unsigned>(t), kThreads, 0, s>>>(losses, logits, labels, v, dscale);
+void cross_entropy(float* losses, DType t, void* logits, const int* labels, int tokens_n, int v, float dscale,
+                   cudaStream_t s) {
+  if (!has_rows(tokens_n, v, "cross_entropy")) return;
+  dispatch_act(t, "cross_entropy", [&](auto tag) {
+    using T = decltype(tag);
+    k_cross_entropy<T><<<static_cast<unsigned>(tokens_n), kThreads, 0, s>>>(losses, static_cast<T*>(logits), labels,
+                                                                            v, dscale);
+  });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
 void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
-           float wd, int step, cudaStream_t s) {
+           float wd, int step, std::uint16_t* p_bf16, cudaStream_t s) {
+  if (!has_work(n, "adamw")) return;
   const float c1 = 1.f - std::pow(b1, static_cast<float>(step)), c2 = 1.f - std::pow(b2, static_cast<float>(step));
-  k_adamw<<<grid_for(n), kThreads, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2);
-  SEQPAR_CUDA_CHECK_LAUNCH();
-}
-void to_bf16(std::uint16_t* out, const float* in, std::int64_t n, cudaStream_t s) {
-  k_to_bf16<<<grid_for(n), kThreads, 0, s>>>(reinterpret_cast<__nv_bfloat16*>(out), in, n);
-  SEQPAR_CUDA_CHECK_LAUNCH();
-}
-void from_bf16(float* out, const std::uint16_t* in, std::int64_t n, cudaStream_t s) {
-  k_from_bf16<<<grid_for(n), kThreads, 0, s>>>(out, reinterpret_cast<const __nv_bfloat16*>(in), n);
+  k_adamw<<<grid_for(n), kThreads, 0, s>>>(p, g, m, v, n, lr, b1, b2, eps, wd, c1, c2, reinterpret_cast<bf16*>(p_bf16));
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
 
