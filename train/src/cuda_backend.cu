@@ -1,23 +1,30 @@
-// CUDA back end: cuBLAS GEMMs (bf16 operands, fp32 accumulation and C), seqpar's flash attention,
-// LSE merge and Ulysses reshard kernels, and the layer ops (kernels/layer_ops.cuh), all on one
-// compute stream that the communicators join. Mixed precision as autocast does it: the model keeps
-// fp32 activations and master weights; each GEMM converts its two operands to bf16 copies and
-// accumulates in fp32, and attention converts its inputs to bf16 (the flash kernels take bf16) and
-// its outputs back. Validation on the GPU therefore compares the sharded step's error against an
-// fp32 CPU reference with the unsharded step's (validation.hpp).
+// CUDA back end: cuBLAS GEMMs (bf16 operands, fp32 accumulation, fp32 or bf16 C), the attention
+// engines (seqpar's flash kernels or cuDNN), LSE merge and Ulysses reshard kernels, and the layer
+// ops (kernels/layer_ops.cuh), all on one compute stream that the communicators join.
+// Mixed precision: the model stores activations and their gradients in bf16 (Ref views carry the
+// type); every op loads them, computes in fp32 and rounds to nearest-even when it stores bf16.
+// Master weights, their gradients, the AdamW moments, rstd, LSE and losses stay fp32, and AdamW
+// writes the bf16 copy of the weights the GEMMs read in the same pass. fp32 views are accepted
+// too (tests, fp32 callers): a GEMM or attention input in fp32 is rounded into a bf16 scratch copy
+// and an fp32 attention output converted back, since cuBLAS runs bf16 operands here and both
+// attention engines take bf16 only. Validation on the GPU therefore compares the sharded step's
+// error against an fp32 CPU reference with the unsharded step's (validation.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/kernels/block_mask.hpp"
 #include "seqpar/kernels/cublas_check.hpp"
+#include "seqpar/kernels/cublas_gemm.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/flash_attention.cuh"
@@ -40,12 +47,11 @@ class CudaBackend final : public Backend {
     if (engine_ == kernels::AttentionEngine::cudnn) cudnn_ = std::make_unique<kernels::CudnnAttention>();
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
-    SEQPAR_CUBLAS_CHECK(cublasCreate(&blas_));
-    SEQPAR_CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    blas_ = std::make_unique<kernels::CublasHandle>(stream_);
   }
   ~CudaBackend() override {
     for (Slot& s : scratch_) deallocate(s.p, s.bytes, s.category);
-    cublasDestroy(blas_);
+    blas_.reset();  // before its stream
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
   }
@@ -110,52 +116,58 @@ class CudaBackend final : public Backend {
   }
   void synchronize() override { SEQPAR_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-  // bf16 copies of A and B (grow-only slots, charged to working: they are the step's temporaries,
-  // like autocast's casts), fp32 accumulation (CUBLAS_COMPUTE_32F) into the fp32 C.
-  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
-            float* c) override {
-    const std::int64_t na = std::int64_t{m} * k, nb = std::int64_t{k} * n;
-    auto* a16 = bf16(kGemmA, na, MemCategory::working);
-    auto* b16 = bf16(kGemmB, nb, MemCategory::working);
-    layer_ops::to_bf16(a16, a, na, stream_);
-    layer_ops::to_bf16(b16, b, nb, stream_);
+  // GEMM operands in bf16: a bf16 view as it is, an fp32 one rounded into a grow-only slot
+  // (charged to working: a step temporary, like autocast's casts). C is fp32 or bf16 (rounded once,
+  // after alpha and beta); products accumulate in fp32 (CUBLAS_COMPUTE_32F, no reduced-precision
+  // split-K reductions: kernels::CublasHandle).
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, CRef a, CRef b, float beta, Ref c) override {
+    const void* a16 = as_bf16(a, std::int64_t{m} * k, kGemmA, MemCategory::working, "gemm", "A");
+    const void* b16 = as_bf16(b, std::int64_t{k} * n, kGemmB, MemCategory::working, "gemm", "B");
+    const cudaDataType_t c_type = act_type("gemm", {c.t}) == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    SEQPAR_CUBLAS_CHECK(cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                                     &alpha, b16, CUDA_R_16BF, tb ? k : n, a16, CUDA_R_16BF, ta ? m : k, &beta, c,
-                                     CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    SEQPAR_CUBLAS_CHECK(cublasGemmEx(blas_->get(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                                     m, k, &alpha, b16, CUDA_R_16BF, tb ? k : n, a16, CUDA_R_16BF, ta ? m : k, &beta,
+                                     c.p, c_type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
-  void add(float* y, const float* x, std::int64_t n) override { layer_ops::add(y, x, n, stream_); }
-  void scale(float* x, float alpha, std::int64_t n) override { layer_ops::scale(x, alpha, n, stream_); }
-  void embedding_forward(float* out, const int* tokens, const float* table, int t, int c) override {
-    layer_ops::embedding_forward(out, tokens, table, t, c, stream_);
+  // add and convert take any mix of fp32 and bf16; every other layer op one type for all its views.
+  void add(Ref y, CRef x, std::int64_t n) override { layer_ops::add(y.t, y.p, x.t, x.p, n, stream_); }
+  void scale(Ref x, float alpha, std::int64_t n) override { layer_ops::scale(x.t, x.p, alpha, n, stream_); }
+  void convert(Ref out, CRef in, std::int64_t n) override { layer_ops::convert(out.t, out.p, in.t, in.p, n, stream_); }
+  void embedding_forward(Ref out, const int* tokens, const float* table, int t, int c) override {
+    layer_ops::embedding_forward(out.t, out.p, tokens, table, t, c, stream_);
   }
-  void embedding_backward(float* dtable, const float* dout, const int* tokens, int t, int c) override {
-    layer_ops::embedding_backward(dtable, dout, tokens, t, c, stream_);
+  void embedding_backward(float* dtable, CRef dout, const int* tokens, int t, int c) override {
+    layer_ops::embedding_backward(dtable, dout.t, dout.p, tokens, t, c, stream_);
   }
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int t, int c,
-                       float eps) override {
-    layer_ops::rmsnorm_forward(out, rstd, inp, w, t, c, eps, stream_);
+  void rmsnorm_forward(Ref out, float* rstd, CRef inp, const float* w, int t, int c, float eps) override {
+    const DType ty = act_type("rmsnorm_forward", {out.t, inp.t});
+    layer_ops::rmsnorm_forward(ty, out.p, rstd, inp.p, w, t, c, eps, stream_);
   }
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                        const float* rstd, int t, int c) override {
-    layer_ops::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, t, c, stream_);
+  void rmsnorm_backward(Ref dinp, float* dw, CRef dout, CRef inp, const float* w, const float* rstd, int t,
+                        int c) override {
+    const DType ty = act_type("rmsnorm_backward", {dinp.t, dout.t, inp.t});
+    layer_ops::rmsnorm_backward(ty, dinp.p, dw, dout.p, inp.p, w, rstd, t, c, stream_);
   }
-  void rope(float* x, const int* pos, int t, int heads, int d, float theta, bool inverse) override {
-    layer_ops::rope(x, pos, t, heads, d, theta, inverse, stream_);
+  void rope(Ref x, const int* pos, int t, int heads, int d, float theta, bool inverse) override {
+    layer_ops::rope(x.t, x.p, pos, t, heads, d, theta, inverse, stream_);
   }
-  void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) override {
-    layer_ops::swiglu_forward(out, gate, up, n, stream_);
+  void swiglu_forward(Ref out, CRef gate, CRef up, std::int64_t n) override {
+    const DType ty = act_type("swiglu_forward", {out.t, gate.t, up.t});
+    layer_ops::swiglu_forward(ty, out.p, gate.p, up.p, n, stream_);
   }
-  void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up,
-                       std::int64_t n) override {
-    layer_ops::swiglu_backward(dgate, dup, dout, gate, up, n, stream_);
+  void swiglu_backward(Ref dgate, Ref dup, CRef dout, CRef gate, CRef up, std::int64_t n) override {
+    const DType ty = act_type("swiglu_backward", {dgate.t, dup.t, dout.t, gate.t, up.t});
+    layer_ops::swiglu_backward(ty, dgate.p, dup.p, dout.p, gate.p, up.p, n, stream_);
   }
-  void cross_entropy(float* losses, float* logits, const int* labels, int t, int v, float dscale) override {
-    layer_ops::cross_entropy(losses, logits, labels, t, v, dscale, stream_);
+  void cross_entropy(float* losses, Ref logits, const int* labels, int t, int v, float dscale) override {
+    layer_ops::cross_entropy(losses, logits.t, logits.p, labels, t, v, dscale, stream_);
   }
   void adamw(float* p, const float* g, float* m, float* v, std::int64_t n, float lr, float b1, float b2, float eps,
-             float wd, int step) override {
-    layer_ops::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, stream_);
+             float wd, int step, Ref param_bf16) override {
+    if (param_bf16.p != nullptr && param_bf16.t != DType::bf16)
+      throw Error(fmt::format("cuda back end: adamw: the parameter copy must be a bf16 view, got {}",
+                              to_string(param_bf16.t)));
+    layer_ops::adamw(p, g, m, v, n, lr, b1, b2, eps, wd, step, static_cast<std::uint16_t*>(param_bf16.p), stream_);
   }
 
   // On the cudnn engine each block runs by its kind (kernels::classify_block_mask): full and causal
@@ -171,24 +183,23 @@ class CudaBackend final : public Backend {
     return *kind != kernels::BlockMask::general;
   }
 
-  void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v, float* o,
-                         float* lse) override {
+  // Both engines take bf16: bf16 views go to them as they are; an fp32 input is rounded into a
+  // slot and an fp32 output is written to a slot and converted back (the fp32 callers: tests).
+  void attention_forward(const AttnShape& s, CRef q, CRef k, CRef v, Ref o, float* lse) override {
+    act_type("attention_forward", {q.t, k.t, v.t, o.t}, /*same=*/false);
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
     kernels::BlockMask kind = kernels::BlockMask::general;
     const bool cudnn = on_cudnn(s, &kind);
     if (cudnn && kind == kernels::BlockMask::none) {
-      kernels::fill_value(DType::fp32, o, static_cast<std::size_t>(nq), 0.f, stream_);
+      kernels::fill_value(o.t, o.p, static_cast<std::size_t>(nq), 0.f, stream_);
       kernels::fill_value(DType::fp32, lse, static_cast<std::size_t>(s.batch) * s.heads * s.seq_q, -INFINITY,
                           stream_);
       return;
     }
-    auto* q16 = bf16(0, nq);
-    auto* k16 = bf16(1, nk);
-    auto* v16 = bf16(2, nk);
-    auto* o16 = bf16(3, nq);
-    layer_ops::to_bf16(q16, q, nq, stream_);
-    layer_ops::to_bf16(k16, k, nk, stream_);
-    layer_ops::to_bf16(v16, v, nk, stream_);
+    const void* q16 = as_bf16(q, nq, 0, MemCategory::attention_buffers, "attention_forward", "q");
+    const void* k16 = as_bf16(k, nk, 1, MemCategory::attention_buffers, "attention_forward", "k");
+    const void* v16 = as_bf16(v, nk, 2, MemCategory::attention_buffers, "attention_forward", "v");
+    void* o16 = out_bf16(o, nq, 3);
     if (cudnn) {
       // The workspace comes from the scratch slots (slot 8 is the backward's), charged to attention_buffers.
       void* ws = slot(9, cudnn_->forward_workspace_bytes(s, DType::bf16));
@@ -196,32 +207,29 @@ class CudaBackend final : public Backend {
     } else {
       kernels::flash_attention_forward(s, DType::bf16, q16, k16, v16, o16, lse, stream_);
     }
-    layer_ops::from_bf16(o, o16, nq, stream_);
+    if (o16 != o.p) layer_ops::convert(o.t, o.p, DType::bf16, o16, nq, stream_);
   }
-  void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v, const float* o,
-                          const float* lse, const float* dout, float* dq, float* dk, float* dv) override {
+  void attention_backward(const AttnShape& s, CRef q, CRef k, CRef v, CRef o, const float* lse, CRef dout, Ref dq,
+                          Ref dk, Ref dv) override {
+    act_type("attention_backward", {q.t, k.t, v.t, o.t, dout.t, dq.t, dk.t, dv.t}, /*same=*/false);
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
     kernels::BlockMask kind = kernels::BlockMask::general;
     const bool cudnn = on_cudnn(s, &kind);
     if (cudnn && kind == kernels::BlockMask::none) {
-      zero(dq, static_cast<std::size_t>(nq) * sizeof(float));
-      zero(dk, static_cast<std::size_t>(nk) * sizeof(float));
-      zero(dv, static_cast<std::size_t>(nk) * sizeof(float));
+      zero(dq.p, static_cast<std::size_t>(nq) * dtype_size(dq.t));
+      zero(dk.p, static_cast<std::size_t>(nk) * dtype_size(dk.t));
+      zero(dv.p, static_cast<std::size_t>(nk) * dtype_size(dv.t));
       return;
     }
-    auto* q16 = bf16(0, nq);
-    auto* k16 = bf16(1, nk);
-    auto* v16 = bf16(2, nk);
-    auto* o16 = bf16(3, nq);
-    auto* do16 = bf16(4, nq);
-    auto* dq16 = bf16(5, nq);
-    auto* dk16 = bf16(6, nk);
-    auto* dv16 = bf16(7, nk);
-    layer_ops::to_bf16(q16, q, nq, stream_);
-    layer_ops::to_bf16(k16, k, nk, stream_);
-    layer_ops::to_bf16(v16, v, nk, stream_);
-    layer_ops::to_bf16(o16, o, nq, stream_);
-    layer_ops::to_bf16(do16, dout, nq, stream_);
+    const MemCategory ab = MemCategory::attention_buffers;
+    const void* q16 = as_bf16(q, nq, 0, ab, "attention_backward", "q");
+    const void* k16 = as_bf16(k, nk, 1, ab, "attention_backward", "k");
+    const void* v16 = as_bf16(v, nk, 2, ab, "attention_backward", "v");
+    const void* o16 = as_bf16(o, nq, 3, ab, "attention_backward", "o");
+    const void* do16 = as_bf16(dout, nq, 4, ab, "attention_backward", "dout");
+    void* dq16 = out_bf16(dq, nq, 5);
+    void* dk16 = out_bf16(dk, nk, 6);
+    void* dv16 = out_bf16(dv, nk, 7);
     // o and lse are what the caller passes: for a ring block the merged output and LSE of all
     // blocks (SpAttention::backward), which both engines take (P = exp(scale q k^T - lse)).
     if (cudnn) {
@@ -232,47 +240,54 @@ class CudaBackend final : public Backend {
       kernels::flash_attention_backward(s, DType::bf16, q16, k16, v16, o16, lse, do16, dq16, dk16, dv16, ws,
                                         stream_);
     }
-    layer_ops::from_bf16(dq, dq16, nq, stream_);
-    layer_ops::from_bf16(dk, dk16, nk, stream_);
-    layer_ops::from_bf16(dv, dv16, nk, stream_);
+    if (dq16 != dq.p) layer_ops::convert(dq.t, dq.p, DType::bf16, dq16, nq, stream_);
+    if (dk16 != dk.p) layer_ops::convert(dk.t, dk.p, DType::bf16, dk16, nk, stream_);
+    if (dv16 != dv.p) layer_ops::convert(dv.t, dv.p, DType::bf16, dv16, nk, stream_);
   }
-  void lse_merge(int batch, int seq_q, int heads, int d, float* o, float* lse, const float* o_part,
+  // Each side in its own type (the running o is often fp32, a part bf16).
+  void lse_merge(int batch, int seq_q, int heads, int d, Ref o, float* lse, CRef o_part,
                  const float* lse_part) override {
-    kernels::lse_merge(batch, seq_q, heads, d, DType::fp32, o, lse, DType::fp32, o_part, lse_part, stream_);
+    kernels::lse_merge(batch, seq_q, heads, d, o.t, o.p, lse, o_part.t, o_part.p, lse_part, stream_);
   }
-  void ulysses_pack(int p, int b, int n, int h, int d, const float* in, float* out) override {
-    kernels::ulysses_pack(p, b, n, h, d, DType::fp32, in, out, stream_);
+  // The reshards permute elements: one type in and out.
+  void ulysses_pack(int p, int b, int n, int h, int d, CRef in, Ref out) override {
+    kernels::ulysses_pack(p, b, n, h, d, same_type("ulysses_pack", {in.t, out.t}), in.p, out.p, stream_);
   }
-  void ulysses_unpack(int p, int b, int n, int h, int d, const float* in, float* out) override {
-    kernels::ulysses_unpack(p, b, n, h, d, DType::fp32, in, out, stream_);
+  void ulysses_unpack(int p, int b, int n, int h, int d, CRef in, Ref out) override {
+    kernels::ulysses_unpack(p, b, n, h, d, same_type("ulysses_unpack", {in.t, out.t}), in.p, out.p, stream_);
   }
-  void ulysses_pack_reverse(int p, int b, int n, int h, int d, const float* in, float* out) override {
-    kernels::ulysses_pack_reverse(p, b, n, h, d, DType::fp32, in, out, stream_);
+  void ulysses_pack_reverse(int p, int b, int n, int h, int d, CRef in, Ref out) override {
+    kernels::ulysses_pack_reverse(p, b, n, h, d, same_type("ulysses_pack_reverse", {in.t, out.t}), in.p, out.p,
+                                  stream_);
   }
-  void ulysses_unpack_reverse(int p, int b, int n, int h, int d, const float* in, float* out) override {
-    kernels::ulysses_unpack_reverse(p, b, n, h, d, DType::fp32, in, out, stream_);
+  void ulysses_unpack_reverse(int p, int b, int n, int h, int d, CRef in, Ref out) override {
+    kernels::ulysses_unpack_reverse(p, b, n, h, d, same_type("ulysses_unpack_reverse", {in.t, out.t}), in.p, out.p,
+                                    stream_);
   }
-  void ulysses_pack_qkv(int p, int b, int n, int h, int kv, int d, const float* q, const float* k, const float* v,
-                        float* out) override {
-    kernels::ulysses_pack_qkv(p, b, n, h, kv, d, DType::fp32, q, k, v, out, stream_);
+  void ulysses_pack_qkv(int p, int b, int n, int h, int kv, int d, CRef q, CRef k, CRef v, Ref out) override {
+    const DType t = same_type("ulysses_pack_qkv", {q.t, k.t, v.t, out.t});
+    kernels::ulysses_pack_qkv(p, b, n, h, kv, d, t, q.p, k.p, v.p, out.p, stream_);
   }
-  void ulysses_unpack_qkv(int p, int b, int n, int h, int kv, int d, const float* in, float* q, float* k,
-                          float* v) override {
-    kernels::ulysses_unpack_qkv(p, b, n, h, kv, d, DType::fp32, in, q, k, v, stream_);
+  void ulysses_unpack_qkv(int p, int b, int n, int h, int kv, int d, CRef in, Ref q, Ref k, Ref v) override {
+    const DType t = same_type("ulysses_unpack_qkv", {in.t, q.t, k.t, v.t});
+    kernels::ulysses_unpack_qkv(p, b, n, h, kv, d, t, in.p, q.p, k.p, v.p, stream_);
   }
-  void ulysses_pack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* dq, const float* dk,
-                                const float* dv, float* out) override {
-    kernels::ulysses_pack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, dq, dk, dv, out, stream_);
+  void ulysses_pack_qkv_reverse(int p, int b, int n, int h, int kv, int d, CRef dq, CRef dk, CRef dv,
+                                Ref out) override {
+    const DType t = same_type("ulysses_pack_qkv_reverse", {dq.t, dk.t, dv.t, out.t});
+    kernels::ulysses_pack_qkv_reverse(p, b, n, h, kv, d, t, dq.p, dk.p, dv.p, out.p, stream_);
   }
-  void ulysses_unpack_qkv_reverse(int p, int b, int n, int h, int kv, int d, const float* in, float* dq,
-                                  float* dk, float* dv) override {
-    kernels::ulysses_unpack_qkv_reverse(p, b, n, h, kv, d, DType::fp32, in, dq, dk, dv, stream_);
+  void ulysses_unpack_qkv_reverse(int p, int b, int n, int h, int kv, int d, CRef in, Ref dq, Ref dk,
+                                  Ref dv) override {
+    const DType t = same_type("ulysses_unpack_qkv_reverse", {in.t, dq.t, dk.t, dv.t});
+    kernels::ulysses_unpack_qkv_reverse(p, b, n, h, kv, d, t, in.p, dq.p, dk.p, dv.p, stream_);
   }
-  void replicate_kv_heads(int rep, int b, int n, int kv, int d, const float* in, float* out) override {
-    kernels::replicate_kv_heads(rep, b, n, kv, d, DType::fp32, in, out, stream_);
+  void replicate_kv_heads(int rep, int b, int n, int kv, int d, CRef in, Ref out) override {
+    kernels::replicate_kv_heads(rep, b, n, kv, d, same_type("replicate_kv_heads", {in.t, out.t}), in.p, out.p,
+                                stream_);
   }
-  void reduce_kv_heads(int rep, int b, int n, int kv, int d, const float* in, float* out) override {
-    kernels::reduce_kv_heads(rep, b, n, kv, d, DType::fp32, in, out, stream_);
+  void reduce_kv_heads(int rep, int b, int n, int kv, int d, CRef in, Ref out) override {
+    kernels::reduce_kv_heads(rep, b, n, kv, d, same_type("reduce_kv_heads", {in.t, out.t}), in.p, out.p, stream_);
   }
 
  private:
@@ -300,8 +315,40 @@ class CudaBackend final : public Backend {
     }
     return s.p;
   }
-  std::uint16_t* bf16(std::size_t i, std::int64_t elems, MemCategory c = MemCategory::attention_buffers) {
-    return static_cast<std::uint16_t*>(slot(i, static_cast<std::size_t>(elems) * 2, c));
+  void* bf16_slot(std::size_t i, std::int64_t elems, MemCategory c = MemCategory::attention_buffers) {
+    return slot(i, static_cast<std::size_t>(elems) * 2, c);
+  }
+  // x as bf16: itself when it is bf16, else its rounded copy in slot i.
+  const void* as_bf16(CRef x, std::int64_t elems, std::size_t i, MemCategory c, const char* op, const char* what) {
+    if (x.t == DType::bf16) return x.p;
+    if (x.t != DType::fp32)
+      throw Error(fmt::format("cuda back end: {}: {} is {}; views are fp32 or bf16", op, what, to_string(x.t)));
+    void* copy = bf16_slot(i, elems, c);
+    layer_ops::convert(DType::bf16, copy, DType::fp32, x.p, elems, stream_);
+    return copy;
+  }
+  // Where a bf16 result for out goes: out itself when it is bf16, else slot i (the caller converts).
+  void* out_bf16(Ref out, std::int64_t elems, std::size_t i) {
+    return out.t == DType::bf16 ? out.p : bf16_slot(i, elems);
+  }
+  // The activation type of an op's views: each fp32 or bf16 and, when `same`, all one type;
+  // otherwise seqpar::Error naming the op and the types.
+  static DType act_type(const char* op, std::initializer_list<DType> types, bool same = true) {
+    for (DType t : types)
+      if (t != DType::fp32 && t != DType::bf16)
+        throw Error(fmt::format("cuda back end: {}: activation views are fp32 or bf16, got {}", op, to_string(t)));
+    return same ? same_type(op, types) : *types.begin();
+  }
+  // The one element type of an op's views (seqpar::Error naming the op and the types when they differ).
+  static DType same_type(const char* op, std::initializer_list<DType> types) {
+    const DType first = *types.begin();
+    for (DType t : types)
+      if (t != first) {
+        std::string names;
+        for (DType u : types) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(u));
+        throw Error(fmt::format("cuda back end: {}: the views must share one element type, got {}", op, names));
+      }
+    return first;
   }
 
   void* raw_allocate(std::size_t bytes) override {
@@ -329,7 +376,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<kernels::CudnnAttention> cudnn_;  // the cuDNN handle and plan cache (cudnn engine only)
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;  // checkpoint offload copies
-  cublasHandle_t blas_ = nullptr;
+  std::unique_ptr<kernels::CublasHandle> blas_;  // on stream_, reduced-precision reductions disallowed
   std::vector<Slot> scratch_;
 };
 
