@@ -139,6 +139,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
         c.errors = r.errors;
         return c;
       }
+      c.fits = r.fits;
       if (run.measure == PublishedMeasure::step_time_s) {
         c.predicted = r.step_time_s;
       } else {

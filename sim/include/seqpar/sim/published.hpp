@@ -47,6 +47,9 @@ struct PublishedComparison {
   double predicted = 0;
   double error = 0;  // (predicted - published) / published
   bool in_band = false;
+  // Step-based measures: whether the simulator's memory model fits the plan on the GPU (a run that
+  // ran but does not fit is a memory finding; the DeepSpeed-Ulysses runs' best-plan test needs it).
+  bool fits = true;
   std::vector<std::string> errors;  // the simulator rejected the plan (then no prediction)
 };
 
