@@ -111,17 +111,17 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
       std::vector<double> samples;
       be.memory().reset_peak();
       for (int rep = 0; rep < o.warmup + o.reps; ++rep) {
-        st::Floats x(be, tc, st::MemCategory::activations), dx(be, tc, st::MemCategory::working);
-        be.copy_from_host(x.data(), x_host.data(), x.bytes());
-        be.copy_from_host(dx.data(), dx_host.data(), dx.bytes());
+        const seqpar::DType adt = model.activation_type();
+        st::Tensor x = st::upload(be, x_host.data(), tc, adt, st::MemCategory::activations);
+        st::Tensor dx = st::upload(be, dx_host.data(), tc, adt, st::MemCategory::working);
         model.zero_grads();
         be.synchronize();
         world.barrier();
         const auto t0 = std::chrono::steady_clock::now();
         st::LayerActs acts;
-        st::Floats y = model.block_forward(0, std::move(x), acts, positions.data(), attention_only);
+        st::Tensor y = model.block_forward(0, std::move(x), acts, positions.data(), attention_only);
         y.reset();
-        model.block_backward(0, acts, dx.data(), positions.data(), attention_only);
+        model.block_backward(0, acts, dx.ref(), positions.data(), attention_only);
         be.synchronize();
         const double mine = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const std::vector<double> all = st::gather_over(world, be, mine);

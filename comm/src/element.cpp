@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "seqpar/core/bf16.hpp"
+
 namespace seqpar::comm {
 namespace {
 
@@ -18,18 +20,6 @@ T get(const void* buf, std::size_t i) {
 template <class T>
 void put(void* buf, std::size_t i, T v) {
   std::memcpy(static_cast<unsigned char*>(buf) + i * sizeof(T), &v, sizeof(T));
-}
-
-float bf16_to_float(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
-
-// Round to nearest even, as __float2bfloat16 does; NaN stays NaN.
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if (std::isnan(f)) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(u >> 16);
 }
 
 float f16_to_float(std::uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }

@@ -33,8 +33,9 @@ endforeach()
 if(NOT sum EQUAL peak)
   message(FATAL_ERROR "memory parts add up to ${sum}, peak_memory_bytes is ${peak}")
 endif()
-# The default model: 2 layers, hidden 64; 64 tokens / sp 4 = 16 per rank; fp32: 2 x 16 x 64 x 4.
-expect_eq("memory;host_offload_bytes" "8192")
+# The default model: 2 layers, hidden 64; 64 tokens / sp 4 = 16 per rank; the default precision,
+# bf16, stores the layer inputs in bf16: 2 x 16 x 64 x 2.
+expect_eq("memory;host_offload_bytes" "4096")
 
 execute_process(COMMAND ${PROGRAM} --comm virtual --method hybrid --sp 4 --ulysses-degree 2 --ring-degree 2
                         --steps 2 --validate ${features}

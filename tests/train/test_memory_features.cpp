@@ -1,7 +1,7 @@
 // ALST's memory features in the training step (--checkpoint, --offload-checkpoints, --tiled-mlp,
 // --tiled-loss): every combination gives the plain step's loss and gradients (fp32 CPU back end,
 // virtual ranks, every SP method); each feature lowers the measured peak of the parts the
-// simulator says it lowers; the stored activations per layer match the simulator's count.
+// simulator says it lowers; the stored activations per layer match the simulator's bytes (bf16).
 #include <gtest/gtest.h>
 
 
@@ -107,8 +107,8 @@ struct Measured {
   std::int64_t peak = 0;
   std::int64_t part[kMemCategories] = {};
 };
-Measured measure(const TrainSetup& s) {
-  auto be = make_cpu_backend();
+Measured measure(const TrainSetup& s, Precision precision = Precision::fp32) {
+  auto be = make_cpu_backend(precision);
   Trainer t(*be, nullptr, s);
   be->memory().reset_peak();
   t.compute_gradients();
@@ -174,6 +174,9 @@ TEST(MemoryFeatures, EachFeatureLowersThePartsTheSimulatorSaysItLowers) {
   lp.seq_len = s.seq_len;
   EXPECT_EQ(part(loss, MemCategory::logits),
             std::int64_t(sim::alst_tile_rows(sim_model(s), lp)) * s.model.vocab * 4);  // sim's tile
+  // In bf16 the logits are bf16: one tile of them is half the fp32 mode's.
+  EXPECT_EQ(part(measure(long_single(options(Checkpoint::none, false, false, true)), Precision::bf16), MemCategory::logits),
+            std::int64_t(sim::alst_tile_rows(sim_model(s), lp)) * s.model.vocab * 2);
   // And each lowers the overall peak at this shape.
   for (const Measured* m : {&sel, &full, &off, &mlp, &loss}) EXPECT_LT(m->peak, plain.peak);
   // Host memory is not device memory: offload's device peak is below full checkpointing's.
@@ -181,37 +184,45 @@ TEST(MemoryFeatures, EachFeatureLowersThePartsTheSimulatorSaysItLowers) {
 }
 
 // The simulator's stored activations per layer against the measured ones at the same shape: the
-// extra layer of a 3-layer model over a 2-layer one. The step keeps every value in fp32, the
-// simulator's bf16 values and its fp32 ones (LSE, RMSNorm rstd) alike: 4 bytes per value.
+// extra layer of a 3-layer model over a 2-layer one. In bf16 the step stores what the simulator
+// counts, byte for byte: its bf16 values in bf16 and its fp32 ones (LSE, RMSNorm rstd) in fp32. The
+// fp32 validation mode keeps every value in 4 bytes.
 TEST(MemoryFeatures, StoredActivationsPerLayerMatchTheSimulator) {
   struct Case { Checkpoint c; bool tiled_mlp; };
-  for (const Case k : {Case{Checkpoint::none, false}, Case{Checkpoint::selective, false},
-                       Case{Checkpoint::full, false}, Case{Checkpoint::none, true},
-                       Case{Checkpoint::selective, true}}) {
-    TrainSetup s = long_single(options(k.c, false, k.tiled_mlp, false));
-    s.model.layers = 2;
-    const Measured two = measure(s);
-    s.model.layers = 3;
-    const Measured three = measure(s);
-    const double measured = double(kept(three) - kept(two)) / double(s.seq_len);
-    seqpar::Plan p;
-    p.gpus = 1;
-    p.seq_len = s.seq_len;
-    p.mem = s.mem;
-    const sim::StoredValues v = sim::stored_values_per_token(sim_model(s), p, k.c);
-    EXPECT_DOUBLE_EQ(measured, 4.0 * (v.bf16 + v.fp32)) << seqpar::to_string(k.c) << (k.tiled_mlp ? " tiled-mlp" : "");
+  for (const Precision precision : {Precision::bf16, Precision::fp32}) {
+    for (const Case k : {Case{Checkpoint::none, false}, Case{Checkpoint::selective, false},
+                         Case{Checkpoint::full, false}, Case{Checkpoint::none, true},
+                         Case{Checkpoint::selective, true}}) {
+      TrainSetup s = long_single(options(k.c, false, k.tiled_mlp, false));
+      s.model.layers = 2;
+      const Measured two = measure(s, precision);
+      s.model.layers = 3;
+      const Measured three = measure(s, precision);
+      const double measured = double(kept(three) - kept(two)) / double(s.seq_len);
+      seqpar::Plan p;
+      p.gpus = 1;
+      p.seq_len = s.seq_len;
+      p.mem = s.mem;
+      const sim::StoredValues v = sim::stored_values_per_token(sim_model(s), p, k.c);
+      const double expected = precision == Precision::bf16 ? sim::stored_bytes_per_token(sim_model(s), p, k.c)
+                                                           : 4.0 * (v.bf16 + v.fp32);
+      EXPECT_DOUBLE_EQ(measured, expected)
+          << to_string(precision) << " " << seqpar::to_string(k.c) << (k.tiled_mlp ? " tiled-mlp" : "");
+    }
   }
 }
 
 // Checkpoint offload, layer inputs counted as the simulator counts them: all of them on the host,
-// and on the device the same saving over keeping them (fp32 in the step, bf16 in the simulator).
+// and on the device the same saving over keeping them (bf16 in both; the fp32 mode twice that).
 TEST(MemoryFeatures, OffloadedLayerInputsMatchTheSimulator) {
+  for (const Precision precision : {Precision::bf16, Precision::fp32})
   for (int layers : {1, 2, 4}) {
+    const double width = precision == Precision::bf16 ? 1.0 : 2.0;  // step bytes over the simulator's
     TrainSetup s = long_single(options(Checkpoint::full, false, false, false));
     s.model.layers = layers;
-    const Measured kept_all = measure(s);
+    const Measured kept_all = measure(s, precision);
     s.mem.offload_checkpoints = true;
-    const Measured off = measure(s);
+    const Measured off = measure(s, precision);
     seqpar::Plan p;
     p.gpus = 1;
     p.seq_len = s.seq_len;
@@ -220,9 +231,11 @@ TEST(MemoryFeatures, OffloadedLayerInputsMatchTheSimulator) {
     const sim::MemoryEstimate e = sim::estimate_memory(sim_model(s), sys, p);
     p.mem.offload_checkpoints = false;
     const sim::MemoryEstimate k = sim::estimate_memory(sim_model(s), sys, p);
-    EXPECT_DOUBLE_EQ(double(part(off, MemCategory::host_offload)), 2 * e.host_bytes) << layers << " layers";
+    EXPECT_DOUBLE_EQ(double(part(off, MemCategory::host_offload)), width * e.host_bytes)
+        << to_string(precision) << " " << layers << " layers";
     EXPECT_DOUBLE_EQ(double(part(kept_all, MemCategory::checkpoints) - part(off, MemCategory::checkpoints)),
-                     2 * (k.peak.activations - e.peak.activations)) << layers << " layers";
+                     width * (k.peak.activations - e.peak.activations))
+        << to_string(precision) << " " << layers << " layers";
   }
 }
 

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <new>
+#include <utility>
+#include <vector>
 
+#include "seqpar/core/bf16.hpp"
 #include "seqpar/core/error.hpp"
 
 namespace seqpar::train {
@@ -32,6 +36,69 @@ void Backend::deallocate(void* p, std::int64_t bytes, MemCategory c) noexcept {
   else
     raw_host_free(p);
   memory_.on_free(c, bytes);
+}
+
+Tensor::Tensor(Backend& be, std::int64_t count, DType t, MemCategory c) : be_(&be), t_(t), cat_(c) {
+  if (count < 0) throw Error(fmt::format("buffer of {} elements: the count must not be negative", count));
+  const auto size = static_cast<std::int64_t>(dtype_size(t));
+  if (count > INT64_MAX / size)
+    throw Error(fmt::format("buffer of {} {} elements: the byte size overflows 64 bits", count, to_string(t)));
+  p_ = be.allocate(count * size, c);
+  n_ = count;
+}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    reset();
+    be_ = std::exchange(o.be_, nullptr);
+    p_ = std::exchange(o.p_, nullptr);
+    n_ = std::exchange(o.n_, 0);
+    t_ = o.t_;
+    cat_ = o.cat_;
+  }
+  return *this;
+}
+
+void Tensor::recharge(MemCategory c) {
+  if (p_) {
+    be_->memory().on_free(cat_, static_cast<std::int64_t>(bytes()));
+    be_->memory().on_alloc(c, static_cast<std::int64_t>(bytes()));
+  }
+  cat_ = c;
+}
+
+void Tensor::reset() noexcept {
+  if (p_) be_->deallocate(p_, static_cast<std::int64_t>(bytes()), cat_);
+  p_ = nullptr;
+  n_ = 0;
+}
+
+Tensor upload(Backend& be, const float* host, std::int64_t count, DType t, MemCategory c) {
+  Tensor out(be, count, t, c);
+  if (t == DType::fp32) {
+    be.copy_from_host(out.data(), host, out.bytes());
+  } else if (t == DType::bf16) {
+    std::vector<std::uint16_t> words(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < words.size(); ++i) words[i] = float_to_bf16(host[i]);
+    be.copy_from_host(out.data(), words.data(), out.bytes());
+  } else {
+    throw Error(fmt::format("upload: type {}: activations are fp32 or bf16", to_string(t)));
+  }
+  return out;
+}
+
+std::vector<float> download(Backend& be, CRef src, std::int64_t count) {
+  std::vector<float> out(static_cast<std::size_t>(count));
+  if (src.t == DType::fp32) {
+    be.copy_to_host(out.data(), src.p, out.size() * sizeof(float));
+  } else if (src.t == DType::bf16) {
+    std::vector<std::uint16_t> words(out.size());
+    be.copy_to_host(words.data(), src.p, words.size() * sizeof(std::uint16_t));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(words[i]);
+  } else {
+    throw Error(fmt::format("download: type {}: activations are fp32 or bf16", to_string(src.t)));
+  }
+  return out;
 }
 
 }  // namespace seqpar::train

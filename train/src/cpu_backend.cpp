@@ -1,13 +1,19 @@
 // CPU back end: the kernels layer's CPU references (seqpar::ref: layer ops, attention, reshards),
-// the reference the CUDA back end is held to. In bf16 precision attention rounds what the CUDA back
-// end hands its bf16 flash kernels (q, k, v; o and dO in the backward) and what they write (o,
-// dq, dk, dv) to bf16, and every GEMM rounds its two operands to bf16 (fp32 accumulation and C),
-// so a CPU run sees the GPU's rounding at the same places.
+// the reference the CUDA back end is held to. Every op widens its inputs to fp32, runs the fp32
+// reference and stores its outputs in their views' types, rounding to bf16 where a view is bf16, so
+// a bf16-precision run stores what the CUDA back end stores. In bf16 precision the GEMM operands and
+// attention's inputs and outputs are also bf16 where an fp32 view reaches them (rounded copies), as
+// the GPU's bf16 kernels see them; products of bf16 values are exact in fp32, so what is left is
+// fp32 accumulation, as there.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
 
+#include "seqpar/core/bf16.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/kernels/attention_ref.hpp"
 #include "seqpar/kernels/layer_ops_ref.hpp"
 #include "seqpar/kernels/reshard_ref.hpp"
@@ -15,6 +21,80 @@
 
 namespace seqpar::train {
 namespace {
+
+void check_activation_type(DType t, const char* op) {
+  if (t != DType::fp32 && t != DType::bf16)
+    throw Error(fmt::format("{}: an activation view of type {}: activations are fp32 or bf16", op, to_string(t)));
+}
+
+// An input view as fp32 values: an fp32 view's own memory, or a bf16 view widened into a copy
+// (rounded to bf16 first when `round` asks for bf16 operands and the view is fp32).
+class In {
+ public:
+  In(CRef r, std::int64_t n, const char* op, bool round = false) {
+    check_activation_type(r.t, op);
+    if (r.t == DType::fp32 && !round) {
+      p_ = static_cast<const float*>(r.p);
+      return;
+    }
+    buf_.resize(static_cast<std::size_t>(n));
+    if (r.t == DType::fp32) {
+      std::memcpy(buf_.data(), r.p, buf_.size() * sizeof(float));
+      round_to_bf16(buf_.data(), n);
+    } else {
+      const auto* w = static_cast<const std::uint16_t*>(r.p);
+      for (std::size_t i = 0; i < buf_.size(); ++i) buf_[i] = bf16_to_float(w[i]);
+    }
+    p_ = buf_.data();
+  }
+  operator const float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  const float* p_ = nullptr;
+  std::vector<float> buf_;
+};
+
+// An output view as fp32 values: an fp32 view's own memory, or for a bf16 view a copy (holding the
+// old values when the op reads them: accumulating and in-place ops) that is stored back rounded
+// when this goes out of scope. `round`: an fp32 view is rounded to bf16 values too (bf16 kernels'
+// outputs in bf16 precision).
+class Out {
+ public:
+  Out(Ref r, std::int64_t n, const char* op, bool reads_old, bool round = false)
+      : r_(r), n_(n), round_(round) {
+    check_activation_type(r.t, op);
+    if (r.t == DType::fp32) return;
+    buf_.resize(static_cast<std::size_t>(n));
+    if (reads_old) {
+      const auto* w = static_cast<const std::uint16_t*>(r.p);
+      for (std::size_t i = 0; i < buf_.size(); ++i) buf_[i] = bf16_to_float(w[i]);
+    }
+  }
+  ~Out() {
+    if (r_.t == DType::fp32) {
+      if (round_) round_to_bf16(static_cast<float*>(r_.p), n_);
+      return;
+    }
+    auto* w = static_cast<std::uint16_t*>(r_.p);
+    for (std::size_t i = 0; i < buf_.size(); ++i) w[i] = float_to_bf16(buf_[i]);
+  }
+  Out(const Out&) = delete;
+  Out& operator=(const Out&) = delete;
+  operator float*() { return r_.t == DType::fp32 ? static_cast<float*>(r_.p) : buf_.data(); }  // NOLINT
+
+ private:
+  Ref r_;
+  std::int64_t n_;
+  bool round_;
+  std::vector<float> buf_;
+};
+
+// Reshards move elements: in and out must be of one type (as the GPU kernels require).
+void check_same_type(DType a, DType b, const char* op) {
+  if (a != b)
+    throw Error(fmt::format("{}: input {} and output {}: a reshard moves elements of one type", op, to_string(a),
+                            to_string(b)));
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -48,139 +128,171 @@ class CpuBackend final : public Backend {
 
   // The dense ops are the kernels layer's CPU references (layer_ops_ref.hpp), the same code the
   // GPU layer ops are tested against.
-  // In bf16 the operands are rounded as the CUDA back end's bf16 GEMM takes them (autocast: bf16
-  // copies of fp32 activations and master weights); the products of two bf16 values are exact in
-  // fp32, so what is left is fp32 accumulation and an fp32 C, as there.
-  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
-            float beta, float* c) override {
-    if (precision_ == Precision::bf16) {
-      const std::int64_t na = std::int64_t{m} * k, nb = std::int64_t{k} * n;
-      a = rounded(kGemmA, a, na);
-      b = rounded(kGemmB, b, nb);
-    }
-    ref::layer_ops::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, CRef a, CRef b, float beta, Ref c) override {
+    const bool bf16 = precision_ == Precision::bf16;
+    const In a32(a, std::int64_t{m} * k, "gemm", bf16), b32(b, std::int64_t{k} * n, "gemm", bf16);
+    Out c32(c, std::int64_t{m} * n, "gemm", beta != 0.0f);
+    ref::layer_ops::gemm(ta, tb, m, n, k, alpha, a32, b32, beta, c32);
   }
-  void add(float* y, const float* x, std::int64_t n) override { ref::layer_ops::add(y, x, n); }
-  void scale(float* x, float alpha, std::int64_t n) override { ref::layer_ops::scale(x, alpha, n); }
+  void add(Ref y, CRef x, std::int64_t n) override {
+    Out y32(y, n, "add", true);
+    ref::layer_ops::add(y32, In(x, n, "add"), n);
+  }
+  void scale(Ref x, float alpha, std::int64_t n) override {
+    Out x32(x, n, "scale", true);
+    ref::layer_ops::scale(x32, alpha, n);
+  }
+  void convert(Ref out, CRef in, std::int64_t n) override {
+    const In in32(in, n, "convert");
+    Out out32(out, n, "convert", false);
+    if (n > 0) std::memmove(static_cast<float*>(out32), static_cast<const float*>(in32), static_cast<std::size_t>(n) * sizeof(float));
+  }
 
-  void embedding_forward(float* out, const int* tokens, const float* table, int tokens_n,
-                         int dim) override {
-    ref::layer_ops::embedding_forward(out, tokens, table, tokens_n, dim);
+  void embedding_forward(Ref out, const int* tokens, const float* table, int tokens_n, int dim) override {
+    Out o(out, std::int64_t{tokens_n} * dim, "embedding_forward", false);
+    ref::layer_ops::embedding_forward(o, tokens, table, tokens_n, dim);
   }
-  void embedding_backward(float* dtable, const float* dout, const int* tokens, int tokens_n,
-                          int dim) override {
-    ref::layer_ops::embedding_backward(dtable, dout, tokens, tokens_n, dim);
+  void embedding_backward(float* dtable, CRef dout, const int* tokens, int tokens_n, int dim) override {
+    ref::layer_ops::embedding_backward(dtable, In(dout, std::int64_t{tokens_n} * dim, "embedding_backward"), tokens,
+                                       tokens_n, dim);
   }
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int tokens_n,
-                       int dim, float eps) override {
-    ref::layer_ops::rmsnorm_forward(out, rstd, inp, w, tokens_n, dim, eps);
+  void rmsnorm_forward(Ref out, float* rstd, CRef inp, const float* w, int tokens_n, int dim, float eps) override {
+    const std::int64_t n = std::int64_t{tokens_n} * dim;
+    const In x(inp, n, "rmsnorm_forward");
+    Out o(out, n, "rmsnorm_forward", false);
+    ref::layer_ops::rmsnorm_forward(o, rstd, x, w, tokens_n, dim, eps);
   }
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
-                        const float* w, const float* rstd, int tokens_n, int dim) override {
-    ref::layer_ops::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, tokens_n, dim);
+  void rmsnorm_backward(Ref dinp, float* dw, CRef dout, CRef inp, const float* w, const float* rstd, int tokens_n,
+                        int dim) override {
+    const std::int64_t n = std::int64_t{tokens_n} * dim;
+    const In dy(dout, n, "rmsnorm_backward"), x(inp, n, "rmsnorm_backward");
+    Out dx(dinp, n, "rmsnorm_backward", true);
+    ref::layer_ops::rmsnorm_backward(dx, dw, dy, x, w, rstd, tokens_n, dim);
   }
-  void rope(float* x, const int* pos, int tokens_n, int heads, int head_dim, float theta,
-            bool inverse) override {
-    ref::layer_ops::rope(x, pos, tokens_n, heads, head_dim, theta, inverse);
+  void rope(Ref x, const int* pos, int tokens_n, int heads, int head_dim, float theta, bool inverse) override {
+    Out x32(x, std::int64_t{tokens_n} * heads * head_dim, "rope", true);
+    ref::layer_ops::rope(x32, pos, tokens_n, heads, head_dim, theta, inverse);
   }
-  void swiglu_forward(float* out, const float* gate, const float* up, std::int64_t n) override {
-    ref::layer_ops::swiglu_forward(out, gate, up, n);
+  void swiglu_forward(Ref out, CRef gate, CRef up, std::int64_t n) override {
+    const In g(gate, n, "swiglu_forward"), u(up, n, "swiglu_forward");
+    Out o(out, n, "swiglu_forward", false);
+    ref::layer_ops::swiglu_forward(o, g, u, n);
   }
-  void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
-                       const float* up, std::int64_t n) override {
-    ref::layer_ops::swiglu_backward(dgate, dup, dout, gate, up, n);
+  void swiglu_backward(Ref dgate, Ref dup, CRef dout, CRef gate, CRef up, std::int64_t n) override {
+    const In dy(dout, n, "swiglu_backward"), g(gate, n, "swiglu_backward"), u(up, n, "swiglu_backward");
+    Out dg(dgate, n, "swiglu_backward", false), du(dup, n, "swiglu_backward", false);
+    ref::layer_ops::swiglu_backward(dg, du, dy, g, u, n);
   }
-  void cross_entropy(float* losses, float* logits, const int* labels, int tokens_n, int vocab,
-                     float dscale) override {
-    ref::layer_ops::cross_entropy(losses, logits, labels, tokens_n, vocab, dscale);
+  void cross_entropy(float* losses, Ref logits, const int* labels, int tokens_n, int vocab, float dscale) override {
+    Out z(logits, std::int64_t{tokens_n} * vocab, "cross_entropy", true);
+    ref::layer_ops::cross_entropy(losses, z, labels, tokens_n, vocab, dscale);
   }
-  void adamw(float* param, const float* grad, float* m, float* v, std::int64_t n, float lr,
-             float beta1, float beta2, float eps, float weight_decay, int step) override {
+  void adamw(float* param, const float* grad, float* m, float* v, std::int64_t n, float lr, float beta1, float beta2,
+             float eps, float weight_decay, int step, Ref param_bf16) override {
     ref::layer_ops::adamw(param, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, step);
+    if (!param_bf16.p) return;
+    if (param_bf16.t != DType::bf16)
+      throw Error(fmt::format("adamw: the parameters' low-precision copy is {}: it must be bf16", to_string(param_bf16.t)));
+    auto* w = static_cast<std::uint16_t*>(param_bf16.p);
+    for (std::int64_t i = 0; i < n; ++i) w[i] = float_to_bf16(param[i]);
   }
 
-  void attention_forward(const AttnShape& s, const float* q, const float* k, const float* v,
-                         float* o, float* lse) override {
-    if (precision_ == Precision::fp32) {
-      ref::attention_forward(s, q, k, v, o, lse);
-      return;
-    }
+  // In bf16 precision attention sees bf16 q, k, v (o and dO in the backward) and writes bf16
+  // outputs, as the GPU engines do; the LSE stays fp32, as they write it.
+  void attention_forward(const AttnShape& s, CRef q, CRef k, CRef v, Ref o, float* lse) override {
+    const bool bf16 = precision_ == Precision::bf16;
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
-    const float* q16 = rounded(0, q, nq);
-    const float* k16 = rounded(1, k, nk);
-    const float* v16 = rounded(2, v, nk);
-    ref::attention_forward(s, q16, k16, v16, o, lse);  // lse stays fp32, as the kernels write it
-    round_to_bf16(o, nq);
+    const char* op = "attention_forward";
+    const In q32(q, nq, op, bf16), k32(k, nk, op, bf16), v32(v, nk, op, bf16);
+    Out o32(o, nq, op, false, bf16);
+    ref::attention_forward(s, q32, k32, v32, o32, lse);
   }
-  void attention_backward(const AttnShape& s, const float* q, const float* k, const float* v,
-                          const float* o, const float* lse, const float* dout, float* dq,
-                          float* dk, float* dv) override {
-    if (precision_ == Precision::fp32) {
-      ref::attention_backward(s, q, k, v, o, lse, dout, dq, dk, dv);
-      return;
-    }
+  void attention_backward(const AttnShape& s, CRef q, CRef k, CRef v, CRef o, const float* lse, CRef dout, Ref dq,
+                          Ref dk, Ref dv) override {
+    const bool bf16 = precision_ == Precision::bf16;
     const std::int64_t nq = q_elems(s), nk = k_elems(s);
-    ref::attention_backward(s, rounded(0, q, nq), rounded(1, k, nk), rounded(2, v, nk),
-                            rounded(3, o, nq), lse, rounded(4, dout, nq), dq, dk, dv);
-    round_to_bf16(dq, nq);
-    round_to_bf16(dk, nk);
-    round_to_bf16(dv, nk);
+    const char* op = "attention_backward";
+    const In q32(q, nq, op, bf16), k32(k, nk, op, bf16), v32(v, nk, op, bf16), o32(o, nq, op, bf16),
+        do32(dout, nq, op, bf16);
+    Out dq32(dq, nq, op, false, bf16), dk32(dk, nk, op, false, bf16), dv32(dv, nk, op, false, bf16);
+    ref::attention_backward(s, q32, k32, v32, o32, lse, do32, dq32, dk32, dv32);
   }
-  void lse_merge(int batch, int seq_q, int heads, int head_dim, float* o, float* lse,
-                 const float* o_part, const float* lse_part) override {
-    ref::lse_merge(batch, seq_q, heads, head_dim, o, lse, o_part, lse_part);
+  void lse_merge(int batch, int seq_q, int heads, int head_dim, Ref o, float* lse, CRef o_part,
+                 const float* lse_part) override {
+    const std::int64_t n = std::int64_t{batch} * seq_q * heads * head_dim;
+    Out o32(o, n, "lse_merge", true);
+    ref::lse_merge(batch, seq_q, heads, head_dim, o32, lse, In(o_part, n, "lse_merge"), lse_part);
   }
-  void ulysses_pack(int p, int b, int n, int heads, int d, const float* in, float* out) override {
-    ref::ulysses_pack(p, b, n, heads, d, in, out);
+
+  // The reshards: fp32 views as they are; bf16 ones widened and narrowed again, which is exact.
+  void ulysses_pack(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * heads * d;
+    check_same_type(in.t, out.t, "ulysses_pack");
+    Out o(out, e, "ulysses_pack", false);
+    ref::ulysses_pack(p, b, n, heads, d, In(in, e, "ulysses_pack"), o);
   }
-  void ulysses_unpack(int p, int b, int n, int heads, int d, const float* in,
-                      float* out) override {
-    ref::ulysses_unpack(p, b, n, heads, d, in, out);
+  void ulysses_unpack(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * heads * d;
+    check_same_type(in.t, out.t, "ulysses_unpack");
+    Out o(out, e, "ulysses_unpack", false);
+    ref::ulysses_unpack(p, b, n, heads, d, In(in, e, "ulysses_unpack"), o);
   }
-  void ulysses_pack_reverse(int p, int b, int n, int heads, int d, const float* in,
-                            float* out) override {
-    ref::ulysses_pack_reverse(p, b, n, heads, d, in, out);
+  void ulysses_pack_reverse(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * heads * d;
+    check_same_type(in.t, out.t, "ulysses_pack_reverse");
+    Out o(out, e, "ulysses_pack_reverse", false);
+    ref::ulysses_pack_reverse(p, b, n, heads, d, In(in, e, "ulysses_pack_reverse"), o);
   }
-  void ulysses_unpack_reverse(int p, int b, int n, int heads, int d, const float* in,
-                              float* out) override {
-    ref::ulysses_unpack_reverse(p, b, n, heads, d, in, out);
+  void ulysses_unpack_reverse(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * heads * d;
+    check_same_type(in.t, out.t, "ulysses_unpack_reverse");
+    Out o(out, e, "ulysses_unpack_reverse", false);
+    ref::ulysses_unpack_reverse(p, b, n, heads, d, In(in, e, "ulysses_unpack_reverse"), o);
   }
-  void ulysses_pack_qkv(int p, int b, int n, int heads, int kv, int d, const float* q, const float* k,
-                        const float* v, float* out) override {
-    ref::ulysses_pack_qkv(p, b, n, heads, kv, d, q, k, v, out);
+  void ulysses_pack_qkv(int p, int b, int n, int heads, int kv, int d, CRef q, CRef k, CRef v, Ref out) override {
+    const char* op = "ulysses_pack_qkv";
+    const std::int64_t eq = std::int64_t{b} * n * heads * d, ek = std::int64_t{b} * n * kv * d;
+    for (DType t : {q.t, k.t, v.t}) check_same_type(t, out.t, op);
+    Out o(out, eq + 2 * ek, op, false);
+    ref::ulysses_pack_qkv(p, b, n, heads, kv, d, In(q, eq, op), In(k, ek, op), In(v, ek, op), o);
   }
-  void ulysses_unpack_qkv(int p, int b, int n, int heads, int kv, int d, const float* in, float* q, float* k,
-                          float* v) override {
-    ref::ulysses_unpack_qkv(p, b, n, heads, kv, d, in, q, k, v);
+  void ulysses_unpack_qkv(int p, int b, int n, int heads, int kv, int d, CRef in, Ref q, Ref k, Ref v) override {
+    const char* op = "ulysses_unpack_qkv";
+    const std::int64_t eq = std::int64_t{b} * n * heads * d, ek = std::int64_t{b} * n * kv * d;
+    for (DType t : {q.t, k.t, v.t}) check_same_type(in.t, t, op);
+    Out oq(q, eq, op, false), ok(k, ek, op, false), ov(v, ek, op, false);
+    ref::ulysses_unpack_qkv(p, b, n, heads, kv, d, In(in, eq + 2 * ek, op), oq, ok, ov);
   }
-  void ulysses_pack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* dq, const float* dk,
-                                const float* dv, float* out) override {
-    ref::ulysses_pack_qkv_reverse(p, b, n, heads, kv, d, dq, dk, dv, out);
+  void ulysses_pack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, CRef dq, CRef dk, CRef dv,
+                                Ref out) override {
+    const char* op = "ulysses_pack_qkv_reverse";
+    const std::int64_t eq = std::int64_t{b} * n * heads * d, ek = std::int64_t{b} * n * kv * d;
+    for (DType t : {dq.t, dk.t, dv.t}) check_same_type(t, out.t, op);
+    Out o(out, eq + 2 * ek, op, false);
+    ref::ulysses_pack_qkv_reverse(p, b, n, heads, kv, d, In(dq, eq, op), In(dk, ek, op), In(dv, ek, op), o);
   }
-  void ulysses_unpack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, const float* in, float* dq,
-                                  float* dk, float* dv) override {
-    ref::ulysses_unpack_qkv_reverse(p, b, n, heads, kv, d, in, dq, dk, dv);
+  void ulysses_unpack_qkv_reverse(int p, int b, int n, int heads, int kv, int d, CRef in, Ref dq, Ref dk,
+                                  Ref dv) override {
+    const char* op = "ulysses_unpack_qkv_reverse";
+    const std::int64_t eq = std::int64_t{b} * n * heads * d, ek = std::int64_t{b} * n * kv * d;
+    for (DType t : {dq.t, dk.t, dv.t}) check_same_type(in.t, t, op);
+    Out oq(dq, eq, op, false), ok(dk, ek, op, false), ov(dv, ek, op, false);
+    ref::ulysses_unpack_qkv_reverse(p, b, n, heads, kv, d, In(in, eq + 2 * ek, op), oq, ok, ov);
   }
-  void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
-                          float* out) override {
-    ref::replicate_kv_heads(rep, b, n, kv_heads, d, in, out);
+  void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * kv_heads * d;
+    check_same_type(in.t, out.t, "replicate_kv_heads");
+    Out o(out, e * rep, "replicate_kv_heads", false);
+    ref::replicate_kv_heads(rep, b, n, kv_heads, d, In(in, e, "replicate_kv_heads"), o);
   }
-  void reduce_kv_heads(int rep, int b, int n, int kv_heads, int d, const float* in,
-                       float* out) override {
-    ref::reduce_kv_heads(rep, b, n, kv_heads, d, in, out);
+  void reduce_kv_heads(int rep, int b, int n, int kv_heads, int d, CRef in, Ref out) override {
+    const std::int64_t e = std::int64_t{b} * n * kv_heads * d;
+    check_same_type(in.t, out.t, "reduce_kv_heads");
+    Out o(out, e, "reduce_kv_heads", false);
+    ref::reduce_kv_heads(rep, b, n, kv_heads, d, In(in, e * rep, "reduce_kv_heads"), o);
   }
 
  private:
-  // A bf16-rounded copy of an input in scratch slot i (the inputs themselves stay fp32, as the
-  // CUDA back end converts into its own bf16 buffers). Plain host vectors: scratch, like the
-  // CUDA back end's grow-only slots, but not charged to the tracker since it is emulation only.
-  const float* rounded(std::size_t i, const float* x, std::int64_t n) {
-    std::vector<float>& buf = scratch_[i];
-    buf.assign(x, x + n);
-    round_to_bf16(buf.data(), n);
-    return buf.data();
-  }
-
   void* raw_allocate(std::size_t bytes) override {
     // 64-byte alignment: cache lines, and what vector loads in the reference loops like.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -193,9 +305,6 @@ class CpuBackend final : public Backend {
   void raw_host_free(void* p) noexcept override { std::free(p); }
 
   Precision precision_;
-  // Slots 0-4: attention's q, k, v, o, dO; then the GEMM's two operands.
-  static constexpr std::size_t kGemmA = 5, kGemmB = 6;
-  std::vector<float> scratch_[7];
 };
 
 }  // namespace

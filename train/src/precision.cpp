@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "seqpar/comm/element.hpp"
+#include "seqpar/core/bf16.hpp"
 #include "seqpar/core/error.hpp"
 
 namespace seqpar::train {
@@ -20,13 +20,7 @@ Precision parse_precision(std::string_view text, std::string_view field) {
 }
 
 void round_to_bf16(float* x, std::int64_t n) {
-  // The one host bf16 conversion of the project (comm's element access, which the host
-  // communicators reduce with), so the emulation rounds exactly as the reductions do.
-  std::uint16_t b = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    comm::store(&b, 0, comm::DType::bf16, static_cast<double>(x[i]));
-    x[i] = static_cast<float>(comm::load(&b, 0, comm::DType::bf16));
-  }
+  for (std::int64_t i = 0; i < n; ++i) x[i] = bf16_to_float(float_to_bf16(x[i]));
 }
 
 }  // namespace seqpar::train

@@ -31,7 +31,7 @@ void check_ulysses_heads(int heads, int kv_heads, int ulysses) {
 
 SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
                          comm::Communicator* ulysses, comm::Communicator* ring, AttnDims dims)
-    : be_(be), layout_(layout), ring_index_(ring_index), ulysses_(ulysses), ring_(ring),
+    : be_(be), adt_(be.act_dtype()), layout_(layout), ring_index_(ring_index), ulysses_(ulysses), ring_(ring),
       dims_(dims), u_(layout.ulysses()), r_(layout.ring()) {
   if (u_ > 1 && (!ulysses_ || ulysses_->size() != u_))
     throw Error(fmt::format("Ulysses group: need a communicator of size {}", u_));
@@ -59,43 +59,41 @@ void SpAttention::close_hop(int id) {
   if (Timeline* t = be_.timeline()) t->end(id);
 }
 
-void SpAttention::exchange(std::int64_t n, const std::function<void(float*)>& pack,
-                           const std::function<void(const float*)>& unpack) {
-  Floats send(be_, n, MemCategory::attention_buffers), recv(be_, n, MemCategory::attention_buffers);
-  pack(send.data());
+void SpAttention::exchange(std::int64_t n, const std::function<void(Ref)>& pack,
+                           const std::function<void(CRef)>& unpack) {
+  Tensor send = act(n, MemCategory::attention_buffers), recv = act(n, MemCategory::attention_buffers);
+  pack(send.ref());
   const TimelineRange range(be_.timeline(), trace::Stream::ulysses_a2a, "all-to-all");
-  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), comm::DType::fp32);
-  unpack(recv.data());
+  ulysses_->all_to_all(send.data(), recv.data(), static_cast<std::size_t>(n / u_), adt_);
+  unpack(recv.cref());
 }
 
-void SpAttention::gather_seq(const float* in, float* out, int heads) {
+void SpAttention::gather_seq(CRef in, Ref out, int heads) {
   const int b = dims_.batch, d = dims_.head_dim;
   exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
-           [&](float* send) { be_.ulysses_pack(u_, b, nl_, heads, d, in, send); },
-           [&](const float* recv) { be_.ulysses_unpack(u_, b, nl_, heads, d, recv, out); });
+           [&](Ref send) { be_.ulysses_pack(u_, b, nl_, heads, d, in, send); },
+           [&](CRef recv) { be_.ulysses_unpack(u_, b, nl_, heads, d, recv, out); });
 }
 
-void SpAttention::scatter_seq(const float* in, float* out, int heads) {
+void SpAttention::scatter_seq(CRef in, Ref out, int heads) {
   const int b = dims_.batch, d = dims_.head_dim;
   exchange(static_cast<std::int64_t>(b) * nl_ * heads * d,
-           [&](float* send) { be_.ulysses_pack_reverse(u_, b, nl_, heads, d, in, send); },
-           [&](const float* recv) { be_.ulysses_unpack_reverse(u_, b, nl_, heads, d, recv, out); });
+           [&](Ref send) { be_.ulysses_pack_reverse(u_, b, nl_, heads, d, in, send); },
+           [&](CRef recv) { be_.ulysses_unpack_reverse(u_, b, nl_, heads, d, recv, out); });
 }
 
-void SpAttention::gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv,
-                             int kv) {
+void SpAttention::gather_qkv(CRef q, CRef k, CRef v, Ref yq, Ref yk, Ref yv, int kv) {
   const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
   exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
-           [&](float* send) { be_.ulysses_pack_qkv(u_, b, nl_, h, kv, d, q, k, v, send); },
-           [&](const float* recv) { be_.ulysses_unpack_qkv(u_, b, nl_, h, kv, d, recv, yq, yk, yv); });
+           [&](Ref send) { be_.ulysses_pack_qkv(u_, b, nl_, h, kv, d, q, k, v, send); },
+           [&](CRef recv) { be_.ulysses_unpack_qkv(u_, b, nl_, h, kv, d, recv, yq, yk, yv); });
 }
 
-void SpAttention::scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv,
-                              int kv) {
+void SpAttention::scatter_qkv(CRef dq, CRef dk, CRef dv, Ref xq, Ref xk, Ref xv, int kv) {
   const int b = dims_.batch, h = dims_.heads, d = dims_.head_dim;
   exchange(static_cast<std::int64_t>(b) * nl_ * (h + 2 * kv) * d,
-           [&](float* send) { be_.ulysses_pack_qkv_reverse(u_, b, nl_, h, kv, d, dq, dk, dv, send); },
-           [&](const float* recv) { be_.ulysses_unpack_qkv_reverse(u_, b, nl_, h, kv, d, recv, xq, xk, xv); });
+           [&](Ref send) { be_.ulysses_pack_qkv_reverse(u_, b, nl_, h, kv, d, dq, dk, dv, send); },
+           [&](CRef recv) { be_.ulysses_unpack_qkv_reverse(u_, b, nl_, h, kv, d, recv, xq, xk, xv); });
 }
 
 AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
@@ -117,7 +115,7 @@ std::int64_t SpAttention::lse_offset(int b, int seg) const {
   return (static_cast<std::int64_t>(b) * ng_ + my_segs_[seg].offset) * hl_;
 }
 
-void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
+void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
   const int b = dims_.batch, d = dims_.head_dim;
   if (u_ == 1) {
     s.q = std::move(q);
@@ -125,17 +123,17 @@ void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
     s.v = std::move(v);
   } else {
     if (rep_ > 1) {  // each KV head replicated so every rank of the group gets one
-      for (Floats* kv : {&k, &v}) {
-        Floats wide(be_, static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
-        be_.replicate_kv_heads(rep_, b, nl_, dims_.kv_heads, d, kv->data(), wide.data());
+      for (Tensor* kv : {&k, &v}) {
+        Tensor wide = act(static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d, MemCategory::attention_buffers);
+        be_.replicate_kv_heads(rep_, b, nl_, dims_.kv_heads, d, kv->cref(), wide.ref());
         *kv = std::move(wide);
       }
     }
-    s.q = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
+    s.q = act(static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
     const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
-    s.k = Floats(be_, kv_n, MemCategory::activations);
-    s.v = Floats(be_, kv_n, MemCategory::activations);
-    gather_qkv(q.data(), k.data(), v.data(), s.q.data(), s.k.data(), s.v.data(), kvl_ * u_);
+    s.k = act(kv_n, MemCategory::activations);
+    s.v = act(kv_n, MemCategory::activations);
+    gather_qkv(q.cref(), k.cref(), v.cref(), s.q.ref(), s.k.ref(), s.v.ref(), kvl_ * u_);
     q.reset();
     k.reset();
     v.reset();
@@ -144,41 +142,53 @@ void SpAttention::forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& s) {
       swap_first_kv_chunks(s.v);
     }
   }
-  s.o = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
+  s.o = act(static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
   s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
-  ring_forward(s.q.data(), s.k.data(), s.v.data(), s.o.data(), s.lse.data());
+  ring_forward(s.q.cref(), s.k.cref(), s.v.cref(), s.o.ref(), s.lse.data());
   if (u_ > 1) {
-    s.out = Floats(be_, static_cast<std::int64_t>(b) * nl_ * dims_.heads * d,
-                   MemCategory::activations);
-    scatter_seq(s.o.data(), s.out.data(), dims_.heads);
+    s.out = act(static_cast<std::int64_t>(b) * nl_ * dims_.heads * d, MemCategory::activations);
+    scatter_seq(s.o.cref(), s.out.ref(), dims_.heads);
   }
 }
 
-void SpAttention::swap_first_kv_chunks(Floats& kv) {
+void SpAttention::swap_first_kv_chunks(Tensor& kv) {
   // [b, U * nl, kvl, d]: peer j's chunk is tokens [j * nl, (j + 1) * nl) of each sequence.
   const std::int64_t chunk = static_cast<std::int64_t>(nl_) * kvl_ * dims_.head_dim;
-  const auto bytes = static_cast<std::size_t>(chunk) * sizeof(float);
-  Floats tmp(be_, chunk, MemCategory::working);
+  const auto bytes = static_cast<std::size_t>(chunk) * dtype_size(kv.dtype());
+  Tensor tmp = act(chunk, MemCategory::working);
   for (int bi = 0; bi < dims_.batch; ++bi) {
-    float* a = kv.data() + static_cast<std::int64_t>(bi) * ng_ * kvl_ * dims_.head_dim;
-    be_.copy(tmp.data(), a, bytes);
-    be_.copy(a, a + chunk, bytes);
-    be_.copy(a + chunk, tmp.data(), bytes);
+    Ref a = kv.ref(static_cast<std::int64_t>(bi) * ng_ * kvl_ * dims_.head_dim);
+    be_.copy(tmp.data(), a.p, bytes);
+    be_.copy(a.p, a.at(chunk).p, bytes);
+    be_.copy(a.at(chunk).p, tmp.data(), bytes);
   }
 }
 
-void SpAttention::ring_forward(const float* q, const float* k, const float* v, float* o,
-                               float* lse) {
+void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
   const int b = dims_.batch, d = dims_.head_dim;
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+  const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
+  if (single_block()) {  // each sequence's queries see its keys in one block: nothing to merge
+    const Segment& sg = my_segs_[0];
+    for (int bi = 0; bi < b; ++bi) {
+      const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * hl_ * d;
+      const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * kvl_ * d;
+      be_.attention_forward(block_shape(sg, sg), q.at(qo), k.at(ko), v.at(ko), o.at(qo),
+                            lse + lse_offset(bi, 0));
+    }
+    return;
+  }
   // K and V travel together: one message per ring step.
-  Floats cur(be_, 2 * kv_n, MemCategory::attention_buffers), next;
-  if (r_ > 1) next = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
-  be_.copy(cur.data(), k, kv_n * sizeof(float));
-  be_.copy(cur.data() + kv_n, v, kv_n * sizeof(float));
+  Tensor cur = act(2 * kv_n, MemCategory::attention_buffers), next;
+  if (r_ > 1) next = act(2 * kv_n, MemCategory::attention_buffers);
+  const std::size_t kv_bytes = static_cast<std::size_t>(kv_n) * dtype_size(adt_);
+  be_.copy(cur.data(), k.p, kv_bytes);
+  be_.copy(cur.ref(kv_n).p, v.p, kv_bytes);
 
-  // o = 0, lse = -inf: "nothing merged yet".
-  be_.zero(o, static_cast<std::size_t>(b) * ng_ * hl_ * d * sizeof(float));
+  // The merged output accumulates in fp32 (o = 0, lse = -inf: "nothing merged yet") and is stored
+  // in o's type once, at the end.
+  Floats o_acc(be_, q_n, MemCategory::attention_buffers);
+  be_.zero(o_acc.data(), o_acc.bytes());
   {
     std::vector<float> ninf(static_cast<std::size_t>(b) * ng_ * hl_,
                             -std::numeric_limits<float>::infinity());
@@ -186,14 +196,14 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
   }
   int max_seg = 0;
   for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
-  Floats o_part(be_, static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
+  Tensor o_part = act(static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
   Floats lse_part(be_, static_cast<std::int64_t>(max_seg) * hl_, MemCategory::attention_buffers);
 
   // Fault::kv_wrong_block: ring rank 1 keeps its own block (step 0) and uses it again at step 1.
   const bool stale_step = fault_ == Fault::kv_wrong_block && r_ > 1 && ring_index_ == 1;
-  Floats stale;
+  Tensor stale;
   if (stale_step) {
-    stale = Floats(be_, 2 * kv_n, MemCategory::working);
+    stale = act(2 * kv_n, MemCategory::working);
     be_.copy(stale.data(), cur.data(), stale.bytes());
   }
 
@@ -203,10 +213,10 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
     const int hop = t + 1 < r_ ? open_hop("fwd K,V hop", t) : -1;
     if (t + 1 < r_)
       req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
-                                   static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
+                                   static_cast<std::size_t>(2 * kv_n), adt_);
     const int src = (ring_index_ + r_ - t) % r_;
     const std::vector<Segment> ksegs = layout_.group_segments(src);
-    const float* kv = stale_step && t == 1 ? stale.data() : cur.data();
+    const CRef kv = stale_step && t == 1 ? stale.cref() : cur.cref();
     for (int bi = 0; bi < b; ++bi) {
       for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
         const Segment& qs = my_segs_[qi];
@@ -215,9 +225,9 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
           const AttnShape sh = block_shape(qs, ks);
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
-          be_.attention_forward(sh, q + qo, kv + ko, kv + kv_n + ko, o_part.data(), lse_part.data());
-          be_.lse_merge(1, qs.len, hl_, d, o + qo, lse + lse_offset(bi, static_cast<int>(qi)),
-                        o_part.data(), lse_part.data());
+          be_.attention_forward(sh, q.at(qo), kv.at(ko), kv.at(kv_n + ko), o_part.ref(), lse_part.data());
+          be_.lse_merge(1, qs.len, hl_, d, o_acc.data() + qo, lse + lse_offset(bi, static_cast<int>(qi)),
+                        o_part.cref(), lse_part.data());
         }
       }
     }
@@ -227,10 +237,10 @@ void SpAttention::ring_forward(const float* q, const float* k, const float* v, f
       std::swap(cur, next);
     }
   }
+  be_.convert(o, o_acc.data(), q_n);
 }
 
-void SpAttention::backward(const AttnSaved& s, const float* dout, float* dq, float* dk,
-                           float* dv) {
+void SpAttention::backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
   const int b = dims_.batch, d = dims_.head_dim;
   if (u_ == 1) {
     ring_backward(s, dout, dq, dk, dv);
@@ -238,50 +248,62 @@ void SpAttention::backward(const AttnSaved& s, const float* dout, float* dq, flo
   }
   const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
-  Floats dout_g(be_, q_n, MemCategory::attention_buffers), dq_g(be_, q_n, MemCategory::attention_buffers);
-  Floats dk_g(be_, kv_n, MemCategory::attention_buffers), dv_g(be_, kv_n, MemCategory::attention_buffers);
-  gather_seq(dout, dout_g.data(), dims_.heads);
-  ring_backward(s, dout_g.data(), dq_g.data(), dk_g.data(), dv_g.data());
+  Tensor dout_g = act(q_n, MemCategory::attention_buffers), dq_g = act(q_n, MemCategory::attention_buffers);
+  Tensor dk_g = act(kv_n, MemCategory::attention_buffers), dv_g = act(kv_n, MemCategory::attention_buffers);
+  gather_seq(dout, dout_g.ref(), dims_.heads);
+  ring_backward(s, dout_g.cref(), dq_g.ref(), dk_g.ref(), dv_g.ref());
   dout_g.reset();
   if (rep_ == 1) {
-    scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk, dv, dims_.kv_heads);
+    scatter_qkv(dq_g.cref(), dk_g.cref(), dv_g.cref(), dq, dk, dv, dims_.kv_heads);
     return;
   }
   // Each KV head's replicas come back as separate heads; their gradients are summed.
   const std::int64_t wide_n = static_cast<std::int64_t>(b) * nl_ * kvl_ * u_ * d;
-  Floats dk_w(be_, wide_n, MemCategory::attention_buffers), dv_w(be_, wide_n, MemCategory::attention_buffers);
-  scatter_qkv(dq_g.data(), dk_g.data(), dv_g.data(), dq, dk_w.data(), dv_w.data(), kvl_ * u_);
-  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dk_w.data(), dk);
-  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dv_w.data(), dv);
+  Tensor dk_w = act(wide_n, MemCategory::attention_buffers), dv_w = act(wide_n, MemCategory::attention_buffers);
+  scatter_qkv(dq_g.cref(), dk_g.cref(), dv_g.cref(), dq, dk_w.ref(), dv_w.ref(), kvl_ * u_);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dk_w.cref(), dk);
+  be_.reduce_kv_heads(rep_, b, nl_, dims_.kv_heads, d, dv_w.cref(), dv);
 }
 
-void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq, float* dk,
-                                float* dv) {
+void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
   const int b = dims_.batch, d = dims_.head_dim;
   const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
+  if (single_block()) {  // one block per sequence: its gradients are the whole gradients
+    const Segment& sg = my_segs_[0];
+    for (int bi = 0; bi < b; ++bi) {
+      const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * hl_ * d;
+      const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * kvl_ * d;
+      be_.attention_backward(block_shape(sg, sg), s.q.cref(qo), s.k.cref(ko), s.v.cref(ko), s.o.cref(qo),
+                             s.lse.data() + lse_offset(bi, 0), dout.at(qo), dq.at(qo), dk.at(ko), dv.at(ko));
+    }
+    return;
+  }
   const bool ring = r_ > 1;
   // K,V rotate ahead (overlapped with the block in hand); the dK,dV of the visiting block are
-  // accumulated here, then sent on to the next rank, which adds its part while the following
-  // block is computed. After R sends each rank holds the full dK,dV of its own block.
-  Floats cur(be_, 2 * kv_n, MemCategory::attention_buffers), next, dkv_in;
+  // accumulated here (fp32), then sent on to the next rank, which adds its part while the
+  // following block is computed. After R sends each rank holds the full dK,dV of its own block.
+  Tensor cur = act(2 * kv_n, MemCategory::attention_buffers), next;
+  Floats dkv_in;
   Floats dkv_local[2];
   dkv_local[0] = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
   if (ring) {
-    next = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
+    next = act(2 * kv_n, MemCategory::attention_buffers);
     dkv_in = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
     dkv_local[1] = Floats(be_, 2 * kv_n, MemCategory::attention_buffers);
   }
-  be_.copy(cur.data(), s.k.data(), kv_n * sizeof(float));
-  be_.copy(cur.data() + kv_n, s.v.data(), kv_n * sizeof(float));
-  be_.zero(dq, q_n * sizeof(float));
+  const std::size_t kv_bytes = static_cast<std::size_t>(kv_n) * dtype_size(adt_);
+  be_.copy(cur.data(), s.k.data(), kv_bytes);
+  be_.copy(cur.ref(kv_n).p, s.v.data(), kv_bytes);
+  Floats dq_acc(be_, q_n, MemCategory::attention_buffers);
+  be_.zero(dq_acc.data(), dq_acc.bytes());
 
   int max_seg = 0;
   for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
   const std::int64_t max_k = ng_;  // a K segment is at most a whole group
-  Floats dq_t(be_, static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
-  Floats dk_t(be_, max_k * kvl_ * d, MemCategory::attention_buffers);
-  Floats dv_t(be_, max_k * kvl_ * d, MemCategory::attention_buffers);
+  Tensor dq_t = act(static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
+  Tensor dk_t = act(max_k * kvl_ * d, MemCategory::attention_buffers);
+  Tensor dv_t = act(max_k * kvl_ * d, MemCategory::attention_buffers);
 
   const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
   comm::Request dkv_req;
@@ -290,7 +312,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
     const int hop = t + 1 < r_ ? open_hop("bwd K,V + dK,dV hop", t) : -1;
     if (t + 1 < r_)
       kv_req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
-                                      static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
+                                      static_cast<std::size_t>(2 * kv_n), adt_);
     Floats& acc = dkv_local[t % 2];
     be_.zero(acc.data(), acc.bytes());
     const int src = (ring_index_ + r_ - t) % r_;
@@ -304,12 +326,12 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
           const std::int64_t kn = static_cast<std::int64_t>(ks.len) * kvl_ * d;
-          be_.attention_backward(sh, s.q.data() + qo, cur.data() + ko, cur.data() + kv_n + ko,
-                                 s.o.data() + qo, s.lse.data() + lse_offset(bi, static_cast<int>(qi)),
-                                 dout + qo, dq_t.data(), dk_t.data(), dv_t.data());
-          be_.add(dq + qo, dq_t.data(), static_cast<std::int64_t>(qs.len) * hl_ * d);
-          be_.add(acc.data() + ko, dk_t.data(), kn);
-          be_.add(acc.data() + kv_n + ko, dv_t.data(), kn);
+          be_.attention_backward(sh, s.q.cref(qo), cur.cref(ko), cur.cref(kv_n + ko), s.o.cref(qo),
+                                 s.lse.data() + lse_offset(bi, static_cast<int>(qi)), dout.at(qo), dq_t.ref(),
+                                 dk_t.ref(), dv_t.ref());
+          be_.add(dq_acc.data() + qo, dq_t.cref(), static_cast<std::int64_t>(qs.len) * hl_ * d);
+          be_.add(acc.data() + ko, dk_t.cref(), kn);
+          be_.add(acc.data() + kv_n + ko, dv_t.cref(), kn);
         }
       }
     }
@@ -319,7 +341,7 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
         be_.add(acc.data(), dkv_in.data(), 2 * kv_n);
       }
       dkv_req = ring_->send_recv_async(acc.data(), next_rank, dkv_in.data(), prev_rank,
-                                       static_cast<std::size_t>(2 * kv_n), comm::DType::fp32);
+                                       static_cast<std::size_t>(2 * kv_n), DType::fp32);
     }
     if (t + 1 < r_) {
       ring_->wait(kv_req);
@@ -332,8 +354,9 @@ void SpAttention::ring_backward(const AttnSaved& s, const float* dout, float* dq
     ring_->wait(dkv_req);
     own = dkv_in.data();
   }
-  be_.copy(dk, own, kv_n * sizeof(float));
-  be_.copy(dv, own + kv_n, kv_n * sizeof(float));
+  be_.convert(dq, dq_acc.data(), q_n);
+  be_.convert(dk, own, kv_n);
+  be_.convert(dv, own + kv_n, kv_n);
 }
 
 }  // namespace seqpar::train

@@ -178,6 +178,7 @@ void Trainer::set_params_host(const std::vector<float>& params) {
   if (params.size() != static_cast<std::size_t>(model_->param_count()))
     throw Error(fmt::format("set_params_host: {} values for {} parameters", params.size(), model_->param_count()));
   be_.copy_from_host(model_->params(), params.data(), params.size() * sizeof(float));
+  model_->parameters_changed();
 }
 
 std::vector<float> Trainer::grads_host() {

@@ -20,11 +20,13 @@ struct AttnDims {
 };
 
 // What backward needs, in the head-sharded (post-Ulysses) layout: q [b, Ng, H/U, d],
-// k, v [b, Ng, KVr/U, d], o like q, lse [b][segment][H/U][segment length]; plus the output in the
-// caller's layout (for U = 1 that is o itself).
+// k, v [b, Ng, KVr/U, d], o like q (all in the back end's activation type), lse (fp32)
+// [b][segment][H/U][segment length]; plus the output in the caller's layout (for U = 1 that is o
+// itself).
 struct AttnSaved {
-  Floats q, k, v, o, lse, out;
-  const float* output() const { return out.size() ? out.data() : o.data(); }
+  Tensor q, k, v, o, out;
+  Floats lse;
+  CRef output() const { return out.size() ? out.cref() : o.cref(); }
 };
 
 // On the GPU, collectives and ring steps join the back end's compute stream (no-op on the CPU).
@@ -40,36 +42,42 @@ class SpAttention {
   SpAttention(Backend& be, const SeqLayout& layout, int ring_index, comm::Communicator* ulysses,
               comm::Communicator* ring, AttnDims dims);
 
-  // q [b, n_local, H, d], k, v [b, n_local, KV, d] (consumed: kept as saved state when U = 1).
-  void forward(Floats&& q, Floats&& k, Floats&& v, AttnSaved& saved);
-  // dout [b, n_local, H, d] -> dq, dk, dv (overwritten) in the input layouts.
-  void backward(const AttnSaved& saved, const float* dout, float* dq, float* dk, float* dv);
+  // q [b, n_local, H, d], k, v [b, n_local, KV, d] in the back end's activation type (consumed:
+  // kept as saved state when U = 1).
+  void forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& saved);
+  // dout [b, n_local, H, d] -> dq, dk, dv (overwritten) in the input layouts. Partial results
+  // (the ring's o, dq and travelling dK,dV) accumulate in fp32 and are stored once at the end.
+  void backward(const AttnSaved& saved, CRef dout, Ref dq, Ref dk, Ref dv);
 
   int kv_replication() const { return rep_; }
   // Tests only: plants Fault::kv_wrong_block (fault.hpp); other faults are not attention's.
   void plant_fault(Fault f) { fault_ = f; }
 
  private:
-  void ring_forward(const float* q, const float* k, const float* v, float* o, float* lse);
-  void ring_backward(const AttnSaved& s, const float* dout, float* dq, float* dk, float* dv);
+  void ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
+  void ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
+  // One sequence-contiguous block per query (no ring, one segment): attention straight into the
+  // outputs, nothing to merge or accumulate.
+  bool single_block() const { return r_ == 1 && my_segs_.size() == 1; }
   // forward all-to-all: [b, n, heads, d] -> [b, U*n, heads/U, d]; and its reverse.
-  void gather_seq(const float* in, float* out, int heads);
-  void scatter_seq(const float* in, float* out, int heads);
+  void gather_seq(CRef in, Ref out, int heads);
+  void scatter_seq(CRef in, Ref out, int heads);
   // The same for q and k, v (kv heads, replicas included) together: one all-to-all each way.
-  void gather_qkv(const float* q, const float* k, const float* v, float* yq, float* yk, float* yv, int kv);
-  void scatter_qkv(const float* dq, const float* dk, const float* dv, float* xq, float* xk, float* xv, int kv);
-  // pack into a send buffer of n floats, all-to-all in the Ulysses group, unpack from the receive buffer.
+  void gather_qkv(CRef q, CRef k, CRef v, Ref yq, Ref yk, Ref yv, int kv);
+  void scatter_qkv(CRef dq, CRef dk, CRef dv, Ref xq, Ref xk, Ref xv, int kv);
+  // pack into a send buffer of n activations, all-to-all in the Ulysses group, unpack from the receive buffer.
   // A ring hop's range on the step's timeline (timeline.hpp), -1 when none records; close_hop ends it.
   int open_hop(const char* what, int step);
   void close_hop(int id);
-  void exchange(std::int64_t n, const std::function<void(float*)>& pack,
-                const std::function<void(const float*)>& unpack);
+  void exchange(std::int64_t n, const std::function<void(Ref)>& pack, const std::function<void(CRef)>& unpack);
+  Tensor act(std::int64_t n, MemCategory c) { return Tensor(be_, n, adt_, c); }
   AttnShape block_shape(const Segment& qs, const Segment& ks) const;
   std::int64_t lse_offset(int b, int seg) const;
   // Fault::kv_wrong_block without a ring: swaps the gathered K,V chunks of peers 0 and 1.
-  void swap_first_kv_chunks(Floats& kv);
+  void swap_first_kv_chunks(Tensor& kv);
 
   Backend& be_;
+  DType adt_;  // the back end's activation type
   SeqLayout layout_;
   int ring_index_;
   comm::Communicator* ulysses_;
