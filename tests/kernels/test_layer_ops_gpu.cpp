@@ -197,6 +197,37 @@ TEST_F(LayerOpsGpu, RmsnormForwardAndBackwardOnRowsWiderThanABlock) {
   }
 }
 
+// The backward sums dw over a run of rows per block in shared memory (rows = tokens / (8 * SMs),
+// 1 to 32) and falls back to per-element atomics where c floats exceed a block's shared memory.
+// 40001 tokens at c = 300 (not a multiple of 32): several rows per block, the 32-row cap on any GPU
+// with at most 156 SMs, and a one-row last run; 2501 x 13001: c * 4 bytes past the default 48 KiB, so
+// the launcher opts in (two rows per block on 132 SMs); c = 60013 (234 KiB): past the 227 KiB a
+// block may have on sm_90, the per-element path. rstd comes from the reference, so only the
+// backward is compared.
+TEST_F(LayerOpsGpu, RmsnormBackwardStagesDwOverRunsOfRowsAndWideRows) {
+  struct Shape {
+    int t, c;
+  };
+  for (DType at : kActs) {
+    for (Shape sh : {Shape{40001, 300}, Shape{2501, 13001}, Shape{5, 60013}}) {
+      SCOPED_TRACE(::testing::Message() << to_string(at) << ", tokens " << sh.t << ", dim " << sh.c);
+      const std::size_t n = static_cast<std::size_t>(sh.t) * static_cast<std::size_t>(sh.c);
+      auto x = randn(n, 3.0f), dy = randn(n), dx = randn(n);
+      const auto w = randn(static_cast<std::size_t>(sh.c));
+      std::vector<float> y(n), r(static_cast<std::size_t>(sh.t)), dw = randn(static_cast<std::size_t>(sh.c));
+      auto gx = up_as(at, x), gdy = up_as(at, dy), gdx = up_as(at, dx);
+      cpu::rmsnorm_forward(y.data(), r.data(), x.data(), w.data(), sh.t, sh.c, 1e-5f);
+      auto gw = up(w), gr = up(r), gdw = up(dw);
+      cpu::rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), r.data(), sh.t, sh.c);
+      round_all(at, dx);
+      gpu::rmsnorm_backward(at, gdx->get(), gdw->f32(), gdy->get(), gx->get(), gw->f32(), gr->f32(), sh.t, sh.c,
+                            nullptr);
+      expect_stored(at, down(*gdx, at), dx, 1e-4, "rmsnorm dx (accumulated)");
+      expect_close(down(*gdw), dw, 1e-4, "rmsnorm dw (fp32, accumulated)");
+    }
+  }
+}
+
 TEST_F(LayerOpsGpu, RopeBothDirectionsAtLargePositions) {
   const int t = 13, heads = 3, d = 34;  // d/2 = 17 pairs
   auto pos = randint(t, 0, 1 << 20);

@@ -1,10 +1,13 @@
 // The layer ops' kernels: grid-stride loops for the elementwise ops, one block per token where a row
-// is reduced (RMSNorm, cross-entropy). Each kernel is a template over the activation type T (float
-// or __nv_bfloat16): loads go through detail::to_float, stores through detail::from_float (round to
-// nearest-even for bf16), and everything between runs in fp32.
+// is reduced (RMSNorm, cross-entropy; RMSNorm's backward gives a block a run of tokens, for dw).
+// Each kernel is a template over the activation type T (float or __nv_bfloat16): loads go through
+// detail::to_float, stores through detail::from_float (round to nearest-even for bf16), and
+// everything between runs in fp32.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -124,20 +127,75 @@ __global__ void k_rmsnorm_forward(T* out, float* rstd, const T* inp, const float
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
 }
 
-template <typename T>
+// A run of `rows` tokens per block (the last block's run may be shorter). dinp is per token, as in
+// the forward. dw sums over every token, so an atomicAdd per element would put tokens_n atomics on
+// each of the c addresses (serialised per address: 67M at 16K tokens x 4096); instead, with kStaged,
+// the block sums its run's dw into shared memory first, each thread owning the columns
+// i = threadIdx.x + j * blockDim.x in every row, so the partial needs no synchronisation, and adds
+// it to dw with one atomicAdd per column per block (llm.c's layernorm backward does the same).
+// Without kStaged (rows wider than the shared memory a block may have) each element goes straight
+// to dw, and the launcher passes rows = 1.
+template <typename T, bool kStaged>
 __global__ void k_rmsnorm_backward(T* dinp, float* dw, const T* dout, const T* inp, const float* w,
-                                   const float* rstd, int c) {
-  const std::int64_t o = std::int64_t{blockIdx.x} * c;
-  const float r = rstd[blockIdx.x];
-  float dot = 0.f;
-  for (int i = threadIdx.x; i < c; i += blockDim.x) dot += to_float(dout[o + i]) * w[i] * to_float(inp[o + i]);
-  dot = block_sum(dot);
-  const float k = dot * r * r * r / static_cast<float>(c);
-  for (int i = threadIdx.x; i < c; i += blockDim.x) {
-    const float dy = to_float(dout[o + i]), x = to_float(inp[o + i]);
-    dinp[o + i] = from_float<T>(to_float(dinp[o + i]) + (dy * w[i] * r - x * k));
-    atomicAdd(dw + i, dy * x * r);
+                                   const float* rstd, int tokens_n, int c, int rows) {
+  extern __shared__ float dw_part[];  // c floats when kStaged
+  if constexpr (kStaged)
+    for (int i = threadIdx.x; i < c; i += blockDim.x) dw_part[i] = 0.f;
+  const std::int64_t first = std::int64_t{blockIdx.x} * rows;
+  const std::int64_t last = min(first + rows, std::int64_t{tokens_n});
+  for (std::int64_t row = first; row < last; ++row) {
+    const std::int64_t o = row * c;
+    const float r = rstd[row];
+    float dot = 0.f;
+    for (int i = threadIdx.x; i < c; i += blockDim.x) dot += to_float(dout[o + i]) * w[i] * to_float(inp[o + i]);
+    dot = block_sum(dot);  // its __syncthreads also keep the rows' reductions apart
+    const float k = dot * r * r * r / static_cast<float>(c);
+    for (int i = threadIdx.x; i < c; i += blockDim.x) {
+      const float dy = to_float(dout[o + i]), x = to_float(inp[o + i]);
+      dinp[o + i] = from_float<T>(to_float(dinp[o + i]) + (dy * w[i] * r - x * k));
+      if constexpr (kStaged)
+        dw_part[i] += dy * x * r;
+      else
+        atomicAdd(dw + i, dy * x * r);
+    }
   }
+  if constexpr (kStaged)
+    for (int i = threadIdx.x; i < c; i += blockDim.x) atomicAdd(dw + i, dw_part[i]);
+}
+
+// Rows per block for the staged RMSNorm backward. dw's atomics fall by the rows per block, but a
+// block walks its rows one after another, so the grid must still hold enough blocks to fill the GPU:
+// kRmsnormBlocksPerSm blocks of kThreads threads is 2048 threads, the most an SM of sm_80/sm_90
+// keeps resident, so up to tokens_n / (8 * SMs) rows per block costs no occupancy (H100, 132 SMs:
+// 1 row below 2112 tokens, 15 at 16K). Past kRmsnormMaxRows the atomics are already a small share
+// of the traffic (c per block against rows * c * 4 loads and stores), and longer runs would leave
+// the grid's tail ragged.
+constexpr int kRmsnormBlocksPerSm = 2048 / kThreads;
+constexpr int kRmsnormMaxRows = 32;
+
+int rmsnorm_rows_per_block(int tokens_n) {
+  int dev = 0, sms = 0;
+  SEQPAR_CUDA_CHECK(cudaGetDevice(&dev));
+  SEQPAR_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int per_block = tokens_n / (kRmsnormBlocksPerSm * std::max(sms, 1));
+  return std::clamp(per_block, 1, kRmsnormMaxRows);
+}
+
+// Whether the staged kernel can have `bytes` of dynamic shared memory, opting in past the default
+// 48 KiB when needed (from about c = 12288 floats) up to the device's per-block limit less the kernel's static
+// shared memory (block_sum's). Wider rows (past ~58K floats on an H100) take the per-element path.
+template <typename K>
+bool rmsnorm_stage_fits(K kernel, std::size_t bytes) {
+  int dev = 0, optin = 0;
+  SEQPAR_CUDA_CHECK(cudaGetDevice(&dev));
+  SEQPAR_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  cudaFuncAttributes attr{};
+  SEQPAR_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  if (bytes + attr.sharedSizeBytes > static_cast<std::size_t>(optin)) return false;
+  if (bytes > static_cast<std::size_t>(attr.maxDynamicSharedSizeBytes))
+    SEQPAR_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return true;
 }
 
 template <typename T>
@@ -283,8 +341,17 @@ void rmsnorm_backward(DType t, void* dinp, float* dw, const void* dout, const vo
   if (!has_rows(tokens_n, c, "rmsnorm_backward")) return;
   dispatch_act(t, "rmsnorm_backward", [&](auto tag) {
     using T = decltype(tag);
-    k_rmsnorm_backward<T><<<static_cast<unsigned>(tokens_n), kThreads, 0, s>>>(
-        static_cast<T*>(dinp), dw, static_cast<const T*>(dout), static_cast<const T*>(inp), w, rstd, c);
+    auto* di = static_cast<T*>(dinp);
+    const auto *dy = static_cast<const T*>(dout), *x = static_cast<const T*>(inp);
+    const std::size_t bytes = static_cast<std::size_t>(c) * sizeof(float);  // c > 0, int: no overflow
+    if (rmsnorm_stage_fits(k_rmsnorm_backward<T, true>, bytes)) {
+      const int rows = rmsnorm_rows_per_block(tokens_n);
+      const auto grid = static_cast<unsigned>(tokens_n / rows + (tokens_n % rows != 0 ? 1 : 0));
+      k_rmsnorm_backward<T, true><<<grid, kThreads, bytes, s>>>(di, dw, dy, x, w, rstd, tokens_n, c, rows);
+    } else {
+      k_rmsnorm_backward<T, false><<<static_cast<unsigned>(tokens_n), kThreads, 0, s>>>(di, dw, dy, x, w, rstd,
+                                                                                         tokens_n, c, 1);
+    }
   });
   SEQPAR_CUDA_CHECK_LAUNCH();
 }
