@@ -142,6 +142,7 @@ class CpuBackend final : public Backend {
     Out x32(x, n, "scale", true);
     ref::layer_ops::scale(x32, alpha, n);
   }
+  void fill(float* x, float value, std::int64_t n) override { ref::layer_ops::fill(x, value, n); }
   void convert(Ref out, CRef in, std::int64_t n) override {
     const In in32(in, n, "convert");
     Out out32(out, n, "convert", false);

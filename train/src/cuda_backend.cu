@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,19 @@ class CudaBackend final : public Backend {
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     blas_ = std::make_unique<kernels::CublasHandle>(stream_);
+    // The step allocates and frees its buffers layer by layer; cudaMalloc/cudaFree would
+    // synchronise the device at every free. Stream-ordered allocation from the device's pool, kept
+    // cached across synchronisations (no release threshold), reuses freed memory in stream order,
+    // as PyTorch's caching allocator does.
+    int dev = 0;
+    SEQPAR_CUDA_CHECK(cudaGetDevice(&dev));
+    SEQPAR_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool_, dev));
+    std::uint64_t keep = UINT64_MAX;
+    SEQPAR_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
   }
   ~CudaBackend() override {
     for (Slot& s : scratch_) deallocate(s.p, s.bytes, s.category);
+    cudaStreamSynchronize(stream_);  // the frees above are queued on it
     blas_.reset();  // before its stream
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
@@ -76,11 +87,14 @@ class CudaBackend final : public Backend {
   // Checkpoint offload on copy_stream_, overlapping the compute stream; pinned host memory
   // (raw_host_allocate) keeps the copies asynchronous.
   CopyEvent copy_async(void* dst, const void* src, std::size_t bytes, CopyDirection dir) override {
-    if (dir == CopyDirection::to_host) {  // the source is written by compute work queued so far
-      cudaEvent_t written = make_event();
-      SEQPAR_CUDA_CHECK(cudaEventRecord(written, stream_));
-      SEQPAR_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, written, 0));
-      cudaEventDestroy(written);  // released once the wait has run
+    {
+      // To the host: the source is written by compute work queued so far. To the device: the
+      // destination was allocated in the compute stream's order (its memory may have been freed by
+      // work still queued there). Either way the copy starts after the compute queued so far.
+      cudaEvent_t queued = make_event();
+      SEQPAR_CUDA_CHECK(cudaEventRecord(queued, stream_));
+      SEQPAR_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, queued, 0));
+      cudaEventDestroy(queued);  // released once the wait has run
     }
     if (bytes)
       SEQPAR_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes,
@@ -132,6 +146,9 @@ class CudaBackend final : public Backend {
   // add and convert take any mix of fp32 and bf16; every other layer op one type for all its views.
   void add(Ref y, CRef x, std::int64_t n) override { layer_ops::add(y.t, y.p, x.t, x.p, n, stream_); }
   void scale(Ref x, float alpha, std::int64_t n) override { layer_ops::scale(x.t, x.p, alpha, n, stream_); }
+  void fill(float* x, float value, std::int64_t n) override {
+    if (n > 0) kernels::fill_value(DType::fp32, x, static_cast<std::size_t>(n), value, stream_);
+  }
   void convert(Ref out, CRef in, std::int64_t n) override { layer_ops::convert(out.t, out.p, in.t, in.p, n, stream_); }
   void embedding_forward(Ref out, const int* tokens, const float* table, int t, int c) override {
     layer_ops::embedding_forward(out.t, out.p, tokens, table, t, c, stream_);
@@ -351,14 +368,22 @@ class CudaBackend final : public Backend {
     return first;
   }
 
+  // Stream-ordered on the compute stream (see the constructor). Every user of a buffer is ordered
+  // after its allocation: compute and NCCL run on stream_, the copy stream waits for it
+  // (copy_async), and host-side communicators synchronise stream_ before they touch device memory.
   void* raw_allocate(std::size_t bytes) override {
     void* p = nullptr;
-    SEQPAR_CUDA_CHECK(cudaMalloc(&p, bytes));
+    const cudaError_t e = cudaMallocAsync(&p, bytes, stream_);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();        // clear it: running out is reported by Backend::allocate
+      throw std::bad_alloc();
+    }
+    SEQPAR_CUDA_CHECK(e);
     return p;
   }
   void raw_free(void* p) noexcept override {
-    // Frees happen while work using other buffers may be queued; cudaFree synchronises the device.
-    cudaFree(p);
+    // Returned to the pool once the work queued on stream_ so far (the buffer's last users) is done.
+    cudaFreeAsync(p, stream_);
   }
   void* raw_host_allocate(std::size_t bytes) override {
     void* p = nullptr;
@@ -376,6 +401,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<kernels::CudnnAttention> cudnn_;  // the cuDNN handle and plan cache (cudnn engine only)
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;  // checkpoint offload copies
+  cudaMemPool_t pool_ = nullptr;         // the device's default pool, which raw_allocate draws from
   std::unique_ptr<kernels::CublasHandle> blas_;  // on stream_, reduced-precision reductions disallowed
   std::vector<Slot> scratch_;
 };

@@ -189,11 +189,7 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
   // in o's type once, at the end.
   Floats o_acc(be_, q_n, MemCategory::attention_buffers);
   be_.zero(o_acc.data(), o_acc.bytes());
-  {
-    std::vector<float> ninf(static_cast<std::size_t>(b) * ng_ * hl_,
-                            -std::numeric_limits<float>::infinity());
-    be_.copy_from_host(lse, ninf.data(), ninf.size() * sizeof(float));
-  }
+  be_.fill(lse, -std::numeric_limits<float>::infinity(), static_cast<std::int64_t>(b) * ng_ * hl_);
   int max_seg = 0;
   for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
   Tensor o_part = act(static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);

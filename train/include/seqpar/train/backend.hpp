@@ -122,6 +122,7 @@ class Backend {
                     float beta, Ref c) = 0;
   virtual void add(Ref y, CRef x, std::int64_t n) = 0;  // y += x
   virtual void scale(Ref x, float alpha, std::int64_t n) = 0;
+  virtual void fill(float* x, float value, std::int64_t n) = 0;  // x = value (fp32: LSE, losses)
   // out = in, converted between element types (a plain copy when they match).
   virtual void convert(Ref out, CRef in, std::int64_t n) = 0;
 
