@@ -303,9 +303,9 @@ int main(int argc, char** argv) {
                "each step, compare the loss and every gradient with the unsharded step (SP = 1, same back end and "
                "precision) and an fp32 CPU reference; exit 1 when the sharded step is less accurate than allowed");
   app.add_option("--precision", o.precision,
-                 "bf16 (default): mixed precision: GEMM operands and attention inputs and outputs in bf16 with fp32 "
-                 "accumulation, fp32 activations and master weights (the CPU back end rounds at the same places); "
-                 "fp32: plain fp32 (CPU back end only)");
+                 "bf16 (default): mixed precision: activations, GEMM operands and attention in bf16 with fp32 "
+                 "accumulation, fp32 master weights, gradients and AdamW (the CPU back end stores and rounds the "
+                 "same way); fp32: plain fp32 (CPU back end only)");
   app.add_option("--error-factor", o.rule.error_factor,
                  "validation: the sharded step's error may be this many times the unsharded step's (default 2)");
   app.add_option("--error-atol", o.rule.error_atol,

@@ -1,9 +1,9 @@
-// The precision attention and the GEMMs run in (mixed precision as autocast does it). bf16: the
-// CUDA back end's flash kernels take bf16 inputs and write bf16 outputs (fp32 accumulation, fp32
-// log-sum-exp), and every GEMM takes bf16 copies of its two operands and accumulates and writes
-// C in fp32; the CPU back end rounds to bf16 at the same places. fp32: plain fp32 throughout (the
-// CPU back end's validation reference). Activations, master weights, norms, RoPE, SwiGLU, loss,
-// AdamW, gradients and reductions are fp32 in both modes.
+// The precision a training step runs in. bf16 (the default, as production trains): activations and
+// their gradients are stored in bf16, every op computes in fp32 on what it loads and rounds what it
+// stores, the GEMMs take bf16 operands (the weights from a bf16 copy AdamW writes in its pass) and
+// accumulate in fp32, attention runs on bf16 q, k, v with an fp32 log-sum-exp; master weights,
+// their gradients (and their reduction), the AdamW moments, RMSNorm's rstd and the losses stay
+// fp32. fp32: plain fp32 throughout, the CPU back end's validation reference.
 #pragma once
 #include <cstdint>
 #include <string_view>
