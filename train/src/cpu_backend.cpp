@@ -228,27 +228,22 @@ class CpuBackend final : public Backend {
   // The reshards: fp32 views as they are; bf16 ones widened and narrowed again, which is exact.
   void ulysses_pack(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * heads * d;
-    check_same_type(in.t, out.t, "ulysses_pack");
-    Out o(out, e, "ulysses_pack", false);
-    ref::ulysses_pack(p, b, n, heads, d, In(in, e, "ulysses_pack"), o);
+    reshard("ulysses_pack", in, e, out, e, [&](const float* x, float* y) { ref::ulysses_pack(p, b, n, heads, d, x, y); });
   }
   void ulysses_unpack(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * heads * d;
-    check_same_type(in.t, out.t, "ulysses_unpack");
-    Out o(out, e, "ulysses_unpack", false);
-    ref::ulysses_unpack(p, b, n, heads, d, In(in, e, "ulysses_unpack"), o);
+    reshard("ulysses_unpack", in, e, out, e,
+            [&](const float* x, float* y) { ref::ulysses_unpack(p, b, n, heads, d, x, y); });
   }
   void ulysses_pack_reverse(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * heads * d;
-    check_same_type(in.t, out.t, "ulysses_pack_reverse");
-    Out o(out, e, "ulysses_pack_reverse", false);
-    ref::ulysses_pack_reverse(p, b, n, heads, d, In(in, e, "ulysses_pack_reverse"), o);
+    reshard("ulysses_pack_reverse", in, e, out, e,
+            [&](const float* x, float* y) { ref::ulysses_pack_reverse(p, b, n, heads, d, x, y); });
   }
   void ulysses_unpack_reverse(int p, int b, int n, int heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * heads * d;
-    check_same_type(in.t, out.t, "ulysses_unpack_reverse");
-    Out o(out, e, "ulysses_unpack_reverse", false);
-    ref::ulysses_unpack_reverse(p, b, n, heads, d, In(in, e, "ulysses_unpack_reverse"), o);
+    reshard("ulysses_unpack_reverse", in, e, out, e,
+            [&](const float* x, float* y) { ref::ulysses_unpack_reverse(p, b, n, heads, d, x, y); });
   }
   void ulysses_pack_qkv(int p, int b, int n, int heads, int kv, int d, CRef q, CRef k, CRef v, Ref out) override {
     const char* op = "ulysses_pack_qkv";
@@ -282,18 +277,25 @@ class CpuBackend final : public Backend {
   }
   void replicate_kv_heads(int rep, int b, int n, int kv_heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * kv_heads * d;
-    check_same_type(in.t, out.t, "replicate_kv_heads");
-    Out o(out, e * rep, "replicate_kv_heads", false);
-    ref::replicate_kv_heads(rep, b, n, kv_heads, d, In(in, e, "replicate_kv_heads"), o);
+    reshard("replicate_kv_heads", in, e, out, e * rep,
+            [&](const float* x, float* y) { ref::replicate_kv_heads(rep, b, n, kv_heads, d, x, y); });
   }
   void reduce_kv_heads(int rep, int b, int n, int kv_heads, int d, CRef in, Ref out) override {
     const std::int64_t e = std::int64_t{b} * n * kv_heads * d;
-    check_same_type(in.t, out.t, "reduce_kv_heads");
-    Out o(out, e, "reduce_kv_heads", false);
-    ref::reduce_kv_heads(rep, b, n, kv_heads, d, In(in, e * rep, "reduce_kv_heads"), o);
+    reshard("reduce_kv_heads", in, e * rep, out, e,
+            [&](const float* x, float* y) { ref::reduce_kv_heads(rep, b, n, kv_heads, d, x, y); });
   }
 
  private:
+  // One reshard through its fp32 reference f(in, out): in (n_in elements) and out (n_out) of one type.
+  template <class F>
+  static void reshard(const char* op, CRef in, std::int64_t n_in, Ref out, std::int64_t n_out, F&& f) {
+    check_same_type(in.t, out.t, op);
+    const In x(in, n_in, op);
+    Out y(out, n_out, op, false);
+    f(x, y);
+  }
+
   void* raw_allocate(std::size_t bytes) override {
     // 64-byte alignment: cache lines, and what vector loads in the reference loops like.
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
