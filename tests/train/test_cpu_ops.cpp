@@ -6,8 +6,10 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "seqpar/core/error.hpp"
 #include "seqpar/train/backend.hpp"
 
 namespace seqpar::train {
@@ -188,6 +190,73 @@ TEST_F(CpuOps, AdamWFirstStepMovesByLearningRateTimesSign) {
   // Bias-corrected first step: m_hat / sqrt(v_hat) = sign(g).
   EXPECT_NEAR(p[0], 0.9f, 1e-6);
   EXPECT_NEAR(p[1], -1.9f, 1e-6);
+}
+
+// bf16 views: each op loads bf16, computes in fp32 and stores rounded to nearest-even, so on a bf16
+// view it gives the fp32 op's result on the widened values, rounded once.
+TEST(CpuBf16Views, OpsComputeInFp32AndRoundOnceOnStore) {
+  auto be = make_cpu_backend(Precision::bf16);
+  const int t = 3, c = 37;  // awkward width
+  const std::int64_t n = std::int64_t{t} * c;
+  const auto x = randn(static_cast<std::size_t>(n), 41), w = randn(static_cast<std::size_t>(c), 42);
+  Tensor x16 = upload(*be, x.data(), n, DType::bf16, MemCategory::working);
+  EXPECT_EQ(x16.bytes(), static_cast<std::size_t>(n) * 2);
+  const std::vector<float> xr = download(*be, x16.cref(), n);  // the bf16 values, widened
+  for (std::int64_t i = 0; i < n; ++i) {
+    float r = x[static_cast<std::size_t>(i)];
+    round_to_bf16(&r, 1);
+    ASSERT_EQ(xr[static_cast<std::size_t>(i)], r) << i;
+  }
+  // RMSNorm on the bf16 view against the fp32 op on the widened values, rounded.
+  Tensor y16(*be, n, DType::bf16, MemCategory::working);
+  std::vector<float> rstd16(static_cast<std::size_t>(t)), y32(static_cast<std::size_t>(n)), rstd32(static_cast<std::size_t>(t));
+  be->rmsnorm_forward(y16.ref(), rstd16.data(), x16.cref(), w.data(), t, c, 1e-5f);
+  auto f32 = make_cpu_backend(Precision::fp32);
+  f32->rmsnorm_forward(y32.data(), rstd32.data(), xr.data(), w.data(), t, c, 1e-5f);
+  round_to_bf16(y32.data(), n);
+  EXPECT_EQ(download(*be, y16.cref(), n), y32);
+  EXPECT_EQ(rstd16, rstd32);  // fp32 outputs stay fp32
+  // An accumulating op reads the old bf16 values: y += x.
+  be->add(y16.ref(), x16.cref(), n);
+  std::vector<float> sum = y32;
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += xr[i];
+  round_to_bf16(sum.data(), n);
+  EXPECT_EQ(download(*be, y16.cref(), n), sum);
+}
+
+TEST(CpuBf16Views, RefusesOtherTypesAndMixedReshardsNamingTheOp) {
+  auto be = make_cpu_backend(Precision::bf16);
+  std::vector<int> ints(8);
+  std::vector<float> out(8);
+  try {
+    be->swiglu_forward(out.data(), CRef(ints.data(), DType::i32), out.data(), 8);
+    ADD_FAILURE() << "an i32 view was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("swiglu_forward: an activation view of type i32"), std::string::npos) << e.what();
+  }
+  Tensor in16(*be, 8, DType::bf16, MemCategory::working);
+  try {
+    be->ulysses_pack(2, 1, 2, 2, 2, in16.cref(), out.data());
+    ADD_FAILURE() << "a bf16 -> fp32 reshard was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ulysses_pack: input bf16 and output fp32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuBf16Views, TensorSizesAreCheckedAndAdamwWritesTheRoundedCopy) {
+  auto be = make_cpu_backend(Precision::bf16);
+  EXPECT_THROW(Tensor(*be, -1, DType::bf16, MemCategory::working), Error);
+  EXPECT_THROW(Tensor(*be, INT64_MAX / 2, DType::fp32, MemCategory::working), Error);
+  const std::int64_t n = 11;
+  auto p = randn(static_cast<std::size_t>(n), 7), g = randn(static_cast<std::size_t>(n), 8);
+  std::vector<float> m(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
+  Tensor p16(*be, n, DType::bf16, MemCategory::parameters);
+  be->adamw(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, p16.ref());
+  std::vector<float> rounded = p;
+  round_to_bf16(rounded.data(), n);
+  EXPECT_EQ(download(*be, p16.cref(), n), rounded);
+  EXPECT_THROW(be->adamw(p.data(), g.data(), m.data(), v.data(), n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 2, Ref(m.data())),
+               Error);  // the copy must be bf16
 }
 
 }  // namespace
