@@ -7,8 +7,9 @@ pass/fail line last.
 
 Usage: fidelity_check.py REPORT_DIR|report-data.json --fit STEP.json ... [--calibration PROFILE.json]
        [--time-band 0.05] [--memory-band 0.03] [--min-held-out N] [-J OUT.json]
-Exit 0: every held-out step in both bands; 1: a step outside a band, or fewer held-out steps than
---min-held-out (a step that failed to run is a failure, not a pass); 2: unreadable input."""
+Exit 0: every held-out step in both bands; 1: a step outside a band, fewer held-out steps than
+--min-held-out (a step that failed to run is a failure, not a pass), or a --fit step the profile
+(--calibration) was not fitted on; 2: unreadable input."""
 import argparse
 import json
 import os
@@ -90,6 +91,17 @@ def check(sc, fit, time_band, memory_band, min_held_out):
             "max_abs_memory_error": worst_m, "passed": passed}
 
 
+def check_fit_count(res, fit, loo):
+    """A --fit step the calibration skipped (e.g. a step recorded in fp32: calibrate fits bf16/fp16
+    steps only) leaves a profile fitted on fewer steps than claimed: a failure, named."""
+    fitted = [s for s in loo if any(same_file(str(s.get("file", "")), f) for f in fit)]
+    res["fit_steps_fitted"] = len(fitted)
+    if len(fitted) < len(fit):
+        res["passed"] = False
+        res["why"] = (f"the calibration fitted {len(fitted)} of the {len(fit)} --fit steps "
+                      "(see seqpar calibrate's notes: a skipped step, e.g. one not in bf16/fp16)")
+
+
 def print_result(res, loo):
     if loo:
         print("fitted steps (calibration's leave-one-out error):")
@@ -111,6 +123,8 @@ def print_result(res, loo):
             f" (largest {size(res['max_abs_memory_error'])})")
     if res["memory_measured"] < n:
         line += f"; {n - res['memory_measured']} without a measured peak"
+    if res.get("why"):
+        line += f"; {res['why']}"
     print(line)
 
 
@@ -132,6 +146,8 @@ def main(argv):
     try:
         res = check(load_comparisons(a.report), a.fit, a.time_band, a.memory_band, a.min_held_out)
         loo = loo_errors(a.calibration) if a.calibration else []
+        if a.calibration:
+            check_fit_count(res, a.fit, loo)
     except InputError as e:
         print(f"fidelity_check.py: {e}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@
 # the predicted maximum length), then a short table printed last. Everything it writes goes into one
 # archive under $OUT (the device tool brings back at most 8 files).
 # Usage (on the GPU machine, from the repository root):
-#   scripts/device/measure.sh [check|attention|layer|train|all] [CARRY_DIR]   (default: all build-device/carry)
+#   scripts/device/measure.sh [check|attention|layer|train|fidelity|all] [CARRY_DIR]   (default: all build-device/carry)
 # Each phase fits in one 10-minute device call; `all` does not: run the phases one call each.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -112,6 +112,67 @@ PY
   if [ -n "$maxlen" ]; then
     step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 2 \
       --warmup 1 "${alst[@]}" -J "$work/train_alst_maxlen.json"
+  fi
+fi
+
+# Issue 16 on this GPU: a profile calibrated from seqpar's own kernel and GEMM rows, then from three
+# training steps, predicting the other measured steps (per-rank time within 5%, peak memory within
+# 3%). About 6 minutes on an H100 (kernels ~1.5, 12 steps ~4, calibrate and report seconds).
+# FIDELITY_KERNELS=DIR reuses kernel rows measured before (a former fidelity archive's kernels/, or
+# the attention phase's gemm.json and attn_engines.json) instead of measuring them.
+if [[ $phase == fidelity || $phase == all ]]; then
+  [ -f "$work/gpu.txt" ] || nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$work/gpu.txt"
+  # Steps, kernels and profiles in their own folders: the report below reads the steps only, and
+  # the catch-all report at the end sees no top-level JSON of this phase.
+  mkdir -p "$work/kernels" "$work/steps" "$work/calib"
+  if [ -n "${FIDELITY_KERNELS:-}" ]; then
+    for f in "$FIDELITY_KERNELS"/{gemm*,attn_engines,attn_cudnn}.json; do [ -f "$f" ] && cp "$f" "$work/kernels/"; done
+    note "kernel rows from $FIDELITY_KERNELS: $(cd "$work/kernels" && echo *.json)"
+  else
+    # Only what calibrate fits: the model's layer GEMMs (fwd, dX, dW) at the per-rank token counts
+    # of the steps, and cuDNN attention on the model's heads (32 query, 8 KV, d128) with both masks
+    # (ring chunks are full blocks, the diagonal is causal).
+    step gemm_layer "$bin/seqpar-bench-gemm" --shapes layer --model llama3-8b --tokens 1K,2K,4K,8K,16K,32K \
+      -J "$work/kernels/gemm_layer.json"
+    step attn_cudnn "$bin/seqpar-bench-attention" --attention cudnn --seq-lens 1K,2K,4K,8K,16K,32K --head-dims 128 \
+      --masks full,causal --ops fwd,bwd --heads 32 --kv-heads 8 --batch 1 -J "$work/kernels/attn_cudnn.json"
+  fi
+  kernels=("$work"/kernels/*.json)
+  step calibrate_kernels "$bin/seqpar" calibrate "${kernels[@]}" --attention-engine cudnn \
+    --out "$work/calib/profile_kernels.json"
+  # 12 steps, each to its own JSON: SP = 1 at 8K/16K/32K with no and full checkpointing, and
+  # single-rank proxies (4 ranks' plans, one rank's work) of Ulysses, zigzag and hybrid 2x2.
+  fstep() {  # tag, then seqpar-train's plan flags
+    local tag=$1; shift
+    step "fid_$tag" "${train[@]}" --attention cudnn --comm loopback --steps 4 --warmup 1 "$@" -J "$work/steps/$tag.json"
+  }
+  for len in 8K 16K 32K; do
+    for ck in none full; do fstep "sp1_${len}_$ck" --seq-len "$len" --method ulysses --sp 1 --checkpoint "$ck"; done
+  done
+  for lc in 32K:none 64K:full; do
+    len=${lc%:*} ck=${lc#*:}
+    fstep "ulysses4_${len}_$ck" --seq-len "$len" --method ulysses --sp 4 --checkpoint "$ck"
+    fstep "zigzag4_${len}_$ck" --seq-len "$len" --method ring-zigzag --sp 4 --checkpoint "$ck"
+    fstep "hybrid2x2_${len}_$ck" --seq-len "$len" --method hybrid --ulysses-degree 2 --ring-degree 2 --checkpoint "$ck"
+  done
+  # Three steps fit the framework terms (different lengths and checkpointing, >= 2 token counts for
+  # the per-token memory term); every other step is held out.
+  fit=()
+  for t in sp1_8K_none sp1_16K_full sp1_32K_none; do [ -f "$work/steps/$t.json" ] && fit+=("$work/steps/$t.json"); done
+  [ ${#fit[@]} -eq 3 ] || note "fidelity: only ${#fit[@]} of the 3 fit steps ran (see their fid_*.log)"
+  steps=("$work"/steps/*.json)
+  if [ ${#fit[@]} -gt 0 ] && [ -e "${steps[0]}" ]; then
+    step calibrate_steps "$bin/seqpar" calibrate "${kernels[@]}" "${fit[@]}" --attention-engine cudnn \
+      --out "$work/calib/profile_steps.json"
+    step fidelity_report "$bin/seqpar" report "${steps[@]}" --system "$work/calib/profile_steps.json" \
+      --out "$work/fidelity_report" ||
+      step fidelity_report_tables "$bin/seqpar" report "${steps[@]}" --system "$work/calib/profile_steps.json" \
+        --out "$work/fidelity_report" --no-plots
+    step fidelity_check python3 "$root/scripts/device/fidelity_check.py" "$work/fidelity_report" --fit "${fit[@]}" \
+      --calibration "$work/calib/profile_steps.json" --min-held-out 9 -J "$work/calib/fidelity_check.json"
+    note "$(grep '^fidelity ' "$work/fidelity_check.log" || echo "fidelity: no result (see fidelity_check.log)")"
+  else
+    note "fidelity: no fit steps ran (see the fid_*.log files)"
   fi
 fi
 

@@ -1,9 +1,12 @@
 """scripts/device/: the GPU session's comparison of attention engines against PyTorch SDPA (on the
 H100 measurements and on synthetic files, since no GPU runs here), and the shell scripts' syntax."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPARE = ROOT / "scripts" / "device" / "compare_attention.py"
@@ -149,6 +152,10 @@ def test_fidelity_prints_the_calibrations_leave_one_out_errors(tmp_path):
     r = check(report_dir(tmp_path, [step_row("a.json", 0.0)]), "--calibration", prof)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "sp1_8K_none.json" in r.stdout and "+10.3%" in r.stdout and "-0.4%" in r.stdout
+    # A --fit step the calibration did not fit (calibrate skips steps not in bf16/fp16) fails, named.
+    rows = [step_row("/x/sp1_8K_none.json", 0.0), step_row("/x/sp1_16K_full.json", 0.0), step_row("held.json", 0.0)]
+    r = check(report_dir(tmp_path, rows), "--fit", "/x/sp1_8K_none.json", "/x/sp1_16K_full.json", "--calibration", prof)
+    assert r.returncode == 1 and "the calibration fitted 1 of the 2 --fit steps" in r.stdout
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({"name": "dgx-h100"}))
     r = check(report_dir(tmp_path, [step_row("a.json", 0.0)]), "--calibration", bare)
@@ -173,3 +180,125 @@ def test_fidelity_bad_input_is_named(tmp_path):
     assert r.returncode == 2 and "'measured_step_time_s'" in r.stderr
     r = check(d, "--time-band", "5")
     assert r.returncode == 2 and "--time-band" in r.stderr
+
+
+# ---- measure.sh fidelity: the whole phase with stand-ins for the GPU programs ----
+
+H100_GPU = "NVIDIA H100 80GB HBM3"
+
+# Stand-ins for the GPU programs: each logs its arguments and writes what the real one would
+# (kernel rows copied from the H100 fixtures; minimal-format training steps from a made-up cost).
+FAKE_GPU = r'''#!/usr/bin/env python3
+import json, os, sys
+prog, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["FAKE_GPU_LOG"], "a") as f:
+    f.write(json.dumps([prog] + args) + "\n")
+if prog == "nvidia-smi":
+    print("name\n" + "%(gpu)s")
+    sys.exit(0)
+out = args[args.index("-J") + 1]
+fixtures = "%(fixtures)s"
+if prog == "seqpar-bench-gemm":
+    doc = json.load(open(os.path.join(fixtures, "gemm.json")))
+elif prog == "seqpar-bench-attention":
+    doc = json.load(open(os.path.join(fixtures, "attn_seqpar.json")))
+    for r in doc["results"]:
+        r["attention_engine"] = "cudnn"
+else:  # seqpar-train
+    def opt(name, default=None):
+        return args[args.index(name) + 1] if name in args else default
+    seq = int(opt("--seq-len").rstrip("K")) * 1024
+    method = opt("--method")
+    u = int(opt("--ulysses-degree", 0) or 0)
+    r = int(opt("--ring-degree", 0) or 0)
+    sp = u * r if method == "hybrid" else int(opt("--sp"))
+    if method == "ulysses":
+        u, r = sp, 1
+    elif method != "hybrid":
+        u, r = 1, sp
+    full = opt("--checkpoint") == "full"
+    tokens = seq / sp
+    doc = {"model": "llama3-8b", "layers": int(opt("--layers")), "vocab": int(opt("--vocab")), "dtype": "bf16",
+           "gpu_name": "%(gpu)s", "name": os.path.basename(out),
+           "plan": {"method": method, "gpus": sp, "seq_len": seq, "sp": sp, "ulysses_degree": u, "ring_degree": r,
+                    "zero": 0, "checkpoint": opt("--checkpoint")},
+           "step_time_s": 4e-5 * tokens * (1 + seq / 32768) * (1.3 if full else 1.0),
+           "peak_memory_bytes": 2.2e10 + tokens * (2e5 if full else 1.2e6)}
+json.dump(doc, open(out, "w"))
+'''
+
+
+def seqpar_cli():
+    """The built `seqpar` command: $SEQPAR_BUILD_DIR (as scripts/test.sh sets it) or build/, else None."""
+    exe = Path(os.environ.get("SEQPAR_BUILD_DIR", ROOT / "build")) / "cli" / "seqpar"
+    return exe if exe.exists() else None
+
+
+def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
+    seqpar = seqpar_cli()
+    if seqpar is None:
+        pytest.skip("seqpar is not built (set SEQPAR_BUILD_DIR)")
+    bindir = tmp_path / "carry" / "bin"
+    bindir.mkdir(parents=True)
+    (bindir / "seqpar").symlink_to(seqpar)
+    fake = FAKE_GPU % {"gpu": H100_GPU, "fixtures": str(H100)}
+    for prog in ("seqpar-train", "seqpar-bench-gemm", "seqpar-bench-attention", "nvidia-smi"):
+        p = (tmp_path / "path" if prog == "nvidia-smi" else bindir) / prog
+        p.parent.mkdir(exist_ok=True)
+        p.write_text(fake)
+        p.chmod(0o755)
+    log = tmp_path / "gpu.log"
+    out = tmp_path / "out"
+    env = dict(os.environ, OUT=str(out), FAKE_GPU_LOG=str(log),
+               PATH=f"{tmp_path / 'path'}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "measure.sh"), "fidelity", str(tmp_path / "carry")],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    # measure.sh's status is its last check's, not the session's: the phase is judged by what it left.
+    assert (out / "summary-fidelity.txt").exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    calls = [json.loads(x) for x in log.read_text().splitlines()]
+    trains = [c[1:] for c in calls if c[0] == "seqpar-train"]
+    assert len(trains) == 12
+    for a in trains:
+        for want in (["--backend", "cuda"], ["--comm", "loopback"], ["--attention", "cudnn"], ["--layers", "4"],
+                     ["--vocab", "32000"]):
+            assert any(a[i:i + 2] == want for i in range(len(a))), (want, a)
+    methods = {a[a.index("--method") + 1] for a in trains}
+    assert methods == {"ulysses", "ring-zigzag", "hybrid"}
+    assert {a[a.index("--seq-len") + 1] for a in trains} >= {"8K", "16K", "32K"}
+    assert {a[a.index("--checkpoint") + 1] for a in trains} == {"none", "full"}
+    # Every flag the phase gives seqpar-train exists there (when it is built).
+    train_exe = Path(os.environ.get("SEQPAR_BUILD_DIR", ROOT / "build")) / "bench" / "train" / "seqpar-train"
+    if train_exe.exists():
+        helptext = subprocess.run([str(train_exe), "--help"], capture_output=True, text=True).stdout
+        for a in trains:
+            for flag in (x for x in a if x.startswith("--")):
+                assert flag in helptext, flag
+    gemm = next(c for c in calls if c[0] == "seqpar-bench-gemm")
+    assert "layer" in gemm and "llama3-8b" in gemm
+    attn = next(c for c in calls if c[0] == "seqpar-bench-attention")
+    assert attn[attn.index("--attention") + 1] == "cudnn"
+
+    summary = (out / "summary-fidelity.txt").read_text()
+    for name in ("calibrate_kernels", "calibrate_steps", "fidelity_report", "fidelity_check"):
+        assert name in summary
+    verdict = [x for x in summary.splitlines() if x.startswith("fidelity ")]
+    assert len(verdict) == 1 and "9 held-out steps (at least 9)" in verdict[0], summary
+    assert "--fit steps" not in verdict[0]  # the profile was fitted on all three
+    # The summary is printed last, and the archive holds the steps, profiles, report and check.
+    assert r.stdout.rstrip().endswith(summary.rstrip().splitlines()[-1])
+    listing = subprocess.run(["tar", "-tzf", str(out / "measure-fidelity.tar.gz")], capture_output=True,
+                             text=True).stdout
+    for member in ("steps/sp1_8K_none.json", "steps/hybrid2x2_64K_full.json", "calib/profile_kernels.json",
+                   "calib/profile_steps.json", "calib/fidelity_check.json", "fidelity_report/report-data.json",
+                   "kernels/gemm_layer.json", "kernels/attn_cudnn.json"):
+        assert f"./{member}" in listing, member
+    (tmp_path / "x").mkdir()
+    subprocess.run(["tar", "-xzf", str(out / "measure-fidelity.tar.gz"), "-C", str(tmp_path / "x")], check=True)
+    res = json.loads((tmp_path / "x" / "calib" / "fidelity_check.json").read_text())
+    assert sorted(Path(f).name for f in res["fit"]) == ["sp1_16K_full.json", "sp1_32K_none.json", "sp1_8K_none.json"]
+    data = json.loads((tmp_path / "x" / "fidelity_report" / "report-data.json").read_text())
+    assert len(data["step_comparisons"]["rows"]) == 12
+    assert data["step_comparisons"]["system"] == json.loads(
+        (tmp_path / "x" / "calib" / "profile_steps.json").read_text())["name"]
+    prof = json.loads((tmp_path / "x" / "calib" / "profile_steps.json").read_text())
+    assert prof["calibration"]["fits"]["attention_engine"] == "cudnn" and len(prof["calibration"]["steps"]) == 3
