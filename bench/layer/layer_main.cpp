@@ -158,7 +158,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
                      {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},
                      {"attention_engine", be.attention_engine()},
-                     {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
+                     {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(be.act_dtype())},
                      {"seed", o.run.seed}};
     doc["results"] = results;
     doc["skipped"] = skipped;

@@ -242,7 +242,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
     doc["config"] = {{"model", mc}, {"steps", o.steps}, {"warmup", o.warmup}, {"lr", o.lr},
                      {"seed", o.run.seed}, {"backend", o.run.backend}, {"attention_engine", be.attention_engine()},
                      {"comm", o.run.comm},
-                     {"world_size", world.size()}, {"validate", o.validate}, {"dtype", seqpar::to_string(seqpar::DType::fp32)},
+                     {"world_size", world.size()}, {"validate", o.validate}, {"dtype", seqpar::to_string(be.act_dtype())},  // what activations are stored in
                      {"precision", o.precision},
                      {"gemm_precision", st::gemm_precision(be.precision())},
                      {"kv_replication", trainer.model().attention().kv_replication()}};

@@ -62,6 +62,7 @@ endif()
 file(READ ${OUT}.validate.json doc)
 expect_eq("config;precision" "bf16")
 expect_eq("config;gemm_precision" "bf16 operands, fp32 accumulation")
+expect_eq("config;dtype" "bf16")  # the activations' storage type, which seqpar calibrate fits by
 expect_eq("results;0;validation;passed" "ON")
 expect_eq("results;0;validation;precision" "bf16")
 expect_eq("results;0;validation;error_factor" "3.0")
