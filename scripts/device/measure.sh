@@ -117,7 +117,7 @@ fi
 
 # Issue 16 on this GPU: a profile calibrated from seqpar's own kernel and GEMM rows, then from three
 # training steps, predicting the other measured steps (per-rank time within 5%, peak memory within
-# 3%). About 6 minutes on an H100 (kernels ~1.5, 12 steps ~4, calibrate and report seconds).
+# 3%). About 7 minutes on an H100 (an estimate: kernels ~1.5, 15 steps ~5, calibrate and report seconds).
 # FIDELITY_KERNELS=DIR reuses kernel rows measured before (a former fidelity archive's kernels/, or
 # the attention phase's gemm.json and attn_engines.json) instead of measuring them.
 if [[ $phase == fidelity || $phase == all ]]; then
@@ -140,8 +140,9 @@ if [[ $phase == fidelity || $phase == all ]]; then
   kernels=("$work"/kernels/*.json)
   step calibrate_kernels "$bin/seqpar" calibrate "${kernels[@]}" --attention-engine cudnn \
     --out "$work/calib/profile_kernels.json"
-  # 12 steps, each to its own JSON: SP = 1 at 8K/16K/32K with no and full checkpointing, and
-  # single-rank proxies (4 ranks' plans, one rank's work) of Ulysses, zigzag and hybrid 2x2.
+  # 15 steps, each to its own JSON: SP = 1 at 8K/16K/32K with no and full checkpointing, and
+  # single-rank proxies (4 ranks' plans, one rank's work) of Ulysses, zigzag and hybrid 2x2 at three
+  # length/checkpointing points; three fit the framework terms, the issue's 12 are held out.
   fstep() {  # tag, then seqpar-train's plan flags
     local tag=$1; shift
     step "fid_$tag" "${train[@]}" --attention cudnn --comm loopback --steps 4 --warmup 1 "$@" -J "$work/steps/$tag.json"
@@ -149,7 +150,7 @@ if [[ $phase == fidelity || $phase == all ]]; then
   for len in 8K 16K 32K; do
     for ck in none full; do fstep "sp1_${len}_$ck" --seq-len "$len" --method ulysses --sp 1 --checkpoint "$ck"; done
   done
-  for lc in 32K:none 64K:full; do
+  for lc in 16K:selective 32K:none 64K:full; do
     len=${lc%:*} ck=${lc#*:}
     fstep "ulysses4_${len}_$ck" --seq-len "$len" --method ulysses --sp 4 --checkpoint "$ck"
     fstep "zigzag4_${len}_$ck" --seq-len "$len" --method ring-zigzag --sp 4 --checkpoint "$ck"
@@ -169,7 +170,10 @@ if [[ $phase == fidelity || $phase == all ]]; then
       step fidelity_report_tables "$bin/seqpar" report "${steps[@]}" --system "$work/calib/profile_steps.json" \
         --out "$work/fidelity_report" --no-plots
     step fidelity_check python3 "$root/scripts/device/fidelity_check.py" "$work/fidelity_report" --fit "${fit[@]}" \
-      --calibration "$work/calib/profile_steps.json" --min-held-out 9 -J "$work/calib/fidelity_check.json"
+      --calibration "$work/calib/profile_steps.json" --min-held-out 12 -J "$work/calib/fidelity_check.json"
+    # For the record: the same steps predicted from the kernel profile alone (no framework terms).
+    step fidelity_report_kernels_only "$bin/seqpar" report "${steps[@]}" --system "$work/calib/profile_kernels.json" \
+      --out "$work/fidelity_report_kernels_only" --no-plots
     note "$(grep '^fidelity ' "$work/fidelity_check.log" || echo "fidelity: no result (see fidelity_check.log)")"
   else
     note "fidelity: no fit steps ran (see the fid_*.log files)"

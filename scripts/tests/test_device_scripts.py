@@ -257,7 +257,7 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
     assert (out / "summary-fidelity.txt").exists(), r.stdout[-3000:] + r.stderr[-3000:]
     calls = [json.loads(x) for x in log.read_text().splitlines()]
     trains = [c[1:] for c in calls if c[0] == "seqpar-train"]
-    assert len(trains) == 12
+    assert len(trains) == 15
     for a in trains:
         for want in (["--backend", "cuda"], ["--comm", "loopback"], ["--attention", "cudnn"], ["--layers", "4"],
                      ["--vocab", "32000"]):
@@ -265,7 +265,7 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
     methods = {a[a.index("--method") + 1] for a in trains}
     assert methods == {"ulysses", "ring-zigzag", "hybrid"}
     assert {a[a.index("--seq-len") + 1] for a in trains} >= {"8K", "16K", "32K"}
-    assert {a[a.index("--checkpoint") + 1] for a in trains} == {"none", "full"}
+    assert {a[a.index("--checkpoint") + 1] for a in trains} == {"none", "selective", "full"}
     # Every flag the phase gives seqpar-train exists there (when it is built).
     train_exe = Path(os.environ.get("SEQPAR_BUILD_DIR", ROOT / "build")) / "bench" / "train" / "seqpar-train"
     if train_exe.exists():
@@ -279,10 +279,11 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
     assert attn[attn.index("--attention") + 1] == "cudnn"
 
     summary = (out / "summary-fidelity.txt").read_text()
-    for name in ("calibrate_kernels", "calibrate_steps", "fidelity_report", "fidelity_check"):
+    for name in ("calibrate_kernels", "calibrate_steps", "fidelity_report", "fidelity_check",
+                 "fidelity_report_kernels_only"):
         assert name in summary
     verdict = [x for x in summary.splitlines() if x.startswith("fidelity ")]
-    assert len(verdict) == 1 and "9 held-out steps (at least 9)" in verdict[0], summary
+    assert len(verdict) == 1 and "12 held-out steps (at least 12)" in verdict[0], summary
     assert "--fit steps" not in verdict[0]  # the profile was fitted on all three
     # The summary is printed last, and the archive holds the steps, profiles, report and check.
     assert r.stdout.rstrip().endswith(summary.rstrip().splitlines()[-1])
@@ -297,7 +298,7 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
     res = json.loads((tmp_path / "x" / "calib" / "fidelity_check.json").read_text())
     assert sorted(Path(f).name for f in res["fit"]) == ["sp1_16K_full.json", "sp1_32K_none.json", "sp1_8K_none.json"]
     data = json.loads((tmp_path / "x" / "fidelity_report" / "report-data.json").read_text())
-    assert len(data["step_comparisons"]["rows"]) == 12
+    assert len(data["step_comparisons"]["rows"]) == 15
     assert data["step_comparisons"]["system"] == json.loads(
         (tmp_path / "x" / "calib" / "profile_steps.json").read_text())["name"]
     prof = json.loads((tmp_path / "x" / "calib" / "profile_steps.json").read_text())
