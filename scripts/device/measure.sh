@@ -112,6 +112,17 @@ PY
   if [ -n "$maxlen" ]; then
     step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 2 \
       --warmup 1 "${alst[@]}" -J "$work/train_alst_maxlen.json"
+    fits=$?
+    # Within 10%: the predicted length trains and 10% more does not (runs out of memory).
+    over=$(( (maxlen * 11 / 10 + 1023) / 1024 * 1024 ))
+    step train_alst_maxlen_plus10 "${train[@]}" --seq-len "$over" --method ulysses --sp 1 --comm loopback --steps 1 \
+      --warmup 0 "${alst[@]}" -J "$work/train_alst_maxlen_plus10.json"
+    over_rc=$?
+    if [ $fits -eq 0 ] && [ $over_rc -ne 0 ] && grep -qiE "out of (GPU )?memory|cudaErrorMemoryAllocation|OUT_OF_MEMORY" "$work/train_alst_maxlen_plus10.log"; then
+      note "maxlen PASS: $maxlen trains, $over runs out of memory"
+    else
+      note "maxlen FAIL: $maxlen rc=$fits, $over rc=$over_rc (see train_alst_maxlen*.log)"
+    fi
   fi
 fi
 
