@@ -69,6 +69,10 @@ json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view ke
     if (f == entry->end()) throw Error(fmt::format("{}: missing field '{}'", where, key));
     out[key] = *f;
   }
+  // Optional: how the kernel's backward holds GQA gradients (hardware.hpp); absent: per KV head.
+  const char* kv_grads = "attention_bwd_expands_kv_grads";
+  if (auto f = entry->find(kv_grads); f != entry->end()) out[kv_grads] = *f;
+  else out.erase(kv_grads);
   out["attention_kernel"] = std::string(kernel);
   out.erase("attention_curves");  // measured on the default kernel, not this one
   return out;

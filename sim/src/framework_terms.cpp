@@ -14,7 +14,7 @@ namespace {
 // Wide enough for any framework, narrow enough that every product stays finite. The memory terms
 // may be negative: the modelled parts can overcount what a framework holds (check_numbers still
 // refuses a negative total).
-constexpr double kMaxOverheadS = 1e4, kMaxBytes = 1e15, kMaxBytesPerToken = 1e9;
+constexpr double kMaxOverheadS = 1e4, kMaxBytes = 1e15, kMaxBytesPerToken = 1e9, kMaxBytesPerLogit = 64;
 }  // namespace
 
 void read_framework_terms(const json& system, std::string_view what, System& s) {
@@ -31,6 +31,9 @@ void read_framework_terms(const json& system, std::string_view what, System& s) 
   f.step_overhead_s = opt("step_overhead_s", 0, kMaxOverheadS, 0);
   f.reserve_bytes = opt("reserve_bytes", -kMaxBytes, kMaxBytes, 0);
   f.bytes_per_token = opt("bytes_per_token", -kMaxBytesPerToken, kMaxBytesPerToken, 0);
+  // At most a few copies of an fp32 logit; 0 for a fused loss that never materialises them.
+  f.loss_bytes_per_logit = opt("loss_bytes_per_logit", 0, kMaxBytesPerLogit, f.loss_bytes_per_logit);
+  f.gradient_bytes_per_param = opt("gradient_bytes_per_param", 1, 8, f.gradient_bytes_per_param);  // fp8 .. fp64
   s.framework = f;
 }
 
@@ -39,6 +42,8 @@ json framework_terms_json(const FrameworkTerms& f, const std::string& source) {
               {"step_overhead_s", f.step_overhead_s},
               {"reserve_bytes", f.reserve_bytes},
               {"bytes_per_token", f.bytes_per_token},
+              {"loss_bytes_per_logit", f.loss_bytes_per_logit},
+              {"gradient_bytes_per_param", f.gradient_bytes_per_param},
               {"source", source}};
 }
 

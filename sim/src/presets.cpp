@@ -170,6 +170,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   g.attention_half_tokens = figure(j, "attention_half_tokens", what, kTokens);
   g.kernel_overhead_s = figure(j, "kernel_overhead_us", what, kLatencyUs) * 1e-6;
   g.reserved_bytes = figure(j, "reserved_gib", what, Range{0, kMemoryGiB.hi}) * kGiB;
+  g.attention_bwd_expands_kv_grads = figure(j, "attention_bwd_expands_kv_grads", what, Range{0, 1}, 0.0) != 0;
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   return g;
 }

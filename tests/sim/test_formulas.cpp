@@ -178,12 +178,15 @@ TEST(MemoryCost, ZeroShardsStatesOverTheWholeGroup) {
   p.mem.zero = 0;
   MemoryBreakdown b = estimate_memory(m, s, p).peak;
   EXPECT_DOUBLE_EQ(b.parameters, 2 * psi);
-  EXPECT_DOUBLE_EQ(b.gradients, 2 * psi);
+  EXPECT_DOUBLE_EQ(b.gradients, 2 * psi);  // bf16 by default (FrameworkTerms::gradient_bytes_per_param)
   EXPECT_DOUBLE_EQ(b.optimizer_states, 12 * psi);
   p.mem.zero = 1;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.optimizer_states, 3 * psi);
   p.mem.zero = 2;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.gradients, psi / 2);
+  System fp32_grads = s;  // Megatron-LM's and seqpar-train's fp32 gradients
+  fp32_grads.framework.gradient_bytes_per_param = 4;
+  EXPECT_DOUBLE_EQ(estimate_memory(m, fp32_grads, p).peak.gradients, psi);
   p.mem.zero = 3;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.parameters, psi / 2);
   p.mem.offload_optimizer = true;
@@ -196,13 +199,11 @@ TEST(MemoryCost, TiledLossHoldsOneTileOfLogits) {
   const Model m = tiny_model();
   const System s = round_system();
   Plan p = plan(Method::ulysses, 1, 4096, 1, 1, 1);
-  auto logits = [&](const Plan& q) {
-    const MemoryEstimate e = estimate_memory(m, s, q);
-    const MemoryBreakdown& b = e.peak;
-    return e.loss_phase_bytes - (b.parameters + b.gradients + b.optimizer_states + b.activations + b.reserved) -
-           2.0 * m.hidden * 4096;
-  };
+  auto logits = [&](const Plan& q) { return estimate_memory(m, s, q).loss_logits_bytes; };
   EXPECT_DOUBLE_EQ(logits(p), 8.0 * 4096 * 32);  // bf16 + fp32 logits and the bf16 gradient
+  // At the peak when they outweigh the layer backward.
+  EXPECT_EQ(estimate_memory(m, s, p).peak_phase, "loss");
+  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.logits, 8.0 * 4096 * 32);
   p.mem.tiled_loss = true;
   // ALST's tile: ceil(4096 / hidden 8) = 512 tiles of 8 tokens.
   EXPECT_DOUBLE_EQ(alst_tile_rows(m, p), 8);

@@ -10,6 +10,7 @@
 #include "cli_runner.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/published.hpp"
 
@@ -22,7 +23,8 @@ namespace {
 // catches a memory term that is off by a factor, not the last 10%.
 TEST(Published, AlstMaximumSequenceLengthsOnH100) {
   const Model m = load_model("llama3-8b");
-  const System s = load_system("dgx-h100");
+  // ALST runs HF Transformers' FlashAttention-2 (as sim/published/runs.json's ALST rows say).
+  const System s = load_system("dgx-h100", "flash-attention-2");
   for (auto [gpus, published] : {std::pair{1, 500e3}, {8, 3.7e6}, {32, 15e6}}) {
     Plan p;
     p.method = Method::ulysses;

@@ -2,9 +2,11 @@
 // loader reads them, `seqpar calibrate` writes them and the cost models apply them. JSON: an
 // optional "framework" object of a system preset, each field a number or {"value", "source"}:
 //   "framework": {"memory_bound_efficiency": 0.62, "step_overhead_s": 0.031,
-//                 "reserve_bytes": 2.1e9, "bytes_per_token": 131072, "source": "..."}
-// A missing field keeps its default (efficiency 1, the others 0), which leaves predictions as
-// the kernel-level model gives them, bit for bit.
+//                 "reserve_bytes": 2.1e9, "bytes_per_token": 131072, "loss_bytes_per_logit": 8,
+//                 "gradient_bytes_per_param": 2, "source": "..."}
+// A missing field keeps its default (efficiency 1, loss_bytes_per_logit 8: PyTorch's loss on bf16
+// logits, gradient_bytes_per_param 2: bf16 gradients, the others 0; hardware.hpp says why), which
+// leaves predictions as the kernel-level model gives them.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

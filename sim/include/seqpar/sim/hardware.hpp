@@ -46,6 +46,11 @@ struct Gpu {
   std::vector<AttentionCurve> attention_curves;
   double kernel_overhead_s = 0;
   double reserved_bytes = 0;          // context, workspaces, fragmentation
+  // Whether the attention kernel's backward writes dK and dV per query head under grouped-query
+  // attention and sums them over each group afterwards (FlashAttention-2's mha_bwd: dk_expanded,
+  // dv_expanded), rather than per KV head: its memory model (memory_cost.hpp). Optional figure
+  // "attention_bwd_expands_kv_grads" (1 or 0) of the GPU or of one of its attention_kernels.
+  bool attention_bwd_expands_kv_grads = false;
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };
@@ -67,6 +72,18 @@ struct FrameworkTerms {
   double step_overhead_s = 0;          // fixed per step (launches, Python, synchronisation)
   double reserve_bytes = 0;            // memory kept beyond the modelled parts (allocator, context)
   double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
+  // Bytes the loss phase holds per logit (per token and vocab entry): a framework choice, not
+  // structure. 8 is PyTorch's cross entropy on bf16 logits: the bf16 logits (2), their fp32 upcast
+  // for the softmax (4) and the bf16 gradient (2), as Megatron-LM and HF Transformers run it.
+  // seqpar-train keeps the bf16 logits and writes their gradient in place: 2.
+  double loss_bytes_per_logit = 8;
+  // Bytes per parameter of the gradients (sharded by ZeRO-2/3): a framework choice too. 2: bf16
+  // gradients, as the ZeRO paper counts mixed precision (2 + 2 + 12) and DeepSpeed's ZeRO-2/3
+  // reduce and partition them in the model's dtype. 4: fp32, as Megatron-LM keeps them in bf16
+  // training (arguments.py turns accumulate_allreduce_grads_in_fp32 on for --bf16, "bfloat16
+  // requires gradient accumulation and all-reduce to be done in fp32"; its distributed-optimizer
+  // guide counts "bf16 param, fp32 grads" as 18 bytes per parameter) and seqpar-train does.
+  double gradient_bytes_per_param = 2;
 };
 
 struct System {

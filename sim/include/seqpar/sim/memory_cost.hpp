@@ -25,6 +25,8 @@ struct MemoryEstimate {
   double layer_phase_bytes = 0;    // total at the other phase too, for the report
   double loss_phase_bytes = 0;
   double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
+  double device_checkpoint_bytes = 0;  // full checkpointing's layer inputs on the GPU at most
+  double loss_logits_bytes = 0;    // the logits the loss phase holds, peak or not
 };
 
 // What one layer stores for its backward per local token, for a checkpoint mode, counted in
@@ -39,6 +41,15 @@ double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode);
 // Tokens in one tile of tiled MLP and tiled loss: ALST's tile of the local sequence
 // (core/tiling.hpp, the rule the training step runs) times the micro-batch.
 double alst_tile_rows(const Model& m, const Plan& p);
+
+// The flash-attention backward kernel's workspace, held during the attention backward at any SP
+// degree: an fp32 dQ accumulator (the kernel adds each key tile's dQ with atomics) and an fp32 row
+// sum per query row (D = rowsum(dO * O)), for one call: one sequence's block of queries. As
+// seqpar's kernel (kernels/src/cuda/flash_backward.cu, flash_attention_backward_workspace_bytes)
+// and FlashAttention-2's mha_bwd (dq_accum, softmax_d) allocate it; with a kernel that expands GQA
+// gradients (Gpu::attention_bwd_expands_kv_grads), dK and dV per query head too. The CPU back end
+// has none of it.
+double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p);
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
 
