@@ -96,22 +96,30 @@ if [[ $phase == train || $phase == all ]]; then
   done
   # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
   # feature, and a step at it.
-  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" <<'PY'
+  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" \
+    "$root/sim/presets/systems/dgx-h100.json" "$work/dgx-h100-seqpar-train.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 m["name"] = "llama3-8b-4l"
 m["layers"] = {"value": 4, "source": "measure.sh: 4 layers of llama3-8b"}
 m["vocab"] = {"value": 32000, "source": "measure.sh: 32K vocabulary"}
 json.dump(m, open(sys.argv[2], "w"), indent=1)
+# seqpar-train's own memory choices as the profile's framework terms (README, seqpar-train memory):
+# bf16 logits with the gradient in place, fp32 gradients.
+s = json.load(open(sys.argv[3]))
+s["name"] = "dgx-h100-seqpar-train"
+s["framework"] = {"loss_bytes_per_logit": 2, "gradient_bytes_per_param": 4}
+json.dump(s, open(sys.argv[4], "w"), indent=1)
 PY
   alst=(--checkpoint full --offload-checkpoints --tiled-mlp --tiled-loss)
-  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system dgx-h100 --gpus 1 --method ulysses --sp 1 --zero 0 \
+  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system "$work/dgx-h100-seqpar-train.json" --gpus 1 --method ulysses --sp 1 --zero 0 \
     "${alst[@]}" --json >"$work/maxlen.json" 2>"$work/maxlen.log"
   maxlen=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("max_seq_len") or d.get("results",[{}])[0].get("max_seq_len",""))' "$work/maxlen.json" 2>/dev/null)
   note "predicted max length with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
   if [ -n "$maxlen" ]; then
-    step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 2 \
-      --warmup 1 "${alst[@]}" -J "$work/train_alst_maxlen.json"
+    # One step each: at ~630K tokens a step of this model takes about a minute (an estimate).
+    step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 1 \
+      --warmup 0 "${alst[@]}" -J "$work/train_alst_maxlen.json"
     fits=$?
     # Within 10%: the predicted length trains and 10% more does not (runs out of memory).
     over=$(( (maxlen * 11 / 10 + 1023) / 1024 * 1024 ))

@@ -85,6 +85,30 @@ TEST(SizeLimits, TheTrainerRefusesBeforeAllocating) {
   EXPECT_EQ(be->memory().peak_bytes(), 0);
 }
 
+// ALST's memory features are what make million-token ranks possible: a Llama-3-8B-shaped rank of
+// ALST's 3.7M tokens over 8 GPUs (462K tokens) is refused without them and accepted with them.
+TEST(SizeLimits, MemoryFeaturesAreCountedSoAlstScaleRanksPass) {
+  TrainSetup s;
+  s.model.layers = 32;
+  s.model.hidden = 4096;
+  s.model.heads = 32;
+  s.model.kv_heads = 8;
+  s.model.head_dim = 128;
+  s.model.ffn = 14336;
+  s.model.vocab = 128256;
+  s.seq_len = 3700000 / 8 * 8;
+  s.ulysses = 8;
+  EXPECT_THROW(check_step_sizes(s), Error);
+  s.mem.checkpoint = seqpar::Checkpoint::full;
+  s.mem.offload_checkpoints = true;
+  s.mem.tiled_mlp = true;
+  s.mem.tiled_loss = true;
+  EXPECT_NO_THROW(check_step_sizes(s));
+  const StepFootprint with = estimate_footprint(s);
+  s.mem.tiled_loss = false;
+  EXPECT_LT(with.logits_bytes, estimate_footprint(s).logits_bytes);
+}
+
 TEST(SizeLimits, TheEstimateTracksTheMeasuredPeak) {
   for (const int ffn : {128, 1024}) {
     TrainSetup s;

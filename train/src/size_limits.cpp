@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "seqpar/core/checked.hpp"
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/core/error.hpp"
 
 namespace seqpar::train {
@@ -63,9 +64,16 @@ StepFootprint estimate_footprint(const TrainSetup& s) {
   const char* acts = "--layers x --micro-batch x --seq-len / sp x (--hidden, --ffn-hidden, --heads x --head-dim)";
   I width = add(add(mul(4, c, acts), 2, acts), mul(3, f, acts), acts);
   width = add(width, add(mul(3, qd, acts), add(mul(2, kvd, acts), m.heads, acts), acts), acts);
-  fp.activations_bytes = mul(4, mul(m.layers, mul(t, width, acts), acts), acts);
+  // Full checkpointing keeps each layer's input alone (on the host when offloaded, which the bound
+  // counts too) and rebuilds one layer at a time in the backward.
+  const I kept = s.mem.checkpoint == seqpar::Checkpoint::full ? mul(m.layers, mul(t, c, acts), acts) : 0;
+  const I stored = s.mem.checkpoint == seqpar::Checkpoint::full ? mul(t, width, acts) : mul(m.layers, mul(t, width, acts), acts);
+  fp.activations_bytes = mul(4, add(kept, stored, acts), acts);
 
-  fp.logits_bytes = mul(4, mul(t, v, "--micro-batch x --seq-len / sp x --vocab"), "--micro-batch x --seq-len / sp x --vocab");
+  // Tiled loss holds one tile's logits (core/tiling.hpp's tile, as the model cuts it).
+  const char* lf = "--micro-batch x --seq-len / sp x --vocab";
+  const I loss_rows = s.mem.tiled_loss ? std::min<I>(t, mul(s.micro_batch, alst_tile_tokens(s.seq_len / (s.ulysses * s.ring), c), lf)) : t;
+  fp.logits_bytes = mul(4, mul(loss_rows, v, lf), lf);
 
   // One layer's backward: dact, dgate, dup (f), dh (c), dout and dq (qd), dk, dv (kvd).
   const char* work = "--micro-batch x --seq-len / sp x (--hidden, --ffn-hidden, --heads x --head-dim)";

@@ -18,8 +18,10 @@ inline constexpr std::int64_t kMaxStepBytes = std::int64_t{1} << 40;
 
 // What one rank of `s` holds at its peak, roughly (the counting allocator measures the truth):
 // fp32 parameters, gradients and the two AdamW moments (16 bytes per parameter: embeddings,
-// attention and MLP weights); the activations every layer saves for the backward; the logits;
-// the backward's temporaries of one layer. Checked arithmetic: a product that does not fit in 64
+// attention and MLP weights); the activations every layer saves for the backward (with full
+// checkpointing: every layer's input and one rebuilt layer); the logits (one tile's with tiled
+// loss); the backward's temporaries of one layer. Activations are counted at 4 bytes (fp32, the
+// upper bound of both precisions). Checked arithmetic: a product that does not fit in 64
 // bits is a seqpar::Error naming its fields.
 struct StepFootprint {
   std::int64_t embedding_bytes = 0, attention_weight_bytes = 0, mlp_weight_bytes = 0;
