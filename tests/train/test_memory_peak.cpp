@@ -17,6 +17,7 @@
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/trainer.hpp"
+#include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
@@ -46,18 +47,12 @@ struct Parts {
 // shapes).
 Parts measure(const TrainSetup& s) {
   const int world = s.ulysses * s.ring;
-  auto comms = comm::make_virtual_world(world, false);
   std::vector<Parts> out(static_cast<std::size_t>(world));
-  std::vector<std::string> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto be = make_cpu_backend(Precision::bf16);
-        Trainer t(*be, world > 1 ? comms[static_cast<std::size_t>(r)].get() : nullptr, s);
-        be->memory().reset_peak();
+  const std::vector<std::string> errors =
+      testing::on_virtual_ranks(s, world, Precision::bf16, [&](int r, Backend& be, Trainer& t) {
+        be.memory().reset_peak();
         t.compute_gradients();
-        const MemoryTracker& m = be->memory();
+        const MemoryTracker& m = be.memory();
         auto at = [&](MemCategory c) { return double(m.at_peak_bytes(c)); };
         Parts& p = out[static_cast<std::size_t>(r)];
         p.peak = double(m.peak_bytes());
@@ -67,11 +62,7 @@ Parts measure(const TrainSetup& s) {
         p.attention_buffers = at(MemCategory::attention_buffers);
         p.working = at(MemCategory::working);
         p.logits = at(MemCategory::logits);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+      });
   for (const std::string& e : errors) EXPECT_EQ(e, "");
   return out[0];
 }

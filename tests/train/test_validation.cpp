@@ -12,6 +12,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
+#include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
@@ -47,23 +48,13 @@ std::vector<ValidationReport> validate_on_virtual_ranks(const TrainSetup& s, int
   const int dp = world / (s.ulysses * s.ring);
   const StepValues unsharded = unsharded_step(s, dp, Precision::bf16);
   const StepValues reference = unsharded_step(s, dp, Precision::fp32);
-  auto comms = comm::make_virtual_world(world, false);
   std::vector<ValidationReport> reports(static_cast<std::size_t>(world));
-  std::vector<std::string> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        auto be = make_cpu_backend(Precision::bf16);
-        Trainer t(*be, comms[static_cast<std::size_t>(r)].get(), s);
+  const std::vector<std::string> errors =
+      testing::on_virtual_ranks(s, world, Precision::bf16, [&](int r, Backend&, Trainer& t) {
         const StepResult st = t.compute_gradients();
         reports[static_cast<std::size_t>(r)] =
             compare_step(t.model().tensors(), {st.loss, t.grads_host()}, unsharded, reference, ValidationRule{});
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  for (auto& th : threads) th.join();
+      });
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
   return reports;
 }
