@@ -25,11 +25,15 @@ CublasHandle::~CublasHandle() {
   if (handle_) cublasDestroy(handle_);  // destructors do not throw; nothing useful to do with a failure here
 }
 
-void gemm_bf16(const CublasHandle& handle, const GemmShape& s, const void* a, const void* b, void* c) {
+void check_cublas_dims(const GemmShape& s) {
   for (std::int64_t d : {s.m, s.n, s.k})
     if (d <= 0 || d > INT_MAX)
       throw Error(fmt::format("GEMM {}: m, n, k must be in 1..{} for cuBLAS, got m={} n={} k={}", s.op, INT_MAX, s.m,
                               s.n, s.k));
+}
+
+void gemm_bf16(const CublasHandle& handle, const GemmShape& s, const void* a, const void* b, void* c) {
+  check_cublas_dims(s);
   const int m = static_cast<int>(s.m), n = static_cast<int>(s.n), k = static_cast<int>(s.k);
   // cuBLAS is column-major: a row-major C[m,n] is a column-major C^T[n,m] = op(B)^T op(A)^T, so B goes first.
   // Row-major B[k,n] is column-major [n,k] (no transpose, ld n); a stored [n,k] B is column-major [k,n]

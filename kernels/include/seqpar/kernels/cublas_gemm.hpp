@@ -22,6 +22,10 @@ class CublasHandle {
   cublasHandle_t handle_ = nullptr;
 };
 
+// Throws seqpar::Error naming the GEMM unless m, n and k are in 1..INT_MAX (cuBLAS's and cuBLASLt's GEMMs take
+// int dimensions and leading dimensions); shared by both wrappers.
+void check_cublas_dims(const GemmShape& s);
+
 // C = op(A) op(B) for the row-major layout of `s` (A, B, C bf16; accumulation in fp32). Asynchronous on the
 // handle's stream. Throws seqpar::Error for dimensions cuBLAS cannot take (int32) or a failed call.
 void gemm_bf16(const CublasHandle& handle, const GemmShape& s, const void* a, const void* b, void* c);

@@ -1,0 +1,49 @@
+// The cuBLASLt GEMM: row-major D = alpha op(A) op(B) + beta C (+ bias) with A and B bf16, C and D fp32
+// or bf16, fp32 accumulation and fp32 alpha/beta, and an optional bias epilogue. The training step's CUDA
+// back end runs its GEMMs through it (cublasGemmEx, cublas_gemm.hpp, stays selectable there). Matmul
+// descriptors, layouts and the heuristic's algorithm are cached per problem, so a training step asks
+// the heuristic once per GEMM shape. Plain C++ over cuBLASLt; CUDA builds only.
+#pragma once
+#include <cuda_runtime.h>
+#include <library_types.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "seqpar/kernels/gemm_shape.hpp"
+
+namespace seqpar::kernels {
+
+// One cuBLASLt handle on one stream, its workspace and its plan cache. Not thread-safe: a cached
+// descriptor is updated per call (the bias pointer), so one object serves one host thread.
+class CublasLtGemm {
+ public:
+  // cuBLAS's own default workspace on Hopper is 32 MiB too; the handle allocates it once (cudaMalloc,
+  // outside any caller's memory accounting, as cuBLAS's own workspace is) and frees it with the object.
+  static constexpr std::size_t kDefaultWorkspaceBytes = std::size_t{32} << 20;
+
+  explicit CublasLtGemm(cudaStream_t stream = nullptr, std::size_t workspace_bytes = kDefaultWorkspaceBytes);
+  ~CublasLtGemm();
+  CublasLtGemm(const CublasLtGemm&) = delete;
+  CublasLtGemm& operator=(const CublasLtGemm&) = delete;
+
+  // Row-major D[m,n] = alpha op(A) op(B) + beta C for the layout of `s` (GemmShape: op(A) = A^T when
+  // trans_a, A stored [k,m]; likewise B, stored [n,k]). A and B bf16; C and D both `cd_type` (CUDA_R_32F
+  // or CUDA_R_16BF), contiguous [m,n]. c may be d (in place), or null when beta is 0 (C is then not
+  // read). bias, when not null: n values of cd_type added to every row of D (one per column of the
+  // row-major result; CUBLASLT_EPILOGUE_BIAS, whose bias type is D's for these types). Asynchronous on
+  // the stream. Throws seqpar::Error naming the shape for sizes cuBLASLt cannot take (int32), a type
+  // it does not, no algorithm, or a failed call.
+  void matmul(const GemmShape& s, float alpha, const void* a, const void* b, float beta, const void* c, void* d,
+              cudaDataType_t cd_type, const void* bias = nullptr);
+
+  // How many (shape, transposes, type, epilogue, alignment) plans the cache holds: each one cost one
+  // heuristic query.
+  std::size_t cached_plans() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace seqpar::kernels
