@@ -1,0 +1,218 @@
+// The cuBLASLt GEMM wrapper (kernels/cublaslt_gemm.hpp, the training step's default GEMM) against the CPU
+// reference (ref::layer_ops::gemm, fp32 accumulation) on the same bf16-rounded operands: awkward sizes,
+// every transposition, C/D fp32 and bf16, beta 0 (D poisoned with NaN: C must not be read) and 1 (in
+// place), with and without the bias epilogue; then the plan cache (one heuristic query per problem, a
+// fresh plan for a less aligned view) and the errors. Skips without a GPU.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gpu_util.hpp"
+#include "seqpar/kernels/cublaslt_gemm.hpp"
+#include "seqpar/kernels/layer_ops_ref.hpp"
+
+namespace seqpar::kernels {
+namespace {
+
+using test::DeviceBuffer;
+
+struct Size {
+  int m, n, k;
+};
+struct Case {
+  Size size;
+  bool trans_a, trans_b;
+  DType cd;
+  float beta;
+  bool bias;
+};
+
+std::string case_name(const Case& c) {
+  return fmt::format("m{}n{}k{}{}{}_{}_beta{}{}", c.size.m, c.size.n, c.size.k, c.trans_a ? "_At" : "",
+                     c.trans_b ? "_Bt" : "", to_string(c.cd), static_cast<int>(c.beta), c.bias ? "_bias" : "");
+}
+void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
+
+cudaDataType_t cuda_type(DType t) { return t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The reference D = alpha op(A) op(B) + beta C (+ bias per column) on the rounded operands, and the
+// per-element tolerance: fp32 accumulation in another order may differ by a few units in the last
+// place of the sum of |terms|; a bf16 D may then round to the neighbouring bf16 value (2^-7 relative).
+struct Expected {
+  std::vector<float> value, tolerance;
+};
+Expected expected(const Case& c, float alpha, const std::vector<float>& a, const std::vector<float>& b,
+                  const std::vector<float>& c_in, const std::vector<float>& bias) {
+  const int m = c.size.m, n = c.size.n, k = c.size.k;
+  Expected e;
+  e.value = c_in;
+  ref::layer_ops::gemm(c.trans_a, c.trans_b, m, n, k, alpha, a.data(), b.data(), c.beta, e.value.data());
+  std::vector<float> abs_a(a.size()), abs_b(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::abs(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::abs(b[i]);
+  std::vector<float> scale(c_in.size());
+  for (std::size_t i = 0; i < c_in.size(); ++i) scale[i] = std::abs(c_in[i]);
+  ref::layer_ops::gemm(c.trans_a, c.trans_b, m, n, k, std::abs(alpha), abs_a.data(), abs_b.data(), std::abs(c.beta),
+                       scale.data());
+  e.tolerance.resize(e.value.size());
+  const double eps32 = std::numeric_limits<float>::epsilon();
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      const auto idx = static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j);
+      double s = scale[idx];
+      if (c.bias) {
+        e.value[idx] += bias[static_cast<std::size_t>(j)];
+        s += std::abs(bias[static_cast<std::size_t>(j)]);
+      }
+      double tol = 4.0 * std::sqrt(static_cast<double>(k) + 2.0) * eps32 * s + 1e-30;
+      if (c.cd == DType::bf16) {
+        e.value[idx] = test::round_to(DType::bf16, e.value[idx]);
+        tol += std::ldexp(std::abs(static_cast<double>(e.value[idx])), -7);
+      }
+      e.tolerance[idx] = static_cast<float>(tol);
+    }
+  return e;
+}
+
+// Elements outside their tolerance (NaN included), with the first few named.
+::testing::AssertionResult matches(const std::vector<float>& got, const Expected& e, int n) {
+  int bad = 0;
+  std::string first;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = std::abs(static_cast<double>(got[i]) - e.value[i]);
+    if (!(d <= e.tolerance[i])) {
+      if (++bad <= 5)
+        first += fmt::format(" [{},{}] got {} want {} (tolerance {})", i / static_cast<std::size_t>(n),
+                             i % static_cast<std::size_t>(n), got[i], e.value[i], e.tolerance[i]);
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements off:" << first;
+}
+
+class CublasLtGemmCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CublasLtGemmCase, MatchesCpuReferenceOnRoundedOperands) {
+  SEQPAR_SKIP_WITHOUT_GPU();
+  const Case c = GetParam();
+  const auto m = static_cast<std::size_t>(c.size.m), n = static_cast<std::size_t>(c.size.n),
+             k = static_cast<std::size_t>(c.size.k);
+  std::mt19937 rng(static_cast<unsigned>(m * 131 + n * 17 + k + (c.trans_a ? 7 : 0) + (c.trans_b ? 3 : 0)));
+  std::vector<float> a = random_values(m * k, rng), b = random_values(k * n, rng), cv = random_values(m * n, rng),
+                     bias = random_values(n, rng);
+  const std::size_t esize = dtype_size(c.cd);
+  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(m * n * esize), dbias(n * esize);
+  test::upload(DType::bf16, a, da);  // rounds a, b, C and the bias in place: the reference sees the GPU's inputs
+  test::upload(DType::bf16, b, db);
+  test::upload(c.cd, bias, dbias);
+  if (c.beta == 0.f) {
+    dd.poison();  // C = D is NaN: with beta 0 it must not be read
+    for (float& x : cv) x = 0.f;
+  } else {
+    test::upload(c.cd, cv, dd);  // in place: C and D are one buffer
+  }
+  const float alpha = 0.5f;
+  const Expected want = expected(c, alpha, a, b, cv, bias);
+
+  GemmShape s;
+  s.op = "test";
+  s.m = c.size.m, s.n = c.size.n, s.k = c.size.k, s.trans_a = c.trans_a, s.trans_b = c.trans_b;
+  CublasLtGemm lt;
+  lt.matmul(s, alpha, da.get(), db.get(), c.beta, dd.get(), dd.get(), cuda_type(c.cd), c.bias ? dbias.get() : nullptr);
+  SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(matches(test::download(c.cd, dd.get(), m * n), want, c.size.n));
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (Size size : {Size{127, 65, 33}, Size{1000, 300, 77}, Size{77, 300, 1000}, Size{1, 1, 1}, Size{3, 5000, 7}})
+    for (int t = 0; t < 4; ++t)
+      for (DType cd : {DType::fp32, DType::bf16})
+        for (float beta : {0.f, 1.f})
+          for (bool bias : {false, true}) cases.push_back(Case{size, (t & 1) != 0, (t & 2) != 0, cd, beta, bias});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AwkwardSizes, CublasLtGemmCase, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) { return case_name(p.param); });
+
+// The heuristic runs once per problem: the same call again reuses the plan; another shape, type or
+// epilogue adds one; a view one bf16 element into its buffer (2-byte aligned, where cudaMalloc gives
+// 256) needs a plan chosen for that alignment, and its result is still right.
+TEST(CublasLtGemm, PlansAreCachedPerProblemAndAlignment) {
+  SEQPAR_SKIP_WITHOUT_GPU();
+  const int m = 64, n = 48, k = 40;
+  std::mt19937 rng(5);
+  std::vector<float> a = random_values(static_cast<std::size_t>(m * k) + 1, rng),
+                     b = random_values(static_cast<std::size_t>(k * n), rng);
+  DeviceBuffer da(a.size() * 2), db(b.size() * 2), dd(static_cast<std::size_t>(m * n) * 4);
+  test::upload(DType::bf16, a, da);
+  test::upload(DType::bf16, b, db);
+  GemmShape s;
+  s.op = "cache";
+  s.m = m, s.n = n, s.k = k;
+  CublasLtGemm lt;
+  lt.matmul(s, 1.f, da.get(), db.get(), 0.f, nullptr, dd.get(), CUDA_R_32F);
+  lt.matmul(s, 1.f, da.get(), db.get(), 0.f, nullptr, dd.get(), CUDA_R_32F);
+  EXPECT_EQ(lt.cached_plans(), 1u);
+  s.trans_b = true;  // same sizes, B read as [n,k]
+  lt.matmul(s, 1.f, da.get(), db.get(), 0.f, nullptr, dd.get(), CUDA_R_32F);
+  EXPECT_EQ(lt.cached_plans(), 2u);
+  s.trans_b = false;
+
+  const auto* a_view = static_cast<const char*>(da.get()) + 2;
+  dd.poison();
+  lt.matmul(s, 1.f, a_view, db.get(), 0.f, nullptr, dd.get(), CUDA_R_32F);
+  EXPECT_EQ(lt.cached_plans(), 3u);
+  SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> a_shifted(a.begin() + 1, a.end());
+  const Case c{Size{m, n, k}, false, false, DType::fp32, 0.f, false};
+  EXPECT_TRUE(matches(test::download(DType::fp32, dd.get(), static_cast<std::size_t>(m * n)),
+                      expected(c, 1.f, a_shifted, b, std::vector<float>(static_cast<std::size_t>(m * n), 0.f), {}), n));
+}
+
+// Each refusal names the GEMM and its shape; nothing reaches cuBLASLt.
+TEST(CublasLtGemm, BadArgumentsAreRejectedNamingTheShape) {
+  SEQPAR_SKIP_WITHOUT_GPU();
+  CublasLtGemm lt;
+  DeviceBuffer buf(1024);
+  GemmShape s;
+  s.op = "bad";
+  s.m = 0, s.n = 4, s.k = 4;
+  EXPECT_THROW(lt.matmul(s, 1.f, buf.get(), buf.get(), 0.f, nullptr, buf.get(), CUDA_R_32F), Error);
+  s.m = std::int64_t(1) << 32;
+  EXPECT_THROW(lt.matmul(s, 1.f, buf.get(), buf.get(), 0.f, nullptr, buf.get(), CUDA_R_32F), Error);
+  s.m = 4;
+  const auto message = [&](float beta, cudaDataType_t t) {
+    try {
+      lt.matmul(s, 1.f, buf.get(), buf.get(), beta, nullptr, buf.get(), t);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string null_c = message(1.f, CUDA_R_32F);
+  EXPECT_NE(null_c.find("GEMM bad (m=4 n=4 k=4"), std::string::npos) << null_c;
+  EXPECT_NE(null_c.find("beta"), std::string::npos) << null_c;
+  const std::string fp16 = message(0.f, CUDA_R_16F);
+  EXPECT_NE(fp16.find("fp32 or bf16"), std::string::npos) << fp16;
+  EXPECT_EQ(lt.cached_plans(), 0u);
+}
+
+}  // namespace
+}  // namespace seqpar::kernels
