@@ -1,4 +1,4 @@
-// The CUDA back end against the CPU back end: its bf16 cuBLAS GEMM in every transposition against
+// The CUDA back end against the CPU back end: its bf16 GEMM in every transposition (cuBLASLt and cublasGemmEx) against
 // the CPU back end's bf16 emulation; on bf16 views (activations stored in bf16) the GEMM with C in
 // fp32 and in bf16, RMSNorm, SwiGLU, RoPE, cross-entropy and AdamW's bf16 parameter copy against the
 // CPU back end in bf16 precision on the same views (CudaVsCpuBf16); and one
@@ -13,6 +13,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,40 +84,74 @@ class CudaVsCpu : public ::testing::Test {
   std::unique_ptr<Backend> gpu, cpu;
 };
 
+// SEQPAR_GEMM set to `value` (unset when null) for one scope; the old value is restored after.
+class ScopedGemmPath {
+ public:
+  explicit ScopedGemmPath(const char* value) {
+    if (const char* old = std::getenv("SEQPAR_GEMM")) old_ = old;
+    value ? setenv("SEQPAR_GEMM", value, 1) : unsetenv("SEQPAR_GEMM");
+  }
+  ~ScopedGemmPath() { old_ ? setenv("SEQPAR_GEMM", old_->c_str(), 1) : unsetenv("SEQPAR_GEMM"); }
+  ScopedGemmPath(const ScopedGemmPath&) = delete;
+  ScopedGemmPath& operator=(const ScopedGemmPath&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
 // The GPU GEMM takes bf16 operands and accumulates in fp32, as the CPU back end's bf16 emulation
 // does: products of bf16 values are exact in fp32, so the two may differ only by fp32 summation
 // order, bounded per element by (k + 2) * 2^-24 * (|alpha| sum_l |a_il b_lj| + |beta c_ij|) on
 // each side; the bound allows 8x that for the tensor cores' internal accumulation. Without the
 // bf16 rounding of the operands (TF32 or fp32) the difference is about 2^-9 relative per term,
-// hundreds of times the bound.
+// hundreds of times the bound. Run under both GEMM paths, chosen when the back end is made:
+// cuBLASLt (SEQPAR_GEMM unset, the default) and cublasGemmEx (SEQPAR_GEMM=gemmex).
 TEST_F(CudaVsCpu, Bf16GemmMatchesTheCpuEmulationEveryTransposition) {
   auto emu = make_cpu_backend(Precision::bf16);
-  for (const auto& [m, n, k] : {std::array{33, 17, 29}, std::array{1, 130, 257}, std::array{127, 65, 1029}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb);
-        const auto a = randn(static_cast<std::size_t>(m) * k, 1), b = randn(static_cast<std::size_t>(k) * n, 2),
-                   c = randn(static_cast<std::size_t>(m) * n, 3);
-        const float alpha = 0.5f, beta = 1.25f;
-        auto ref = c;
-        emu->gemm(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, ref.data());
-        Floats da = up(a), db = up(b), dc = up(c);
-        gpu->gemm(ta, tb, m, n, k, alpha, da.data(), db.data(), beta, dc.data());
-        const std::vector<float> got = down(dc);
-        auto a16 = a, b16 = b;
-        round_to_bf16(a16.data(), static_cast<std::int64_t>(a16.size()));
-        round_to_bf16(b16.data(), static_cast<std::int64_t>(b16.size()));
-        int bad = 0;
-        for (int i = 0; i < m; ++i)
-          for (int j = 0; j < n; ++j) {
-            const std::size_t ij = static_cast<std::size_t>(i) * n + j;
-            const double bound = gemm_order_bound(ta, tb, m, n, k, alpha, a16, b16, beta, c[ij], i, j);
-            if (std::abs(static_cast<double>(got[ij]) - ref[ij]) > bound && ++bad <= 5)
-              ADD_FAILURE() << "C[" << i << "," << j << "] = " << got[ij] << ", emulation " << ref[ij] << ", bound "
-                            << bound;
-          }
-        EXPECT_EQ(bad, 0);
-      }
+  for (const char* path : {static_cast<const char*>(nullptr), "gemmex"}) {
+    const ScopedGemmPath env(path);
+    gpu = make_cuda_backend(0, kernels::AttentionEngine::seqpar);
+    for (const auto& [m, n, k] : {std::array{33, 17, 29}, std::array{1, 130, 257}, std::array{127, 65, 1029}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << (path ? path : "default (cuBLASLt)") << " " << m << "x" << n << "x" << k
+                                            << " ta " << ta << " tb " << tb);
+          const auto a = randn(static_cast<std::size_t>(m) * k, 1), b = randn(static_cast<std::size_t>(k) * n, 2),
+                     c = randn(static_cast<std::size_t>(m) * n, 3);
+          const float alpha = 0.5f, beta = 1.25f;
+          auto ref = c;
+          emu->gemm(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, ref.data());
+          Floats da = up(a), db = up(b), dc = up(c);
+          gpu->gemm(ta, tb, m, n, k, alpha, da.data(), db.data(), beta, dc.data());
+          const std::vector<float> got = down(dc);
+          auto a16 = a, b16 = b;
+          round_to_bf16(a16.data(), static_cast<std::int64_t>(a16.size()));
+          round_to_bf16(b16.data(), static_cast<std::int64_t>(b16.size()));
+          int bad = 0;
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) {
+              const std::size_t ij = static_cast<std::size_t>(i) * n + j;
+              const double bound = gemm_order_bound(ta, tb, m, n, k, alpha, a16, b16, beta, c[ij], i, j);
+              if (std::abs(static_cast<double>(got[ij]) - ref[ij]) > bound && ++bad <= 5)
+                ADD_FAILURE() << "C[" << i << "," << j << "] = " << got[ij] << ", emulation " << ref[ij] << ", bound "
+                              << bound;
+            }
+          EXPECT_EQ(bad, 0);
+        }
+  }
+}
+
+// An unknown SEQPAR_GEMM is refused when the back end is made, naming the variable and the choices.
+TEST_F(CudaVsCpu, UnknownGemmPathIsRefused) {
+  const ScopedGemmPath env("cublasxt");
+  try {
+    make_cuda_backend(0, kernels::AttentionEngine::seqpar);
+    ADD_FAILURE() << "SEQPAR_GEMM=cublasxt was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("SEQPAR_GEMM=cublasxt"), std::string::npos) << what;
+    EXPECT_NE(what.find("gemmex"), std::string::npos) << what;
+  }
 }
 
 // bf16 words of x (rounded to nearest even): the form both back ends store bf16 activations in.

@@ -1,4 +1,4 @@
-// CUDA back end: cuBLAS GEMMs (bf16 operands, fp32 accumulation, fp32 or bf16 C), the attention
+// CUDA back end: cuBLASLt GEMMs (bf16 operands, fp32 accumulation, fp32 or bf16 C), the attention
 // engines (seqpar's flash kernels or cuDNN), LSE merge and Ulysses reshard kernels, and the layer
 // ops (kernels/layer_ops.cuh), all on one compute stream that the communicators join.
 // Mixed precision: the model stores activations and their gradients in bf16 (Ref views carry the
@@ -9,12 +9,18 @@
 // and an fp32 attention output converted back, since cuBLAS runs bf16 operands here and both
 // attention engines take bf16 only. Validation on the GPU therefore compares the sharded step's
 // error against an fp32 CPU reference with the unsharded step's (validation.hpp).
+// GEMM path: cuBLASLt (kernels::CublasLtGemm, plans cached per shape) by default; the environment
+// variable SEQPAR_GEMM=gemmex, read once when the back end is made, selects cublasGemmEx instead (to
+// compare the two while tuning; SEQPAR_GEMM=lt or unset is the default). No cuBLASLt epilogue applies
+// to this model: the Llama block has no bias, and SwiGLU joins two GEMM outputs (gate and up), which
+// no single GEMM's epilogue sees; the wrapper's bias epilogue stays ready for a model with biases.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <memory>
 #include <new>
@@ -26,6 +32,7 @@
 #include "seqpar/kernels/block_mask.hpp"
 #include "seqpar/kernels/cublas_check.hpp"
 #include "seqpar/kernels/cublas_gemm.hpp"
+#include "seqpar/kernels/cublaslt_gemm.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/kernels/flash_attention.cuh"
@@ -49,6 +56,7 @@ class CudaBackend final : public Backend {
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     SEQPAR_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
     blas_ = std::make_unique<kernels::CublasHandle>(stream_);
+    if (!gemmex_) blas_lt_ = std::make_unique<kernels::CublasLtGemm>(stream_);
     // The step allocates and frees its buffers layer by layer; cudaMalloc/cudaFree would
     // synchronise the device at every free. Stream-ordered allocation from the device's pool, kept
     // cached across synchronisations (no release threshold), reuses freed memory in stream order,
@@ -62,7 +70,8 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     for (Slot& s : scratch_) deallocate(s.p, s.bytes, s.category);
     cudaStreamSynchronize(stream_);  // the frees above are queued on it
-    blas_.reset();  // before its stream
+    blas_lt_.reset();  // before its stream (its workspace is freed with it)
+    blas_.reset();
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
   }
@@ -133,11 +142,19 @@ class CudaBackend final : public Backend {
   // GEMM operands in bf16: a bf16 view as it is, an fp32 one rounded into a grow-only slot
   // (charged to working: a step temporary, like autocast's casts). C is fp32 or bf16 (rounded once,
   // after alpha and beta); products accumulate in fp32 (CUBLAS_COMPUTE_32F, no reduced-precision
-  // split-K reductions: kernels::CublasHandle).
+  // split-K reductions: kernels::CublasHandle, kernels::CublasLtGemm). cuBLASLt by default, in place
+  // (D = C); cublasGemmEx with SEQPAR_GEMM=gemmex (file header).
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, CRef a, CRef b, float beta, Ref c) override {
     const void* a16 = as_bf16(a, std::int64_t{m} * k, kGemmA, MemCategory::working, "gemm", "A");
     const void* b16 = as_bf16(b, std::int64_t{k} * n, kGemmB, MemCategory::working, "gemm", "B");
     const cudaDataType_t c_type = act_type("gemm", {c.t}) == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    if (blas_lt_) {
+      kernels::GemmShape s;
+      s.op = "cuda gemm";  // short: no allocation per call
+      s.m = m, s.n = n, s.k = k, s.trans_a = ta, s.trans_b = tb;
+      blas_lt_->matmul(s, alpha, a16, b16, beta, c.p, c.p, c_type);
+      return;
+    }
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
     SEQPAR_CUBLAS_CHECK(cublasGemmEx(blas_->get(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                                      m, k, &alpha, b16, CUDA_R_16BF, tb ? k : n, a16, CUDA_R_16BF, ta ? m : k, &beta,
@@ -391,6 +408,15 @@ class CudaBackend final : public Backend {
     return p;
   }
   void raw_host_free(void* p) noexcept override { cudaFreeHost(p); }
+  // SEQPAR_GEMM: unset, empty or "lt" selects cuBLASLt, "gemmex" cublasGemmEx; anything else is an error.
+  static bool gemmex_selected() {
+    const char* v = std::getenv("SEQPAR_GEMM");
+    const std::string value = v ? v : "";
+    if (value.empty() || value == "lt") return false;
+    if (value == "gemmex") return true;
+    throw Error(fmt::format("SEQPAR_GEMM={}: unknown GEMM path; use lt (cuBLASLt, the default) or gemmex "
+                            "(cublasGemmEx)", value));
+  }
   static cudaEvent_t make_event() {
     cudaEvent_t e = nullptr;
     SEQPAR_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -403,6 +429,8 @@ class CudaBackend final : public Backend {
   cudaStream_t copy_stream_ = nullptr;  // checkpoint offload copies
   cudaMemPool_t pool_ = nullptr;         // the device's default pool, which raw_allocate draws from
   std::unique_ptr<kernels::CublasHandle> blas_;  // on stream_, reduced-precision reductions disallowed
+  const bool gemmex_ = gemmex_selected();          // SEQPAR_GEMM=gemmex: cublasGemmEx instead of cuBLASLt
+  std::unique_ptr<kernels::CublasLtGemm> blas_lt_;  // on stream_; null when gemmex_
   std::vector<Slot> scratch_;
 };
 
