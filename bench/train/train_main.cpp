@@ -245,6 +245,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                      {"world_size", world.size()}, {"validate", o.validate}, {"dtype", seqpar::to_string(be.act_dtype())},  // what activations are stored in
                      {"precision", o.precision},
                      {"gemm_precision", st::gemm_precision(be.precision())},
+                     {"gemm_library", be.gemm_library()},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::to_json(plan);
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,

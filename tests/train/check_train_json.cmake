@@ -62,6 +62,7 @@ endif()
 file(READ ${OUT}.validate.json doc)
 expect_eq("config;precision" "bf16")
 expect_eq("config;gemm_precision" "bf16 operands, fp32 accumulation")
+expect_eq("config;gemm_library" "reference")  # the CPU back end's loops (cuBLASLt on the GPU)
 expect_eq("config;dtype" "bf16")  # the activations' storage type, which seqpar calibrate fits by
 expect_eq("results;0;validation;passed" "ON")
 expect_eq("results;0;validation;precision" "bf16")

@@ -80,6 +80,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   std::string_view attention_engine() const override { return kernels::to_string(engine_); }
+  std::string_view gemm_library() const override { return gemmex_ ? "cublasGemmEx" : "cublasLt"; }
   bool on_gpu() const override { return true; }
   Precision precision() const override { return Precision::bf16; }
   // fp32 stays refused: TF32 GEMMs would be possible, but attention has no fp32 kernel (the flash

@@ -77,6 +77,9 @@ class Backend {
   // CPU back end has one attention, the reference; the CUDA back end runs seqpar or cudnn
   // (kernels/attention_engine.hpp).
   virtual std::string_view attention_engine() const { return "reference"; }
+  // The library the GEMMs run on, as results record it ("gemm_library"): the CPU back end's
+  // reference loops, or cuBLASLt / cublasGemmEx on the CUDA back end (SEQPAR_GEMM).
+  virtual std::string_view gemm_library() const { return "reference"; }
 
   MemoryTracker& memory() { return memory_; }
   // Where the step records its phases (timeline.hpp); nullptr (the default) records nothing.
