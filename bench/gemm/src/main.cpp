@@ -18,6 +18,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/kernels/cublas_gemm.hpp"
+#include "seqpar/kernels/cublaslt_gemm.hpp"
 #include "seqpar/kernels/fill.cuh"
 #include "seqpar/sim/presets.hpp"
 
@@ -33,6 +34,7 @@ struct Options {
   std::string model = "llama3-8b";
   std::string tokens = "256,512,1K,2K,4K,8K,16K,32K,64K";
   std::string passes = "fwd,dx,dw";
+  std::string library = "lt";  // lt: cuBLASLt, what seqpar-train's GEMMs run on; gemmex: cublasGemmEx
   TimingOptions timing;
   std::string json_path;
 };
@@ -72,13 +74,27 @@ std::vector<GemmShape> selected_shapes(const Options& opt) {
   return shapes;
 }
 
-void register_all(const std::vector<GemmShape>& shapes, const std::shared_ptr<CublasHandle>& handle,
+// The GEMM path timed: cuBLASLt (the training step's default) or cublasGemmEx (SEQPAR_GEMM=gemmex there).
+struct Gemms {
+  std::shared_ptr<CublasHandle> gemmex;
+  std::shared_ptr<kernels::CublasLtGemm> lt;
+  void run(const GemmShape& s, const void* a, const void* b, void* c) const {
+    if (lt)
+      lt->matmul(s, 1.f, a, b, 0.f, nullptr, c, CUDA_R_16BF);
+    else
+      gemm_bf16(*gemmex, s, a, b, c);
+  }
+  const char* library() const { return lt ? "cublasLt" : "cublasGemmEx"; }
+};
+
+void register_all(const std::vector<GemmShape>& shapes, const std::shared_ptr<Gemms>& handle,
                   const TimingOptions& timing, Recorder& rec) {
   for (const GemmShape& s : shapes) {
     nlohmann::json fields = {{"op", "gemm"},          {"gemm", s.op},          {"m", s.m},
                              {"n", s.n},              {"k", s.k},              {"dtype", "bf16"},
                              {"accumulate", "fp32"},  {"trans_a", s.trans_a},  {"trans_b", s.trans_b},
-                             {"backend", "cublas"},   {"flops", s.flops()}};
+                             {"backend", "cublas"},   {"library", handle->library()},
+                             {"flops", s.flops()}};
     if (s.tokens > 0) fields["tokens"] = s.tokens;
     auto setup = [s, handle, fields]() {
       auto sets = std::make_shared<std::vector<std::unique_ptr<GemmBuffers>>>();
@@ -90,7 +106,7 @@ void register_all(const std::vector<GemmShape>& shapes, const std::shared_ptr<Cu
       f["rotated_copies"] = copies;
       Recorder::Launch launch = [s, handle, sets](int rep) {
         const GemmBuffers& b = *(*sets)[static_cast<std::size_t>(rep) % sets->size()];
-        gemm_bf16(*handle, s, b.a.get(), b.b.get(), b.c.get());
+        handle->run(s, b.a.get(), b.b.get(), b.c.get());
       };
       return Recorder::Prepared{launch, f};
     };
@@ -114,12 +130,21 @@ int run(int argc, char** argv) {
   app.add_option("--tokens", opt.tokens, "Comma-separated token counts of the layer GEMMs: m of fwd and dx, k of dw (K = 1024)")
       ->capture_default_str();
   app.add_option("--passes", opt.passes, "Comma-separated layer GEMM passes: fwd, dx, dw")->capture_default_str();
+  app.add_option("--library", opt.library,
+                 "lt: cuBLASLt (what seqpar-train's GEMMs run on); gemmex: cublasGemmEx (its SEQPAR_GEMM=gemmex)")
+      ->capture_default_str();
   add_harness_options(app, opt.timing, opt.json_path);
   if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
   // Shapes are checked before the device so bad input is reported the same with or without a GPU.
   const std::vector<GemmShape> shapes = selected_shapes(opt);
+  if (opt.library != "lt" && opt.library != "gemmex")
+    throw Error(fmt::format("--library '{}': must be lt (cuBLASLt) or gemmex (cublasGemmEx)", opt.library));
   if (!device_or_explain("seqpar-bench-gemm")) return 2;
-  auto handle = std::make_shared<CublasHandle>();
+  auto handle = std::make_shared<Gemms>();
+  if (opt.library == "lt")
+    handle->lt = std::make_shared<kernels::CublasLtGemm>();
+  else
+    handle->gemmex = std::make_shared<CublasHandle>();
   Recorder rec(gpu_timers());
   register_all(shapes, handle, opt.timing, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
@@ -131,7 +156,7 @@ int run(int argc, char** argv) {
                                    {"passes", opt.passes},
                                    {"dtype", "bf16"},
                                    {"accumulate", "fp32"},
-                                   {"library", "cublasGemmEx"},
+                                   {"library", handle->library()},
                                    {"reduced_precision_reduction", false},
                                    {"warmup", opt.timing.warmup},
                                    {"iterations", opt.timing.iterations},
