@@ -5,7 +5,8 @@
 # the predicted maximum length), then a short table printed last. Everything it writes goes into one
 # archive under $OUT (the device tool brings back at most 8 files).
 # Usage (on the GPU machine, from the repository root):
-#   scripts/device/measure.sh [check|attention|layer|train|fidelity|all] [CARRY_DIR]   (default: all build-device/carry)
+#   scripts/device/measure.sh [check|attention|layer|train|maxlen|fidelity|all] [CARRY_DIR]
+#   (default: all build-device/carry)
 # Each phase fits in one 10-minute device call; `all` does not: run the phases one call each.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -94,6 +95,9 @@ if [[ $phase == train || $phase == all ]]; then
         --checkpoint "$ck" --warmup 1 --iters 3 -J "$work/torch_${len}_$ck.json"
     done
   done
+fi
+
+if [[ $phase == maxlen || $phase == all ]]; then
   # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
   # feature, and a step at it.
   python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" \
