@@ -234,6 +234,13 @@ TEST(CpuBf16Views, RefusesOtherTypesAndMixedReshardsNamingTheOp) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("swiglu_forward: an activation view of type i32"), std::string::npos) << e.what();
   }
+  try {
+    upload(*be, out.data(), 8, DType::i32, MemCategory::working);
+    ADD_FAILURE() << "an i32 upload was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("upload: an activation view of type i32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(download(*be, CRef(ints.data(), DType::i32), 8), Error);
   Tensor in16(*be, 8, DType::bf16, MemCategory::working);
   try {
     be->ulysses_pack(2, 1, 2, 2, 2, in16.cref(), out.data());

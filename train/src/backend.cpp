@@ -73,31 +73,34 @@ void Tensor::reset() noexcept {
   n_ = 0;
 }
 
+void check_activation_type(DType t, const char* op) {
+  if (t != DType::fp32 && t != DType::bf16)
+    throw Error(fmt::format("{}: an activation view of type {}: activations are fp32 or bf16", op, to_string(t)));
+}
+
 Tensor upload(Backend& be, const float* host, std::int64_t count, DType t, MemCategory c) {
+  check_activation_type(t, "upload");
   Tensor out(be, count, t, c);
   if (t == DType::fp32) {
     be.copy_from_host(out.data(), host, out.bytes());
-  } else if (t == DType::bf16) {
-    std::vector<std::uint16_t> words(static_cast<std::size_t>(count));
-    for (std::size_t i = 0; i < words.size(); ++i) words[i] = float_to_bf16(host[i]);
-    be.copy_from_host(out.data(), words.data(), out.bytes());
-  } else {
-    throw Error(fmt::format("upload: type {}: activations are fp32 or bf16", to_string(t)));
+    return out;
   }
+  std::vector<std::uint16_t> words(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = float_to_bf16(host[i]);
+  be.copy_from_host(out.data(), words.data(), out.bytes());
   return out;
 }
 
 std::vector<float> download(Backend& be, CRef src, std::int64_t count) {
+  check_activation_type(src.t, "download");
   std::vector<float> out(static_cast<std::size_t>(count));
   if (src.t == DType::fp32) {
     be.copy_to_host(out.data(), src.p, out.size() * sizeof(float));
-  } else if (src.t == DType::bf16) {
-    std::vector<std::uint16_t> words(out.size());
-    be.copy_to_host(words.data(), src.p, words.size() * sizeof(std::uint16_t));
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(words[i]);
-  } else {
-    throw Error(fmt::format("download: type {}: activations are fp32 or bf16", to_string(src.t)));
+    return out;
   }
+  std::vector<std::uint16_t> words(out.size());
+  be.copy_to_host(words.data(), src.p, words.size() * sizeof(std::uint16_t));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_float(words[i]);
   return out;
 }
 

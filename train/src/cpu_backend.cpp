@@ -22,11 +22,6 @@
 namespace seqpar::train {
 namespace {
 
-void check_activation_type(DType t, const char* op) {
-  if (t != DType::fp32 && t != DType::bf16)
-    throw Error(fmt::format("{}: an activation view of type {}: activations are fp32 or bf16", op, to_string(t)));
-}
-
 // An input view as fp32 values: an fp32 view's own memory, or a bf16 view widened into a copy
 // (rounded to bf16 first when `round` asks for bf16 operands and the view is fp32).
 class In {

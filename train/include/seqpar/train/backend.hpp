@@ -264,6 +264,9 @@ class Array {
 using Floats = Array<float>;
 using Ints = Array<int>;
 
+// Activations are fp32 or bf16: anything else throws seqpar::Error naming `op` and the type.
+void check_activation_type(DType t, const char* op);
+
 // A device buffer of type t holding the host values (rounded to bf16 on the host when t is bf16),
 // and the way back (widened to fp32): for inputs and results of activation type.
 Tensor upload(Backend& be, const float* host, std::int64_t count, DType t, MemCategory c);
