@@ -98,7 +98,7 @@ def test_print_launcher_writes_commands_for_a_batch_system(tmp_path):
     r = run(spec, tmp_path / "out", "--launcher", "print")
     assert r.returncode == 0
     lines = (tmp_path / "out" / "commands.sh").read_text().splitlines()
-    assert len([line for line in lines if not line.startswith("#")]) == 6
+    assert len([line for line in lines if line.startswith("launch 1 ")]) == 6
     assert not (tmp_path / "out" / "state.json").exists()
 
 
@@ -172,3 +172,73 @@ def test_duplicate_grid_values_are_refused(tmp_path, grid, message):
     assert r.returncode == 2
     assert message in r.stderr and "Traceback" not in r.stderr
     assert not invocations(log)  # refused before anything ran
+
+
+def test_print_launcher_writes_multi_rank_points_with_their_ranks(tmp_path):
+    # The batch-system mode: each line carries the ranks its point needs, and the script runs as written.
+    spec = write_spec(tmp_path, grid={"--sp": [2, 4]}, ranks="--sp")
+    r = run(spec, tmp_path / "out", "--launcher", "print")
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / "out" / "commands.sh"
+    lines = [line for line in script.read_text().splitlines() if line.startswith("launch ")]
+    assert [line.split()[:2] for line in lines] == [["launch", "2"], ["launch", "4"]]
+    assert all(FAKE in line and "--sp" in line for line in lines)
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, SEQPAR_LAUNCH="echo"))
+    assert ran.returncode == 0, ran.stderr
+    assert [line.split()[:2] for line in ran.stdout.splitlines()] == [["2", FAKE], ["4", FAKE]]
+
+
+def test_out_naming_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "results.json"
+    target.write_text("{}")
+    r = run(write_spec(tmp_path), target, "--launcher", "local")
+    assert r.returncode == 2
+    assert f"--out {target}: exists and is not a directory" in r.stderr and "Traceback" not in r.stderr
+    r = run(write_spec(tmp_path), "", "--launcher", "local")
+    assert r.returncode == 2 and "--out: empty" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"grid": {"--seq-len": [[1024, 2048]]}}, "grid['--seq-len'] has [1024, 2048]: a grid value must be a number"),
+    ({"grid": {"--seq-len": [{"v": 1}]}}, "grid['--seq-len'] has {\"v\": 1}: a grid value must be a number"),
+    ({"grid": {"--seq-len": [float("nan")]}}, "grid['--seq-len'] has nan, not a finite number"),
+    ({"grid": {"": [1]}}, "grid has an empty option name"),
+    ({"args": ["--dtype", ["bf16"]]}, "field 'args' must be a list of strings"),
+    ({"json_flag": 7}, "field 'json_flag' must be a non-empty string"),
+    ({"ranks": True}, "field 'ranks' must be a positive integer"),
+    ({"grid": {"--sp": [2.5]}, "ranks": "--sp"}, "ranks: grid value 2.5 of '--sp' is not a whole number"),
+    ({"grid": {"--sp": [True]}, "ranks": "--sp"}, "ranks: grid value true of '--sp' is not a whole number"),
+])
+def test_values_without_a_command_line_spelling_are_refused(tmp_path, extra, message):
+    spec, log = write_spec(tmp_path, **extra), tmp_path / "log"
+    r = run(spec, tmp_path / "out", "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert not invocations(log)
+
+
+def test_progress_line_on_a_terminal_only(tmp_path):
+    import pty
+    spec = write_spec(tmp_path)
+    piped = run(spec, tmp_path / "piped", "--launcher", "local")
+    assert piped.returncode == 0 and "left" not in piped.stdout + piped.stderr
+    # On a terminal (a pseudo-terminal here) the same sweep says what is done, what is left and how long.
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, SWEEP, str(spec), "--out", str(tmp_path / "tty"), "--launcher", "local"],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    lines = text.decode().replace("\r", "").splitlines()
+    assert any(line.startswith("sweep.py: 1/6 done, 5 left, about ") and line.endswith(" to go") for line in lines), lines
+    assert any(line.startswith("sweep.py: 6/6 done, 0 left, took ") for line in lines), lines
