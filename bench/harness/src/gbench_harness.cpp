@@ -52,11 +52,20 @@ void Recorder::add(const std::string& name, Setup setup, Rates rates, const Timi
       entry.error = e.what();
       state.SkipWithError(e.what());
     }
+    count_finished(entry);
   };
   benchmark::RegisterBenchmark(name.c_str(), body)
       ->UseManualTime()
       ->Iterations(timing.iterations)
       ->Unit(benchmark::kMillisecond);
+}
+
+void Recorder::count_finished(Entry& entry) {
+  if (entry.ran) return;  // a repetition (--benchmark_repetitions) of a benchmark counted already
+  entry.ran = true;
+  // Counted against every registered benchmark: a --benchmark_filter run ends before the total.
+  if (!progress_) progress_ = std::make_unique<Progress>("benchmarks", static_cast<std::int64_t>(entries_.size()));
+  progress_->update(++finished_);
 }
 
 nlohmann::json Recorder::results() const {
