@@ -3,7 +3,9 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/step_trace.hpp"
@@ -74,14 +76,16 @@ void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("simulate", "One plan -> time breakdown, throughput, memory breakdown, fits or not");
   add_common(cmd, o->common);
-  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str()->transform(at_most("gpus", sim::limits::kMaxGpus));
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);
-  cmd->add_option("--trace", o->trace,
-                  "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
-  cmd->callback([o] {
+  CLI::Option* trace = cmd->add_option(
+      "--trace", o->trace, "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
+  cmd->callback([o, trace] {
     guarded(o->common.json, "seqpar simulate", [&] {
+      if (trace->count() > 0 && o->trace.empty())
+        throw Error("trace: empty file name; give the path of the Chrome trace file to write");
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common);
       const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);

@@ -224,8 +224,11 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--sp", o->sps, "SP degrees, comma-separated (default: every divisor of each GPU count)");
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
   cmd->add_option("--ulysses-degree", o->ulysses_degree,
-                  "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method");
-  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
+                  "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
+  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")
+      ->capture_default_str()
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);

@@ -29,12 +29,29 @@ void add_attention_kernel(CLI::App* app, std::string& kernel) {
                   "(default: the preset's; `seqpar presets` shows each GPU's)");
 }
 
+CLI::Validator at_most(const char* field, std::int64_t max) {
+  return CLI::Validator(
+      [field, max](std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        // Empty, negative and zero values are for CLI11 and the plan rules, which name them.
+        if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos)
+          return std::string();
+        text = std::to_string(parse_count(text, field, max));
+        return std::string();
+      },
+      "");
+}
+
 void add_search(CLI::App* app, SearchOptions& o) {
-  app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str();
+  app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str()->transform(at_most("gpus", sim::limits::kMaxGpus));
   app->add_option("--method", o.method, "Only this method (default: all)");
-  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)");
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)");
-  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)")
+      ->transform(at_most("sp", sim::limits::kMaxGpus));
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")
+      ->capture_default_str()
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
 }
 
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
@@ -50,13 +67,18 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
 
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, "ulysses | ring | ring-zigzag | hybrid")->capture_default_str();
-  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)");
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
-  app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");
+  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)")
+      ->transform(at_most("sp", sim::limits::kMaxGpus));
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
+  app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")
+      ->transform(at_most("ring_degree", sim::limits::kMaxGpus));
   app->add_option("--placement", o.placement,
                   "ulysses-inner (Ulysses groups inside nodes, rings across) | ring-inner (the reverse)")
       ->capture_default_str();
-  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")
+      ->capture_default_str()
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
 }
 
 void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m); }
@@ -72,7 +94,7 @@ seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std
 }
 
 std::int64_t parse_seq_len(const std::string& text, const char* field) {
-  const std::int64_t n = parse_count(text, field);
+  const std::int64_t n = parse_count(text, field, sim::limits::kMaxSeqLen);
   require_range(field, n, 1, sim::limits::kMaxSeqLen);
   return n;
 }
