@@ -132,7 +132,8 @@ json method_comparison(const json& points) {
           {{"method", method}, {"fits", ok}, {"plan", (*p)["plan"]}, {"plan_label", (*p)["plan_label"]},
            {"tokens_per_s_per_gpu", ok ? (*p)["tokens_per_s_per_gpu"] : json(nullptr)},
            {"relative", ok ? json(num(*p, "tokens_per_s_per_gpu") / num(*best, "tokens_per_s_per_gpu")) : json(nullptr)},
-           {"peak_memory_bytes", (*p)["peak_memory_bytes"]}, {"memory_capacity_bytes", (*p)["memory_capacity_bytes"]}});
+           {"peak_memory_bytes", (*p)["peak_memory_bytes"]}, {"memory_capacity_bytes", (*p)["memory_capacity_bytes"]},
+           {"source", (*p)["source"]}});
     }
     cell["answer"] = answer(cell);
     out.push_back(cell);

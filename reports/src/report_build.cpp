@@ -303,7 +303,7 @@ void add_method_figures(const json& cells, json& figs) {
     const std::string where = fmt::format("{} on {}", model, system);
     std::set<std::string> srcs;
     for (const auto& c : group)
-      if (c["best"].is_object()) srcs.insert(c["best"]["source"].get<std::string>());
+      for (const auto& m : c["methods"]) srcs.insert(m["source"].get<std::string>());
     std::string sources;
     for (const auto& id : srcs) sources += (sources.empty() ? "" : ", ") + id;
     json rel = method_panels(group, [](const json& m) { return m["relative"]; });
@@ -338,8 +338,8 @@ void add_method_figures(const json& cells, json& figs) {
                 {"panels", mem},
                 {"caption", fmt::format("{}: peak memory per GPU of each method's fastest plan that fits or, where none "
                                         "fits, of its leanest plan, against the device capacity ({}); a line crossing the "
-                                        "capacity is where the method stops fitting. Modelled by the simulator.",
-                                        where, fmt_gib(cap))}});
+                                        "capacity is where the method stops fitting. Modelled by the simulator. "
+                                        "Sources: {}.", where, fmt_gib(cap), sources.empty() ? "-" : sources)}});
     figs.push_back(fig);
   }
 }

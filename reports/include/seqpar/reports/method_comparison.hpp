@@ -16,7 +16,8 @@ namespace seqpar::reports {
 //                "fits",                         // a plan of this method fits
 //                "plan", "plan_label",           // its fastest fitting plan, else its leanest valid one
 //                "tokens_per_s_per_gpu", "relative",   // null when none fits; relative = rate / best rate
-//                "peak_memory_bytes", "memory_capacity_bytes"}],   // of that plan
+//                "peak_memory_bytes", "memory_capacity_bytes",     // of that plan
+//                "source"}],                                     // its source id (S1, ...)
 //   "answer": "128K on 64 GPUs: Ulysses 8 x DP 8, selective checkpointing, 1.00; ring-zigzag 8: 0.93; ..."}]
 nlohmann::json method_comparison(const nlohmann::json& points);
 
