@@ -225,8 +225,18 @@ std::string describe_structure(const Plan& p) {
   return fmt::format("{} sp={}", to_string(p.method), p.sp);
 }
 
-std::string describe_structure(const nlohmann::json& plan) {
-  // Only the fields the label shows: a plan object cut down to its structure labels the same.
+std::string describe_in_words(const Plan& p) {
+  if (p.sp == 1) return "no SP";
+  if (p.method == Method::hybrid)
+    return fmt::format("hybrid {}x{}{}", p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
+  return fmt::format("{} {}", p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
+}
+
+namespace {
+// Only the fields a label shows: a plan object cut down to its structure labels the same. One that
+// does not parse is labelled by its "method" string alone (or "?"), so a report still shows the row.
+std::string describe_json(const nlohmann::json& plan, std::string (*describe)(const Plan&)) {
   try {
     if (!plan.is_object()) throw Error("plan: expected a JSON object");
     Plan p;
@@ -235,11 +245,19 @@ std::string describe_structure(const nlohmann::json& plan) {
     p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
     p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));
-    return describe_structure(p);
+    return describe(p);
   } catch (const Error&) {
     auto it = plan.is_object() ? plan.find("method") : plan.end();
     return it != plan.end() && it->is_string() ? it->get<std::string>() : std::string("?");
   }
+}
+}  // namespace
+
+std::string describe_structure(const nlohmann::json& plan) {
+  return describe_json(plan, [](const Plan& p) { return describe_structure(p); });
+}
+std::string describe_in_words(const nlohmann::json& plan) {
+  return describe_json(plan, [](const Plan& p) { return describe_in_words(p); });
 }
 
 std::string describe(const Plan& p) {

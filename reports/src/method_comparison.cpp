@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "seqpar/core/parse.hpp"
+#include "seqpar/core/plan.hpp"
 #include "seqpar/reports/report_data.hpp"
 
 namespace seqpar::reports {
@@ -63,33 +64,24 @@ std::string answer(const json& cell) {
       if (m["peak_memory_bytes"].is_number() && (!leanest || num(m, "peak_memory_bytes") < num(*leanest, "peak_memory_bytes")))
         leanest = &m;
     if (!leanest) return out + "no plan is valid";
-    return out + fmt::format("no plan fits (the leanest, {}, needs {} of {} GiB per GPU)", answer_structure((*leanest)["plan"]),
+    return out + fmt::format("no plan fits (the leanest, {}, needs {} of {} GiB per GPU)", describe_in_words((*leanest)["plan"]),
                              gib(num(*leanest, "peak_memory_bytes")), gib(num(*leanest, "memory_capacity_bytes")));
   }
   const json& best = cell["best"];
   const json& plan = best["plan"];
   const std::int64_t dp = whole(plan, "gpus") / std::max<std::int64_t>(1, whole(plan, "sp"));
   if (best["method"] == "no SP") out += fmt::format("DP {} only (no SP)", dp);
-  else out += answer_structure(plan) + (dp > 1 ? fmt::format(" x DP {}", dp) : "");
+  else out += describe_in_words(plan) + (dp > 1 ? fmt::format(" x DP {}", dp) : "");
   out += ", " + memory_words(plan) + ", 1.00";
   for (const auto& m : methods) {
     if (m["method"] == best["method"]) continue;
-    out += "; " + (m["fits"].get<bool>() ? fmt::format("{}: {:.2f}", answer_structure(m["plan"]), num(m, "relative"))
+    out += "; " + (m["fits"].get<bool>() ? fmt::format("{}: {:.2f}", describe_in_words(m["plan"]), num(m, "relative"))
                                           : fmt::format("{}: does not fit", text(m, "method")));
   }
   return out;
 }
 
 }  // namespace
-
-std::string answer_structure(const json& plan) {
-  const std::string method = method_of(plan);
-  if (method == "no SP") return "no SP";
-  if (method == "hybrid")
-    return fmt::format("hybrid {}x{}{}", whole(plan, "ulysses_degree"), whole(plan, "ring_degree"),
-                       text(plan, "placement") == "ring-inner" ? " ring-inner" : "");
-  return fmt::format("{} {}", method == "ulysses" ? "Ulysses" : method, whole(plan, "sp"));
-}
 
 json method_comparison(const json& points) {
   using Key = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;  // system, model, gpus, length

@@ -21,7 +21,4 @@ namespace seqpar::reports {
 //   "answer": "128K on 64 GPUs: Ulysses 8 x DP 8, selective checkpointing, 1.00; ring-zigzag 8: 0.93; ..."}]
 nlohmann::json method_comparison(const nlohmann::json& points);
 
-// "Ulysses 8", "ring-zigzag 8", "hybrid 4x2", "no SP": a plan's method and degrees in the answer's words.
-std::string answer_structure(const nlohmann::json& plan);
-
 }  // namespace seqpar::reports
