@@ -188,9 +188,13 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
           return x.system == s.name && x.gpus == gp && x.seq_len == n;
         });
         const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
+        // No best: some plan is valid but none fits, or (a constraint such as --sp 3 on 8 GPUs) none is valid.
+        const bool any_valid = std::any_of(sw.points.begin(), sw.points.end(), [&](const sim::SweepPoint& pt) {
+          return pt.system == s.name && pt.gpus == gp && pt.seq_len == n && pt.result.valid;
+        });
         row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", seqpar::describe_structure(w->plan), to_string(w->plan.mem.checkpoint),
                                       w->tokens_per_s_per_gpu)
-                        : "does not fit");
+                        : any_valid ? "does not fit" : "no valid plan");
       }
       t.add(row);
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -101,6 +102,10 @@ nlohmann::json parse_json(std::string_view text, std::string_view where) {
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  // A directory opens as a stream that reads nothing: "unexpected end of input" would hide the mistake.
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("{}: is a directory, not a JSON file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
   std::stringstream ss;

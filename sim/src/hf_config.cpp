@@ -184,6 +184,10 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   }
   const std::int64_t hidden = p["hidden"]["value"].get<std::int64_t>();
   const std::int64_t heads = p["heads"]["value"].get<std::int64_t>();
+  // Checked again on the preset; here the message names the config's own keys.
+  if (const std::int64_t kv = p["kv_heads"]["value"].get<std::int64_t>(); heads % kv != 0)
+    throw Error(fmt::format("{}: {} {} is not a multiple of num_key_value_heads {} (grouped-query attention shares "
+                            "each KV head among a whole number of query heads)", file, k_heads, heads, kv));
   if (present(doc, "head_dim")) {
     p["head_dim"] = size_figure(doc, "head_dim", file, limits::kMaxHeadDim);
   } else {

@@ -84,6 +84,14 @@ std::string text(const json& j, const char* key, std::string_view what, const ch
   return it->get<std::string>();
 }
 
+// A preset's name labels every table and keys every sweep point: it cannot be empty.
+std::string name_of(const json& j, std::string_view what) {
+  std::string name = text(j, "name", what);
+  if (name.find_first_not_of(" \t") == std::string::npos)
+    throw Error(fmt::format("{}: field 'name' is empty; give the preset a name", what));
+  return name;
+}
+
 bool looks_like_path(std::string_view s) {
   return s.find('/') != s.npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
 }
@@ -164,7 +172,7 @@ const std::vector<PresetEntry>& builtin_presets() {
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Gpu g;
-  g.name = text(j, "name", what);
+  g.name = name_of(j, what);
   g.memory_bytes = figure(j, "memory_gib", what, kMemoryGiB) * kGiB;
   g.bf16_flops = figure(j, "bf16_tflops", what, kRate) * 1e12;
   g.hbm_bytes_per_s = figure(j, "hbm_gbps", what, kRate) * 1e9;
@@ -190,7 +198,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
 System system_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   System s;
-  s.name = text(j, "name", what);
+  s.name = name_of(j, what);
   auto gi = j.find("gpu");
   if (gi == j.end()) throw Error(fmt::format("{}: missing field 'gpu'", what));
   if (gi->is_string()) s.gpu = load_gpu(gi->get<std::string>());
@@ -212,7 +220,7 @@ System system_from_json(const json& j, std::string_view what) {
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Model m;
-  m.name = text(j, "name", what);
+  m.name = name_of(j, what);
   m.layers = count(j, "layers", what, limits::kMaxLayers);
   m.hidden = count(j, "hidden", what, limits::kMaxHidden);
   m.heads = count(j, "heads", what, limits::kMaxHeads);

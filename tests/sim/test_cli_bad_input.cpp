@@ -202,6 +202,27 @@ TEST_F(CliBadInput, TraceAndPlacementAreRefusedWhereTheyWouldDoNothing) {
   EXPECT_EQ(seqpar("simulate --seq-len 64K --gpus 16 --method hybrid --ulysses-degree 4 --placement ring-inner").code, 0);
 }
 
+// Found by trying more bad inputs in the same spirit.
+TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
+  // A directory read as JSON said "unexpected end of input".
+  expect_exit("simulate --seq-len 64K --model " + dir_.string(), 2, dir_.string() + ": is a directory, not a JSON file");
+  // --top -1 printed an empty table and "(N more ...)".
+  expect_exit("advise --seq-len 64K --top -1", 2, "top: -1 must be at least 0");
+  // An empty preset name printed "llama3-8b on  (8 GPUs ...)".
+  json sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["name"] = "";
+  expect_exit("simulate --seq-len 64K --system " + write("noname.json", sys.dump()), 2, "field 'name' is empty");
+  // A config's grouped-query mismatch named the preset's fields (heads, kv_heads), not the config's.
+  const CliRun r = expect_exit("simulate --seq-len 64K --model " + hf_config("num_key_value_heads", "5"), 2,
+                               "num_attention_heads 32 is not a multiple of num_key_value_heads 5");
+  EXPECT_EQ(r.err.find("kv_heads 5"), std::string::npos) << r.err;
+  // A sweep cell whose plans all break a rule said "does not fit".
+  const CliRun sw = seqpar("sweep --seq-len 32K --gpus 8 --sp 3 --out " + (dir_ / "sp3").string());
+  EXPECT_EQ(sw.code, 0) << sw.err;
+  EXPECT_NE(sw.out.find("no valid plan"), std::string::npos) << sw.out;
+  EXPECT_EQ(sw.out.find("does not fit"), std::string::npos) << sw.out;
+}
+
 TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {
   const CliRun r = seqpar("maxlen --gpus 8 --json");
   ASSERT_EQ(r.code, 0) << r.err;
