@@ -41,7 +41,12 @@ std::string flag_value(const nb::handle& v, const std::string& key, bool in_list
   if (nb::isinstance<nb::bool_>(v))
     throw PyError(key + ": takes a value, not " + std::string(nb::cast<bool>(v) ? "True" : "False") +
                   " (True/False are for on/off flags such as tiled_mlp)");
-  return without_nul(nb::cast<std::string>(nb::str(v)), key);
+  // str() of a dict or bytes would pass "{'a': 1}" or "b'64K'" on as if the user had typed it.
+  if (!nb::isinstance<nb::str>(v) && !nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::float_>(v) &&
+      !nb::hasattr(v, "__fspath__"))
+    throw PyError(key + ": a " + nb::cast<std::string>(nb::str(v.type().attr("__name__"))) +
+                  " has no command-line spelling; give a string, a number, a path or a list of them");
+  return without_nul(nb::cast<std::string>(nb::str(nb::hasattr(v, "__fspath__") ? v.attr("__fspath__")() : v)), key);
 }
 
 nb::object run_command(const char* command, const nb::kwargs& kwargs) {

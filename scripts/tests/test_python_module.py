@@ -109,6 +109,8 @@ def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
     (dict(gpus=[[8]]), "gpus: a list inside a list"),
     (dict(tiled_mlp=1), "tiled_mlp: an on/off flag; give True or False"),
     (dict(gpus=2**40), "gpus: 1099511627776 is above the limit of 1048576"),
+    (dict(model={"name": "x"}), "model: a dict has no command-line spelling"),
+    (dict(seq_len=b"64K"), "seq_len: a bytes has no command-line spelling"),
     (dict(no_such_flag=True), "--no-such-flag"),
 ])
 def test_bad_keyword_arguments_raise_seqpar_error(seqpar, kwargs, message):
@@ -117,6 +119,12 @@ def test_bad_keyword_arguments_raise_seqpar_error(seqpar, kwargs, message):
     with pytest.raises(seqpar.Error) as e:
         seqpar.simulate(**args)
     assert message in str(e.value)
+
+
+def test_a_path_object_is_a_path(seqpar, tmp_path):
+    import pathlib
+    out = seqpar.sweep(seq_len=["32K"], method="ulysses", out=pathlib.Path(tmp_path) / "grid")
+    assert (tmp_path / "grid" / "sweep.json").exists() and out["best"]
 
 
 def test_flags_take_booleans_and_values_take_values(seqpar):
