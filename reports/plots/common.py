@@ -1,5 +1,6 @@
 """Shared helpers of the report plots: a headless matplotlib, one style, and saving a figure."""
 import json
+import struct
 
 import matplotlib
 
@@ -46,6 +47,23 @@ def axes_metadata(fig):
                        "ylim": [float(v) for v in ax.get_ylim()], "references": refs,
                        "series": [line.get_label() for line in ax.lines if line.get_gid() != REFERENCE]})
     return panels
+
+
+def read_axes(path):
+    """The panels axes_metadata recorded in the PNG at `path` (its "seqpar-axes" tEXt chunk), or None."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path}: not a PNG")
+    pos = 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"tEXt":
+            key, _, text = data[pos + 8:pos + 8 + length].partition(b"\0")
+            if key == b"seqpar-axes":
+                return json.loads(text.decode("latin-1"))
+        pos += 12 + length
+    return None
 
 
 def save(fig, title, path):

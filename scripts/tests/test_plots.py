@@ -19,6 +19,7 @@ FIXTURE = os.path.join(HERE, "fixtures", "report-figures.json")
 sys.path.insert(0, PLOTS)
 
 import render  # noqa: E402
+from common import read_axes  # noqa: E402
 
 
 def png_size(path):
@@ -126,20 +127,6 @@ def test_malformed_data_file_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "bad.json" in r.stderr and "Traceback" not in r.stderr
 
 
-def png_text(path):
-    """The PNG's tEXt chunks as {keyword: text}."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out, pos = {}, 8
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        if kind == b"tEXt":
-            key, _, text = data[pos + 8:pos + 8 + length].partition(b"\0")
-            out[key.decode("latin-1")] = text.decode("latin-1")
-        pos += 12 + length
-    return out
-
-
 @pytest.mark.parametrize("spec", [f for f in load_fixture()["figures"] if f["type"] in ("lines", "stacked_bars")],
                          ids=lambda f: f["file"])
 def test_drawn_axes_follow_the_spec(tmp_path, spec):
@@ -147,7 +134,7 @@ def test_drawn_axes_follow_the_spec(tmp_path, spec):
     # the scale of each axis, the reference line (the best plan at 1.0, the device capacity), the lines.
     path = tmp_path / spec["file"]
     render.DRAW[spec["type"]](spec, str(path))
-    axes = json.loads(png_text(path)["seqpar-axes"])
+    axes = read_axes(path)
     scale = {"log2": "log", "linear": "linear", None: "linear"}
     if spec["type"] == "lines":
         assert [a["title"] for a in axes] == [p["title"] for p in spec["panels"]]

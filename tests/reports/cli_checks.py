@@ -5,13 +5,14 @@ feeding `report`. Usage: cli_checks.py SEQPAR_REPORTS_CLI SOURCE_DIR"""
 import json
 import os
 import random
-import struct
 import subprocess
 import sys
 import tempfile
 
 CLI, SRC = sys.argv[1], sys.argv[2]
 FIX = os.path.join(SRC, "tests", "reports", "fixtures")
+sys.path.insert(0, os.path.join(SRC, "reports", "plots"))
+from common import read_axes  # noqa: E402  the drawn axes a report PNG records
 failures = []
 
 
@@ -29,21 +30,6 @@ def measurement(results):
             "kind": "measurement", "program": "seqpar-bench-attention", "mode": "single-rank-proxy", "device": "gpu",
             "environment": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}, "config": {},
             "results": [{"name": n, "time_s": sorted(s)[len(s) // 2], "samples_s": s} for n, s in results]}
-
-
-def png_text(path):
-    """The tEXt chunks of a PNG as {keyword: text}."""
-    with open(path, "rb") as f:
-        data = f.read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
-    out, pos = {}, 8
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        if kind == b"tEXt":
-            key, _, text = data[pos + 8:pos + 8 + length].partition(b"\0")
-            out[key.decode("latin-1")] = text.decode("latin-1")
-        pos += 12 + length
-    return out
 
 
 def noisy(mean, rel, n, rng):
@@ -140,12 +126,12 @@ with tempfile.TemporaryDirectory() as tmp:
               and mem["xscale"] == "log2", f"{mem_file}: spec with the capacity line and a log2 length axis")
         for f, ref in ((rel_file, 1.0), (mem_file, mem["hline"]["y"] if mem else None)):
             path = os.path.join(answers_dir, f)
-            axes = json.loads(png_text(path).get("seqpar-axes", "[]")) if os.path.exists(path) else []
+            axes = (read_axes(path) or []) if os.path.exists(path) else []
             check(len(axes) == 2 and all(a["xscale"] == "log" and [x["value"] for x in a["references"]] == [ref]
                                          and a["series"] for a in axes),
                   f"{f}: drawn with a log length axis and the reference line at {ref} on each GPU count's panel: {axes}")
         mem_path = os.path.join(answers_dir, mem_file)
-        mem_axes = json.loads(png_text(mem_path).get("seqpar-axes", "[]")) if os.path.exists(mem_path) else []
+        mem_axes = (read_axes(mem_path) or []) if os.path.exists(mem_path) else []
         check(mem_axes and all(a["yscale"] == "log" for a in mem_axes), f"{mem_file}: memory on a log scale: {mem_axes}")
         for g in (8, 16):
             check(os.path.exists(os.path.join(answers_dir, f"throughput-{system}-llama3-8b-g{g}.png")),
