@@ -73,6 +73,17 @@ def check_grid_value(path, opt, v):
                     "true, false or null")
 
 
+def refuse_nul(path, value, where):
+    """No argument can hold a NUL character: the launch would fail with a traceback."""
+    if isinstance(value, str) and "\0" in value:
+        raise SpecError(f"{path}: {where} contains a NUL character, which no command-line argument can hold")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str):
+            refuse_nul(path, key, f"{where} key {json.dumps(key)}")
+        refuse_nul(path, item, f"{where}[{json.dumps(key)}]")
+
+
 def load_spec(path):
     try:
         with open(path) as f:
@@ -83,6 +94,7 @@ def load_spec(path):
         raise SpecError(f"{path}: malformed JSON: {e}")
     if not isinstance(spec, dict):
         raise SpecError(f"{path}: the spec must be a JSON object")
+    refuse_nul(path, spec, "spec")
     if not isinstance(spec.get("program"), str) or not spec["program"]:
         raise SpecError(f"{path}: missing field 'program' (the benchmark executable)")
     for key in ("args", "launcher_args"):

@@ -209,6 +209,8 @@ def test_out_naming_a_file_is_a_clear_error(tmp_path):
     ({"ranks": True}, "field 'ranks' must be a positive integer"),
     ({"grid": {"--sp": [2.5]}, "ranks": "--sp"}, "ranks: grid value 2.5 of '--sp' is not a whole number"),
     ({"grid": {"--sp": [True]}, "ranks": "--sp"}, "ranks: grid value true of '--sp' is not a whole number"),
+    ({"args": ["--dtype", "bf\u000016"]}, "spec[\"args\"][1] contains a NUL character"),
+    ({"grid": {"--seq-len": ["1\u00002"]}}, "spec[\"grid\"][\"--seq-len\"][0] contains a NUL character"),
 ])
 def test_values_without_a_command_line_spelling_are_refused(tmp_path, extra, message):
     spec, log = write_spec(tmp_path, **extra), tmp_path / "log"
