@@ -16,6 +16,22 @@ q, kv, heads, head_dim, one, vocab) with a coefficient, c to a parameter shape (
 size, peak and total in the output is a sum of such forms, so it can be evaluated for any model; the
 script checks each form against the bytes it measured.
 
+The step runs as shared/measurements/hf-h100/hf_step.py ran its steps: the model in training mode with
+the config's use_cache (True), so each layer's K and V also go through a DynamicCache (torch.cat copies;
+under autocast the K copy is fp32 and lives until the model's forward returns).
+Where the CPU differs from CUDA, for the ops involved:
+  - autocast: CPU and CUDA both cast linear/matmul/mm and scaled_dot_product_attention to bf16; CUDA also
+    runs pow/rsqrt in fp32 and log_softmax/softmax/sum with an fp32 dtype, the CPU runs cross_entropy_loss
+    in fp32. RMSNorm upcasts to fp32 itself and ForCausalLMLoss calls logits.float() first, so the saved
+    dtypes are the same on both (ATen's autocast_mode.cpp lists).
+  - attention: the CPU runs _scaled_dot_product_flash_attention_for_cpu, which saves query, key, value,
+    output and the fp32 log-sum-exp; CUDA's _scaled_dot_product_flash_attention and
+    _scaled_dot_product_cudnn_attention save the same five (plus seeds and offsets of a few bytes: their
+    derivatives.yaml entries). All three take grouped-query K/V without repeating them (enable_gqa).
+  - kernel scratch is not an op output and is seen on neither: FlashAttention-2's backward allocates an
+    fp32 dq_accum (4 bytes per q value), an fp32 softmax_d (4 per head) and, when kv heads < heads,
+    expanded bf16 dk and dv (2 x 2 per q value) inside the kernel.
+
 Needs torch and transformers (it installs nothing). Usage:
   python3 scripts/derive_saved_tensors.py            # writes the JSON
   python3 scripts/derive_saved_tensors.py --check    # exit 1 if the committed JSON differs
