@@ -553,16 +553,13 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   fit["max_abs_loo_time_error"] = used.size() >= 2 ? json(res.max_abs_loo_time_error) : json();
   fit["max_abs_loo_memory_error"] = used.size() >= 2 ? json(res.max_abs_loo_memory_error) : json();
   out.fits["framework"] = fit;
-  auto shown = [&](const char* key, const std::string& text) {
-    return f.term(key).determined ? text : text + " (prior)";
-  };
-  res.fitted.push_back(fmt::format(
-      "framework: {}, {}, {}, {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)",
-      shown("memory_bound_efficiency", fmt::format("memory-bound efficiency {:.3f}", f.terms.memory_bound_efficiency)),
-      shown("step_overhead_s", fmt::format("step overhead {:.4f} s", f.terms.step_overhead_s)),
-      shown("reserve_bytes", fmt::format("reserve {:.2f} GiB", f.terms.reserve_bytes / (1024.0 * 1024 * 1024))),
-      shown("bytes_per_token", fmt::format("{:.0f} bytes per token", f.terms.bytes_per_token)), f.points,
-      f.time_rel_residual * 100, f.memory_rel_residual * 100));
+  // Every step-time and peak-memory term, as fitted or held (kFrameworkTerms' order).
+  std::string terms_line;
+  for (const auto& t : f.fitted)
+    terms_line += fmt::format("{}{} {:.6g}{}", terms_line.empty() ? "" : ", ", t.key, t.value,
+                              t.determined ? "" : " (held)");
+  res.fitted.push_back(fmt::format("framework: {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)", terms_line,
+                                   f.points, f.time_rel_residual * 100, f.memory_rel_residual * 100));
   ++out.groups;
 }
 

@@ -275,12 +275,6 @@ void fit_quantity(const Quantity& q, sim::FrameworkTerms& out, std::vector<TermF
 
 }  // namespace
 
-const TermFit& StepFit::term(const std::string& key) const {
-  for (const auto& t : fitted)
-    if (t.key == key) return t;
-  throw Error(fmt::format("step fit: no framework term '{}'", key));
-}
-
 StepPrediction predict_step(const sim::System& sys, const MeasuredStep& s) {
   const sim::Result r = simulate_step(sys, s);
   return {r.step_time_s, r.peak_memory_bytes()};

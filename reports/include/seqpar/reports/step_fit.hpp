@@ -29,8 +29,6 @@ struct StepFit {
   int points = 0;                // distinct steps fitted
   std::vector<TermFit> fitted;   // every step-time and peak-memory term, in kFrameworkTerms' order
   double time_rel_residual = 0, memory_rel_residual = 0;  // RMS of predicted / measured - 1
-
-  const TermFit& term(const std::string& key) const;
 };
 
 struct StepPrediction {
