@@ -114,20 +114,20 @@ std::vector<double> slopes(const Quantity& q, const sim::FrameworkTerms& f, cons
   return s;
 }
 
-// The part of `v` no combination of `basis` (orthonormal) explains, relative to |v|.
-double independence(std::vector<double> v, const std::vector<std::vector<double>>& basis) {
-  double norm = 0;
-  for (double x : v) norm += x * x;
-  norm = std::sqrt(norm);
-  if (!(norm > 0)) return 0;
+double norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+// The part of `v` no combination of `basis` (orthonormal vectors) explains.
+std::vector<double> unexplained(std::vector<double> v, const std::vector<std::vector<double>>& basis) {
   for (const auto& e : basis) {
     double dot = 0;
     for (std::size_t i = 0; i < v.size(); ++i) dot += v[i] * e[i];
     for (std::size_t i = 0; i < v.size(); ++i) v[i] -= dot * e[i];
   }
-  double rest = 0;
-  for (double x : v) rest += x * x;
-  return std::sqrt(rest) / norm;
+  return v;
 }
 
 const char* quantity_name(sim::FrameworkTarget t) { return t == sim::FrameworkTarget::step_time ? "time" : "memory"; }
@@ -173,8 +173,9 @@ void fit_quantity(const Quantity& q, sim::FrameworkTerms& out, std::vector<TermF
   std::string chosen_keys;
   for (std::size_t j = 0; j < specs.size(); ++j) {
     TermFit& tf = terms[j];
-    const double ind = independence(columns[j], basis);
-    if (independence(columns[j], {}) == 0) {
+    std::vector<double> rest = unexplained(columns[j], basis);
+    const double ind = norm(columns[j]) > 0 ? norm(rest) / norm(columns[j]) : 0;
+    if (!(norm(columns[j]) > 0)) {
       tf.why = fmt::format("it changes none of these steps' predicted {}", quantity_name(q.target));
     } else if (chosen.size() >= max_terms) {
       tf.why = n == 1 ? fmt::format("one step fits one {} term", quantity_name(q.target))
@@ -189,16 +190,9 @@ void fit_quantity(const Quantity& q, sim::FrameworkTerms& out, std::vector<TermF
       tf.determined = true;
       chosen.push_back(j);
       chosen_keys += (chosen_keys.empty() ? "" : " and ") + tf.key;
-      std::vector<double> e = columns[j];
-      double norm = 0;
-      for (const auto& b : basis) {
-        double dot = 0;
-        for (std::size_t i = 0; i < n; ++i) dot += e[i] * b[i];
-        for (std::size_t i = 0; i < n; ++i) e[i] -= dot * b[i];
-      }
-      for (double x : e) norm += x * x;
-      for (double& x : e) x /= std::sqrt(norm);
-      basis.push_back(e);
+      const double r = norm(rest);
+      for (double& x : rest) x /= r;
+      basis.push_back(rest);
     }
   }
 
