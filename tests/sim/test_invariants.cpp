@@ -68,6 +68,25 @@ TEST(Invariants, ZigzagIsNeverSlowerThanContiguousRing) {
   }
 }
 
+TEST(Invariants, AllGatherHeadTailIsNeverSlowerThanContiguousAndExposesAllItsCommunication) {
+  const Model m = load_model("llama3-8b");
+  for (const std::string& sys : names("system")) {
+    const System s = load_system(sys);
+    for (int P : {2, 4, 8, 16, 64})
+      for (std::int64_t N : {std::int64_t{1} << 13, std::int64_t{1} << 17, std::int64_t{1} << 21}) {
+        const Result contiguous = simulate(m, s, plan(Method::allgather_contiguous, P, N, P, 1, P));
+        const Result head_tail = simulate(m, s, plan(Method::allgather, P, N, P, 1, P));
+        ASSERT_TRUE(contiguous.valid && head_tail.valid);
+        const std::string what = sys + " P=" + std::to_string(P) + " N=" + std::to_string(N);
+        EXPECT_LE(head_tail.step_time_s, contiguous.step_time_s * (1 + 1e-12)) << what;
+        // Transformer Engine's all-gather and reduce-scatter overlap nothing: all of it is exposed.
+        EXPECT_NEAR(head_tail.time.exposed_attention_comm, head_tail.time.attention_comm,
+                    1e-12 * head_tail.time.attention_comm) << what;
+        EXPECT_GT(head_tail.time.attention_comm, 0) << what;
+      }
+  }
+}
+
 TEST(Invariants, ContiguousCausalRingCostsAboutTwiceZigzagInAttentionCompute) {
   const Model m = load_model("llama3-8b");
   const System s = load_system("dgx-h100");
