@@ -68,15 +68,17 @@ Checkpoint parse_checkpoint(std::string_view s) {
 
 Plan normalized(Plan p, int gpus_per_node) {
   switch (p.method) {
+    // A method that fixes a degree fills it when it is missing, also beside a given other degree
+    // (which the rules then name: "has no ring", "has no Ulysses part").
     case Method::ulysses:
-      if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ulysses_degree = p.sp;
+      if (p.ulysses_degree == 0 || (p.ulysses_degree <= 1 && p.ring_degree <= 1)) p.ulysses_degree = p.sp;
       if (p.ring_degree == 0) p.ring_degree = 1;
       break;
     case Method::ring:
     case Method::ring_zigzag:
     case Method::allgather:
     case Method::allgather_contiguous:
-      if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ring_degree = p.sp;
+      if (p.ring_degree == 0 || (p.ulysses_degree <= 1 && p.ring_degree <= 1)) p.ring_degree = p.sp;
       if (p.ulysses_degree == 0) p.ulysses_degree = 1;
       break;
     case Method::hybrid:

@@ -252,6 +252,20 @@ TEST(PlanFromFlags, NeverOverridesAGivenFlag) {
   EXPECT_EQ(errors[0], "ulysses_degree: -4 must be at least 1");
 }
 
+TEST(PlanFromFlags, AFixedDegreeMethodNamesTheOtherDegreeItHasNot) {
+  // --method allgather --sp 8 --ulysses-degree 2: R is the method's (8), and the rules say why U is wrong.
+  std::vector<std::string> errors;
+  Plan p = plan_from_flags(flags("allgather", 8, 2, {}), 8, 1 << 16, 8);
+  EXPECT_EQ(p.ring_degree, 8);
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_EQ(errors.back(), "ulysses_degree: method allgather has no Ulysses part (got 2)");
+  errors.clear();
+  p = plan_from_flags(flags("ulysses", 8, {}, 2), 8, 1 << 16, 8);
+  EXPECT_EQ(p.ulysses_degree, 8);
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_EQ(errors.back(), "ring_degree: method ulysses has no ring (got 2); use --method hybrid");
+}
+
 TEST(PlanFromFlags, RefusesWhatItCannotInfer) {
   try {
     plan_from_flags(flags("hybrid", 8, 3, {}), 8, 1 << 16, 8);
