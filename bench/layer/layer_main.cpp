@@ -70,7 +70,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                 world.size(), st::mode_name(world.backend()).c_str(), o.run.backend.c_str(),
                 std::string(be.attention_engine()).c_str());
   if (lead)
-    std::printf("%-16s %-16s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
+    std::printf("%-16s %-26s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
                 "time_ms", "TFLOP/s/gpu", "tokens/s/gpu", "peak_MiB");
   for (const std::string& method : seqpar::split_list(o.methods, "--methods")) {
     const st::RunOptions ro = for_method(o, method);
@@ -136,7 +136,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                            plan.ulysses_degree, plan.ring_degree, plan.seq_len,
                                            plan.micro_batch);
       if (lead)
-        std::printf("%-16s %-16s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
+        std::printf("%-16s %-26s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
                     seqpar::describe_structure(plan).c_str(), static_cast<long long>(plan.seq_len),
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));

@@ -362,7 +362,7 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
   be_.convert(dv, own + kv_n, kv_n);
 }
 
-Tensor SpAttention::gather_sequence(CRef local, bool swap_first_peers) {
+Tensor SpAttention::gather_sequence(CRef local, const char* what, bool swap_first_peers) {
   const int b = dims_.batch;
   const std::int64_t n = layout_.seq_len(), row = static_cast<std::int64_t>(kvl_) * dims_.head_dim;
   const std::int64_t local_n = b * nl_ * row;
@@ -370,7 +370,8 @@ Tensor SpAttention::gather_sequence(CRef local, bool swap_first_peers) {
   // the head/tail layout's two chunks per rank need for one key prefix per call.
   Tensor by_rank = act(r_ * local_n, MemCategory::attention_buffers);
   {
-    const TimelineRange range(be_.timeline(), trace::Stream::ring, "K,V all-gather");
+    Timeline* t = be_.timeline();  // the name is built only when a timeline records
+    const TimelineRange range(t, trace::Stream::ring, t ? fmt::format("{} all-gather", what) : std::string());
     ring_->all_gather(local.p, by_rank.data(), static_cast<std::size_t>(local_n), adt_);
   }
   Tensor seq = act(b * n * row, MemCategory::attention_buffers);
@@ -391,7 +392,7 @@ void SpAttention::all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse) 
   const std::int64_t n = layout_.seq_len();
   // Fault::kv_wrong_block: ring rank 1 sees the K,V of peers 0 and 1 swapped (the wrong peer's block).
   const bool wrong = fault_ == Fault::kv_wrong_block && ring_index_ == 1;
-  const Tensor ks = gather_sequence(k, wrong), vs = gather_sequence(v, wrong);
+  const Tensor ks = gather_sequence(k, "K", wrong), vs = gather_sequence(v, "V", wrong);
   for (int bi = 0; bi < b; ++bi)
     for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
       const Segment& qs = my_segs_[qi];
@@ -406,7 +407,7 @@ void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref
   const int b = dims_.batch, d = dims_.head_dim;
   const std::int64_t n = layout_.seq_len(), row = static_cast<std::int64_t>(kvl_) * d;
   const std::int64_t local_n = b * nl_ * row;
-  Tensor ks = gather_sequence(s.k.cref(), false), vs = gather_sequence(s.v.cref(), false);
+  Tensor ks = gather_sequence(s.k.cref(), "K", false), vs = gather_sequence(s.v.cref(), "V", false);
   // dK,dV of the whole sequence in fp32, laid out as the reduce-scatter hands them out: rank p's
   // [dK | dV], each in p's local token order.
   Floats acc(be_, 2 * r_ * local_n, MemCategory::attention_buffers);

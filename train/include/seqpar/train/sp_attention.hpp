@@ -61,10 +61,10 @@ class SpAttention {
   void ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
   void all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
   void all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
-  // One of K, V of every rank of the ring group [b, n_local, KV, d], all-gathered and laid out in
-  // sequence order [b, seq_len, KV, d]. swap_first_peers: Fault::kv_wrong_block, the chunks of
-  // peers 0 and 1 change places.
-  Tensor gather_sequence(CRef local, bool swap_first_peers);
+  // One of K, V (`what`: "K" or "V", for the timeline) of every rank of the ring group
+  // [b, n_local, KV, d], all-gathered and laid out in sequence order [b, seq_len, KV, d].
+  // swap_first_peers: Fault::kv_wrong_block, the chunks of peers 0 and 1 change places.
+  Tensor gather_sequence(CRef local, const char* what, bool swap_first_peers);
   // The keys a query segment sees under the causal mask once the whole sequence is at hand.
   static Segment key_prefix(const Segment& qs) { return {0, static_cast<int>(qs.pos) + qs.len, 0}; }
   // One sequence-contiguous block per query (no ring, one segment): attention straight into the
