@@ -23,13 +23,13 @@ std::string text(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
-// The methods in the order the answers list them; plans with sp = 1 are data parallel only,
-// whatever method they were asked for.
-constexpr const char* kMethodOrder[] = {"ulysses", "ring", "ring-zigzag", "hybrid", "no SP"};
+// Plans with sp = 1 are data parallel only, whatever method they were asked for.
 std::string method_of(const json& plan) { return whole(plan, "sp") == 1 ? "no SP" : text(plan, "method"); }
+// The answers list the methods in core's order (kAllMethods), data parallelism alone last.
 int method_rank(const std::string& m) {
-  const auto it = std::find(std::begin(kMethodOrder), std::end(kMethodOrder), m);
-  return static_cast<int>(it - std::begin(kMethodOrder));
+  for (std::size_t i = 0; i < kAllMethods.size(); ++i)
+    if (to_string(kAllMethods[i]) == m) return static_cast<int>(i);
+  return static_cast<int>(kAllMethods.size());
 }
 
 bool fits(const json& p) {
@@ -109,7 +109,7 @@ json method_comparison(const json& points) {
       }
       chosen.push_back({method, pick});
     }
-    std::sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return method_rank(a.first) < method_rank(b.first); });
+    std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return method_rank(a.first) < method_rank(b.first); });
     const json* best = nullptr;
     for (const auto& [method, p] : chosen)
       if (fits(*p) && (!best || num(*p, "tokens_per_s_per_gpu") > num(*best, "tokens_per_s_per_gpu"))) best = p;

@@ -12,7 +12,7 @@ namespace seqpar::reports {
 // From report data's "points" (predictions only), cells in first-seen order:
 // [{"system", "model", "gpus", "seq_len",
 //   "best": {"method", "plan", "plan_label", "tokens_per_s_per_gpu", "source"} | null,
-//   "methods": [{"method",                       // ulysses, ring, ring-zigzag, hybrid, or "no SP" (sp = 1)
+//   "methods": [{"method",                       // a method's name (core's order), or "no SP" (sp = 1)
 //                "fits",                         // a plan of this method fits
 //                "plan", "plan_label",           // its fastest fitting plan, else its leanest valid one
 //                "tokens_per_s_per_gpu", "relative",   // null when none fits; relative = rate / best rate
