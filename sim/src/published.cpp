@@ -147,7 +147,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
         // count: per GPU that is one sequence's FLOPs shared by the sp GPUs of its group.
         const double per_seq = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, double(run.plan.seq_len),
                                                            run.plan.mem.checkpoint == Checkpoint::full);
-        c.predicted = per_seq * run.plan.micro_batch / run.plan.sp / r.step_time_s / 1e12;
+        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps / run.plan.sp / r.step_time_s / 1e12;
       }
       break;
     }
