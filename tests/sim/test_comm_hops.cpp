@@ -192,8 +192,8 @@ TEST(CommLinks, APcieGpusOneLinkCarriesItsPeersAndItsNicTraffic) {
   // 2 x 2 chunks of the node (800 us) -- the socket link is the busiest, + 20 us.
   const System s = round_pcie_system();
   EXPECT_REL(collective_time(s, Collective::all_to_all, 8e6, place_group(s, 8, 1)), 800e-6 + 20e-6);
-  // With a fast socket link the GPU's own link, peers and NIC together, is next: 7 MB at 20 GB/s
-  // loses to the NIC's 4 MB at 10 GB/s (400 us); at 5 GB/s per NIC the NIC (800 us) again.
+  // With a fast socket link the NIC is next: its 4 MB at 10 GB/s (400 us) against the GPU link's
+  // 7 MB at 20 GB/s (350 us); with a 10 GB/s GPU link, peers and NIC traffic together, 700 us.
   System fast = s;
   fast.intra.cross_socket_bytes_per_s = 1e12;
   EXPECT_REL(collective_time(fast, Collective::all_to_all, 8e6, place_group(fast, 8, 1)), 400e-6 + 20e-6);
