@@ -188,34 +188,41 @@ double link_time(const System& s, const LinkLoads& l) {
   return t;
 }
 
-double latency(const System& s, const Placement& p) { return p.nodes > 1 ? s.inter.latency_s : s.intra.latency_s; }
+// A collective whose flows cross nodes waits for the network's latency, else the node's. A group
+// can cross without spanning two whole nodes: 3 ranks from the 7th GPU of a node straddle two.
+double latency(const System& s, const LinkLoads& l) { return l.nic > 0 ? s.inter.latency_s : s.intra.latency_s; }
 
 double log2_steps(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(double(n))); }
+
+Pattern pattern_of(Collective c) {
+  switch (c) {
+    case Collective::send_recv: return Pattern::ring_step;
+    case Collective::all_to_all: return Pattern::all_to_all;
+    default: return Pattern::ring_collective;
+  }
+}
 
 }  // namespace
 
 double collective_time(const System& s, Collective c, double bytes, const Placement& p) {
   const int n = p.size;
   if (bytes <= 0 || n <= 1) return 0.0;
+  const LinkLoads l = link_loads(s, pattern_of(c), bytes, p);
   switch (c) {
     case Collective::all_to_all:
-      return link_time(s, link_loads(s, Pattern::all_to_all, bytes, p)) + latency(s, p);
     case Collective::send_recv:
-      return latency(s, p) + link_time(s, link_loads(s, Pattern::ring_step, bytes, p));
+      return latency(s, l) + link_time(s, l);
     case Collective::all_gather:
     case Collective::reduce_scatter:
-      return latency(s, p) * log2_steps(n) + link_time(s, link_loads(s, Pattern::ring_collective, bytes, p));
+      return latency(s, l) * log2_steps(n) + link_time(s, l);
     case Collective::all_reduce:  // a reduce-scatter and an all-gather
-      return 2.0 * latency(s, p) * log2_steps(n) + 2.0 * link_time(s, link_loads(s, Pattern::ring_collective, bytes, p));
+      return 2.0 * latency(s, l) * log2_steps(n) + 2.0 * link_time(s, l);
   }
   return 0.0;
 }
 
 int crossing_flows_per_nic(const System& s, Collective c, const Placement& p) {
-  const Pattern pattern = c == Collective::send_recv   ? Pattern::ring_step
-                          : c == Collective::all_to_all ? Pattern::all_to_all
-                                                        : Pattern::ring_collective;
-  return link_loads(s, pattern, 1.0, p).nic_flows;
+  return link_loads(s, pattern_of(c), 1.0, p).nic_flows;
 }
 
 std::string describe_placement(const System& s, const seqpar::Plan& p) {
@@ -224,10 +231,11 @@ std::string describe_placement(const System& s, const seqpar::Plan& p) {
   const SpGroups groups = place_sp_groups(s, p);
   auto where = [&](char name, const Placement& pl, Collective c) {
     if (pl.size <= 1) return std::string();
-    if (pl.nodes <= 1) return fmt::format("{}{} in a node", name, pl.size);
     const int flows = crossing_flows_per_nic(s, c, pl);
-    return fmt::format("{}{} over {} nodes ({}/node), {} crossing flow{} per NIC", name, pl.size, pl.nodes, pl.per_node,
-                       flows, flows == 1 ? "" : "s");
+    if (flows == 0) return fmt::format("{}{} in a node", name, pl.size);
+    const std::string spread = pl.nodes > 1 ? fmt::format("over {} nodes ({}/node)", pl.nodes, pl.per_node)
+                                            : std::string("across a node boundary");
+    return fmt::format("{}{} {}, {} crossing flow{} per NIC", name, pl.size, spread, flows, flows == 1 ? "" : "s");
   };
   const std::string u = where('U', groups.ulysses, Collective::all_to_all), r = where('R', groups.ring, Collective::send_recv);
   return u.empty() ? r : r.empty() ? u : u + "; " + r;

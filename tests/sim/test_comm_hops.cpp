@@ -209,6 +209,16 @@ TEST(CommLinks, ANicFasterThanItsGpusPcieLinkWaitsForTheLink) {
   EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 16, 1)), 20e-6 + 31.25e-6);
 }
 
+TEST(CommLinks, AGroupThatStraddlesTwoNodesCrosses) {
+  // Rings of 3 consecutive ranks on 8-GPU nodes: ranks 6, 7, 8 straddle the first two nodes, so
+  // 7 -> 8 and 8 -> 6 cross on NIC 3 (alone there, 20 GB/s): 1 MB in 50 us + the network's 20 us,
+  // where a model of whole nodes alone saw 3 ranks in one node (10 + 10 us).
+  const System s = pair_nic_system();
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 3, 1)), 20e-6 + 50e-6);
+  EXPECT_EQ(describe_placement(s, plan(Method::ring_zigzag, 12, 3 * 1024, 3, 1, 3)),
+            "R3 across a node boundary, 1 crossing flow per NIC");
+}
+
 TEST(CommLinks, CountsTheCrossingFlowsPerNicAndNamesThePlacement) {
   const System s = pair_nic_system();  // 8 GPUs, 4 NICs: one per GPU pair
   EXPECT_EQ(crossing_flows_per_nic(s, Collective::send_recv, place_group(s, 16, 1)), 1);
