@@ -127,6 +127,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
+  p.grad_accum_steps = f.grad_accum_steps;
   p.placement = parse_placement(f.placement);
   // Placement orders a hybrid's two groups; the other methods have one group, so a ring-inner
   // placement would be ignored while the user believes it applied.
@@ -162,6 +163,7 @@ nlohmann::json to_json(const Plan& p) {
           {"ulysses_degree", p.ulysses_degree},
           {"ring_degree", p.ring_degree},
           {"micro_batch", p.micro_batch},
+          {"grad_accum_steps", p.grad_accum_steps},
           {"placement", to_string(p.placement)},
           {"zero", p.mem.zero},
           {"checkpoint", to_string(p.mem.checkpoint)},
@@ -222,6 +224,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
   p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
   p.micro_batch = count_field<int>(j, "micro_batch", 1, false, 1, limits::kMaxMicroBatch);
+  p.grad_accum_steps = count_field<int>(j, "grad_accum_steps", 1, false, 1, limits::kMaxGradAccumSteps);
   p.placement = parse_placement(field<std::string>(j, "placement", "ulysses-inner", false));
   p.mem.zero = count_field<int>(j, "zero", 1, false, kIntMin, kIntMax);  // the stage rule: check_plan
   p.mem.checkpoint = parse_checkpoint(field<std::string>(j, "checkpoint", "none", false));
@@ -278,6 +281,7 @@ std::string describe_in_words(const nlohmann::json& plan) {
 std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
+  if (p.grad_accum_steps != 1) s += fmt::format(" ga={}", p.grad_accum_steps);
   s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
   if (p.mem.offload_checkpoints) s += " +offload-ckpt";
   if (p.mem.offload_optimizer) s += " +offload-opt";
