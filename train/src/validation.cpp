@@ -10,13 +10,53 @@
 
 namespace seqpar::train {
 
+namespace {
+
+constexpr double kFp32Roundoff = 0x1p-24;  // unit roundoff of fp32 (round to nearest)
+constexpr double kScatterSigmas = 4;        // factor(n)'s allowance for the scatter of an RMS
+constexpr double kSumLambda = 6;            // the floor's lambda (Higham and Mary 2019)
+
+}  // namespace
+
+Arithmetic arithmetic_of(const Backend& be) {
+  Arithmetic a;
+  const std::string prec = be.precision() == Precision::bf16 ? "bf16" : "fp32";
+  if (be.on_gpu()) {
+    a.name = fmt::format("{} back end, {} attention, {}", be.name(), be.attention_engine(), prec);
+    a.accumulation_roundoff = 8 * kFp32Roundoff;
+    a.accumulation_source = "8 x 2^-24, fp32 accumulation on tensor cores";
+  } else {
+    a.name = fmt::format("{} back end, {}{}", be.name(), prec, prec == "bf16" ? " emulation" : "");
+    a.accumulation_roundoff = kFp32Roundoff;
+    a.accumulation_source = "2^-24, fp32 accumulation";
+  }
+  return a;
+}
+
+double ValidationRule::factor(std::int64_t terms) const {
+  if (error_factor) return *error_factor;
+  const double n = static_cast<double>(std::max<std::int64_t>(terms, 1));
+  return arithmetic.rounding_growth * (1.0 + kScatterSigmas / std::sqrt(n));
+}
+
+double ValidationRule::floor() const {
+  if (error_atol) return *error_atol;
+  const double k = static_cast<double>(std::max<std::int64_t>(step_tokens, 1));
+  return 2 * kSumLambda * std::sqrt(k) * arithmetic.accumulation_roundoff;
+}
+
 void check_rule(const ValidationRule& r) {
-  if (!std::isfinite(r.error_factor) || !(r.error_factor >= 1.0))
+  if (r.error_factor && (!std::isfinite(*r.error_factor) || !(*r.error_factor >= 1.0)))
     throw Error(fmt::format("--error-factor = {}: must be a finite number >= 1 (the sharded step may "
                             "be that many times less accurate than the unsharded one)",
-                            r.error_factor));
-  if (!std::isfinite(r.error_atol) || !(r.error_atol >= 0.0))
-    throw Error(fmt::format("--error-atol = {}: must be a finite number >= 0", r.error_atol));
+                            *r.error_factor));
+  if (r.error_atol && (!std::isfinite(*r.error_atol) || !(*r.error_atol >= 0.0)))
+    throw Error(fmt::format("--error-atol = {}: must be a finite number >= 0", *r.error_atol));
+}
+
+double TensorCheck::used() const {
+  const double s = allowed > 0 ? sharded_error / allowed : (sharded_error > 0 ? HUGE_VAL : 0.0);
+  return std::isnan(s) ? HUGE_VAL : s;
 }
 
 int ValidationReport::failures() const {
@@ -25,22 +65,16 @@ int ValidationReport::failures() const {
 
 const TensorCheck& ValidationReport::worst() const {
   if (tensors.empty()) throw Error("validation report: no tensor was compared");
-  auto score = [](const TensorCheck& t) {  // > 1: failed; NaN counts as the worst
-    const double s = t.allowed > 0 ? t.sharded_error / t.allowed : (t.sharded_error > 0 ? HUGE_VAL : 0.0);
-    return std::isnan(s) ? HUGE_VAL : s;
-  };
   return *std::max_element(tensors.begin(), tensors.end(),
-                           [&](const TensorCheck& a, const TensorCheck& b) { return score(a) < score(b); });
+                           [](const TensorCheck& a, const TensorCheck& b) { return a.used() < b.used(); });
 }
 
 namespace {
 
 // ||a - ref|| / ||ref|| (2-norms; ||a - ref|| when the reference is all zeros). The RMS over the
 // tensor, not the largest element: the largest error is an extreme value that moves by tens of
-// percent with the data, while the sharded step legitimately rounds at a few more places (each
-// ring step's partial output, dK,dV summed from rounded parts), so a max-based ratio sits close to
-// 2 for correct plans; the RMS ratio is steady (about 1.0-1.3 for every method in bf16 emulation) and a
-// sharding bug still moves it by orders of magnitude. NaN propagates.
+// percent with the data, while the RMS of n errors is steady for large n (the rule's factor widens
+// for small n) and a sharding bug still moves it by orders of magnitude. NaN propagates.
 template <class T>
 double normalised_error(const T* a, const T* ref, std::int64_t n) {
   double err = 0, norm = 0;
@@ -50,6 +84,26 @@ double normalised_error(const T* a, const T* ref, std::int64_t n) {
     norm += r * r;
   }
   return norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+}
+
+// The unsharded loss's error per term: the RMS over the tokens of (unsharded - reference) token
+// losses, relative to |L_ref|; with no token losses the loss is its own single term.
+double loss_baseline(const StepValues& u, const StepValues& ref, std::int64_t& terms) {
+  if (u.token_losses.size() != ref.token_losses.size())
+    throw Error(fmt::format("validation: {} token losses against {} in the reference (different steps)",
+                            u.token_losses.size(), ref.token_losses.size()));
+  const double scale = ref.loss != 0 ? std::abs(ref.loss) : 1.0;
+  if (u.token_losses.empty()) {
+    terms = 1;
+    return std::abs(u.loss - ref.loss) / scale;
+  }
+  double sum = 0;
+  for (std::size_t t = 0; t < u.token_losses.size(); ++t) {
+    const double d = static_cast<double>(u.token_losses[t]) - static_cast<double>(ref.token_losses[t]);
+    sum += d * d;
+  }
+  terms = static_cast<std::int64_t>(u.token_losses.size());
+  return std::sqrt(sum / static_cast<double>(terms)) / scale;
 }
 
 }  // namespace
@@ -81,12 +135,75 @@ ValidationReport compare_step(const std::vector<ParamTensor>& tensors, const Ste
     c.what = i == 0 ? "loss" : "grad " + tensors[i - 1].name;
     c.sharded_error = es[i];
     c.unsharded_error = eu[i];
-    c.ratio = eu[i] > 0 ? es[i] / eu[i] : (es[i] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
-    c.allowed = rule.error_factor * eu[i] + rule.error_atol;
-    c.ok = std::isfinite(es[i]) && std::isfinite(eu[i]) && es[i] <= c.allowed;
+    if (i == 0) {
+      c.baseline = loss_baseline(unsharded, reference, c.terms);
+    } else {
+      c.terms = tensors[i - 1].count;
+      c.baseline = eu[i];
+    }
+    c.factor = rule.factor(c.terms);
+    c.floor = rule.floor();
+    c.ratio = c.baseline > 0 ? es[i] / c.baseline : (es[i] > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    c.allowed = c.factor * c.baseline + c.floor;
+    c.ok = std::isfinite(es[i]) && std::isfinite(c.baseline) && std::isfinite(eu[i]) && es[i] <= c.allowed;
     rep.tensors.push_back(std::move(c));
   }
   return rep;
+}
+
+std::string explain(const TensorCheck& c, const ValidationRule& rule) {
+  const bool loss = c.what == "loss";
+  const std::string per = loss ? fmt::format("per token ({} tokens)", c.terms)
+                               : fmt::format("per element ({} elements)", c.terms);
+  const std::string factor = rule.error_factor ? "--error-factor"
+                                                : fmt::format("{:g} x (1 + {:g}/sqrt({}))", rule.arithmetic.rounding_growth,
+                                                              kScatterSigmas, c.terms);
+  const std::string floor =
+      rule.error_atol ? "--error-atol"
+                      : fmt::format("{:g} x sqrt({} tokens) x u_acc, u_acc = {} ({})", 2 * kSumLambda, rule.step_tokens,
+                                    rule.arithmetic.accumulation_source, rule.arithmetic.name);
+  return fmt::format("{}: sharded error {:.3g} {} allowed {:.3g} = {:.3g} x unsharded error {:.3g} {} + floor "
+                     "{:.3g}; factor = {}, floor = {}",
+                     c.what, c.sharded_error, c.ok ? "<=" : "> ", c.allowed, c.factor, c.baseline, per, c.floor,
+                     factor, floor);
+}
+
+StepValidator::StepValidator(std::unique_ptr<Backend> unsharded_backend, const TrainSetup& sharded, int dp)
+    : unsharded_be_(std::move(unsharded_backend)), reference_be_(make_cpu_backend(Precision::fp32)) {
+  const TrainSetup ref = reference_setup(sharded, dp);
+  unsharded_ = std::make_unique<Trainer>(*unsharded_be_, nullptr, ref);
+  reference_ = std::make_unique<Trainer>(*reference_be_, nullptr, ref);
+}
+
+StepValidator::~StepValidator() = default;
+
+std::int64_t StepValidator::step_tokens() const {
+  return static_cast<std::int64_t>(unsharded_->positions().size());
+}
+
+StepValidator::Baseline StepValidator::baseline() {
+  Baseline b;
+  b.unsharded = unsharded_->compute_gradients();
+  b.reference = reference_->compute_gradients();
+  b.unsharded_values = {b.unsharded.loss, unsharded_->grads_host(), unsharded_->token_losses()};
+  b.reference_values = {b.reference.loss, reference_->grads_host(), reference_->token_losses()};
+  return b;
+}
+
+ValidationReport StepValidator::check(Trainer& sharded, const StepResult& r, const Baseline& b,
+                                      ValidationRule rule) const {
+  rule.step_tokens = step_tokens();
+  return compare_step(sharded.model().tensors(), {r.loss, sharded.grads_host(), {}}, b.unsharded_values,
+                      b.reference_values, rule);
+}
+
+void StepValidator::advance(Trainer& sharded) {
+  sharded.optimizer_step();
+  unsharded_->optimizer_step();
+  reference_->optimizer_step();
+  const std::vector<float> params = reference_->params_host();
+  sharded.set_params_host(params);
+  unsharded_->set_params_host(params);
 }
 
 }  // namespace seqpar::train
