@@ -18,67 +18,20 @@
 #include <vector>
 
 #include "seqpar/core/error.hpp"
-#include "seqpar/core/plan_validity.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
+#include "validation_cases.hpp"
 #include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
 
-// 8 query heads over 2 KV heads: Ulysses 4 and 8 replicate the KV heads, and Ulysses 2 and 4 leave
-// each rank more than one query head (what the transposed all-to-all needs to be a bug).
-ModelConfig matrix_model() {
-  ModelConfig m;
-  m.layers = 2;
-  m.hidden = 32;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.head_dim = 8;
-  m.ffn = 64;
-  m.vocab = 64;
-  return m;
-}
-
-// A plan of the simulator's method table (sim::method_table: every method, with its degree rule),
-// as the step runs it.
-struct PlanCase {
-  seqpar::Plan plan;
-  std::string label;  // "ring-zigzag sp=4", "hybrid U2xR2"
-};
-
-std::vector<PlanCase> table_plans(const std::vector<int>& degrees, const ModelConfig& m, std::int64_t seq_len) {
-  std::vector<PlanCase> out;
-  for (const sim::MethodEntry& e : sim::method_table())
-    for (const int sp : degrees)
-      for (const auto& [u, r] : e.splits(sp, std::nullopt)) {
-        seqpar::Plan p;
-        p.method = e.method;
-        p.gpus = p.sp = sp;
-        p.ulysses_degree = u;
-        p.ring_degree = r;
-        p.seq_len = seq_len;
-        p.micro_batch = 2;
-        p.mem = train_memory_default();
-        std::vector<std::string> errors;
-        if (!seqpar::check_plan_structure(p, errors) || !seqpar::check_heads(m.heads, m.kv_heads, u, errors)) continue;
-        out.push_back({p, seqpar::describe_structure(p)});
-      }
-  return out;
-}
-
-TrainSetup setup_of(const seqpar::Plan& p, const ModelConfig& m, Fault fault = Fault::none) {
-  TrainSetup s;
-  s.model = m;
-  apply_plan(s, p);
-  s.fault = fault;
-  return s;
-}
-
-FaultSite site_of(const TrainSetup& s) {
-  return {s.ulysses, s.ring, s.zigzag && s.ring > 1, s.model.heads, s.model.kv_heads};
-}
+using testing::matrix_model;
+using testing::PlanCase;
+using testing::setup_of;
+using testing::site_of;
+using testing::table_plans;
 
 // One step of `s` on `world` virtual ranks in bf16 emulation, every rank checked with the derived
 // rule against one baseline, as --validate does (StepValidator).
