@@ -112,9 +112,13 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   st::ValidationRule rule = o.rule;
   rule.arithmetic = st::arithmetic_of(be);
   if (o.validate) {
-    auto unsharded_be = st::make_backend(o.run.backend, o.run.attention);  // the same engine as the sharded step
-    unsharded_be->set_precision(precision);
-    val = std::make_unique<st::StepValidator>(std::move(unsharded_be), s, plan.dp());
+    // World rank 0 runs the unsharded and reference steps for every rank (StepValidator).
+    std::unique_ptr<st::Backend> unsharded_be;
+    if (world.rank() == 0) {
+      unsharded_be = st::make_backend(o.run.backend, o.run.attention);  // the same engine as the sharded step
+      unsharded_be->set_precision(precision);
+    }
+    val = std::make_unique<st::StepValidator>(std::move(unsharded_be), s, plan.dp(), &world, &be);
     rule.step_tokens = val->step_tokens();
   }
   const double tokens = static_cast<double>(plan.seq_len) * plan.micro_batch * plan.dp();

@@ -15,8 +15,10 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/train/trainer.hpp"
@@ -254,6 +256,45 @@ TEST(Validation, PlantedFaultsFailWhereTheyAct) {
          validate_on_virtual_ranks(setup_of(c.plan, m, Fault::loss_local_normalisation), c.plan.sp, val, b))
       EXPECT_TRUE(failed(r, "loss")) << describe(r);
   }
+}
+
+// With a world, rank 0 runs the unsharded and reference steps and every rank gets its results:
+// the same values a validator of its own computes, and after advance() the reference's parameters.
+TEST(Validation, RankZeroSharesTheBaselineWithEveryRank) {
+  seqpar::Plan p;
+  p.method = seqpar::Method::ring;
+  p.gpus = p.sp = p.ring_degree = 4;
+  p.seq_len = 32;
+  p.micro_batch = 2;
+  p.mem = train_memory_default();
+  const TrainSetup s = setup_of(p, matrix_model());
+  StepValidator local(make_cpu_backend(Precision::bf16), s, 1);
+  const StepValidator::Baseline want = local.baseline();
+  auto comms = comm::make_virtual_world(4, false);
+  std::vector<StepValidator::Baseline> got(4);
+  std::vector<std::vector<float>> params(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      auto be = make_cpu_backend(Precision::bf16);
+      Trainer t(*be, comms[static_cast<std::size_t>(r)].get(), s);
+      StepValidator val(r == 0 ? make_cpu_backend(Precision::bf16) : nullptr, s, 1,
+                        comms[static_cast<std::size_t>(r)].get(), be.get());
+      got[static_cast<std::size_t>(r)] = val.baseline();
+      t.compute_gradients();
+      val.advance(t);
+      params[static_cast<std::size_t>(r)] = t.params_host();
+    });
+  for (auto& t : threads) t.join();
+  for (const StepValidator::Baseline& b : got) {
+    EXPECT_EQ(b.unsharded.loss, want.unsharded.loss);
+    EXPECT_EQ(b.reference.real_tokens, want.reference.real_tokens);
+    EXPECT_EQ(b.unsharded_values.grads, want.unsharded_values.grads);
+    EXPECT_EQ(b.reference_values.grads, want.reference_values.grads);
+    EXPECT_EQ(b.unsharded_values.token_losses, want.unsharded_values.token_losses);
+    EXPECT_EQ(b.reference_values.token_losses.size(), 62u);  // 2 sequences of 31 labelled tokens
+  }
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params[static_cast<std::size_t>(r)], params[0]) << "rank " << r;
 }
 
 TEST(Validation, FaultsNeverReachTheReference) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "seqpar/core/error.hpp"
 
@@ -168,42 +169,79 @@ std::string explain(const TensorCheck& c, const ValidationRule& rule) {
                      factor, floor);
 }
 
-StepValidator::StepValidator(std::unique_ptr<Backend> unsharded_backend, const TrainSetup& sharded, int dp)
-    : unsharded_be_(std::move(unsharded_backend)), reference_be_(make_cpu_backend(Precision::fp32)) {
+StepValidator::StepValidator(std::unique_ptr<Backend> unsharded_backend, const TrainSetup& sharded, int dp,
+                             comm::Communicator* world, Backend* comm_backend)
+    : world_(world && world->size() > 1 ? world : nullptr), comm_be_(comm_backend) {
   const TrainSetup ref = reference_setup(sharded, dp);
+  step_tokens_ = static_cast<std::int64_t>(ref.micro_batch) * ref.seq_len;
+  if (world_ && !comm_be_) throw Error("StepValidator: a world needs the back end its collectives move memory of");
+  if (world_ && world_->rank() != 0) return;  // rank 0 runs the two steps for every rank
+  if (!unsharded_backend) throw Error("StepValidator: no back end for the unsharded step");
+  unsharded_be_ = std::move(unsharded_backend);
+  reference_be_ = make_cpu_backend(Precision::fp32);
   unsharded_ = std::make_unique<Trainer>(*unsharded_be_, nullptr, ref);
   reference_ = std::make_unique<Trainer>(*reference_be_, nullptr, ref);
 }
 
 StepValidator::~StepValidator() = default;
 
-std::int64_t StepValidator::step_tokens() const {
-  return static_cast<std::int64_t>(unsharded_->positions().size());
+template <class T>
+void StepValidator::share(std::vector<T>& v) {
+  if (!world_) return;
+  Array<T> buf(*comm_be_, static_cast<std::int64_t>(v.size()), MemCategory::working);
+  if (runs())
+    comm_be_->copy_from_host(buf.data(), v.data(), buf.bytes());
+  else
+    comm_be_->zero(buf.data(), buf.bytes());
+  world_->all_reduce(buf.data(), buf.data(), v.size(), std::is_same_v<T, double> ? DType::fp64 : DType::fp32);
+  comm_be_->copy_to_host(v.data(), buf.data(), buf.bytes());
 }
 
 StepValidator::Baseline StepValidator::baseline() {
   Baseline b;
-  b.unsharded = unsharded_->compute_gradients();
-  b.reference = reference_->compute_gradients();
-  b.unsharded_values = {b.unsharded.loss, unsharded_->grads_host(), unsharded_->token_losses()};
-  b.reference_values = {b.reference.loss, reference_->grads_host(), reference_->token_losses()};
+  if (runs()) {
+    b.unsharded = unsharded_->compute_gradients();
+    b.reference = reference_->compute_gradients();
+    b.unsharded_values = {b.unsharded.loss, unsharded_->grads_host(), unsharded_->token_losses()};
+    b.reference_values = {b.reference.loss, reference_->grads_host(), reference_->token_losses()};
+  }
+  if (!world_) return b;
+  // Sizes and scalars first, then the values: [loss, real tokens] of both runs, #grads, #token losses.
+  std::vector<double> head = {b.unsharded.loss, b.unsharded.real_tokens, b.reference.loss, b.reference.real_tokens,
+                              static_cast<double>(b.unsharded_values.grads.size()),
+                              static_cast<double>(b.unsharded_values.token_losses.size())};
+  share(head);
+  b.unsharded.loss = b.unsharded_values.loss = head[0];
+  b.unsharded.real_tokens = head[1];
+  b.reference.loss = b.reference_values.loss = head[2];
+  b.reference.real_tokens = head[3];
+  for (StepValues* v : {&b.unsharded_values, &b.reference_values}) {
+    v->grads.resize(static_cast<std::size_t>(head[4]));
+    v->token_losses.resize(static_cast<std::size_t>(head[5]));
+    share(v->grads);
+    share(v->token_losses);
+  }
   return b;
 }
 
 ValidationReport StepValidator::check(Trainer& sharded, const StepResult& r, const Baseline& b,
                                       ValidationRule rule) const {
-  rule.step_tokens = step_tokens();
+  rule.step_tokens = step_tokens_;
   return compare_step(sharded.model().tensors(), {r.loss, sharded.grads_host(), {}}, b.unsharded_values,
                       b.reference_values, rule);
 }
 
 void StepValidator::advance(Trainer& sharded) {
   sharded.optimizer_step();
-  unsharded_->optimizer_step();
-  reference_->optimizer_step();
-  const std::vector<float> params = reference_->params_host();
+  std::vector<float> params(static_cast<std::size_t>(sharded.model().param_count()));
+  if (runs()) {
+    unsharded_->optimizer_step();
+    reference_->optimizer_step();
+    params = reference_->params_host();
+    unsharded_->set_params_host(params);
+  }
+  share(params);
   sharded.set_params_host(params);
-  unsharded_->set_params_host(params);
 }
 
 }  // namespace seqpar::train

@@ -107,16 +107,21 @@ ValidationReport compare_step(const std::vector<ParamTensor>& tensors, const Ste
 // error 5.6e-03 per term + floor 1.2e-06" and where the factor and the floor come from.
 std::string explain(const TensorCheck& c, const ValidationRule& rule);
 
-// --validate's other two runs beside a sharded trainer: the unsharded step on `unsharded_backend`
-// (the sharded step's back end kind, engine and precision) and the fp32 reference on the CPU.
+// --validate's other two runs beside a sharded trainer: the unsharded step (the sharded step's back
+// end kind, engine and precision) and the fp32 reference on the CPU. With a world, its rank 0 runs
+// them and shares their results with every rank (one all-reduce, the others adding zeros), so a
+// P-rank step costs two unsharded steps, not 2P; every rank still checks its own gradients.
 class StepValidator {
  public:
-  // sharded: the sharded trainer's setup; dp: its data-parallel degree.
-  StepValidator(std::unique_ptr<Backend> unsharded_backend, const TrainSetup& sharded, int dp);
+  // sharded: the sharded trainer's setup; dp: its data-parallel degree. unsharded_backend: used
+  // where the runs happen (may be null on the other ranks). world, comm_backend: the sharded step's
+  // ranks and a back end whose memory the world's collectives move (nullptr: this process runs both).
+  StepValidator(std::unique_ptr<Backend> unsharded_backend, const TrainSetup& sharded, int dp,
+                comm::Communicator* world = nullptr, Backend* comm_backend = nullptr);
   ~StepValidator();
 
   // The unsharded and reference steps at the current parameters: what every sharded rank of the
-  // step is compared with.
+  // step is compared with. Collective over the world.
   struct Baseline {
     StepResult unsharded, reference;
     StepValues unsharded_values, reference_values;
@@ -126,12 +131,22 @@ class StepValidator {
   ValidationReport check(Trainer& sharded, const StepResult& r, const Baseline& b, ValidationRule rule) const;
   // The optimizer step of all three; then the sharded and unsharded trainers take the reference's
   // parameters, so that every step is checked at the same point and rounding does not compound.
+  // Collective over the world.
   void advance(Trainer& sharded);
-  std::int64_t step_tokens() const;
+  // K of the rule's floor: the tokens of the whole step, micro-batch x dp x seq_len.
+  std::int64_t step_tokens() const { return step_tokens_; }
 
  private:
+  bool runs() const { return unsharded_ != nullptr; }
+  // Rank 0's values on every rank (sizes agreed beforehand).
+  template <class T>
+  void share(std::vector<T>& v);
+
   std::unique_ptr<Backend> unsharded_be_, reference_be_;
   std::unique_ptr<Trainer> unsharded_, reference_;
+  comm::Communicator* world_;
+  Backend* comm_be_;
+  std::int64_t step_tokens_;
 };
 
 }  // namespace seqpar::train
