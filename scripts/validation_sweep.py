@@ -92,12 +92,12 @@ def plan_label(plan):
     return f"{method} U{u}xR{r}"
 
 
-def table_plans(seqpar, shape, tmp):
-    """Every plan of the simulator's method table for SP 2, 4, 8 on this shape."""
+def table_plans(seqpar, shape, tmp, degrees=DEGREES):
+    """Every plan of the simulator's method table for the SP degrees on this shape."""
     model = Path(tmp) / f"{shape}.json"
     model.write_text(json.dumps({"name": shape, **COMMON, **SHAPES[shape]}))
     plans = []
-    for sp in DEGREES:
+    for sp in degrees:
         cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--seq-len", "64",
                "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -113,12 +113,15 @@ def table_plans(seqpar, shape, tmp):
 
 
 def pairs(plans_by_shape, quick):
-    """The (plan, shape) pairs to run: all; quick, each plan on one shape (taking turns)."""
+    """The (plan, shape) pairs to run: all; quick, each plan once, the shapes taking turns."""
     shapes = list(plans_by_shape)
+    if not quick:
+        return [(p, s) for s in shapes for p in plans_by_shape[s]]
+    distinct = sorted({p for ps in plans_by_shape.values() for p in ps}, key=lambda x: (x[3], x[0], x[1]))
     out = []
-    for k, (shape, plan) in enumerate((s, p) for s in shapes for p in plans_by_shape[s]):
-        if not quick or k % len(shapes) == shapes.index(shape):
-            out.append((plan, shape))
+    for j, plan in enumerate(distinct):
+        having = [s for s in shapes if plan in plans_by_shape[s]]
+        out.append((plan, having[j % len(having)]))
     return out
 
 
@@ -239,8 +242,7 @@ def sweep(args):
         raise SweepError("--modes mpi: mpirun is not on PATH")
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="validation_sweep.") as tmp:
-        shapes = list(SHAPES)
-        plans_by_shape = {s: table_plans(seqpar, s, tmp) for s in shapes}
+        plans_by_shape = {s: table_plans(seqpar, s, tmp, args.degrees) for s in args.shapes}
         methods = sorted({p[0] for plans in plans_by_shape.values() for p in plans})
         print(f"# methods (the simulator's method table): {', '.join(methods)}")
         lengths_of, refusals = {}, []
@@ -352,6 +354,8 @@ def main(argv):
     ap.add_argument("--seeds", type=int, default=20, help="seeds per plan and shape in each mode (default 20)")
     ap.add_argument("--steps", type=int, default=None, help="validated steps per run (default 10; --quick 2)")
     ap.add_argument("--modes", default="virtual,mpi", help="virtual, mpi or both (default both)")
+    ap.add_argument("--degrees", default=",".join(map(str, DEGREES)), help="SP degrees (default 2,4,8)")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help=f"model shapes (default {','.join(SHAPES)})")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run before it counts as failed")
     ap.add_argument("--min-steps", type=int, default=None,
@@ -366,6 +370,16 @@ def main(argv):
         args.min_steps = 0 if args.quick else 10000
     if args.seeds < 1 or args.steps < 1 or args.jobs < 1:
         ap.error("--seeds, --steps and --jobs must be at least 1")
+    try:
+        args.degrees = [int(d) for d in args.degrees.split(",")]
+    except ValueError:
+        ap.error(f"--degrees {args.degrees}: a comma-separated list of whole numbers")
+    if any(d < 2 for d in args.degrees):
+        ap.error("--degrees: every SP degree must be at least 2")
+    args.shapes = args.shapes.split(",")
+    for sh in args.shapes:
+        if sh not in SHAPES:
+            ap.error(f"--shapes: unknown shape '{sh}' ({', '.join(SHAPES)})")
     try:
         return matrix(args) if args.command == "matrix" else sweep(args)
     except SweepError as e:
