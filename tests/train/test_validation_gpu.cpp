@@ -37,15 +37,7 @@ class GpuValidation : public ::testing::TestWithParam<kernels::AttentionEngine> 
   }
   // The flash kernels' head dimension (64), 4 query heads over 2 KV heads.
   static ModelConfig model() {
-    ModelConfig m;
-    m.layers = 2;
-    m.hidden = 128;
-    m.heads = 4;
-    m.kv_heads = 2;
-    m.head_dim = 64;
-    m.ffn = 256;
-    m.vocab = 128;
-    return m;
+    return {.layers = 2, .hidden = 128, .heads = 4, .kv_heads = 2, .head_dim = 64, .ffn = 256, .vocab = 128};
   }
   // One step of `s` on virtual ranks on the GPU, each rank checked against one GPU baseline.
   std::vector<ValidationReport> validate(const TrainSetup& s, int world, StepValidator& val,

@@ -15,15 +15,7 @@ namespace seqpar::train::testing {
 // 8 query heads over 2 KV heads: Ulysses 4 and 8 replicate the KV heads, and Ulysses 2 and 4 leave
 // each rank more than one query head (what the transposed all-to-all needs to be a bug).
 inline ModelConfig matrix_model() {
-  ModelConfig m;
-  m.layers = 2;
-  m.hidden = 32;
-  m.heads = 8;
-  m.kv_heads = 2;
-  m.head_dim = 8;
-  m.ffn = 64;
-  m.vocab = 64;
-  return m;
+  return {.layers = 2, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 8, .ffn = 64, .vocab = 64};
 }
 
 // A plan of the simulator's method table (sim::method_table: every method, with its degree rule),
