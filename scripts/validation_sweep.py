@@ -15,6 +15,9 @@ validated steps than --min-steps.
 
   validation_sweep.py [--build DIR] [--quick] [--seeds N] [--steps N] [--modes virtual,mpi] [-j N]
 
+--backend cuda runs the same sweep on the GPU (virtual ranks sharing it; shapes with head dims 64 and
+128, which its attention kernels take), for a machine with one.
+
 --quick is the reduced form CI runs (scripts/tests/test_validation_sweep.py): one shape and one
 memory option per plan, one seed, two steps, mpirun for one plan per method; about a minute on 2 cores.
 The full sweep (20 seeds per plan and shape in each mode, 10 steps each) validates over 10,000 steps.
@@ -42,6 +45,12 @@ SHAPES = {
     "gqa": {"heads": 8, "kv_heads": 2, "head_dim": 8},  # SP 4 and 8 above the 2 KV heads
     "odd-head-dim": {"heads": 4, "kv_heads": 2, "head_dim": 10},  # five rotary pairs
 }
+# --backend cuda: the GPU's attention kernels take head dims 64 and 128.
+GPU_SHAPES = {
+    "mha": {"heads": 4, "kv_heads": 4, "head_dim": 64},
+    "gqa": {"heads": 8, "kv_heads": 2, "head_dim": 64},
+    "head-dim-128": {"heads": 4, "kv_heads": 2, "head_dim": 128},
+}
 COMMON = {"layers": 2, "hidden": 64, "ffn_hidden": 128, "vocab": 128}
 MEMORY = (
     ("none", ["--checkpoint", "none"]),
@@ -61,8 +70,12 @@ class SweepError(Exception):
     pass
 
 
-def model_flags(shape):
-    sizes = {**COMMON, **SHAPES[shape]}
+def shapes_of(backend):
+    return GPU_SHAPES if backend == "cuda" else SHAPES
+
+
+def model_flags(shape, backend="cpu"):
+    sizes = {**COMMON, **shapes_of(backend)[shape]}
     return ["--layers", str(sizes["layers"]), "--hidden", str(sizes["hidden"]), "--heads", str(sizes["heads"]),
             "--kv-heads", str(sizes["kv_heads"]), "--head-dim", str(sizes["head_dim"]),
             "--ffn-hidden", str(sizes["ffn_hidden"]), "--vocab", str(sizes["vocab"])]
@@ -92,10 +105,10 @@ def plan_label(plan):
     return f"{method} U{u}xR{r}"
 
 
-def table_plans(seqpar, shape, tmp, degrees=DEGREES):
+def table_plans(seqpar, shape, tmp, degrees=DEGREES, backend="cpu"):
     """Every plan of the simulator's method table for the SP degrees on this shape."""
     model = Path(tmp) / f"{shape}.json"
-    model.write_text(json.dumps({"name": shape, **COMMON, **SHAPES[shape]}))
+    model.write_text(json.dumps({"name": shape, **COMMON, **shapes_of(backend)[shape]}))
     plans = []
     for sp in degrees:
         cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--seq-len", "64",
@@ -138,10 +151,10 @@ def cases(lengths_of, seeds, quick):
     return out
 
 
-def train_command(train, case, steps, mode, out_json):
+def train_command(train, case, steps, mode, out_json, backend="cpu"):
     argv = [train, "--validate", "--steps", str(steps), "--seed", str(case["seed"]), "--seq-len",
-            str(case["seq_len"]), *plan_flags(case["plan"]), *model_flags(case["shape"]), *case["memory"][1],
-            "-J", out_json]
+            str(case["seq_len"]), *plan_flags(case["plan"]), *model_flags(case["shape"], backend), *case["memory"][1],
+            "--backend", backend, "-J", out_json]
     sp = case["plan"][3]
     if mode == "mpi":
         return ["mpirun", "-np", str(sp), "--oversubscribe", argv[0], "--comm", "mpi", *argv[1:]]
@@ -154,11 +167,11 @@ def describe(case, mode):
             f"{case['memory'][0]:12s} seed {case['seed']}")
 
 
-def run_case(train, case, steps, mode, tmp, timeout):
+def run_case(train, case, steps, mode, tmp, timeout, backend="cpu"):
     """One run: {'steps': validated steps, 'failed': reason or None, 'closest': (used, text)}."""
     fd, out_json = tempfile.mkstemp(suffix=".json", dir=tmp)
     os.close(fd)
-    cmd = train_command(train, case, steps, mode, out_json)
+    cmd = train_command(train, case, steps, mode, out_json, backend)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -185,13 +198,13 @@ def run_case(train, case, steps, mode, tmp, timeout):
     return result
 
 
-def probe(train, plan, shape, seq_len, tmp):
+def probe(train, plan, shape, seq_len, tmp, backend="cpu"):
     """Does the step run this plan at this length? True when it validates (one step, virtual ranks),
     False when it refuses cleanly (exit 2, an error naming the rule); SweepError otherwise."""
     case = {"plan": plan, "shape": shape, "seq_len": seq_len, "memory": MEMORY[0], "seed": 1}
     fd, out_json = tempfile.mkstemp(suffix=".json", dir=tmp)
     os.close(fd)
-    cmd = train_command(train, case, 1, "virtual", out_json)
+    cmd = train_command(train, case, 1, "virtual", out_json, backend)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     os.unlink(out_json)
     if r.returncode == 2 and "error:" in r.stderr and "internal error" not in r.stderr:
@@ -202,7 +215,7 @@ def probe(train, plan, shape, seq_len, tmp):
                      + " | ".join((r.stdout + r.stderr).strip().splitlines()[-5:]))
 
 
-def lengths_for(train, plan, shape, tmp, quick):
+def lengths_for(train, plan, shape, tmp, quick, backend="cpu"):
     """(validated lengths, refused lengths with the reason): the shortest length the plan accepts
     (probing from 2 up: every shorter one must be a clean refusal), then 64 and 128, and lengths
     that do not divide evenly (the shortest + 1, 63, 100), each validated where the plan accepts it
@@ -210,7 +223,7 @@ def lengths_for(train, plan, shape, tmp, quick):
     beyond the head count) has no lengths. Quick: the shortest and 64."""
     refused = []
     for n in range(2, 129):
-        ok, why = probe(train, plan, shape, n, tmp)
+        ok, why = probe(train, plan, shape, n, tmp, backend)
         if ok:
             break
         refused.append((n, why))
@@ -222,7 +235,7 @@ def lengths_for(train, plan, shape, tmp, quick):
     for m in ([64] if quick else [n + 1, *ODD_LENGTHS, *LENGTHS]):
         if m in accepted or any(m == r for r, _ in refused):
             continue
-        ok, why = probe(train, plan, shape, m, tmp)
+        ok, why = probe(train, plan, shape, m, tmp, backend)
         (accepted if ok else refused).append(m if ok else (m, why))
     return sorted(accepted), refused
 
@@ -240,14 +253,17 @@ def sweep(args):
             raise SweepError(f"--modes: unknown mode '{m}' (virtual, mpi)")
     if "mpi" in modes and not shutil.which("mpirun"):
         raise SweepError("--modes mpi: mpirun is not on PATH")
+    if "mpi" in modes and args.backend == "cuda":
+        raise SweepError("--modes mpi with --backend cuda: MPI moves host buffers; the GPU runs on virtual ranks "
+                         "(--modes virtual)")
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="validation_sweep.") as tmp:
-        plans_by_shape = {s: table_plans(seqpar, s, tmp, args.degrees) for s in args.shapes}
+        plans_by_shape = {s: table_plans(seqpar, s, tmp, args.degrees, args.backend) for s in args.shapes}
         methods = sorted({p[0] for plans in plans_by_shape.values() for p in plans})
         print(f"# methods (the simulator's method table): {', '.join(methods)}")
         lengths_of, refusals = {}, []
         for plan, shape in pairs(plans_by_shape, args.quick):
-            ok, refused = lengths_for(train, plan, shape, tmp, args.quick)
+            ok, refused = lengths_for(train, plan, shape, tmp, args.quick, args.backend)
             lengths_of[(plan, shape)] = ok
             refusals += [(plan, shape, n, why) for n, why in refused]
             print(f"# {plan_label(plan):22s} {shape:12s} lengths {ok or 'none (plan refused)'}"
@@ -271,7 +287,7 @@ def sweep(args):
 
         def one(item):
             mode, case = item
-            res = run_case(train, case, args.steps, mode, tmp, args.timeout)
+            res = run_case(train, case, args.steps, mode, tmp, args.timeout, args.backend)
             with lock:
                 total["runs"] += 1
                 total["steps"] += res["steps"]
@@ -353,9 +369,12 @@ def main(argv):
     ap.add_argument("--quick", action="store_true", help="the reduced sweep CI runs")
     ap.add_argument("--seeds", type=int, default=20, help="seeds per plan and shape in each mode (default 20)")
     ap.add_argument("--steps", type=int, default=None, help="validated steps per run (default 10; --quick 2)")
-    ap.add_argument("--modes", default="virtual,mpi", help="virtual, mpi or both (default both)")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
+                    help="seqpar-train's back end (cuda: virtual ranks sharing the GPU, head dims 64 and 128)")
+    ap.add_argument("--modes", default=None, help="virtual, mpi or both (default both; cuda: virtual)")
     ap.add_argument("--degrees", default=",".join(map(str, DEGREES)), help="SP degrees (default 2,4,8)")
-    ap.add_argument("--shapes", default=",".join(SHAPES), help=f"model shapes (default {','.join(SHAPES)})")
+    ap.add_argument("--shapes", default=None,
+                    help=f"model shapes (default {','.join(SHAPES)}; cuda: {','.join(GPU_SHAPES)})")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per run before it counts as failed")
     ap.add_argument("--min-steps", type=int, default=None,
@@ -376,10 +395,13 @@ def main(argv):
         ap.error(f"--degrees {args.degrees}: a comma-separated list of whole numbers")
     if any(d < 2 for d in args.degrees):
         ap.error("--degrees: every SP degree must be at least 2")
-    args.shapes = args.shapes.split(",")
+    if args.modes is None:
+        args.modes = "virtual" if args.backend == "cuda" else "virtual,mpi"
+    known = shapes_of(args.backend)
+    args.shapes = (args.shapes or ",".join(known)).split(",")
     for sh in args.shapes:
-        if sh not in SHAPES:
-            ap.error(f"--shapes: unknown shape '{sh}' ({', '.join(SHAPES)})")
+        if sh not in known:
+            ap.error(f"--shapes: unknown shape '{sh}' for --backend {args.backend} ({', '.join(known)})")
     try:
         return matrix(args) if args.command == "matrix" else sweep(args)
     except SweepError as e:

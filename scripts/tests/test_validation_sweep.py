@@ -79,6 +79,13 @@ def run(*args, env=None):
                           env=dict(os.environ, **(env or {})))
 
 
+def test_the_gpu_sweep_asks_for_the_cuda_back_end_and_its_head_dims():
+    case = {"plan": ("ring", 1, 2, 2), "shape": "gqa", "seq_len": 64, "memory": vs.MEMORY[0], "seed": 1}
+    cmd = vs.train_command("seqpar-train", case, 2, "virtual", "out.json", "cuda")
+    assert cmd[cmd.index("--backend") + 1] == "cuda" and cmd[cmd.index("--head-dim") + 1] == "64"
+    assert vs.train_command("seqpar-train", case, 2, "virtual", "out.json")[cmd.index("--head-dim") + 1] == "8"
+
+
 def test_plans_come_from_the_method_table_listing_ranked_and_rejected():
     doc = {"ranked": [{"plan": {"method": "ring", "ulysses_degree": 1, "ring_degree": 4, "sp": 4}},
                       {"plan": {"method": "ring", "ulysses_degree": 1, "ring_degree": 4, "sp": 4}}],
@@ -145,6 +152,8 @@ def test_unbuilt_programs_and_bad_modes_are_errors(tmp_path, fake_build):
     assert r.returncode == 2 and "unknown mode 'threads'" in r.stderr
     r = run("--build", str(fake_build), "--shapes", "moe")
     assert r.returncode == 2 and "unknown shape 'moe'" in r.stderr
+    r = run("--build", str(fake_build), "--backend", "cuda", "--modes", "mpi")
+    assert r.returncode == 2 and "MPI moves host buffers" in r.stderr
 
 
 def test_the_matrix_goes_between_the_readme_markers():

@@ -20,7 +20,7 @@
 namespace seqpar::train {
 namespace {
 
-class GpuValidation : public ::testing::TestWithParam<kernels::AttentionEngine> {
+class CudaValidation : public ::testing::TestWithParam<kernels::AttentionEngine> {
  protected:
   void SetUp() override {
     if (!cuda_backend_built()) GTEST_SKIP() << "this build has no CUDA back end";
@@ -65,14 +65,14 @@ class GpuValidation : public ::testing::TestWithParam<kernels::AttentionEngine> 
   }
 };
 
-TEST_P(GpuValidation, AccumulatesOnTensorCores) {
+TEST_P(CudaValidation, AccumulatesOnTensorCores) {
   const Arithmetic a = arithmetic_of(*gpu());
   EXPECT_EQ(a.accumulation_roundoff, 8 * std::ldexp(1.0, -24));
   EXPECT_EQ(a.rounding_growth, 2.0);
   EXPECT_NE(a.name.find(kernels::to_string(GetParam())), std::string::npos) << a.name;
 }
 
-TEST_P(GpuValidation, EveryMethodPassesAndPlantedFaultsFail) {
+TEST_P(CudaValidation, EveryMethodPassesAndPlantedFaultsFail) {
   const ModelConfig m = model();
   for (const testing::PlanCase& c : testing::table_plans({2, 4}, m, 256)) {
     SCOPED_TRACE(c.label);
@@ -93,7 +93,7 @@ TEST_P(GpuValidation, EveryMethodPassesAndPlantedFaultsFail) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, GpuValidation,
+INSTANTIATE_TEST_SUITE_P(Engines, CudaValidation,
                          ::testing::Values(kernels::AttentionEngine::seqpar, kernels::AttentionEngine::cudnn),
                          [](const ::testing::TestParamInfo<kernels::AttentionEngine>& i) {
                            return std::string(kernels::to_string(i.param));
