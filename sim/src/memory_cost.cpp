@@ -5,6 +5,7 @@
 #include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/methods.hpp"
 
 namespace seqpar::sim {
 
@@ -98,6 +99,8 @@ double alst_tile_rows(const Model& m, const Plan& p) {
 //                  ring (R > 1): K,V double buffer (bf16), the travelling dK,dV in and the local
 //                    dK,dV accumulator double buffer (fp32), the dQ accumulator (fp32), and one
 //                    block's dQ, dK, dV (bf16; one sequence's);
+//                  all-gather KV (R > 1): the re-gathered K,V of the whole sequence (bf16), its
+//                    dK,dV accumulators (fp32), one call's dK,dV (all_gather_backward_buffers);
 //                  SP = 1: none (one flash-attention call writes dQ, dK, dV directly).
 //   D QKV backward: the attention's saved tensors and dO freed; the layer input and norm output
 //                  (selective recomputes it), dQ, dK, dV, the two gradients (2h).
@@ -109,9 +112,23 @@ struct Phase {
 };
 const Phase& larger(const Phase& a, const Phase& b) { return b.total() > a.total() ? b : a; }
 
+// All-gather KV context parallelism's attention-backward buffers (R > 1; sub-phase C above), as
+// train/src/sp_attention.cpp allocates them: the whole sequence's K and V gathered again and laid
+// out in sequence order (bf16), the dK,dV accumulators of the whole sequence (fp32, reduce-scattered
+// at the end), and one kernel call's dK,dV over its key prefix (bf16, at most the whole sequence,
+// one sequence's), beside the kernel's workspace. No dQ or output accumulator: each query chunk is
+// one call, which writes its dQ in place. The gather's rank-order buffer (half of K,V at a time) and
+// the reduce-scatter's result are alive only while the accumulators or these temporaries are not.
+double all_gather_backward_buffers(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh) {
+  const double kv_values = sh.batch * double(p.seq_len) * sh.kv_heads_local * m.head_dim;  // one of K, V
+  const double one_call = 2 * sh.key_tokens * sh.kv_heads_local * m.head_dim;               // its dK, dV
+  return attention_kernel_workspace_bytes(m, s, p) + kBf16 * 2 * kv_values + kF32 * 2 * kv_values + kBf16 * one_call;
+}
+
 // The method's attention-backward buffers (sub-phase C above).
 double attention_backward_buffers(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh,
                                   double T) {
+  if (kv_all_gather(p)) return all_gather_backward_buffers(m, s, p, sh);
   const double d = m.head_dim;
   double ring = attention_kernel_workspace_bytes(m, s, p);
   if (p.ring_degree > 1) {
@@ -137,8 +154,9 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
   // One kernel call's queries: one sequence's block (a zigzag ring block is half the rank's).
   const double rows = sh.block_tokens * sh.heads_local;
   const bool expands = s.gpu.attention_bwd_expands_kv_grads && sh.kv_heads_local < sh.heads_local;
-  // dK and dV per query head for the call's keys (at most the rank's attention tokens).
-  const double kv_grads = expands ? 2 * kBf16 * sh.attn_tokens * sh.heads_local * m.head_dim : 0;
+  // dK and dV per query head for the call's keys (at most the rank's attention tokens; all-gather:
+  // the whole sequence).
+  const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
   return kF32 * rows * (m.head_dim + 1) + kv_grads;
 }
 

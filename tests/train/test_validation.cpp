@@ -20,7 +20,6 @@
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
-#include "seqpar/sim/methods.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
 #include "validation_cases.hpp"
@@ -222,16 +221,13 @@ TEST(Validation, EveryMethodOfTheTablePassesInBf16) {
 }
 
 TEST(Validation, DataParallelTimesSpPasses) {
-  // Ring-zigzag 2 on 4 ranks: two SP groups, gradients all-reduced over both.
-  seqpar::Plan p;
-  p.method = seqpar::Method::ring_zigzag;
-  p.gpus = 4;
-  p.sp = p.ring_degree = 2;
-  p.seq_len = 32;
-  p.micro_batch = 2;
-  p.mem = train_memory_default();
-  for (const ValidationReport& r : validate_on_virtual_ranks(setup_of(p, matrix_model()), 4))
-    EXPECT_TRUE(r.ok()) << describe(r);
+  // SP 2 on 4 ranks: two SP groups, gradients all-reduced over both.
+  const ModelConfig m = matrix_model();
+  for (const PlanCase& c : table_plans({2}, m, 32, 2)) {
+    SCOPED_TRACE(c.label);
+    for (const ValidationReport& r : validate_on_virtual_ranks(setup_of(c.plan, m), c.plan.gpus))
+      EXPECT_TRUE(r.ok()) << describe(r);
+  }
 }
 
 // The failing tensors say why: the wrong label's row of the LM head; attention's own weights.
@@ -315,8 +311,7 @@ TEST(Validation, FaultsNeverReachTheReference) {
 TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
   const ModelConfig m = matrix_model();
   const std::vector<PlanCase> plans = table_plans({2, 4, 8}, m, 32);
-  std::vector<seqpar::Method> methods;
-  for (const sim::MethodEntry& e : sim::method_table()) methods.push_back(e.method);
+  const auto& methods = seqpar::kAllMethods;
   // cells[fault][method]: "caught" / "n/a" / "PASSED" -> the degrees; margin[fault][method]: the
   // least, over the plans that caught it, of how far past its allowance the worst check went.
   std::map<Fault, std::map<seqpar::Method, std::map<std::string, std::vector<std::string>>>> cells;

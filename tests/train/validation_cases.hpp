@@ -1,5 +1,6 @@
-// Test helper: the plans of the simulator's method table (sim::method_table, every method with its
-// degree rule, so a method added there is validated without a change here) as training setups, for
+// Test helper: the plans of every method (core's kAllMethods, with the degree rule of its entry in
+// the simulator's method table, so a method added there is validated without a change here) as
+// training setups, for
 // the validation tests on the CPU (test_validation.cpp) and on the GPU (test_validation_gpu.cpp).
 #pragma once
 #include <optional>
@@ -25,14 +26,18 @@ struct PlanCase {
   std::string label;  // "ring-zigzag sp=4", "hybrid U2xR2"
 };
 
-inline std::vector<PlanCase> table_plans(const std::vector<int>& degrees, const ModelConfig& m, std::int64_t seq_len) {
+// Every method (core's kAllMethods) at each SP degree, in every Ulysses x Ring split its entry in the
+// simulator's method table tries; dp data-parallel groups of them. Plans the rules refuse are left out.
+inline std::vector<PlanCase> table_plans(const std::vector<int>& degrees, const ModelConfig& m, std::int64_t seq_len,
+                                         int dp = 1) {
   std::vector<PlanCase> out;
-  for (const sim::MethodEntry& e : sim::method_table())
+  for (const seqpar::Method method : seqpar::kAllMethods)
     for (const int sp : degrees)
-      for (const auto& [u, r] : e.splits(sp, std::nullopt)) {
+      for (const auto& [u, r] : sim::method_entry(method).splits(sp, std::nullopt)) {
         seqpar::Plan p;
-        p.method = e.method;
-        p.gpus = p.sp = sp;
+        p.method = method;
+        p.sp = sp;
+        p.gpus = sp * dp;
         p.ulysses_degree = u;
         p.ring_degree = r;
         p.seq_len = seq_len;
@@ -54,7 +59,8 @@ inline TrainSetup setup_of(const seqpar::Plan& p, const ModelConfig& m, Fault fa
 }
 
 inline FaultSite site_of(const TrainSetup& s) {
-  return {s.ulysses, s.ring, s.zigzag && s.ring > 1, s.model.heads, s.model.kv_heads};
+  return {s.ulysses, s.ring, s.zigzag && s.ring > 1, s.model.heads, s.model.kv_heads,
+          s.kv == KvExchange::all_gather};
 }
 
 }  // namespace seqpar::train::testing

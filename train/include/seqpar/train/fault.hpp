@@ -18,20 +18,26 @@ enum class Fault {
   // One rank attends with the wrong K,V block: with a ring (R > 1), ring rank 1 computes ring step
   // 1 with the K,V of step 0 (its own block) in place of the block it just received; with
   // Ulysses only (R = 1), Ulysses rank 1 swaps the K,V chunks of its first two peers after the
-  // all-to-all (the chunk of the wrong peer). The backward uses the right blocks.
+  // all-to-all (the chunk of the wrong peer); with an all-gather of K,V, ring rank 1 swaps the
+  // gathered chunks of peers 0 and 1. The backward uses the right blocks.
   kv_wrong_block,
-  // Ring rank 1 skips ring step 1 (the block it receives first) in the forward and the backward.
+  // Ring rank 1 skips ring step 1 (the block it receives first) in the forward and the backward
+  // (ring hops only: an all-gather of K,V has no steps).
   ring_step_skipped,
-  // SP rank 0 of a zigzag ring loads its two chunks in the wrong order (tokens, labels and RoPE
-  // positions of chunk 2R-1-g first), while attention keeps the right layout.
+  // SP rank 0 of a zigzag ring (or all-gather's head/tail chunks) loads its two chunks in the wrong
+  // order (tokens, labels and RoPE positions of chunk 2R-1-g first), while attention keeps the
+  // right layout.
   zigzag_permutation_wrong,
   // Ring rank 0's causal mask is one position off at the boundary of its first chunk: the chunk's
   // last query also sees the first key of the chunk after it (a future token), forward and backward.
+  // With an all-gather of K,V (one call per query chunk over its key prefix) the prefix is one key
+  // too long and the mask shifted with it: each query of the chunk also sees the next token.
   causal_mask_off_by_one,
   // The dK,dV that travel back to the owner of a K,V block: with a ring, ring rank 0 (whose block
   // every later rank attends to, so the returning sums are never zero) drops the partial sums it
-  // gets back (keeps only its own part) or adds them twice; with Ulysses only, Ulysses rank 1
-  // drops or doubles the dK,dV of KV head 0 that the reverse all-to-all returns.
+  // gets back (keeps only its own part) or adds them twice; with an all-gather of K,V the same for
+  // the reduce-scatter's sum; with Ulysses only, Ulysses rank 1 drops or doubles the dK,dV of KV
+  // head 0 that the reverse all-to-all returns.
   dkv_return_dropped,
   dkv_return_doubled,
   // Ulysses rank 1 reads the q, k, v chunks the forward all-to-all brings it as [heads][tokens]
@@ -39,7 +45,8 @@ enum class Fault {
   // holds one head of each.
   a2a_layout_transposed,
   // Ring rank 1 merges partial attention outputs with the wrong maximum: the merged LSE adds back
-  // the part's LSE instead of the larger of the two (right only when the part's is the larger).
+  // the accumulated LSE instead of the larger of the two (right only when that one is the larger).
+  // Ring hops only: an all-gather of K,V sees every key in one call and merges nothing.
   lse_merge_wrong_max,
   // The KV heads of the queries' groups swapped on one rank (Ulysses rank 1, else ring rank 1): its
   // tokens' KV head 0 serves the query group of KV head 1 and the reverse, forward and backward.
@@ -77,20 +84,22 @@ constexpr std::string_view describe(Fault f) {
 // The shape of a sharded step that decides where a fault can exist.
 struct FaultSite {
   int ulysses = 1, ring = 1;
-  bool zigzag = false;  // the ring is sharded in zigzag
+  bool zigzag = false;         // the ring is sharded in zigzag (or head/tail chunks)
   int heads = 1, kv_heads = 1;
+  bool kv_all_gather = false;  // K,V all-gathered over the ring group instead of passed in hops
 };
 
-// Whether the step has the code the fault breaks: a ring (R > 1) for the ring's faults, a zigzag
-// ring for the permutation, a Ulysses group (U > 1) whose ranks hold more than one head for the
-// transposed unpack, two KV heads for the group mapping, any sharding (SP > 1) for the rest.
+// Whether the step has the code the fault breaks: ring hops for the skipped step and the merge, a
+// ring group (R > 1, hops or all-gather) for the mask and the dK,dV return, zigzag chunks for the
+// permutation, a Ulysses group (U > 1) whose ranks hold more than one head for the transposed
+// unpack, two KV heads for the group mapping, any sharding (SP > 1) for the rest.
 constexpr bool applies(Fault f, const FaultSite& s) {
   const bool ring = s.ring > 1, ulysses = s.ulysses > 1, sharded = ring || ulysses;
   switch (f) {
     case Fault::none: return true;
     case Fault::ring_step_skipped:
-    case Fault::causal_mask_off_by_one:
-    case Fault::lse_merge_wrong_max: return ring;
+    case Fault::lse_merge_wrong_max: return ring && !s.kv_all_gather;
+    case Fault::causal_mask_off_by_one: return ring;
     case Fault::zigzag_permutation_wrong: return ring && s.zigzag;
     case Fault::a2a_layout_transposed: return ulysses && s.heads / s.ulysses > 1;
     case Fault::gqa_wrong_group: return sharded && s.kv_heads > 1;

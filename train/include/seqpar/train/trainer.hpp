@@ -28,6 +28,7 @@ struct TrainSetup {
   std::int64_t seq_len = 64;
   int ulysses = 1, ring = 1;  // sp = ulysses * ring; dp = world / sp
   bool zigzag = false;
+  KvExchange kv = KvExchange::ring_hops;  // all_gather: all-gather KV context parallelism (ulysses 1)
   int micro_batch = 1;        // sequences per SP group per step
   AdamWConfig opt;
   std::uint64_t seed = 1234;
@@ -38,7 +39,8 @@ struct TrainSetup {
   Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
 };
 
-// The plan's shape of the step: seq_len, degrees, zigzag, micro_batch and memory options.
+// The plan's shape of the step: seq_len, degrees, zigzag, the K,V exchange, micro_batch and memory
+// options.
 void apply_plan(TrainSetup& s, const seqpar::Plan& p);
 
 // Sequence `id`: a random start token, then next = (5 * t + 3) mod vocab — a bigram the model
