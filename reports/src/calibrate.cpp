@@ -506,14 +506,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
       "relative residual {:.2f}%, peak memory {:.2f}%{}{}", join(files), f.points, f.time_rel_residual * 100,
       f.memory_rel_residual * 100, f.efficiency_fitted ? "" : "; one step: the memory-bound efficiency held at 1",
       f.per_token_fitted ? "" : "; fewer than three steps at two token counts: no per-token memory term");
-  b.system["framework"] = sim::framework_terms_json(f.terms, src);
+  b.system["framework"] = sim::framework_terms_json(f.terms, sys.profile.name, src);
   res.steps = step_rows(sys, f, used);
   for (const auto& row : res.steps) {
     if (row["loo_time_error"].is_null()) continue;
     res.max_abs_loo_time_error = std::max(res.max_abs_loo_time_error, std::fabs(row["loo_time_error"].get<double>()));
     res.max_abs_loo_memory_error = std::max(res.max_abs_loo_memory_error, std::fabs(row["loo_memory_error"].get<double>()));
   }
-  json fit = sim::framework_terms_json(f.terms, src);
+  json fit = sim::framework_terms_json(f.terms, sys.profile.name, src);
   fit.erase("source");
   fit["points"] = f.points;
   fit["time_rel_residual"] = f.time_rel_residual;

@@ -11,10 +11,8 @@ namespace seqpar::sim {
 using nlohmann::json;
 
 namespace {
-// Wide enough for any framework, narrow enough that every product stays finite. The memory terms
-// may be negative: the modelled parts can overcount what a framework holds (check_numbers still
-// refuses a negative total).
-constexpr double kMaxOverheadS = 1e4, kMaxBytes = 1e15, kMaxBytesPerToken = 1e9, kMaxBytesPerLogit = 64;
+// Wide enough for any framework, narrow enough that every product stays finite.
+constexpr double kMaxOverheadS = 1e4, kMaxBytes = 1e15, kMaxBytesPerToken = 1e9;
 }  // namespace
 
 void read_framework_terms(const json& system, std::string_view what, System& s) {
@@ -29,21 +27,30 @@ void read_framework_terms(const json& system, std::string_view what, System& s) 
   // An efficiency is a fraction of the bandwidth: (0, 1], as the GPU's efficiencies.
   f.memory_bound_efficiency = opt("memory_bound_efficiency", 1e-3, 1, 1);
   f.step_overhead_s = opt("step_overhead_s", 0, kMaxOverheadS, 0);
-  f.reserve_bytes = opt("reserve_bytes", -kMaxBytes, kMaxBytes, 0);
-  f.bytes_per_token = opt("bytes_per_token", -kMaxBytesPerToken, kMaxBytesPerToken, 0);
-  // At most a few copies of an fp32 logit; 0 for a fused loss that never materialises them.
-  f.loss_bytes_per_logit = opt("loss_bytes_per_logit", 0, kMaxBytesPerLogit, f.loss_bytes_per_logit);
-  f.gradient_bytes_per_param = opt("gradient_bytes_per_param", 1, 8, f.gradient_bytes_per_param);  // fp8 .. fp64
+  // Memory a framework holds is never negative: what the inventory overcounts is its error to fix.
+  f.reserve_bytes = opt("reserve_bytes", 0, kMaxBytes, 0);
+  f.bytes_per_token = opt("bytes_per_token", 0, kMaxBytesPerToken, 0);
+  // The loss's and the gradients' bytes are the framework profile's inventory now (framework.hpp).
+  for (const char* moved : {"loss_bytes_per_logit", "gradient_bytes_per_param"})
+    if (it->contains(moved))
+      throw Error(fmt::format("{}: '{}' is no longer a framework term; it is part of the framework profile's "
+                              "inventory (sim/presets/frameworks/, --framework)",
+                              w, moved));
   s.framework = f;
+  s.framework_calibrated = true;
+  // The framework profile the terms were fitted over (framework.hpp); absent: the default.
+  if (auto p = it->find("profile"); p != it->end()) {
+    if (!p->is_string()) throw Error(fmt::format("{}: field 'profile' must be a framework preset name or path", w));
+    s.profile = load_framework(p->get<std::string>());
+  }
 }
 
-json framework_terms_json(const FrameworkTerms& f, const std::string& source) {
-  return json{{"memory_bound_efficiency", f.memory_bound_efficiency},
+json framework_terms_json(const FrameworkTerms& f, const std::string& profile, const std::string& source) {
+  return json{{"profile", profile},
+              {"memory_bound_efficiency", f.memory_bound_efficiency},
               {"step_overhead_s", f.step_overhead_s},
               {"reserve_bytes", f.reserve_bytes},
               {"bytes_per_token", f.bytes_per_token},
-              {"loss_bytes_per_logit", f.loss_bytes_per_logit},
-              {"gradient_bytes_per_param", f.gradient_bytes_per_param},
               {"source", source}};
 }
 

@@ -99,12 +99,14 @@ void check_numbers(Result& r) {
       {"memory.gradients_bytes", b.gradients},
       {"memory.optimizer_states_bytes", b.optimizer_states},
       {"memory.activations_bytes", b.activations},
+      {"memory.checkpoints_bytes", b.checkpoints},
       {"memory.attention_buffers_bytes", b.attention_buffers},
       {"memory.working_bytes", b.working},
       {"memory.logits_bytes", b.logits},
       {"memory.reserved_bytes", b.reserved},
       {"memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes},
       {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
+      {"memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes},
       {"host_memory_bytes", r.memory.host_bytes},
   };
   for (const auto& [name, v] : quantities)
@@ -215,7 +217,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   t.optimizer = optimizer_time(m, s, p);
 
   if (full && p.mem.offload_checkpoints) {
-    const double bytes = L * stored_bytes_per_token(m, p, Checkpoint::full) * T;
+    const double bytes = L * stored_bytes_per_token(m, s, p, Checkpoint::full) * T;
     const double one_way = bytes / g.pcie_bytes_per_s;
     t.offload = 2 * one_way;
     r.figures.offload_one_way_s = one_way;

@@ -33,6 +33,7 @@ struct MemoryOptions {
   Checkpoint checkpoint = Checkpoint::none;
   bool offload_checkpoints = false;    // full-checkpoint layer inputs kept in host memory
   bool offload_optimizer = false;      // optimizer states and step on the host
+  bool offload_params = false;         // ZeRO-3's parameter shards in host memory (offload_param); needs zero 3
   bool tiled_mlp = false;              // MLP computed and recomputed in sequence tiles (ALST)
   bool tiled_loss = false;             // logits and loss computed in sequence tiles (ALST)
   bool operator==(const MemoryOptions&) const = default;
@@ -82,12 +83,12 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
-inline constexpr std::array<std::string_view, 14> kPlanJsonKeys = {
+inline constexpr std::array<std::string_view, 15> kPlanJsonKeys = {
     "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "placement",
-    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"};
+    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss"};
 
 // {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","placement",
-//  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}
+//  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
 // Inverse of to_json; missing memory options and placement take their defaults; bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);

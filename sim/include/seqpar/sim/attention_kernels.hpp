@@ -33,4 +33,8 @@ nlohmann::json gpu_document_with_attention_kernel(const nlohmann::json& gpu_doc,
 // The returned System's gpu.attention_kernel names the kernel whose figures it carries.
 System load_system(std::string_view name_or_path, std::string_view attention_kernel);
 
+// The same with a training framework (framework.hpp) put on the system (use_framework): without an
+// attention kernel named, the framework's own where the GPU lists it, else the GPU's default.
+System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework);
+
 }  // namespace seqpar::sim
