@@ -70,7 +70,7 @@ std::string csv_row(const sim::SweepPoint& pt) {
 }
 
 struct Opts {
-  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = "ulysses,ring,ring-zigzag,hybrid";
+  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = method_names(",");
   std::string out, attention_kernel, framework;
   std::optional<int> ulysses_degree;
   int micro_batch = 1;

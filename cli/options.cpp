@@ -57,7 +57,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
 }
 
 void add_plan(CLI::App* app, PlanOptions& o) {
-  app->add_option("--method", o.method, "ulysses | ring | ring-zigzag | hybrid")->capture_default_str();
+  app->add_option("--method", o.method, method_names(" | "))->capture_default_str();
   app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)");
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, and predicts Llama-3-8B on DGX-H100 nodes
-# (8 to 64 GPUs, sequence lengths 32K to 4M, Ulysses vs Ring (zigzag) vs hybrid). Writes the
+# (8 to 64 GPUs, sequence lengths 32K to 4M, Ulysses vs Ring (zigzag) vs hybrid vs all-gather KV). Writes the
 # sweep (JSON, CSV) and a report (Markdown, HTML, PNG plots) into OUT_DIR, then prints the
 # advised plan per sequence length.
 # Usage: scripts/run.sh [OUT_DIR]   (default: out/main-job)
@@ -18,7 +18,7 @@ seqpar="$build/cli/seqpar"
 mkdir -p "$out"
 
 "$seqpar" sweep --model llama3-8b --system dgx-h100 --gpus 8,16,32,64 \
-  --seq-len 32K,64K,128K,256K,512K,1M,2M,4M --method ulysses,ring-zigzag,hybrid \
+  --seq-len 32K,64K,128K,256K,512K,1M,2M,4M --method ulysses,ring-zigzag,hybrid,allgather \
   --out "$out" >"$out/advice.txt"
 # The training step beside its PyTorch peer (issue 15), where a CUDA GPU and PyTorch are present:
 # Llama-3-8B shapes, 4 layers, 32K vocabulary, 16K tokens, SP = 1, the same flags for both; the

@@ -1,6 +1,6 @@
 // seqpar-bench-layer: forward+backward of one attention layer (RMSNorm, QKV projections, RoPE,
 // sequence-parallel attention, output projection) and of one full decoder block (plus SwiGLU
-// MLP), Ulysses vs Ring vs hybrid, on the training step's code path. Timed with warm-up and
+// MLP), Ulysses vs Ring vs hybrid vs all-gather KV, on the training step's code path. Timed with warm-up and
 // repetitions; each repetition counts as long as the slowest rank took; the median is reported.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,7 +27,7 @@ namespace {
 struct Options {
   st::ModelOptions model;
   st::RunOptions run;
-  std::string methods = "ulysses,ring,ring-zigzag,hybrid";
+  std::string methods = seqpar::method_names(",");
   int reps = 5, warmup = 1;
 };
 
@@ -70,7 +70,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                 world.size(), st::mode_name(world.backend()).c_str(), o.run.backend.c_str(),
                 std::string(be.attention_engine()).c_str());
   if (lead)
-    std::printf("%-16s %-16s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
+    std::printf("%-16s %-26s %10s %12s %12s %14s %12s\n", "benchmark", "plan", "seq_len",
                 "time_ms", "TFLOP/s/gpu", "tokens/s/gpu", "peak_MiB");
   for (const std::string& method : seqpar::split_list(o.methods, "--methods")) {
     const st::RunOptions ro = for_method(o, method);
@@ -91,7 +91,8 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
     st::join_compute_stream(be, groups);
     if (be.on_gpu()) world.set_stream(be.compute_stream());
     const int w = world.rank();
-    const st::SeqLayout layout(plan.seq_len, plan.ulysses_degree, plan.ring_degree, plan.zigzag());
+    const st::SeqLayout layout(plan.seq_len, plan.ulysses_degree, plan.ring_degree, plan.zigzag(),
+                               st::kv_exchange(plan.method));
     st::ModelConfig one = cfg;
     one.layers = 1;
     st::Model model(be, one, plan.micro_batch, layout, groups.layout.ring_index(w),
@@ -135,7 +136,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                            plan.ulysses_degree, plan.ring_degree, plan.seq_len,
                                            plan.micro_batch);
       if (lead)
-        std::printf("%-16s %-16s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
+        std::printf("%-16s %-26s %10lld %12.3f %12.4f %14.1f %12.2f\n", bench,
                     seqpar::describe_structure(plan).c_str(), static_cast<long long>(plan.seq_len),
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
@@ -170,11 +171,12 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"seqpar-bench-layer: forward+backward of one attention layer and one decoder block, Ulysses vs Ring vs hybrid"};
+  CLI::App app{"seqpar-bench-layer: forward+backward of one attention layer and one decoder block, Ulysses vs Ring vs "
+               "hybrid vs all-gather KV"};
   Options o;
   o.model.add(app);
   o.run.add(app);
-  app.add_option("--methods", o.methods, "comma-separated: ulysses,ring,ring-zigzag,hybrid");
+  app.add_option("--methods", o.methods, "comma-separated (default every method): " + seqpar::method_names(","));
   app.add_option("--reps", o.reps, "timed repetitions (the median is reported)");
   app.add_option("--warmup", o.warmup, "untimed repetitions first");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share

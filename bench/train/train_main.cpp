@@ -70,6 +70,7 @@ st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const se
   s.ulysses = plan.ulysses_degree;
   s.ring = plan.ring_degree;
   s.zigzag = plan.zigzag();
+  s.kv = st::kv_exchange(plan.method);
   s.micro_batch = plan.micro_batch;
   s.opt.lr = o.lr;
   s.seed = o.run.seed;

@@ -16,6 +16,8 @@ std::string_view to_string(Method m) {
     case Method::ring: return "ring";
     case Method::ring_zigzag: return "ring-zigzag";
     case Method::hybrid: return "hybrid";
+    case Method::allgather: return "allgather";
+    case Method::allgather_contiguous: return "allgather-contiguous";
   }
   return "?";
 }
@@ -43,10 +45,19 @@ GroupPlacement parse_placement(std::string_view s) {
   throw Error(fmt::format("placement: unknown value '{}'; expected ulysses-inner or ring-inner", s));
 }
 
+std::string method_names(std::string_view separator, std::string_view last_separator) {
+  std::string out;
+  for (std::size_t i = 0; i < kAllMethods.size(); ++i) {
+    if (i > 0) out += i + 1 == kAllMethods.size() ? last_separator : separator;
+    out += to_string(kAllMethods[i]);
+  }
+  return out;
+}
+
 Method parse_method(std::string_view s) {
-  for (Method m : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid})
+  for (Method m : kAllMethods)
     if (s == to_string(m)) return m;
-  throw Error(fmt::format("method: unknown method '{}'; expected ulysses, ring, ring-zigzag or hybrid", s));
+  throw Error(fmt::format("method: unknown method '{}'; expected {}", s, method_names(", ", " or ")));
 }
 
 Checkpoint parse_checkpoint(std::string_view s) {
@@ -57,13 +68,17 @@ Checkpoint parse_checkpoint(std::string_view s) {
 
 Plan normalized(Plan p, int gpus_per_node) {
   switch (p.method) {
+    // A method that fixes a degree fills it when it is missing, also beside a given other degree
+    // (which the rules then name: "has no ring", "has no Ulysses part").
     case Method::ulysses:
-      if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ulysses_degree = p.sp;
+      if (p.ulysses_degree == 0 || (p.ulysses_degree <= 1 && p.ring_degree <= 1)) p.ulysses_degree = p.sp;
       if (p.ring_degree == 0) p.ring_degree = 1;
       break;
     case Method::ring:
     case Method::ring_zigzag:
-      if (p.ulysses_degree <= 1 && p.ring_degree <= 1) p.ring_degree = p.sp;
+    case Method::allgather:
+    case Method::allgather_contiguous:
+      if (p.ring_degree == 0 || (p.ulysses_degree <= 1 && p.ring_degree <= 1)) p.ring_degree = p.sp;
       if (p.ulysses_degree == 0) p.ulysses_degree = 1;
       break;
     case Method::hybrid:
@@ -96,7 +111,7 @@ std::optional<int> implied_sp(const PlanFlags& f) {
     return static_cast<int>(P);
   }
   if (method == Method::ulysses && U && !R && *U >= 1) return U;
-  if ((method == Method::ring || method == Method::ring_zigzag) && R && !U && *R >= 1) return R;
+  if (ring_group_only(method) && R && !U && *R >= 1) return R;
   return std::nullopt;
 }
 

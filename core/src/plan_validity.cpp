@@ -36,14 +36,18 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));
   if (p.method == Method::ulysses && p.ring_degree != 1)
     fail(fmt::format("ring_degree: method ulysses has no ring (got {}); use --method hybrid", p.ring_degree));
-  if ((p.method == Method::ring || p.method == Method::ring_zigzag) && p.ulysses_degree != 1)
-    fail(fmt::format("ulysses_degree: method {} has no Ulysses part (got {}); use --method hybrid", to_string(p.method), p.ulysses_degree));
+  if (ring_group_only(p.method) && p.ulysses_degree != 1)
+    fail(fmt::format("ulysses_degree: method {} has no Ulysses part (got {}){}", to_string(p.method), p.ulysses_degree,
+                     kv_allgather(p.method) ? "" : "; use --method hybrid"));
 
   const std::int64_t gran = seq_granularity(p);
   if (p.seq_len % gran != 0) {
     const std::int64_t padded = (p.seq_len / gran + 1) * gran;
     fail(fmt::format("seq_len: {} is not divisible by {} ({}); pad the sequence to {}", p.seq_len, gran,
-                     p.zigzag() && p.ring_degree > 1 ? "zigzag splits it into 2 x sp chunks" : "one shard per sp rank",
+                     p.zigzag() && p.ring_degree > 1
+                         ? (kv_allgather(p.method) ? "head/tail load balancing splits it into 2 x sp chunks"
+                                                   : "zigzag splits it into 2 x sp chunks")
+                         : "one shard per sp rank",
                      padded));
   }
   check_memory_combination(p.mem, errors);

@@ -62,6 +62,7 @@ struct Collected {
   std::vector<KernelPoint> attention, gemm;
   std::set<std::string> attention_files, gemm_files;
   std::optional<std::string> gpu_name;
+  std::map<std::string, std::set<std::string>> gpu_files;  // measured GPU name -> files: one GPU per profile
   std::vector<std::string> notes;
   std::map<std::string, std::map<std::string, int>> unused_ops;  // file -> op -> rows not fitted
   std::map<std::string, int> rows_without_op;                  // file -> rows (end-to-end times)
@@ -95,12 +96,21 @@ void collect(const json& doc, const std::string& where, const std::string& file,
   // Training steps (seqpar-train's document or the minimal format): step_input.hpp.
   if (is_step_document(doc)) {
     StepDocument d = read_step_document(doc, where, file);
-    if (d.device != "gpu") {
-      c.notes.push_back(fmt::format("{}: skipped: steps measured on device '{}', a GPU profile needs GPU steps", where, d.device));
-      return;
+    std::map<std::string, int> skipped;  // device -> steps
+    for (auto& s : d.steps) {
+      if (s.device != "gpu") {
+        ++skipped[s.device];
+        continue;
+      }
+      if (s.gpu_name) {
+        if (!c.gpu_name) c.gpu_name = s.gpu_name;
+        c.gpu_files[*s.gpu_name].insert(file);
+      }
+      c.steps.push_back(std::move(s));
     }
-    if (d.gpu_name && !c.gpu_name) c.gpu_name = d.gpu_name;
-    for (auto& s : d.steps) c.steps.push_back(std::move(s));
+    for (const auto& [device, n] : skipped)
+      c.notes.push_back(fmt::format("{}: skipped: {} step{} measured on device '{}', a GPU profile needs GPU steps", where,
+                                    n, n == 1 ? "" : "s", device));
     return;
   }
   std::string kind = document_kind(doc, where);
@@ -121,8 +131,10 @@ void collect(const json& doc, const std::string& where, const std::string& file,
   }
   if (doc.contains("environment") && doc["environment"].is_object()) {
     const json& env = doc["environment"];
-    if (env.contains("gpu") && env["gpu"].is_object() && env["gpu"].contains("name") && env["gpu"]["name"].is_string())
+    if (env.contains("gpu") && env["gpu"].is_object() && env["gpu"].contains("name") && env["gpu"]["name"].is_string()) {
       c.gpu_name = env["gpu"]["name"].get<std::string>();
+      c.gpu_files[*c.gpu_name].insert(file);
+    }
   }
   std::string level;
   if (opt.comm_level != "auto") {
@@ -261,6 +273,15 @@ struct Base {
 };
 
 Base load_base(const Collected& c, const CalibrateOptions& opt, const PresetLookup& lookup) {
+  // A profile describes one GPU: measurements of two would be fitted as one, and which GPU's preset
+  // the base came from would follow the order of the files.
+  if (c.gpu_files.size() > 1) {
+    std::string list;
+    for (const auto& [gpu, files] : c.gpu_files) list += fmt::format("{}'{}' ({})", list.empty() ? "" : "; ", gpu, join(files));
+    throw Error(fmt::format("calibrate: the inputs were measured on {} different GPUs: {}; a profile describes one GPU: "
+                            "calibrate each GPU's measurements on their own (--base-system does not make them one GPU)",
+                            c.gpu_files.size(), list));
+  }
   Base b;
   b.name = opt.base_system;
   if (b.name.empty()) {
@@ -484,28 +505,34 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
 }
 
 // The framework terms from measured training steps (step_fit.hpp), fitted on the profile as the
-// kernel and link fits above left it, and each step's leave-one-out error.
+// kernel and link fits above left it, and each step's leave-one-out error. The base system's own
+// framework terms are the priors (a term the steps cannot determine keeps its value) and its
+// framework choices (bytes per logit, gradient bytes) stay.
 void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
-  std::vector<MeasuredStep> used;
+  std::vector<MeasuredStep> bf16;
   for (auto& s : c.steps) {
     // The profile's figures are bf16/fp16 rates, as for the kernel rows.
-    if (s.dtype == "bf16" || s.dtype == "fp16") used.push_back(s);
+    if (s.dtype == "bf16" || s.dtype == "fp16") bf16.push_back(s);
     else c.notes.push_back(fmt::format("{}: {}: step not fitted: measured in {}, the simulator models bf16/fp16 steps",
                                        s.file, s.name, s.dtype));
   }
-  if (used.empty()) return;
+  if (bf16.empty()) return;
   json prof = b.system;
   prof["gpu"] = b.gpu;
-  prof.erase("framework");  // fitted afresh: the base's own terms would be counted twice
   const sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
   const StepFit f = fit_framework_terms(sys, used);
+  for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
   std::set<std::string> files;
-  for (const auto& s : used) files.insert(s.file);
+  for (const auto& s : bf16) files.insert(s.file);
+  std::string held;
+  for (const auto& t : f.fitted)
+    if (!t.determined) held += (held.empty() ? "" : ", ") + t.key;
   const std::string src = fmt::format(
-      "fitted by seqpar calibrate from {}: {} training steps against the simulator's own predictions; time RMS "
-      "relative residual {:.2f}%, peak memory {:.2f}%{}{}", join(files), f.points, f.time_rel_residual * 100,
-      f.memory_rel_residual * 100, f.efficiency_fitted ? "" : "; one step: the memory-bound efficiency held at 1",
-      f.per_token_fitted ? "" : "; fewer than three steps at two token counts: no per-token memory term");
+      "fitted by seqpar calibrate from {}: {} distinct training steps against the simulator's own predictions, every "
+      "term within its physical range; time RMS relative residual {:.2f}%, peak memory {:.2f}%{}", join(files), f.points,
+      f.time_rel_residual * 100, f.memory_rel_residual * 100,
+      held.empty() ? "" : fmt::format("; not determined by these steps, held at the base's: {}", held));
   b.system["framework"] = sim::framework_terms_json(f.terms, sys.profile.name, src);
   res.steps = step_rows(sys, f, used);
   for (const auto& row : res.steps) {
@@ -516,16 +543,23 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   json fit = sim::framework_terms_json(f.terms, sys.profile.name, src);
   fit.erase("source");
   fit["points"] = f.points;
+  json terms = json::object();
+  for (const auto& t : f.fitted)
+    terms[t.key] = {{"determined", t.determined}, {"at_bound", t.at_bound}, {"prior", t.prior},
+                    {"range", json::array({t.lo, t.hi})}, {"why", t.why.empty() ? json() : json(t.why)}};
+  fit["terms"] = terms;
   fit["time_rel_residual"] = f.time_rel_residual;
   fit["memory_rel_residual"] = f.memory_rel_residual;
   fit["max_abs_loo_time_error"] = used.size() >= 2 ? json(res.max_abs_loo_time_error) : json();
   fit["max_abs_loo_memory_error"] = used.size() >= 2 ? json(res.max_abs_loo_memory_error) : json();
   out.fits["framework"] = fit;
-  res.fitted.push_back(fmt::format(
-      "framework: memory-bound efficiency {:.3f}, step overhead {:.4f} s, reserve {:.2f} GiB, {:.0f} bytes per token "
-      "({} steps, time residual {:.2f}%, memory {:.2f}%)", f.terms.memory_bound_efficiency, f.terms.step_overhead_s,
-      f.terms.reserve_bytes / (1024.0 * 1024 * 1024), f.terms.bytes_per_token, f.points, f.time_rel_residual * 100,
-      f.memory_rel_residual * 100));
+  // Every step-time and peak-memory term, as fitted or held (kFrameworkTerms' order).
+  std::string terms_line;
+  for (const auto& t : f.fitted)
+    terms_line += fmt::format("{}{} {:.6g}{}", terms_line.empty() ? "" : ", ", t.key, t.value,
+                              t.determined ? "" : " (held)");
+  res.fitted.push_back(fmt::format("framework: {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)", terms_line,
+                                   f.points, f.time_rel_residual * 100, f.memory_rel_residual * 100));
   ++out.groups;
 }
 

@@ -138,3 +138,90 @@ CurveFit fit_efficiency_curve(const SaturationSeries& s, double peak) {
 }
 
 }  // namespace seqpar::reports
+
+namespace seqpar::reports {
+
+namespace {
+
+// Least squares on the free columns of A (the others fixed at x's values) by the normal equations
+// with Gaussian elimination and partial pivoting; false when they are singular.
+bool solve_free(const std::vector<double>& a, const std::vector<double>& b, std::size_t n,
+                const std::vector<int>& free, std::vector<double>& x) {
+  const std::size_t rows = b.size(), f = free.size();
+  if (f == 0) return true;
+  std::vector<double> r(rows);  // b minus the fixed columns' part
+  for (std::size_t i = 0; i < rows; ++i) {
+    r[i] = b[i];
+    for (std::size_t j = 0; j < n; ++j)
+      if (std::find(free.begin(), free.end(), int(j)) == free.end()) r[i] -= a[i * n + j] * x[j];
+  }
+  std::vector<double> m(f * (f + 1), 0.0);  // [A_f^T A_f | A_f^T r]
+  for (std::size_t p = 0; p < f; ++p) {
+    for (std::size_t q = 0; q < f; ++q)
+      for (std::size_t i = 0; i < rows; ++i) m[p * (f + 1) + q] += a[i * n + free[p]] * a[i * n + free[q]];
+    for (std::size_t i = 0; i < rows; ++i) m[p * (f + 1) + f] += a[i * n + free[p]] * r[i];
+  }
+  double scale = 0;
+  for (std::size_t p = 0; p < f; ++p) scale = std::max(scale, std::fabs(m[p * (f + 1) + p]));
+  for (std::size_t c = 0; c < f; ++c) {
+    std::size_t piv = c;
+    for (std::size_t p = c + 1; p < f; ++p)
+      if (std::fabs(m[p * (f + 1) + c]) > std::fabs(m[piv * (f + 1) + c])) piv = p;
+    if (!(std::fabs(m[piv * (f + 1) + c]) > 1e-12 * scale)) return false;
+    for (std::size_t q = 0; q <= f; ++q) std::swap(m[c * (f + 1) + q], m[piv * (f + 1) + q]);
+    for (std::size_t p = 0; p < f; ++p) {
+      if (p == c) continue;
+      const double k = m[p * (f + 1) + c] / m[c * (f + 1) + c];
+      for (std::size_t q = c; q <= f; ++q) m[p * (f + 1) + q] -= k * m[c * (f + 1) + q];
+    }
+  }
+  for (std::size_t p = 0; p < f; ++p) x[free[p]] = m[p * (f + 1) + f] / m[p * (f + 1) + p];
+  return true;
+}
+
+}  // namespace
+
+std::vector<double> bounded_least_squares(const std::vector<double>& a, const std::vector<double>& b,
+                                          const std::vector<double>& lo, const std::vector<double>& hi) {
+  const std::size_t n = lo.size(), rows = b.size();
+  if (hi.size() != n || a.size() != rows * n)
+    throw Error(fmt::format("bounded least squares: A has {} entries for {} rows and {} unknowns ({} upper bounds)",
+                            a.size(), rows, n, hi.size()));
+  if (n > 6) throw Error(fmt::format("bounded least squares: {} unknowns, at most 6", n));
+  for (std::size_t j = 0; j < n; ++j)
+    if (!(lo[j] <= hi[j])) throw Error(fmt::format("bounded least squares: unknown {} has bounds [{}, {}]", j, lo[j], hi[j]));
+  auto objective = [&](const std::vector<double>& x) {
+    double s = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      double e = -b[i];
+      for (std::size_t j = 0; j < n; ++j) e += a[i * n + j] * x[j];
+      s += e * e;
+    }
+    return s;
+  };
+  std::vector<double> best(lo);
+  double best_obj = INFINITY;
+  std::size_t faces = 1;
+  for (std::size_t j = 0; j < n; ++j) faces *= 3;
+  for (std::size_t face = 0; face < faces; ++face) {
+    std::vector<double> x(n);
+    std::vector<int> free;
+    std::size_t code = face;
+    for (std::size_t j = 0; j < n; ++j, code /= 3) {
+      if (code % 3 == 0) free.push_back(int(j));
+      x[j] = code % 3 == 1 ? lo[j] : hi[j];
+    }
+    if (!solve_free(a, b, n, free, x)) continue;  // a singular face: its neighbours cover it
+    bool inside = true;
+    for (std::size_t j = 0; j < n; ++j) inside = inside && x[j] >= lo[j] && x[j] <= hi[j];
+    if (!inside) continue;
+    const double obj = objective(x);
+    if (obj < best_obj) {
+      best_obj = obj;
+      best = x;
+    }
+  }
+  return best;
+}
+
+}  // namespace seqpar::reports

@@ -117,9 +117,15 @@ StepDocument read_step_document(const json& doc, const std::string& where, const
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const std::string w = fmt::format("{}: steps[{}]", where, i);
       d.steps.push_back(read_step(steps[i], doc, w, file, w, peak));
+      // A step of the array may say where it ran; else the document does.
+      d.steps.back().device = optional_string(steps[i], "device", w).value_or(d.device);
+      d.steps.back().gpu_name = optional_string(steps[i], "gpu_name", w);
+      if (!d.steps.back().gpu_name) d.steps.back().gpu_name = d.gpu_name;
     }
   } else {
     d.steps.push_back(read_step(doc, doc, where, file, where, peak));
+    d.steps.back().device = d.device;
+    d.steps.back().gpu_name = d.gpu_name;
   }
   return d;
 }

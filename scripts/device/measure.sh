@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One measurement session on a GPU machine, from the programs scripts/device/pack.sh packed:
 # build check, correctness (GPU tests, --validate on virtual ranks), timing (attention engines beside
-# PyTorch SDPA, the layer benchmark, training steps beside the PyTorch peer, the memory features at
-# the predicted maximum length), then a short table printed last. Everything it writes goes into one
+# PyTorch SDPA, the layer benchmark, training steps beside the PyTorch peer, the memory features: the
+# real maximum length found by one-step runs beside the predicted one), then a short table printed last. Everything it writes goes into one
 # archive under $OUT (the device tool brings back at most 8 files).
 # Usage (on the GPU machine, from the repository root):
 #   scripts/device/measure.sh [check|attention|layer|train|maxlen|fidelity|all] [CARRY_DIR]
@@ -55,12 +55,16 @@ if [[ $phase == check || $phase == all ]]; then
   step engines "$bin/seqpar-bench-attention" --attention both --seq-lens 1K --head-dims 128 --ops fwd --iters 2
   step gpu_tests_kernels "$bin/seqpar_test_kernels_gpu"
   step gpu_tests_train "$bin/test_train" --gtest_filter='CudaVsCpu*:CudnnVsCpu*:*Gemm*Gpu*:*Cuda*'
+  # A small model every listed plan is valid on: 8 query heads (Ulysses 8 splits them one per rank)
+  # and 2 KV heads, so Ulysses 4 and 8 and hybrid U4 run grouped-query attention with SP above the
+  # KV head count (the KV heads replicated across ranks). Head dim 16: cuDNN takes multiples of 8.
+  shape=(--layers 2 --hidden 128 --heads 8 --kv-heads 2 --head-dim 16 --ffn-hidden 256 --vocab 256)
   for m in "ulysses --sp 2" "ulysses --sp 4" "ulysses --sp 8" "ring --sp 4" "ring-zigzag --sp 4" \
            "ring-zigzag --sp 8" "hybrid --ulysses-degree 2 --ring-degree 2" "hybrid --ulysses-degree 4 --ring-degree 2"; do
     tag=validate_$(echo "$m" | tr -c 'a-z0-9\n' '_' | tr -s _)
     # shellcheck disable=SC2086
-    step "$tag" "$bin/seqpar-train" --backend cuda --comm virtual --method $m --seq-len 2K --steps 2 --validate \
-      -J "$work/$tag.json"
+    step "$tag" "$bin/seqpar-train" "${shape[@]}" --backend cuda --comm virtual --method $m --seq-len 2K --steps 2 \
+      --validate -J "$work/$tag.json"
   done
 fi
 
@@ -99,7 +103,7 @@ fi
 
 if [[ $phase == maxlen || $phase == all ]]; then
   # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
-  # feature, and a step at it.
+  # feature, and the longest that really runs.
   python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" \
     "$root/sim/presets/systems/dgx-h100.json" "$work/dgx-h100-seqpar-train.json" <<'PY'
 import json, sys
@@ -121,20 +125,15 @@ PY
   maxlen=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("max_seq_len") or d.get("results",[{}])[0].get("max_seq_len",""))' "$work/maxlen.json" 2>/dev/null)
   note "predicted max length with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
   if [ -n "$maxlen" ]; then
-    # One step each: at ~630K tokens a step of this model takes about a minute (an estimate).
-    step train_alst_maxlen "${train[@]}" --seq-len "$maxlen" --method ulysses --sp 1 --comm loopback --steps 1 \
-      --warmup 0 "${alst[@]}" -J "$work/train_alst_maxlen.json"
-    fits=$?
-    # Within 10%: the predicted length trains and 10% more does not (runs out of memory).
-    over=$(( (maxlen * 11 / 10 + 1023) / 1024 * 1024 ))
-    step train_alst_maxlen_plus10 "${train[@]}" --seq-len "$over" --method ulysses --sp 1 --comm loopback --steps 1 \
-      --warmup 0 "${alst[@]}" -J "$work/train_alst_maxlen_plus10.json"
-    over_rc=$?
-    if [ $fits -eq 0 ] && [ $over_rc -ne 0 ] && grep -qiE "out of (GPU )?memory|cudaErrorMemoryAllocation|OUT_OF_MEMORY" "$work/train_alst_maxlen_plus10.log"; then
-      note "maxlen PASS: $maxlen trains, $over runs out of memory"
-    else
-      note "maxlen FAIL: $maxlen rc=$fits, $over rc=$over_rc (see train_alst_maxlen*.log)"
-    fi
+    # The real maximum by one-step runs: the prediction, then 3% above it (PASS when it runs out of
+    # memory) or well below it, then bisection. A step near 512K tokens takes about 90 s on an H100,
+    # so 5 probes within 540 s fit the 10-minute call beside the prediction.
+    python3 "$root/scripts/device/maxlen_search.py" --predicted "$maxlen" --dir "$work/probes" --tolerance 0.03 \
+      --max-probes 5 --budget-s 540 -J "$work/maxlen_search.json" -- \
+      "${train[@]}" --method ulysses --sp 1 --comm loopback --steps 1 --warmup 0 "${alst[@]}" \
+      >"$work/maxlen_search.log" 2>&1
+    cat "$work/maxlen_search.log"
+    note "$(grep '^maxlen ' "$work/maxlen_search.log" | tail -n 1 || echo "maxlen FAIL: no result (see maxlen_search.log)")"
   fi
 fi
 

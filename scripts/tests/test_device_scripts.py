@@ -303,3 +303,134 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
         (tmp_path / "x" / "calib" / "profile_steps.json").read_text())["name"]
     prof = json.loads((tmp_path / "x" / "calib" / "profile_steps.json").read_text())
     assert prof["calibration"]["fits"]["attention_engine"] == "cudnn" and len(prof["calibration"]["steps"]) == 3
+
+
+# ---- measure.sh maxlen: the real maximum by one-step runs (scripts/device/maxlen_search.py) ----
+
+SEARCH = ROOT / "scripts" / "device" / "maxlen_search.py"
+
+# A training step that fits up to MAXLEN tokens and runs out of memory above, as seqpar-train says it
+# (or fails otherwise above BROKEN_ABOVE); it logs each length it is given.
+FAKE_TRAIN = r'''#!/usr/bin/env python3
+import json, os, sys, time
+args = sys.argv[1:]
+seq = int(args[args.index("--seq-len") + 1])
+with open(os.environ["FAKE_TRAIN_LOG"], "a") as f:
+    f.write(f"{seq}\n")
+time.sleep(float(os.environ.get("FAKE_TRAIN_SLEEP", "0")))
+if seq > int(os.environ.get("BROKEN_ABOVE", "1000000000000")):
+    print("seqpar-train: error: something else broke")
+    sys.exit(3)
+if seq > int(os.environ["MAXLEN"]):
+    print(f"seqpar rank 0: error: out of GPU memory: allocating 2 bytes for attention_buffers while {seq} are held")
+    sys.exit(2)
+json.dump({"kind": "measurement", "seq_len": seq}, open(args[args.index("-J") + 1], "w"))
+'''
+
+
+def search_run(tmp_path, predicted, maxlen, *extra, sleep=0.0, broken_above=None):
+    train = tmp_path / "fake-train"
+    train.write_text(FAKE_TRAIN)
+    train.chmod(0o755)
+    log = tmp_path / "lengths.log"
+    log.write_text("")
+    env = dict(os.environ, FAKE_TRAIN_LOG=str(log), MAXLEN=str(maxlen), FAKE_TRAIN_SLEEP=str(sleep))
+    if broken_above:
+        env["BROKEN_ABOVE"] = str(broken_above)
+    out = tmp_path / "search.json"
+    r = subprocess.run([sys.executable, str(SEARCH), "--predicted", str(predicted), "--dir", str(tmp_path / "probes"),
+                        "-J", str(out), *extra, "--", str(train), "--steps", "1"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    lengths = [int(x) for x in log.read_text().split()]
+    return r, (json.loads(out.read_text()) if out.exists() else None), lengths
+
+
+def test_maxlen_a_prediction_that_fits_within_3_percent_passes_in_two_steps(tmp_path):
+    r, res, lengths = search_run(tmp_path, 520000, 530000)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert lengths[0] == 520000 and len(lengths) == 2 and 530000 < lengths[1] <= 520000 * 1.03 + 2048
+    assert res["verdict"] == "PASS" and res["longest_that_ran"] == 520000
+    assert r.stdout.strip().splitlines()[-1].startswith("maxlen PASS: predicted 520000")
+
+
+def test_maxlen_the_h100_over_prediction_fails_and_is_bracketed(tmp_path):
+    # The H100 run: 631,547 predicted; 512K ran, the real maximum lies a little above it.
+    r, res, lengths = search_run(tmp_path, 631547, 540000)
+    assert r.returncode == 1
+    assert res["verdict"] == "FAIL" and "the predicted length does not run" in res["why"]
+    assert len(lengths) == 5 and lengths[0] == 631547
+    lo, hi = res["longest_that_ran"], res["shortest_out_of_memory"]
+    assert lo <= 540000 < hi and (hi - lo) / lo < 0.06, res
+    assert abs(res["predicted_vs_found"] - (631547 / lo - 1)) < 1e-12 and res["predicted_vs_found"] > 0.15
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("maxlen FAIL: predicted 631547") and f"bracket [{lo}, {hi})" in line
+
+
+def test_maxlen_a_prediction_too_short_fails(tmp_path):
+    r, res, lengths = search_run(tmp_path, 400000, 520000)
+    assert r.returncode == 1 and res["verdict"] == "FAIL"
+    assert lengths[:2] == [400000, (int(400000 * 1.03) // 1024 + 1) * 1024]
+    assert res["longest_that_ran"] <= 520000 < (res["shortest_out_of_memory"] or 10**12)
+    assert "short of the real maximum" in res["why"] or "more than 3% above it" in res["why"]
+
+
+def test_maxlen_another_failure_stops_the_search_and_the_budget_is_kept(tmp_path):
+    r, res, lengths = search_run(tmp_path, 500000, 600000, broken_above=510000)
+    assert r.returncode == 1 and lengths == [500000, (int(500000 * 1.03) // 1024 + 1) * 1024]
+    assert "another reason than memory" in res["why"] and "maxlen_" in res["why"]
+    # Each step takes 1 s and the budget is 2.5 s: the third probe would not finish inside it.
+    r, res, lengths = search_run(tmp_path, 631547, 540000, "--budget-s", "2.5", sleep=1.0)
+    assert r.returncode == 1 and len(lengths) == 2, lengths
+
+
+def test_maxlen_search_bad_arguments_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, str(SEARCH), "--predicted", "5", "--dir", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "after --" in r.stderr
+
+
+# ---- measure.sh check: every --validate case is a valid plan of the model it names ----
+
+def test_check_phase_validate_cases_run_on_one_model_shape(tmp_path):
+    """The check phase's --validate cases, as the phase gives them, run by the real seqpar-train on
+    the CPU back end (where it is built): every plan is accepted and passes (on the H100, Ulysses 8
+    was rejected on the 4-head default model before it ran)."""
+    bindir = tmp_path / "carry" / "bin"
+    bindir.mkdir(parents=True)
+    log = tmp_path / "calls.log"
+    record = ("#!/usr/bin/env python3\nimport json, os, sys\n"
+              "open(os.environ['CALLS'], 'a').write(json.dumps([os.path.basename(sys.argv[0])] + sys.argv[1:]) + '\\n')\n")
+    for prog in ("seqpar-train", "seqpar-bench-attention", "seqpar_test_kernels_gpu", "test_train"):
+        (bindir / prog).write_text(record)
+        (bindir / prog).chmod(0o755)
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path" / "nvidia-smi").write_text("#!/bin/sh\necho name\necho fake\n")
+    (tmp_path / "path" / "nvidia-smi").chmod(0o755)
+    env = dict(os.environ, OUT=str(tmp_path / "out"), CALLS=str(log),
+               PATH=f"{tmp_path / 'path'}{os.pathsep}{os.environ['PATH']}")
+    subprocess.run(["bash", str(ROOT / "scripts" / "device" / "measure.sh"), "check", str(tmp_path / "carry")],
+                   capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    cases = [json.loads(x)[1:] for x in log.read_text().splitlines() if json.loads(x)[0] == "seqpar-train"]
+    assert len(cases) == 8 and all("--validate" in c for c in cases)
+
+    def opt(c, name):
+        return int(c[c.index(name) + 1]) if name in c else None
+
+    shapes = {(opt(c, "--heads"), opt(c, "--kv-heads"), opt(c, "--hidden"), opt(c, "--head-dim")) for c in cases}
+    assert len(shapes) == 1, shapes
+    heads, kv_heads, hidden, head_dim = shapes.pop()
+    assert hidden == heads * head_dim and head_dim % 8 == 0
+    ulysses = [opt(c, "--sp") if "ulysses" == c[c.index("--method") + 1] else opt(c, "--ulysses-degree") or 1 for c in cases]
+    assert all(heads % u == 0 for u in ulysses)
+    assert any(u > kv_heads for u in ulysses)  # grouped-query attention with SP above the KV head count
+    train = Path(os.environ.get("SEQPAR_BUILD_DIR", ROOT / "build")) / "bench" / "train" / "seqpar-train"
+    if not train.exists():
+        pytest.skip("seqpar-train is not built (set SEQPAR_BUILD_DIR): the plans' acceptance is not run")
+    for c in cases:
+        # The same plan and model on the CPU back end, 128 tokens and one step: seconds, not minutes.
+        args = list(c[:c.index("-J")])
+        args[args.index("--backend") + 1] = "cpu"
+        args[args.index("--seq-len") + 1] = "128"
+        args[args.index("--steps") + 1] = "1"
+        r = subprocess.run([str(train), *args, "--warmup", "0"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "validate: PASS" in r.stdout, (c, r.stdout[-2000:], r.stderr[-2000:])

@@ -1,6 +1,8 @@
 #include "seqpar/sim/attention_cost.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
@@ -25,8 +27,70 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * m.heads * d;
   a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
   a.block_tokens = zigzag_ring(p) && m.causal ? a.attn_tokens / 2 : a.attn_tokens;
+  a.key_tokens = a.attn_tokens;
+  if (kv_all_gather(p)) {
+    // Each query chunk is its own call (also without a mask) against keys up to the whole sequence.
+    a.block_tokens = zigzag_ring(p) ? a.attn_tokens / 2 : a.attn_tokens;
+    a.key_tokens = N;
+    a.kv_gathered_bytes = R * a.kv_block_bytes;
+  }
   return a;
 }
+
+namespace {
+
+// One kernel call over a query chunk and its key prefix: the causal diagonal part at the causal
+// kernel's rate, the unmasked part before it at the unmasked rate, one launch.
+double prefix_call_time(const Gpu& g, double diagonal_flops, double prefix_flops, double tokens, bool backward,
+                        int head_dim) {
+  auto part = [&](double flops, bool causal) {
+    return flops > 0 ? flops / (g.bf16_flops * curve_efficiency(attention_curve(g, backward, {head_dim, causal}), tokens))
+                     : 0.0;
+  };
+  return part(diagonal_flops, true) + part(prefix_flops, false) + g.kernel_overhead_s;
+}
+
+// All-gather KV context parallelism on the critical rank. With a causal mask a head/tail rank r
+// holds chunks r and 2R-1-r of 2R (c = N/2R tokens each): chunk i sees keys [0, (i+1)c), a causal
+// c x c diagonal and an unmasked c x ic prefix, so every rank does c^2 (2R-1) unmasked and two
+// diagonals: balanced. Contiguous ranks hold chunk r of R; the last waits for the others (a
+// diagonal and R-1 unmasked blocks). Without a mask every chunk sees every key. K,V are gathered
+// before the forward and again before the backward (Transformer Engine keeps only the local K,V),
+// and dK,dV of the whole sequence are reduce-scattered after it; none of it overlaps compute.
+AttentionCost all_gather_attention_cost(const Model& m, const System& s, const Plan& p, const AttentionShapes& a,
+                                        AttentionCost c) {
+  const Gpu& g = s.gpu;
+  const double d = m.head_dim, R = p.ring_degree, N = double(p.seq_len);
+  const bool head_tail = zigzag_ring(p);
+  // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
+  const double rows = a.block_tokens;
+  auto block = [&](double keys) { return attention_flops(a.batch, rows, keys, a.heads_local, d); };
+  std::vector<std::pair<double, double>> calls;
+  if (!m.causal) {  // every call unmasked: no diagonal
+    for (int i = 0; i < (head_tail ? 2 : 1); ++i) calls.emplace_back(0.0, block(N));
+  } else if (head_tail) {
+    for (double chunk : {0.0, 2 * R - 1}) calls.emplace_back(0.5 * block(rows), block(chunk * rows));
+  } else {
+    calls.emplace_back(0.5 * block(rows), block((R - 1) * rows));
+  }
+  for (const auto& [diagonal, prefix] : calls) {
+    c.fwd_kernel_s += prefix_call_time(g, diagonal, prefix, rows, false, m.head_dim);
+    c.bwd_kernel_s += prefix_call_time(g, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
+  }
+  const Placement& ring = place_sp_groups(s, p).ring;
+  c.kv_gather_s = collective_time(s, Collective::all_gather, a.kv_gathered_bytes, ring);
+  // dK,dV of the whole sequence in bf16, reduced onto each owner (Transformer Engine's dtype).
+  c.dkv_scatter_s = collective_time(s, Collective::reduce_scatter, a.kv_gathered_bytes, ring);
+  c.fwd_s = c.kv_gather_s + c.fwd_kernel_s;
+  c.bwd_s = c.kv_gather_s + c.bwd_kernel_s + c.dkv_scatter_s;
+  c.fwd_comm_s = c.kv_gather_s;
+  c.bwd_comm_s = c.kv_gather_s + c.dkv_scatter_s;
+  c.step0_fwd_s = c.fwd_kernel_s;
+  c.step0_bwd_s = c.bwd_kernel_s;
+  return c;
+}
+
+}  // namespace
 
 AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p) {
   const AttentionShapes a = attention_shapes(m, p);
@@ -49,6 +113,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   }
 
   const int R = p.ring_degree;
+  if (kv_all_gather(p)) return all_gather_attention_cost(m, s, p, a, c);  // U = 1: no all-to-all
   if (R == 1) {
     const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
     const AttentionKernel kernel{m.head_dim, m.causal};

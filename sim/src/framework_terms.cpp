@@ -10,26 +10,15 @@ namespace seqpar::sim {
 
 using nlohmann::json;
 
-namespace {
-// Wide enough for any framework, narrow enough that every product stays finite.
-constexpr double kMaxOverheadS = 1e4, kMaxBytes = 1e15, kMaxBytesPerToken = 1e9;
-}  // namespace
-
 void read_framework_terms(const json& system, std::string_view what, System& s) {
   auto it = system.find("framework");
   if (it == system.end() || it->is_null()) return;
   const std::string w = fmt::format("{}: framework", what);
   if (!it->is_object()) throw Error(fmt::format("{}: expected an object", w));
   FrameworkTerms f;
-  auto opt = [&](const char* key, double lo, double hi, double fallback) {
-    return it->contains(key) ? bounded_figure(*it, key, w, lo, hi) : fallback;
-  };
-  // An efficiency is a fraction of the bandwidth: (0, 1], as the GPU's efficiencies.
-  f.memory_bound_efficiency = opt("memory_bound_efficiency", 1e-3, 1, 1);
-  f.step_overhead_s = opt("step_overhead_s", 0, kMaxOverheadS, 0);
-  // Memory a framework holds is never negative: what the inventory overcounts is its error to fix.
-  f.reserve_bytes = opt("reserve_bytes", 0, kMaxBytes, 0);
-  f.bytes_per_token = opt("bytes_per_token", 0, kMaxBytesPerToken, 0);
+  // Each term's range is its physical one (hardware.hpp: kFrameworkTerms); a missing one keeps its default.
+  for (const FrameworkTermSpec& t : kFrameworkTerms)
+    if (it->contains(t.key)) f.*t.field = bounded_figure(*it, t.key, w, t.lo, t.hi);
   // The loss's and the gradients' bytes are the framework profile's inventory now (framework.hpp).
   for (const char* moved : {"loss_bytes_per_logit", "gradient_bytes_per_param"})
     if (it->contains(moved))
@@ -46,12 +35,11 @@ void read_framework_terms(const json& system, std::string_view what, System& s) 
 }
 
 json framework_terms_json(const FrameworkTerms& f, const std::string& profile, const std::string& source) {
-  return json{{"profile", profile},
-              {"memory_bound_efficiency", f.memory_bound_efficiency},
-              {"step_overhead_s", f.step_overhead_s},
-              {"reserve_bytes", f.reserve_bytes},
-              {"bytes_per_token", f.bytes_per_token},
-              {"source", source}};
+  json j = json::object();
+  j["profile"] = profile;
+  for (const FrameworkTermSpec& t : kFrameworkTerms) j[t.key] = f.*t.field;
+  j["source"] = source;
+  return j;
 }
 
 double framework_memory_bound_time(const System& s, double bytes) {

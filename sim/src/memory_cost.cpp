@@ -9,6 +9,7 @@
 #include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/methods.hpp"
 
 namespace seqpar::sim {
 
@@ -114,14 +115,29 @@ Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) 
 // The layer entries alive in a backward sub-phase: those not yet freed (freed after `until`).
 bool alive_in(const TensorTerm& t, Until sub) { return static_cast<int>(t.until) >= static_cast<int>(sub); }
 
+// All-gather KV context parallelism's attention-backward buffers (R > 1), as
+// train/src/sp_attention.cpp allocates them: the whole sequence's K and V gathered again and laid
+// out in sequence order (bf16), the dK,dV accumulators of the whole sequence (fp32, reduce-scattered
+// at the end), and one kernel call's dK,dV over its key prefix (bf16, at most the whole sequence,
+// one sequence's), beside the kernel's workspace. No dQ or output accumulator: each query chunk is
+// one call, which writes its dQ in place. The gather's rank-order buffer (half of K,V at a time) and
+// the reduce-scatter's result are alive only while the accumulators or these temporaries are not.
+double all_gather_backward_buffers(const Model& m, const Plan& p, const AttentionShapes& sh, double workspace) {
+  const double kv_values = sh.batch * double(p.seq_len) * sh.kv_heads_local * m.head_dim;  // one of K, V
+  const double one_call = 2 * sh.key_tokens * sh.kv_heads_local * m.head_dim;               // its dK, dV
+  return workspace + kBf16 * 2 * kv_values + kF32 * 2 * kv_values + kBf16 * one_call;
+}
+
 // The method's attention-backward buffers, as seqpar-train's SpAttention allocates them
 // (train/src/sp_attention.cpp), with the kernel's workspace where it is held per call:
+//   all-gather KV (R > 1): all_gather_backward_buffers;
 //   ring (R > 1): the travelling K,V and the next block (bf16), the dK,dV accumulator double buffer
 //     and the incoming dK,dV (fp32), the dQ accumulator (fp32), and one block's dQ, dK, dV (bf16);
 //   Ulysses (U > 1): dO, dQ, dK, dV in the head-sharded layout, plus one all-to-all's send and
 //     receive buffers at a time (dO in; dQ, dK, dV out, with the replicated KV heads' gradients
 //     before their reduction).
 double method_buffers(const Model& m, const Plan& p, const AttentionShapes& sh, double T, double workspace) {
+  if (kv_all_gather(p)) return all_gather_backward_buffers(m, p, sh, workspace);
   const double d = m.head_dim;
   double ring = workspace;
   if (p.ring_degree > 1) {
@@ -185,8 +201,9 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
   const Gpu& g = s.gpu;
   const double per_row = g.attention_bwd_workspace_per_head_dim * m.head_dim + g.attention_bwd_workspace_per_row;
   const bool expands = g.attention_bwd_expands_kv_grads && sh.kv_heads_local < sh.heads_local;
-  // dK and dV per query head for the call's keys (at most the rank's attention tokens).
-  const double kv_grads = expands ? 2 * kBf16 * sh.attn_tokens * sh.heads_local * m.head_dim : 0;
+  // dK and dV per query head for the call's keys (at most the rank's attention tokens; all-gather:
+  // the whole sequence).
+  const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
   return kF32 * rows * per_row + kv_grads;
 }
 

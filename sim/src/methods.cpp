@@ -37,10 +37,15 @@ std::vector<int> divisors(int n) {
 
 const std::vector<MethodEntry>& method_table() {
   static const std::vector<MethodEntry> table = {
-      {Method::ulysses, to_string(Method::ulysses), all_ulysses, false, true, RingLayout::none},
-      {Method::ring, to_string(Method::ring), all_ring, false, true, RingLayout::contiguous},
-      {Method::ring_zigzag, to_string(Method::ring_zigzag), all_ring, false, true, RingLayout::zigzag},
-      {Method::hybrid, to_string(Method::hybrid), every_split, true, false, RingLayout::zigzag},
+      {Method::ulysses, to_string(Method::ulysses), all_ulysses, false, true, RingLayout::none, KvExchange::ring_hops},
+      {Method::ring, to_string(Method::ring), all_ring, false, true, RingLayout::contiguous, KvExchange::ring_hops},
+      {Method::ring_zigzag, to_string(Method::ring_zigzag), all_ring, false, true, RingLayout::zigzag,
+       KvExchange::ring_hops},
+      {Method::hybrid, to_string(Method::hybrid), every_split, true, false, RingLayout::zigzag, KvExchange::ring_hops},
+      {Method::allgather, to_string(Method::allgather), all_ring, false, true, RingLayout::zigzag,
+       KvExchange::all_gather},
+      {Method::allgather_contiguous, to_string(Method::allgather_contiguous), all_ring, false, true,
+       RingLayout::contiguous, KvExchange::all_gather},
   };
   return table;
 }

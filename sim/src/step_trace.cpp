@@ -37,11 +37,13 @@ class Layout {
 
   // One layer's attention: all-to-all in, the ring steps (hop k beside kernel k), all-to-all out.
   // Backward: dO in first, K,V travel with the partial dK,dV (two blocks per hop) and the last
-  // dK,dV makes one more hop home, exposed; the q,k,v gradients go back last.
+  // dK,dV makes one more hop home, exposed; the q,k,v gradients go back last. All-gather KV: the
+  // K,V all-gather before the kernels and, backward, the dK,dV reduce-scatter after them, exposed.
   double attention(const AttentionCost& a, const std::string& pre, bool backward) {
     const double start = now;
     blocking(Stream::ulysses_a2a, pre + (backward ? "all-to-all dO" : "all-to-all q,k,v"),
              backward ? a.a2a_o_s : a.a2a_qkv_s);
+    blocking(Stream::ring, pre + "K,V all-gather", a.kv_gather_s);  // all-gather KV only
     const double hop = (backward ? 2 : 1) * a.hop_s;
     for (int k = 0; k < a.ring_steps; ++k) {
       const double kern = k == 0 ? (backward ? a.step0_bwd_s : a.step0_fwd_s) : (backward ? a.step_bwd_s : a.step_fwd_s);
@@ -56,6 +58,7 @@ class Layout {
       }
     }
     if (backward && a.ring_steps > 1) blocking(Stream::ring, pre + "dK,dV hop home", a.hop_s);
+    if (backward) blocking(Stream::ring, pre + "dK,dV reduce-scatter", a.dkv_scatter_s);
     blocking(Stream::ulysses_a2a, pre + (backward ? "all-to-all dq,dk,dv" : "all-to-all output"),
              backward ? a.a2a_qkv_s : a.a2a_o_s);
     return now - start;

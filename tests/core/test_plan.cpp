@@ -1,6 +1,7 @@
 // The plan vocabulary of core (plan.hpp, plan_validity.hpp): names, JSON, flags, labels and the
 // model-free rules. Moved here from tests/sim when the plan moved into core; the simulator's
 // tests keep the rules that need a model.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -31,8 +32,9 @@ TEST(PlanLabels, OneSpellingPerStructure) {
   EXPECT_EQ(describe_structure(plan(Method::ring_zigzag, 8, 1 << 16, 4, 1, 4)), "ring-zigzag sp=4");
   EXPECT_EQ(describe_structure(plan(Method::hybrid, 8, 1 << 16, 8, 4, 2)), "hybrid U4xR2");
   // SP = 1 is data parallelism whatever the method says: one label for all of them.
-  for (Method m : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid})
-    EXPECT_EQ(describe_structure(plan(m, 8, 1 << 16, 1, 1, 1)), "dp-only sp=1");
+  for (Method m : kAllMethods) EXPECT_EQ(describe_structure(plan(m, 8, 1 << 16, 1, 1, 1)), "dp-only sp=1");
+  EXPECT_EQ(describe_structure(plan(Method::allgather, 8, 1 << 16, 8, 1, 8)), "allgather sp=8");
+  EXPECT_EQ(describe_structure(plan(Method::allgather_contiguous, 8, 1 << 16, 4, 1, 4)), "allgather-contiguous sp=4");
   Plan p = plan(Method::hybrid, 8, 1 << 16, 8, 4, 2);
   p.mem.checkpoint = Checkpoint::full;
   p.mem.tiled_mlp = true;
@@ -120,6 +122,54 @@ TEST(PlanRules, GranularityIsTwoPForZigzag) {
   EXPECT_EQ(seq_granularity(plan(Method::ring, 8, 0, 8, 1, 8)), 8);
   EXPECT_EQ(seq_granularity(plan(Method::ring_zigzag, 8, 0, 8, 1, 8)), 16);
   EXPECT_EQ(seq_granularity(plan(Method::hybrid, 8, 0, 8, 4, 2)), 16);
+  // All-gather KV: head/tail chunks are 2P of them; without load balancing one per rank.
+  EXPECT_EQ(seq_granularity(plan(Method::allgather, 8, 0, 8, 1, 8)), 16);
+  EXPECT_EQ(seq_granularity(plan(Method::allgather_contiguous, 8, 0, 8, 1, 8)), 8);
+}
+
+PlanFlags flags(const char* method, std::optional<int> sp, std::optional<int> u, std::optional<int> r);
+
+TEST(PlanRules, AllGatherSplitsTheSequenceOverItsRingGroupAlone) {
+  for (const char* name : {"allgather", "allgather-contiguous"}) {
+    const Method m = parse_method(name);
+    EXPECT_EQ(to_string(m), name);
+    EXPECT_TRUE(ring_group_only(m));
+    EXPECT_TRUE(kv_allgather(m));
+    const Plan p = plan_from_flags(flags(name, 8, {}, {}), 16, 1 << 16, 8);
+    EXPECT_EQ(p.ulysses_degree, 1) << name;
+    EXPECT_EQ(p.ring_degree, 8) << name;
+    EXPECT_EQ(p.dp(), 2) << name;
+    EXPECT_EQ(plan_from_flags(flags(name, {}, {}, 4), 16, 1 << 16, 8).sp, 4) << name;  // --ring-degree gives P
+    EXPECT_EQ(plan_from_json(to_json(p)), p) << name;
+    std::vector<std::string> errors;
+    EXPECT_TRUE(check_plan_structure(p, errors)) << name;
+    // A Ulysses part is refused, without pointing at hybrid (which rings, not gathers).
+    EXPECT_FALSE(check_plan_structure(plan(m, 8, 1 << 16, 8, 2, 4), errors));
+    ASSERT_FALSE(errors.empty());
+    EXPECT_EQ(errors.back(), fmt::format("ulysses_degree: method {} has no Ulysses part (got 2)", name));
+  }
+  EXPECT_TRUE(plan(Method::allgather, 8, 0, 8, 1, 8).zigzag());
+  EXPECT_FALSE(plan(Method::allgather_contiguous, 8, 0, 8, 1, 8).zigzag());
+  for (Method m : {Method::ulysses, Method::hybrid}) EXPECT_FALSE(ring_group_only(m));
+  for (Method m : {Method::ring, Method::ring_zigzag, Method::hybrid}) EXPECT_FALSE(kv_allgather(m));
+  std::vector<std::string> errors;
+  EXPECT_FALSE(check_plan_structure(plan(Method::allgather, 8, 8 * 1001, 8, 1, 8), errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0], "seq_len: 8008 is not divisible by 16 (head/tail load balancing splits it into 2 x sp chunks); "
+                       "pad the sequence to 8016");
+}
+
+TEST(PlanNames, OneListForMessagesHelpAndDefaults) {
+  EXPECT_EQ(method_names(","), "ulysses,ring,ring-zigzag,hybrid,allgather,allgather-contiguous");
+  EXPECT_EQ(method_names(", ", " or "), "ulysses, ring, ring-zigzag, hybrid, allgather or allgather-contiguous");
+  try {
+    (void)parse_method("all-gather");
+    ADD_FAILURE() << "an unknown method was accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "method: unknown method 'all-gather'; expected ulysses, ring, ring-zigzag, hybrid, allgather "
+                           "or allgather-contiguous");
+  }
+  for (Method m : kAllMethods) EXPECT_EQ(parse_method(to_string(m)), m);
 }
 
 TEST(PlanJson, RoundTripsAndRejectsBadFields) {
@@ -200,6 +250,20 @@ TEST(PlanFromFlags, NeverOverridesAGivenFlag) {
   EXPECT_FALSE(check_plan_structure(plan_from_flags(flags("hybrid", 8, -4, {}), 8, 1 << 16, 8), errors));
   ASSERT_FALSE(errors.empty());
   EXPECT_EQ(errors[0], "ulysses_degree: -4 must be at least 1");
+}
+
+TEST(PlanFromFlags, AFixedDegreeMethodNamesTheOtherDegreeItHasNot) {
+  // --method allgather --sp 8 --ulysses-degree 2: R is the method's (8), and the rules say why U is wrong.
+  std::vector<std::string> errors;
+  Plan p = plan_from_flags(flags("allgather", 8, 2, {}), 8, 1 << 16, 8);
+  EXPECT_EQ(p.ring_degree, 8);
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_EQ(errors.back(), "ulysses_degree: method allgather has no Ulysses part (got 2)");
+  errors.clear();
+  p = plan_from_flags(flags("ulysses", 8, {}, 2), 8, 1 << 16, 8);
+  EXPECT_EQ(p.ulysses_degree, 8);
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_EQ(errors.back(), "ring_degree: method ulysses has no ring (got 2); use --method hybrid");
 }
 
 TEST(PlanFromFlags, RefusesWhatItCannotInfer) {

@@ -1,23 +1,22 @@
 // The cuBLASLt GEMM wrapper (kernels/cublaslt_gemm.hpp, the training step's default GEMM) against the CPU
-// reference (ref::layer_ops::gemm, fp32 accumulation) on the same bf16-rounded operands: awkward sizes,
+// reference (gemm_expected.hpp: ref::layer_ops::gemm, fp32 accumulation, and a tolerance derived from
+// the roundings a correct result may carry) on the same bf16-rounded operands: awkward sizes,
 // every transposition, C/D fp32 and bf16, beta 0 (D poisoned with NaN: C must not be read) and 1 (in
 // place), with and without the bias epilogue; then the plan cache (one heuristic query per problem, a
 // fresh plan for a less aligned view) and the errors. Skips without a GPU.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "gemm_expected.hpp"
 #include "gpu_util.hpp"
 #include "seqpar/kernels/cublaslt_gemm.hpp"
-#include "seqpar/kernels/layer_ops_ref.hpp"
 
 namespace seqpar::kernels {
 namespace {
@@ -50,59 +49,12 @@ std::vector<float> random_values(std::size_t n, std::mt19937& rng) {
   return v;
 }
 
-// The reference D = alpha op(A) op(B) + beta C (+ bias per column) on the rounded operands, and the
-// per-element tolerance: fp32 accumulation in another order may differ by a few units in the last
-// place of the sum of |terms|; a bf16 D may then round to the neighbouring bf16 value (2^-7 relative).
-struct Expected {
-  std::vector<float> value, tolerance;
-};
-Expected expected(const Case& c, float alpha, const std::vector<float>& a, const std::vector<float>& b,
-                  const std::vector<float>& c_in, const std::vector<float>& bias) {
-  const int m = c.size.m, n = c.size.n, k = c.size.k;
-  Expected e;
-  e.value = c_in;
-  ref::layer_ops::gemm(c.trans_a, c.trans_b, m, n, k, alpha, a.data(), b.data(), c.beta, e.value.data());
-  std::vector<float> abs_a(a.size()), abs_b(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::abs(a[i]);
-  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::abs(b[i]);
-  std::vector<float> scale(c_in.size());
-  for (std::size_t i = 0; i < c_in.size(); ++i) scale[i] = std::abs(c_in[i]);
-  ref::layer_ops::gemm(c.trans_a, c.trans_b, m, n, k, std::abs(alpha), abs_a.data(), abs_b.data(), std::abs(c.beta),
-                       scale.data());
-  e.tolerance.resize(e.value.size());
-  const double eps32 = std::numeric_limits<float>::epsilon();
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      const auto idx = static_cast<std::size_t>(i) * static_cast<std::size_t>(n) + static_cast<std::size_t>(j);
-      double s = scale[idx];
-      if (c.bias) {
-        e.value[idx] += bias[static_cast<std::size_t>(j)];
-        s += std::abs(bias[static_cast<std::size_t>(j)]);
-      }
-      double tol = 4.0 * std::sqrt(static_cast<double>(k) + 2.0) * eps32 * s + 1e-30;
-      if (c.cd == DType::bf16) {
-        e.value[idx] = test::round_to(DType::bf16, e.value[idx]);
-        tol += std::ldexp(std::abs(static_cast<double>(e.value[idx])), -7);
-      }
-      e.tolerance[idx] = static_cast<float>(tol);
-    }
-  return e;
-}
-
-// Elements outside their tolerance (NaN included), with the first few named.
-::testing::AssertionResult matches(const std::vector<float>& got, const Expected& e, int n) {
-  int bad = 0;
-  std::string first;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double d = std::abs(static_cast<double>(got[i]) - e.value[i]);
-    if (!(d <= e.tolerance[i])) {
-      if (++bad <= 5)
-        first += fmt::format(" [{},{}] got {} want {} (tolerance {})", i / static_cast<std::size_t>(n),
-                             i % static_cast<std::size_t>(n), got[i], e.value[i], e.tolerance[i]);
-    }
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements off:" << first;
+// The reference and its tolerance (gemm_expected.hpp derives it: the bias epilogue of a bf16 D may
+// round twice, and its error is scaled to the terms, not to the result).
+test::GemmExpected expected(const Case& c, float alpha, const std::vector<float>& a, const std::vector<float>& b,
+                            const std::vector<float>& c_in, const std::vector<float>& bias) {
+  return test::gemm_expected({c.size.m, c.size.n, c.size.k, c.trans_a, c.trans_b, alpha, c.beta, c.cd, c.bias}, a, b,
+                             c_in, bias);
 }
 
 class CublasLtGemmCase : public ::testing::TestWithParam<Case> {};
@@ -127,7 +79,7 @@ TEST_P(CublasLtGemmCase, MatchesCpuReferenceOnRoundedOperands) {
     test::upload(c.cd, cv, dd);  // in place: C and D are one buffer
   }
   const float alpha = 0.5f;
-  const Expected want = expected(c, alpha, a, b, cv, bias);
+  const test::GemmExpected want = expected(c, alpha, a, b, cv, bias);
 
   GemmShape s;
   s.op = "test";
@@ -135,7 +87,7 @@ TEST_P(CublasLtGemmCase, MatchesCpuReferenceOnRoundedOperands) {
   CublasLtGemm lt;
   lt.matmul(s, alpha, da.get(), db.get(), c.beta, dd.get(), dd.get(), cuda_type(c.cd), c.bias ? dbias.get() : nullptr);
   SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_TRUE(matches(test::download(c.cd, dd.get(), m * n), want, c.size.n));
+  EXPECT_TRUE(test::gemm_matches(test::download(c.cd, dd.get(), m * n), want, c.size.n));
 }
 
 std::vector<Case> all_cases() {
@@ -182,8 +134,8 @@ TEST(CublasLtGemm, PlansAreCachedPerProblemAndAlignment) {
   SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<float> a_shifted(a.begin() + 1, a.end());
   const Case c{Size{m, n, k}, false, false, DType::fp32, 0.f, false};
-  EXPECT_TRUE(matches(test::download(DType::fp32, dd.get(), static_cast<std::size_t>(m * n)),
-                      expected(c, 1.f, a_shifted, b, std::vector<float>(static_cast<std::size_t>(m * n), 0.f), {}), n));
+  EXPECT_TRUE(test::gemm_matches(test::download(DType::fp32, dd.get(), static_cast<std::size_t>(m * n)),
+                                 expected(c, 1.f, a_shifted, b, std::vector<float>(static_cast<std::size_t>(m * n), 0.f), {}), n));
 }
 
 // Each refusal names the GEMM and its shape; nothing reaches cuBLASLt.

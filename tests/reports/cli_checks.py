@@ -171,8 +171,11 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "no-such-system" in r.stderr, "calibrate names an unknown base", r)
     # calibrate from training steps (minimal format): steps of a "framework" that is the simulator
     # plus 50 ms per step and 2 GiB of memory; the profile recovers both and predicts a fourth length.
+    # Eight GPUs with ZeRO-3: the whole llama3-8b on one GPU would not fit its 80 GiB, and calibrate
+    # refuses a step whose peak is above its GPU's memory.
     def simulated(seq):
-        r = run("simulate", "--model", "llama3-8b", "--gpus", "1", "--sp", "1", "--seq-len", str(seq), "--json")
+        r = run("simulate", "--model", "llama3-8b", "--gpus", "8", "--sp", "8", "--zero", "3", "--seq-len", str(seq),
+                "--json")
         check(r.returncode == 0, f"simulate a step at {seq}", r)
         return json.loads(r.stdout) if r.returncode == 0 else None
     steps = []
@@ -194,8 +197,8 @@ with tempfile.TemporaryDirectory() as tmp:
         check(len(p["calibration"]["steps"]) == 3 and all(abs(s["loo_time_error"]) < 0.01 for s in p["calibration"]["steps"]),
               "calibration.steps: one row per step, each predicted when left out")
         truth = simulated(32768)
-        r = run("simulate", "--system", step_prof, "--model", "llama3-8b", "--gpus", "1", "--sp", "1", "--seq-len", "32768",
-                "--json")
+        r = run("simulate", "--system", step_prof, "--model", "llama3-8b", "--gpus", "8", "--sp", "8", "--zero", "3",
+                "--seq-len", "32768", "--json")
         check(r.returncode == 0 and truth and abs(json.loads(r.stdout)["step_time_s"] / (truth["step_time_s"] + 0.05) - 1) < 0.01,
               "simulate --system <step-calibrated profile> adds the framework's overhead", r)
     bad_step = write("bad_step.json", {"model": "llama3-8b", "plan": {"method": "ulysses", "gpus": 1, "seq_len": 4096, "sp": 1},

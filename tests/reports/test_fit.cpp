@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
@@ -98,4 +100,49 @@ TEST(EfficiencyCurve, OneSizeCannotSeparateEfficiencyFromHalfPoint) {
   EXPECT_THROW(fit_efficiency_curve(s, 1e15), seqpar::Error);
   EXPECT_THROW(fit_efficiency_curve(SaturationSeries{{1024, 2048}, {1e14, -1}}, 1e15), seqpar::Error);
   EXPECT_THROW(fit_efficiency_curve(SaturationSeries{}, 1e15), seqpar::Error);
+}
+
+// The box-constrained least squares calibrate fits framework terms with: inside the box it is the
+// ordinary solution; where that leaves the box, the best point of the box, which a fine grid over
+// the box (the brute-force answer) never beats.
+TEST(BoundedLeastSquares, InteriorSolutionIsTheOrdinaryOne) {
+  // y = 2 + 3 x at x = 0..3, exactly.
+  const std::vector<double> a = {1, 0, 1, 1, 1, 2, 1, 3}, b = {2, 5, 8, 11};
+  const auto x = bounded_least_squares(a, b, {-10, -10}, {10, 10});
+  EXPECT_NEAR(x[0], 2, 1e-12);
+  EXPECT_NEAR(x[1], 3, 1e-12);
+}
+
+TEST(BoundedLeastSquares, NoGridPointOfTheBoxDoesBetter) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> a(12), b(6);
+    for (double& v : a) v = u(rng);
+    for (double& v : b) v = 3 * u(rng);
+    const std::vector<double> lo = {0, -0.5}, hi = {1, 0.5};
+    const auto x = bounded_least_squares(a, b, lo, hi);
+    auto obj = [&](double p, double q) {
+      double s = 0;
+      for (int i = 0; i < 6; ++i) s += std::pow(a[2 * i] * p + a[2 * i + 1] * q - b[i], 2);
+      return s;
+    };
+    ASSERT_GE(x[0], lo[0]);
+    ASSERT_LE(x[0], hi[0]);
+    ASSERT_GE(x[1], lo[1]);
+    ASSERT_LE(x[1], hi[1]);
+    double best = INFINITY;
+    for (int i = 0; i <= 200; ++i)
+      for (int j = 0; j <= 200; ++j) best = std::min(best, obj(lo[0] + i * 0.005, lo[1] + j * 0.005));
+    EXPECT_LE(obj(x[0], x[1]), best + 1e-12) << trial;
+  }
+}
+
+TEST(BoundedLeastSquares, CollinearColumnsAndBadInputs) {
+  // Two identical columns: any split of the sum fits; the answer is inside the box and exact.
+  const std::vector<double> a = {1, 1, 2, 2, 3, 3}, b = {2, 4, 6};
+  const auto x = bounded_least_squares(a, b, {0, 0}, {1.5, 1.5});
+  EXPECT_NEAR(x[0] + x[1], 2, 1e-9);
+  EXPECT_THROW(bounded_least_squares(a, b, {0}, {1, 1}), seqpar::Error);
+  EXPECT_THROW(bounded_least_squares(a, b, {1, 0}, {0, 1}), seqpar::Error);
 }

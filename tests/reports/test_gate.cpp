@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/gate.hpp"
+#include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/samples.hpp"
 
 using namespace seqpar::reports;
@@ -213,4 +215,39 @@ TEST(Gate, BadInputNamesFileAndField) {
   GateOptions o;
   o.alpha = 2;
   EXPECT_THROW(run(measurement({{"a", {1e-3}}}), measurement({{"a", {1e-3}}}), o), seqpar::Error);
+}
+
+// The committed H100 baseline (reports/baselines/dgx-h100/, links into reports/results/h100/): each
+// file gates against itself (every benchmark the same) and catches a copy whose every sample is 10%
+// slower (caught wherever the benchmark's own noise allows), so `seqpar gate` reads the baseline as CI will.
+TEST(Gate, TheCommittedH100BaselinePassesItselfAndCatchesASlowerCopy) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(SEQPAR_SOURCE_DIR) / "reports/baselines/dgx-h100";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    const std::string name = e.path().filename().string();
+    const json doc = seqpar::reports::load_json_file(e.path().string());
+    EXPECT_EQ(doc.value("environment", json::object())["gpu"].value("name", ""), "NVIDIA H100 80GB HBM3") << name;
+    const GateResult same = run(doc, doc);
+    EXPECT_FALSE(same.failed()) << name;
+    ASSERT_FALSE(same.rows.empty()) << name;
+    for (const auto& c : same.rows) EXPECT_EQ(c.verdict, Verdict::same) << name << " " << c.name;
+    json slower = doc;
+    for (auto& r : slower["results"]) {
+      r["time_s"] = r["time_s"].get<double>() * 1.10;
+      for (auto& s : r["samples_s"]) s = s.get<double>() * 1.10;
+    }
+    const GateResult worse = run(doc, slower);
+    EXPECT_TRUE(worse.failed()) << name;
+    // Every benchmark is called slower, except where its own run-to-run noise is large enough that
+    // the rule (|change| >= 1.5 x noise) cannot call 10% (short kernels of the attention file).
+    EXPECT_GT(worse.count(Verdict::slower), 0) << name;
+    for (const auto& c : worse.rows)
+      if (c.verdict != Verdict::slower) {
+        EXPECT_GT(1.5 * c.noise, 0.10) << name << " " << c.name;
+      }
+  }
+  EXPECT_EQ(files, 4);
 }

@@ -214,5 +214,47 @@ TEST(CommHops, UspQuestionOnTwoA800NodesRanksTheHybridsByWhereTheyCommunicate) {
     EXPECT_LT(other->step_time_s, ring.step_time_s) << describe(other->plan);
 }
 
+// "When does all-gather beat p2p?" (Transformer Engine's cp_comm_type=all_gather against p2p):
+// Llama-3-8B on DGX H100 nodes, SP over every GPU, one memory setting for both. The ring hides a
+// hop under a block's attention, but a hop that crosses nodes has one NIC; the all-gather is
+// exposed, but NCCL runs it over every NIC of the node. So on one NVLink node the ring always wins
+// (its hops hide, the gather does not), while across nodes the all-gather wins at short sequences
+// (blocks too small to hide the crossing hops) and loses at long ones (every hop hidden, the
+// gather still exposed); the more nodes, the longer the sequence where the ring takes over.
+TEST(CommHops, AllGatherBeatsTheRingWhereTheRingCannotHideItsHops) {
+  const System s = load_system("dgx-h100");
+  const Model m = load_model("llama3-8b");
+  auto step = [&](Method method, int gpus, std::int64_t n) {
+    Plan p = plan(method, gpus, n, gpus, 1, gpus);
+    p.mem.zero = 3;
+    p.mem.checkpoint = Checkpoint::full;
+    const Result r = simulate(m, s, p);
+    EXPECT_TRUE(r.valid) << describe(p);
+    return r;
+  };
+  auto ratio = [&](int gpus, std::int64_t n) {  // all-gather's step time over the zigzag ring's
+    return step(Method::allgather, gpus, n).step_time_s / step(Method::ring_zigzag, gpus, n).step_time_s;
+  };
+  const std::int64_t K = 1024;
+  for (std::int64_t n : {8 * K, 32 * K, 128 * K, 1024 * K}) {
+    EXPECT_GT(ratio(8, n), 1.0) << "one node, " << n << " tokens: the ring hides its NVLink hops";
+  }
+  std::int64_t last_crossover = 0;
+  for (int gpus : {16, 32, 64}) {
+    EXPECT_LT(ratio(gpus, 8 * K), 1.0) << gpus << " GPUs at 8K: the ring's crossing hops show";
+    EXPECT_GT(ratio(gpus, 1024 * K), 1.0) << gpus << " GPUs at 1M: every hop hides, the gather does not";
+    // Where the ring takes over: at a longer sequence on more nodes, never earlier.
+    std::int64_t crossover = 0;
+    for (std::int64_t n = 8 * K; n <= 1024 * K && !crossover; n *= 2)
+      if (ratio(gpus, n) > 1.0) crossover = n;
+    EXPECT_GE(crossover, last_crossover) << gpus << " GPUs";
+    last_crossover = crossover;
+    // Why: at 8K the ring leaves more communication exposed than the whole gather costs.
+    const Result ag = step(Method::allgather, gpus, 8 * K), rz = step(Method::ring_zigzag, gpus, 8 * K);
+    EXPECT_LT(ag.time.exposed_attention_comm, rz.time.exposed_attention_comm) << gpus << " GPUs";
+  }
+  EXPECT_GT(last_crossover, 64 * K);  // 64 GPUs: the gather still wins at 64K per sequence
+}
+
 }  // namespace
 }  // namespace seqpar::sim

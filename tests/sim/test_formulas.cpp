@@ -2,6 +2,8 @@
 // with round numbers, see fixtures.hpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fixtures.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
@@ -149,6 +151,49 @@ TEST(AttentionCost, WithoutAMaskEveryRingStepIsAFullBlockAndZigzagChangesNothing
   EXPECT_REL(c.model_flops_fwd, attention_flops(1, 1 << 16, 1 << 16, 2, 4) / 4);
   m.causal = true;
   EXPECT_REL(attention_layer_cost(m, s, plan(Method::ring, 4, 1 << 16, 4, 1, 4)).model_flops_fwd, c.model_flops_fwd / 2);
+}
+
+TEST(AttentionCost, AllGatherKvGathersOnceEachWayAndBalancesHeadAndTail) {
+  // 4 ranks in a node, N = 64K: head/tail chunks of c = 8K. Rank 0 holds chunks 0 and 7: chunk 0
+  // is a causal c x c diagonal, chunk 7 a diagonal and a 7c prefix. Blocks of 4 x 8K x k x 2 heads
+  // x 4 FLOPs: 2^30 + (2^30 + 14 x 2^30) = 2^34 = the causal layer's 2^36 over 4 ranks, at 50
+  // TFLOP/s forward and 25 backward (round_gpu). K,V of 16K tokens per rank: 2^19 bytes; the
+  // all-gather (and the reduce-scatter) of 2^21 bytes costs 2 x 10 us + 2^21 x 3/4 / 100 GB/s.
+  const Model m = tiny_model();
+  const System s = round_system();
+  const AttentionCost c = attention_layer_cost(m, s, plan(Method::allgather, 4, 1 << 16, 4, 1, 4));
+  const double coll = 20e-6 + double(1 << 21) * 0.75 / 100e9;
+  const double fwd = std::ldexp(1.0, 34) / 50e12, bwd = 2.5 * std::ldexp(1.0, 34) / 25e12;
+  EXPECT_REL(c.kv_gather_s, coll);
+  EXPECT_REL(c.dkv_scatter_s, coll);
+  EXPECT_REL(c.fwd_kernel_s, fwd);
+  EXPECT_REL(c.bwd_kernel_s, bwd);
+  EXPECT_REL(c.fwd_s, coll + fwd);          // exposed: nothing overlaps the gather
+  EXPECT_REL(c.bwd_s, coll + bwd + coll);   // gathered again, then dK,dV reduce-scattered
+  EXPECT_REL(c.fwd_comm_s, coll);
+  EXPECT_REL(c.bwd_comm_s, 2 * coll);
+  EXPECT_REL(c.model_flops_fwd, std::ldexp(1.0, 34));
+  const AttentionShapes sh = attention_shapes(m, plan(Method::allgather, 4, 1 << 16, 4, 1, 4));
+  EXPECT_DOUBLE_EQ(sh.kv_gathered_bytes, double(1 << 21));
+  EXPECT_DOUBLE_EQ(sh.block_tokens, 8192);
+  EXPECT_DOUBLE_EQ(sh.key_tokens, 65536);
+  // Contiguous: the last rank's 16K queries see a diagonal (2^32) and a 48K prefix (6 x 2^32),
+  // (2R-1)/R = 1.75 times the balanced work; the communication is the same.
+  const AttentionCost k = attention_layer_cost(m, s, plan(Method::allgather_contiguous, 4, 1 << 16, 4, 1, 4));
+  EXPECT_REL(k.fwd_kernel_s, 1.75 * fwd);
+  EXPECT_REL(k.bwd_s, coll + 1.75 * bwd + coll);
+}
+
+TEST(MemoryCost, AllGatherKvHoldsTheWholeSequencesKvAndFp32Gradients) {
+  // The case above: K,V of all 64K tokens (2 KV heads of 4) gathered again in bf16, their dK,dV
+  // accumulated in fp32, one call's dK,dV over all 64K keys in bf16, and the kernel's fp32 dQ
+  // workspace for one 8K-row chunk (2 heads, 4 + 1 values a row).
+  const Model m = tiny_model();
+  const System s = round_system();
+  const MemoryEstimate e = estimate_memory(m, s, plan(Method::allgather, 4, 1 << 16, 4, 1, 4));
+  const double kv = 65536.0 * 2 * 4;
+  EXPECT_EQ(e.peak_phase, "layer-backward");
+  EXPECT_DOUBLE_EQ(e.peak.attention_buffers, 4.0 * 8192 * 2 * 5 + 2 * 2 * kv + 4 * 2 * kv + 2 * 2 * kv);
 }
 
 TEST(MemoryCost, StoredActivationsPerTokenByCheckpointMode) {

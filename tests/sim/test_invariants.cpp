@@ -1,6 +1,8 @@
 // Properties the model must keep on the real presets, whatever the numbers in them.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "fixtures.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/attention_cost.hpp"
@@ -53,18 +55,29 @@ TEST(Invariants, RingCommunicationIsHiddenOnNvlinkAtLongSequencesAndExposedAtSho
   }
 }
 
-TEST(Invariants, ZigzagIsNeverSlowerThanContiguousRing) {
+// The balanced layout (zigzag ring, head/tail all-gather) is never slower than its contiguous
+// twin; and all-gather KV exposes all its communication (Transformer Engine overlaps none of it).
+TEST(Invariants, ZigzagAndHeadTailAreNeverSlowerThanContiguous) {
   const Model m = load_model("llama3-8b");
+  const std::pair<Method, Method> twins[] = {{Method::ring, Method::ring_zigzag},
+                                             {Method::allgather_contiguous, Method::allgather}};
   for (const std::string& sys : names("system")) {
     const System s = load_system(sys);
     for (int P : {2, 4, 8, 16, 64})
-      for (std::int64_t N : {std::int64_t{1} << 13, std::int64_t{1} << 17, std::int64_t{1} << 21}) {
-        const Result contiguous = simulate(m, s, plan(Method::ring, P, N, P, 1, P));
-        const Result zigzag = simulate(m, s, plan(Method::ring_zigzag, P, N, P, 1, P));
-        ASSERT_TRUE(contiguous.valid && zigzag.valid);
-        EXPECT_LE(zigzag.step_time_s, contiguous.step_time_s * (1 + 1e-12)) << sys << " P=" << P << " N=" << N;
-        EXPECT_LE(zigzag.time.attention, contiguous.time.attention * (1 + 1e-12)) << sys << " P=" << P << " N=" << N;
-      }
+      for (std::int64_t N : {std::int64_t{1} << 13, std::int64_t{1} << 17, std::int64_t{1} << 21})
+        for (const auto& [unbalanced, balanced] : twins) {
+          const Result contiguous = simulate(m, s, plan(unbalanced, P, N, P, 1, P));
+          const Result zigzag = simulate(m, s, plan(balanced, P, N, P, 1, P));
+          ASSERT_TRUE(contiguous.valid && zigzag.valid);
+          const std::string what = sys + " " + describe_structure(zigzag.plan) + " N=" + std::to_string(N);
+          EXPECT_LE(zigzag.step_time_s, contiguous.step_time_s * (1 + 1e-12)) << what;
+          EXPECT_LE(zigzag.time.attention, contiguous.time.attention * (1 + 1e-12)) << what;
+          if (kv_allgather(balanced)) {
+            EXPECT_GT(zigzag.time.attention_comm, 0) << what;
+            EXPECT_NEAR(zigzag.time.exposed_attention_comm, zigzag.time.attention_comm,
+                        1e-12 * zigzag.time.attention_comm) << what;
+          }
+        }
   }
 }
 

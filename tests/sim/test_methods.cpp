@@ -13,8 +13,8 @@ namespace {
 
 TEST(MethodTable, EveryMethodHasOneEntryNamedAsInCore) {
   const std::vector<MethodEntry>& table = method_table();
-  ASSERT_EQ(table.size(), 4u);
-  for (Method m : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::hybrid}) {
+  ASSERT_EQ(table.size(), kAllMethods.size());
+  for (Method m : kAllMethods) {
     const MethodEntry& e = method_entry(m);
     EXPECT_EQ(e.method, m);
     EXPECT_EQ(e.name, to_string(m));
@@ -24,6 +24,18 @@ TEST(MethodTable, EveryMethodHasOneEntryNamedAsInCore) {
     EXPECT_EQ(entries, 1) << e.name;
   }
   EXPECT_EQ(SearchSpace{}.methods, all_methods());
+  EXPECT_EQ(all_methods(), std::vector<Method>(kAllMethods.begin(), kAllMethods.end()));  // core's order
+}
+
+// The table's K,V exchange and core's kv_allgather (which the training step reads) must agree.
+TEST(MethodTable, KvExchangeAgreesWithCore) {
+  for (const MethodEntry& e : method_table()) {
+    EXPECT_EQ(e.kv_exchange == KvExchange::all_gather, kv_allgather(e.method)) << e.name;
+    Plan p;
+    p.method = e.method;
+    p.ring_degree = 1;
+    EXPECT_FALSE(kv_all_gather(p)) << e.name << ": a group of one rank gathers nothing";
+  }
 }
 
 // The table's ring layout and core's Plan::zigzag() (which decides the sequence granularity) must

@@ -62,6 +62,7 @@ TEST(StepTrace, SlicesAddUpToTheStepTimeAndValidate) {
         plan(Method::ulysses, 8, 1 << 17, 8, 8, 1),      plan(Method::ring, 8, 1 << 17, 8, 1, 8),
         plan(Method::ring_zigzag, 16, 1 << 18, 8, 1, 8), plan(Method::hybrid, 16, 1 << 16, 16, 4, 4),
         plan(Method::ring_zigzag, 4, 1 << 12, 2, 1, 2),  // short sequence: ring hops exposed
+        plan(Method::allgather, 16, 1 << 18, 16, 1, 16), plan(Method::allgather_contiguous, 8, 1 << 16, 8, 1, 8),
     };
     for (Plan p : plans)
       for (const MemoryOptions& mem : option_sets()) {

@@ -5,7 +5,8 @@
 // training step (loss and gradients). The layer ops it calls are tested op by op against their CPU
 // references in tests/kernels/test_layer_ops_gpu.cpp. On the cuDNN attention engine (CudnnVsCpu):
 // the attention blocks of Ulysses and of a zigzag ring (full, causal diagonal, skipped, GQA), the
-// ring's backward from the merged output and LSE, and the training step. Skips, with the reason,
+// ring's backward from the merged output and LSE, all-gather KV's key-prefix calls (bottom-right
+// causal), and the training step. Skips, with the reason,
 // without a CUDA build, a device or (CudnnVsCpu) the cuDNN engine.
 #include <gtest/gtest.h>
 
@@ -512,6 +513,26 @@ TEST_F(CudnnVsCpu, ZigzagRingBlocksMatchTheCpuReference) {
   for (float x : glse) ASSERT_TRUE(std::isinf(x) && x < 0);
   std::vector<float> zero_o(d.q.size(), 0.f), inf_lse(lse_size(none), -INFINITY);
   expect_backward_matches(none, d, zero_o, inf_lse, dout, "skipped block");
+}
+
+// All-gather KV's calls over 192 tokens on 2 ranks (head/tail chunks of 48): rank 0's chunk 3 sees
+// all 192 keys, rank 1's merged chunks 1 and 2 the first 144; each is one causal call aligned at
+// the bottom-right corner (cuDNN's bottom-right mask), whose output and LSE are final.
+TEST_F(CudnnVsCpu, AllGatherPrefixBlocksMatchTheCpuReference) {
+  const AttnShape blocks[] = {block(48, 192, 144, 0), block(96, 144, 48, 0), block(48, 48, 0, 0)};
+  ASSERT_EQ(kernels::classify_block_mask(blocks[0]), kernels::BlockMask::causal_bottom);
+  ASSERT_EQ(kernels::classify_block_mask(blocks[1]), kernels::BlockMask::causal_bottom);
+  for (std::size_t b = 0; b < 3; ++b) {
+    const AttnShape& s = blocks[b];
+    const Data d = data(s, 70 + 10 * b);
+    std::vector<float> o(d.q.size()), lse(lse_size(s));
+    cpu->attention_forward(s, d.q.data(), d.k.data(), d.v.data(), o.data(), lse.data());
+    const auto [go, glse] = gpu_forward(s, d);
+    SCOPED_TRACE(::testing::Message() << "call " << b);
+    expect_close(go, o, 2e-2, "o");
+    expect_close(glse, lse, 1e-2, "lse");
+    expect_backward_matches(s, d, o, lse, randn(d.q.size(), 77 + b), "all-gather call");
+  }
 }
 
 // A block cut off its diagonal (no ring layout makes one: test_seq_layout.cpp) falls back to

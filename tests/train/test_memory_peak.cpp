@@ -1,7 +1,7 @@
 // The simulator's peak memory (sim/src/memory_cost.cpp, estimate_memory) against the training
 // step's measured peak, part by part, in bf16 on the CPU back end: every checkpoint mode, with and
-// without offload, TiledMLP and tiled loss, at SP = 1 and on two virtual ranks as Ulysses 2 and as
-// ring 2, at two lengths. The CPU back end allocates what the CUDA back end does but the GPU
+// without offload, TiledMLP and tiled loss, at SP = 1 and on two virtual ranks as Ulysses 2, as
+// ring 2 and as all-gather KV 2, at two lengths. The CPU back end allocates what the CUDA back end does but the GPU
 // attention kernel's workspace (sim::attention_kernel_workspace_bytes), which the comparison takes
 // out of the simulator's attention buffers; the GPU's fixed reserve is left out (System's 0).
 #include <fmt/format.h>
@@ -69,7 +69,9 @@ Parts measure(const TrainSetup& s) {
 
 Parts simulate(const sim::Model& m, const TrainSetup& s) {
   Plan p;
-  p.method = s.ring > 1 ? Method::ring : Method::ulysses;
+  p.method = s.kv == KvExchange::all_gather ? (s.zigzag ? Method::allgather : Method::allgather_contiguous)
+             : s.ring > 1                    ? Method::ring
+                                             : Method::ulysses;
   p.gpus = p.sp = s.ulysses * s.ring;
   p.ulysses_degree = s.ulysses;
   p.ring_degree = s.ring;
@@ -100,7 +102,8 @@ Parts simulate(const sim::Model& m, const TrainSetup& s) {
 
 std::string describe(const TrainSetup& s) {
   const MemoryOptions& m = s.mem;
-  return fmt::format("U{} R{} N {} {}{}{}{}", s.ulysses, s.ring, s.seq_len, seqpar::to_string(m.checkpoint),
+  return fmt::format("U{} R{}{}{} N {} {}{}{}{}", s.ulysses, s.ring, s.kv == KvExchange::all_gather ? " all-gather" : "",
+                     s.zigzag ? " zigzag" : "", s.seq_len, seqpar::to_string(m.checkpoint),
                      m.offload_checkpoints ? " offload" : "", m.tiled_mlp ? " tiled-mlp" : "",
                      m.tiled_loss ? " tiled-loss" : "");
 }
@@ -169,6 +172,20 @@ TEST(MemoryPeak, SimulatorHoldsTheStepsPeakOnUlyssesAndRingRanks) {
     for (const MemoryOptions& mem : cases) expect_agree(m, setup(m, 256, u, r, mem));
     expect_agree(m, setup(m, 512, u, r, cases[0]));  // a second length for the per-token terms
   }
+}
+
+// All-gather KV on two ranks, head/tail and contiguous: the gathered K,V, the fp32 dK,dV of the
+// whole sequence and one call's dK,dV (sim's all_gather_backward_buffers).
+TEST(MemoryPeak, SimulatorHoldsTheStepsPeakOnAllGatherRanks) {
+  const sim::Model m = narrow_m256();
+  for (const bool head_tail : {true, false})
+    for (const MemoryOptions& mem : {options(Checkpoint::none, false, false, false),
+                                     options(Checkpoint::full, true, true, true)}) {
+      TrainSetup s = setup(m, 256, 1, 2, mem);
+      s.zigzag = head_tail;
+      s.kv = KvExchange::all_gather;
+      expect_agree(m, s);
+    }
 }
 
 // The model with every memory feature, where the simulator used to add up what the step

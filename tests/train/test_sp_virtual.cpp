@@ -1,6 +1,7 @@
 // The sharded training step on virtual ranks (P threads, one process) equals the unsharded one:
 // loss and every parameter gradient, for Ulysses (with KV-head replication), Ring (contiguous
-// and zigzag), hybrid U x R, and with data parallelism on top. Also: the loss falls, and the
+// and zigzag), hybrid U x R, all-gather KV (head/tail and contiguous), and with data parallelism
+// on top. Also: the loss falls, and the
 // counting allocator sees every part.
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@
 namespace seqpar::train {
 namespace {
 
-TrainSetup tiny(int u, int r, bool zigzag) {
+TrainSetup tiny(int u, int r, bool zigzag, KvExchange kv = KvExchange::ring_hops) {
   TrainSetup s;
   s.model.layers = 2;
   s.model.hidden = 32;
@@ -28,6 +29,7 @@ TrainSetup tiny(int u, int r, bool zigzag) {
   s.ulysses = u;
   s.ring = r;
   s.zigzag = zigzag;
+  s.kv = kv;
   return s;
 }
 
@@ -63,6 +65,16 @@ TEST(SpVirtual, RingContiguous) { expect_matches_reference(tiny(1, 4, false), 4)
 TEST(SpVirtual, RingZigzag) { expect_matches_reference(tiny(1, 4, true), 4); }
 TEST(SpVirtual, HybridTwoByTwo) { expect_matches_reference(tiny(2, 2, true), 4); }
 TEST(SpVirtual, RingWithDataParallel) { expect_matches_reference(tiny(1, 2, true), 4); }
+// All-gather KV: 2 ranks (head/tail chunks 0,3 and 1,2: the second rank's are adjacent), 4 ranks,
+// 8 ranks (chunks of 2 tokens), the contiguous layout, and with data parallelism on top.
+TEST(SpVirtual, AllGatherHeadTail) {
+  for (int r : {2, 4, 8}) expect_matches_reference(tiny(1, r, true, KvExchange::all_gather), r);
+}
+TEST(SpVirtual, AllGatherContiguous) { expect_matches_reference(tiny(1, 4, false, KvExchange::all_gather), 4); }
+TEST(SpVirtual, AllGatherWithDataParallel) { expect_matches_reference(tiny(1, 2, true, KvExchange::all_gather), 4); }
+TEST(SpVirtual, AllGatherRefusesAUlyssesPart) {
+  EXPECT_THROW(SeqLayout(32, 2, 2, true, KvExchange::all_gather), Error);
+}
 
 TEST(SpVirtual, RejectsHeadsThatDoNotSplit) {
   TrainSetup s = tiny(4, 1, false);

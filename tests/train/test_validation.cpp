@@ -17,7 +17,7 @@
 namespace seqpar::train {
 namespace {
 
-TrainSetup tiny(int u, int r, bool zigzag, Fault fault) {
+TrainSetup tiny(int u, int r, bool zigzag, Fault fault, KvExchange kv = KvExchange::ring_hops) {
   TrainSetup s;
   s.model.layers = 2;
   s.model.hidden = 32;
@@ -31,6 +31,7 @@ TrainSetup tiny(int u, int r, bool zigzag, Fault fault) {
   s.ulysses = u;
   s.ring = r;
   s.zigzag = zigzag;
+  s.kv = kv;
   s.fault = fault;
   return s;
 }
@@ -73,18 +74,22 @@ struct Method {
   int u, r;
   bool zigzag;
   int world;
+  KvExchange kv = KvExchange::ring_hops;
 };
 // Ulysses 4 replicates the 2 KV heads; hybrid runs a ring of Ulysses pairs; ring 2 on 4 ranks
-// adds data parallelism.
+// adds data parallelism; all-gather KV with both load balancers, and with data parallelism.
 const Method kMethods[] = {{"ulysses", 2, 1, false, 2},     {"ulysses_kv_replicated", 4, 1, false, 4},
                            {"ring", 1, 4, false, 4},        {"ring_zigzag", 1, 4, true, 4},
-                           {"hybrid_2x2", 2, 2, true, 4},   {"ring_zigzag_dp2", 1, 2, true, 4}};
+                           {"hybrid_2x2", 2, 2, true, 4},   {"ring_zigzag_dp2", 1, 2, true, 4},
+                           {"allgather", 1, 4, true, 4, KvExchange::all_gather},
+                           {"allgather_contiguous", 1, 4, false, 4, KvExchange::all_gather},
+                           {"allgather_dp2", 1, 2, true, 4, KvExchange::all_gather}};
 
 class EveryMethod : public ::testing::TestWithParam<Method> {};
 
 TEST_P(EveryMethod, PassesWithoutAFaultInBf16) {
   const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::none), m.world);
+  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::none, m.kv), m.world);
   for (std::size_t r = 0; r < reports.size(); ++r) {
     EXPECT_TRUE(reports[r].ok()) << "rank " << r << "\n" << describe(reports[r]);
     // bf16 emulation gives the rule a real baseline: the unsharded step is not exact.
@@ -96,7 +101,7 @@ TEST_P(EveryMethod, PassesWithoutAFaultInBf16) {
 
 TEST_P(EveryMethod, FailsWithALabelOffByOneAtAShardEdge) {
   const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::label_off_by_one), m.world);
+  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::label_off_by_one, m.kv), m.world);
   for (std::size_t r = 0; r < reports.size(); ++r) {
     EXPECT_FALSE(reports[r].ok()) << "rank " << r;
     bool lm_head_failed = false;  // the wrong label's row of the LM head
@@ -107,7 +112,7 @@ TEST_P(EveryMethod, FailsWithALabelOffByOneAtAShardEdge) {
 
 TEST_P(EveryMethod, FailsWithAKvBlockFromTheWrongStep) {
   const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::kv_wrong_block), m.world);
+  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::kv_wrong_block, m.kv), m.world);
   for (std::size_t r = 0; r < reports.size(); ++r) {
     EXPECT_FALSE(reports[r].ok()) << "rank " << r;
     // Attention's own weights see it, not only what follows.

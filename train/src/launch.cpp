@@ -63,7 +63,7 @@ void RunOptions::add(CLI::App& app) {
     }
   };
   app.add_option_function<std::string>("--method", [this, implied](const std::string& v) { method = v; implied(); },
-                                        "ulysses | ring | ring-zigzag | hybrid");
+                                        seqpar::method_names(" | "));
   app.add_option_function<int>("--sp", [this](const int& v) { sp = v; sp_given = true; },
                                "sequence-parallel degree P (default: U x R when both are given, else all ranks)");
   app.add_option_function<int>("--ulysses-degree", [this, implied](const int& v) { ulysses_degree = v; ulysses_given = true; implied(); },
@@ -110,7 +110,7 @@ seqpar::Plan RunOptions::plan(int world_size) const {
     throw Error(all);
   }
   check_train_memory(p.mem);  // what the step cannot run: --zero != 0, --offload-optimizer
-  SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag());  // the step's own token layout
+  SeqLayout(p.seq_len, p.ulysses_degree, p.ring_degree, p.zigzag(), kv_exchange(p.method));  // the step's own layout
   return p;
 }
 

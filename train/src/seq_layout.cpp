@@ -8,8 +8,8 @@
 
 namespace seqpar::train {
 
-SeqLayout::SeqLayout(std::int64_t seq_len, int ulysses, int ring, bool zigzag)
-    : n_(seq_len), u_(ulysses), r_(ring), zigzag_(zigzag && ring > 1) {
+SeqLayout::SeqLayout(std::int64_t seq_len, int ulysses, int ring, bool zigzag, KvExchange kv)
+    : n_(seq_len), u_(ulysses), r_(ring), zigzag_(zigzag && ring > 1), kv_(kv) {
   if (seq_len <= 0) throw Error(fmt::format("seq_len = {}: must be positive", seq_len));
   if (ulysses < 1 || ring < 1)
     throw Error(fmt::format("ulysses_degree = {}, ring_degree = {}: both must be >= 1", ulysses,
@@ -20,6 +20,9 @@ SeqLayout::SeqLayout(std::int64_t seq_len, int ulysses, int ring, bool zigzag)
   if (seq_len % div != 0)
     throw Error(fmt::format("seq_len = {} must be divisible by sp = ulysses_degree x ring_degree = {}",
                             seq_len, div));
+  if (kv == KvExchange::all_gather && ulysses != 1)
+    throw Error(fmt::format("ulysses_degree = {}: all-gather KV context parallelism gathers K,V over the ring group "
+                            "alone (ulysses_degree 1)", ulysses));
   if (zigzag_ && seq_len % (2 * static_cast<std::int64_t>(ring)) != 0)
     throw Error(fmt::format("seq_len = {} must be divisible by 2 x ring_degree = {} for zigzag sharding",
                             seq_len, 2 * ring));

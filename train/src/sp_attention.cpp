@@ -144,7 +144,10 @@ void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
   }
   s.o = act(static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
   s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
-  ring_forward(s.q.cref(), s.k.cref(), s.v.cref(), s.o.ref(), s.lse.data());
+  if (layout_.kv_all_gather())
+    all_gather_forward(s.q.cref(), s.k.cref(), s.v.cref(), s.o.ref(), s.lse.data());
+  else
+    ring_forward(s.q.cref(), s.k.cref(), s.v.cref(), s.o.ref(), s.lse.data());
   if (u_ > 1) {
     s.out = act(static_cast<std::int64_t>(b) * nl_ * dims_.heads * d, MemCategory::activations);
     scatter_seq(s.o.cref(), s.out.ref(), dims_.heads);
@@ -238,6 +241,10 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
 
 void SpAttention::backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
   const int b = dims_.batch, d = dims_.head_dim;
+  if (layout_.kv_all_gather()) {  // U = 1 (SeqLayout's rule)
+    all_gather_backward(s, dout, dq, dk, dv);
+    return;
+  }
   if (u_ == 1) {
     ring_backward(s, dout, dq, dk, dv);
     return;
@@ -353,6 +360,92 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
   be_.convert(dq, dq_acc.data(), q_n);
   be_.convert(dk, own, kv_n);
   be_.convert(dv, own + kv_n, kv_n);
+}
+
+Tensor SpAttention::gather_sequence(CRef local, const char* what, bool swap_first_peers) {
+  const int b = dims_.batch;
+  const std::int64_t n = layout_.seq_len(), row = static_cast<std::int64_t>(kvl_) * dims_.head_dim;
+  const std::int64_t local_n = b * nl_ * row;
+  // Rank order first (chunk p: rank p's tokens in its local order), then sequence order, which
+  // the head/tail layout's two chunks per rank need for one key prefix per call.
+  Tensor by_rank = act(r_ * local_n, MemCategory::attention_buffers);
+  {
+    Timeline* t = be_.timeline();  // the name is built only when a timeline records
+    const TimelineRange range(t, trace::Stream::ring, t ? fmt::format("{} all-gather", what) : std::string());
+    ring_->all_gather(local.p, by_rank.data(), static_cast<std::size_t>(local_n), adt_);
+  }
+  Tensor seq = act(b * n * row, MemCategory::attention_buffers);
+  const std::size_t elem = dtype_size(adt_);
+  for (int p = 0; p < r_; ++p) {
+    const int from = swap_first_peers && p < 2 ? 1 - p : p;  // peers hold equally long chunks
+    for (const Segment& sg : layout_.group_segments(p))
+      for (int bi = 0; bi < b; ++bi)
+        be_.copy(seq.ref((bi * n + sg.pos) * row).p,
+                 by_rank.cref(from * local_n + (static_cast<std::int64_t>(bi) * nl_ + sg.offset) * row).p,
+                 static_cast<std::size_t>(sg.len * row) * elem);
+  }
+  return seq;
+}
+
+void SpAttention::all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  const std::int64_t n = layout_.seq_len();
+  // Fault::kv_wrong_block: ring rank 1 sees the K,V of peers 0 and 1 swapped (the wrong peer's block).
+  const bool wrong = fault_ == Fault::kv_wrong_block && ring_index_ == 1;
+  const Tensor ks = gather_sequence(k, "K", wrong), vs = gather_sequence(v, "V", wrong);
+  for (int bi = 0; bi < b; ++bi)
+    for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
+      const Segment& qs = my_segs_[qi];
+      const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
+      const std::int64_t ko = bi * n * kvl_ * d;
+      be_.attention_forward(block_shape(qs, key_prefix(qs)), q.at(qo), ks.cref(ko), vs.cref(ko), o.at(qo),
+                            lse + lse_offset(bi, static_cast<int>(qi)));
+    }
+}
+
+void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
+  const int b = dims_.batch, d = dims_.head_dim;
+  const std::int64_t n = layout_.seq_len(), row = static_cast<std::int64_t>(kvl_) * d;
+  const std::int64_t local_n = b * nl_ * row;
+  Tensor ks = gather_sequence(s.k.cref(), "K", false), vs = gather_sequence(s.v.cref(), "V", false);
+  // dK,dV of the whole sequence in fp32, laid out as the reduce-scatter hands them out: rank p's
+  // [dK | dV], each in p's local token order.
+  Floats acc(be_, 2 * r_ * local_n, MemCategory::attention_buffers);
+  be_.zero(acc.data(), acc.bytes());
+  int longest = 0;
+  for (const Segment& qs : my_segs_) longest = std::max(longest, key_prefix(qs).len);
+  Tensor dk_t = act(longest * row, MemCategory::attention_buffers), dv_t = act(longest * row, MemCategory::attention_buffers);
+  for (int bi = 0; bi < b; ++bi)
+    for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
+      const Segment& qs = my_segs_[qi];
+      const Segment keys = key_prefix(qs);
+      const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
+      const std::int64_t ko = bi * n * row;
+      // One call per query chunk: its dQ is whole, written in place.
+      be_.attention_backward(block_shape(qs, keys), s.q.cref(qo), ks.cref(ko), vs.cref(ko), s.o.cref(qo),
+                             s.lse.data() + lse_offset(bi, static_cast<int>(qi)), dout.at(qo), dq.at(qo), dk_t.ref(),
+                             dv_t.ref());
+      for (int p = 0; p < r_; ++p)  // each key's gradient to its owner's chunk
+        for (const Segment& sg : layout_.group_segments(p)) {
+          if (sg.pos >= keys.len) continue;
+          const std::int64_t len = std::min<std::int64_t>(sg.len, keys.len - sg.pos) * row;
+          float* at = acc.data() + p * 2 * local_n + (static_cast<std::int64_t>(bi) * nl_ + sg.offset) * row;
+          be_.add(at, dk_t.cref(sg.pos * row), len);
+          be_.add(at + local_n, dv_t.cref(sg.pos * row), len);
+        }
+    }
+  ks.reset();
+  vs.reset();
+  dk_t.reset();
+  dv_t.reset();
+  Floats mine(be_, 2 * local_n, MemCategory::attention_buffers);
+  {
+    const TimelineRange range(be_.timeline(), trace::Stream::ring, "dK,dV reduce-scatter");
+    ring_->reduce_scatter(acc.data(), mine.data(), static_cast<std::size_t>(2 * local_n), DType::fp32);
+  }
+  acc.reset();
+  be_.convert(dk, mine.data(), local_n);
+  be_.convert(dv, mine.data() + local_n, local_n);
 }
 
 }  // namespace seqpar::train

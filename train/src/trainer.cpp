@@ -64,7 +64,7 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
   }
   validate(setup.model);
   check_train_memory(setup.mem);
-  const SeqLayout layout(setup.seq_len, setup.ulysses, setup.ring, setup.zigzag);
+  const SeqLayout layout(setup.seq_len, setup.ulysses, setup.ring, setup.zigzag, setup.kv);
   check_step_sizes(setup);  // before the first allocation
   model_ = std::make_unique<Model>(be, setup.model, setup.micro_batch, layout, ring_index_,
                                    groups_.ulysses.get(), groups_.ring.get(), false, setup.mem,
@@ -194,6 +194,7 @@ TrainSetup reference_setup(const TrainSetup& s, int dp) {
   r.ulysses = 1;
   r.ring = 1;
   r.zigzag = false;
+  r.kv = KvExchange::ring_hops;
   r.micro_batch = s.micro_batch * dp;
   r.fault = Fault::none;
   r.mem = train_memory_default();  // the plain step: what every memory feature must reproduce

@@ -12,7 +12,22 @@
 
 namespace seqpar {
 
-enum class Method { ulysses, ring, ring_zigzag, hybrid };
+// allgather: all-gather KV context parallelism (Llama 3, Megatron-Core/Transformer Engine's
+// cp_comm_type=all_gather, torchtitan's allgather rotate method): each rank gathers the whole
+// sequence's K,V, keeps its own query chunks (head/tail chunks r and 2R-1-r of 2R, balanced under
+// a causal mask) and reduce-scatters dK,dV in the backward; allgather-contiguous is the same
+// without load balancing (rank r holds chunk r of R, as ring-flash-attention's llama3 function).
+enum class Method { ulysses, ring, ring_zigzag, hybrid, allgather, allgather_contiguous };
+// Every method, in the order names are listed (messages, help, searches).
+inline constexpr std::array<Method, 6> kAllMethods = {Method::ulysses,   Method::ring,      Method::ring_zigzag,
+                                                      Method::hybrid,    Method::allgather, Method::allgather_contiguous};
+// The methods that split the sequence over the ring group alone (U = 1, R = P): K,V cross the
+// group by ring send/recv (ring, ring-zigzag) or by one all-gather (allgather, allgather-contiguous).
+inline bool ring_group_only(Method m) {
+  return m == Method::ring || m == Method::ring_zigzag || m == Method::allgather || m == Method::allgather_contiguous;
+}
+// The methods whose ring group gathers K,V with an all-gather (and reduce-scatters dK,dV).
+inline bool kv_allgather(Method m) { return m == Method::allgather || m == Method::allgather_contiguous; }
 enum class Checkpoint { none, selective, full };
 // Where a hybrid's groups sit. World ranks fill nodes in order; ulysses_inner makes each Ulysses
 // group U consecutive ranks (inside a node when U divides the node) and each ring group R ranks
@@ -23,6 +38,10 @@ enum class GroupPlacement { ulysses_inner, ring_inner };
 std::string_view to_string(Method m);
 std::string_view to_string(Checkpoint c);
 std::string_view to_string(GroupPlacement g);  // "ulysses-inner", "ring-inner"
+// Every method's name in kAllMethods order, joined by `separator` and the last two by
+// `last_separator`: the one list behind messages (", ", " or "), help texts (" | ") and defaults (",").
+std::string method_names(std::string_view separator, std::string_view last_separator);
+inline std::string method_names(std::string_view separator) { return method_names(separator, separator); }
 // Throw seqpar::Error naming the field and the accepted values.
 Method parse_method(std::string_view s);
 Checkpoint parse_checkpoint(std::string_view s);
@@ -52,11 +71,13 @@ struct Plan {
   bool operator==(const Plan&) const = default;
 
   int dp() const { return sp > 0 ? gpus / sp : 0; }
-  bool zigzag() const { return method == Method::ring_zigzag || method == Method::hybrid; }
+  // The load-balanced layout of the ring group: rank r holds chunks r and 2R-1-r of 2R (zigzag,
+  // or head/tail as all-gather CP calls it).
+  bool zigzag() const { return method == Method::ring_zigzag || method == Method::hybrid || method == Method::allgather; }
 };
 
 // Fills ulysses_degree / ring_degree from method and sp where the method fixes them
-// (ulysses: U = P; ring: R = P). For hybrid, a missing (0) degree is derived from the other, and
+// (ulysses: U = P; ring, ring-zigzag, allgather, allgather-contiguous: R = P). For hybrid, a missing (0) degree is derived from the other, and
 // with neither given U = the largest divisor of P not above gpus_per_node, so Ulysses stays
 // inside a node. Does not validate; see plan_validity.hpp.
 Plan normalized(Plan p, int gpus_per_node);
@@ -71,7 +92,7 @@ struct PlanFlags {
 };
 
 // The SP degree the flags name without knowing the GPU count: --sp when given; else U x R when
-// both degrees are given; else U for ulysses, R for ring methods; nullopt when only the GPU count
+// both degrees are given; else U for ulysses, R for ring_group_only methods; nullopt when only the GPU count
 // can decide (then P = all GPUs). Throws seqpar::Error when U x R is beyond limits::kMaxGpus.
 std::optional<int> implied_sp(const PlanFlags& f);
 

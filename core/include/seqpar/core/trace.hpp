@@ -17,7 +17,7 @@ namespace seqpar::trace {
 enum class Stream {
   compute,        // kernels: GEMMs, attention, elementwise, recomputation, optimizer
   ulysses_a2a,    // the Ulysses all-to-alls (q,k,v in and the output back; their gradients)
-  ring,           // ring attention's K,V (and dK,dV) send/recv hops
+  ring,           // ring attention's K,V (and dK,dV) send/recv hops; all-gather KV's K,V gather, dK,dV reduce-scatter
   data_parallel,  // gradient/parameter reduction over the data x sequence parallel group
   offload,        // activation checkpoints to and from host memory
 };

@@ -31,7 +31,11 @@ class CublasLtGemm {
   // trans_a, A stored [k,m]; likewise B, stored [n,k]). A and B bf16; C and D both `cd_type` (CUDA_R_32F
   // or CUDA_R_16BF), contiguous [m,n]. c may be d (in place), or null when beta is 0 (C is then not
   // read). bias, when not null: n values of cd_type added to every row of D (one per column of the
-  // row-major result; CUBLASLT_EPILOGUE_BIAS, whose bias type is D's for these types). Asynchronous on
+  // row-major result: the rows of cuBLASLt's column-major D^T, the length CUBLASLT_EPILOGUE_BIAS
+  // broadcasts over; its bias type is D's for these types). With a bf16 D some algorithms round
+  // alpha op(A) op(B) + beta C to bf16 before adding the bias and round again (seen on an H100), so
+  // such a D is within two bf16 roundings of the exact sum: one relative to the product, one to
+  // product + bias (tests/kernels/gemm_expected.hpp); an fp32 D rounds once. Asynchronous on
   // the stream. Throws seqpar::Error naming the shape for sizes cuBLASLt cannot take (int32), a type
   // it does not, no algorithm, or a failed call.
   void matmul(const GemmShape& s, float alpha, const void* a, const void* b, float beta, const void* c, void* d,

@@ -1,6 +1,7 @@
 // The least-squares fits behind `seqpar calibrate`: alpha-beta (latency + bytes / bandwidth) for a
-// link, and a saturating Hill curve (achieved = peak * eff * L^p / (L^p + L_half^p)) for kernels.
-// Both minimise relative error, so small and large messages or shapes weigh alike.
+// link, a saturating Hill curve (achieved = peak * eff * L^p / (L^p + L_half^p)) for kernels, and a
+// small linear least squares with bounds on every unknown (the framework terms of measured steps).
+// The first two minimise relative error, so small and large messages or shapes weigh alike.
 #pragma once
 #include <vector>
 
@@ -41,5 +42,13 @@ struct CurveFit {
 // Throws seqpar::Error when the series is empty, has a non-positive value or spans fewer than 2
 // distinct L.
 CurveFit fit_efficiency_curve(const SaturationSeries& series, double peak_flops_per_s);
+
+// min |A x - b|^2 subject to lo <= x <= hi, exactly: the problem is convex, so its minimum lies on
+// one face of the box; each unknown is tried free, at its lower and at its upper bound (3^n faces),
+// the free ones solved by least squares on that face, and the best point inside the box kept. For
+// the few unknowns calibrate fits (n <= 6); A is rows x n, row-major. Throws seqpar::Error for
+// sizes that disagree, n above 6, or lo > hi.
+std::vector<double> bounded_least_squares(const std::vector<double>& a, const std::vector<double>& b,
+                                          const std::vector<double>& lo, const std::vector<double>& hi);
 
 }  // namespace seqpar::reports

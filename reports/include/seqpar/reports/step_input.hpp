@@ -4,8 +4,10 @@
 //    "layers": 4, "vocab": 32000,             (optional: override the preset's)
 //    "plan": {core's kPlanJsonKeys: method, gpus, seq_len, sp, ..., zero, checkpoint, ...},
 //    "dtype": "bf16",                          (optional, default bf16)
-//    "step_time_s": 1.17, "peak_memory_bytes": 4.07e10, "name": "..." (optional)}
-// or {"steps": [step, ...]} with the same fields per step ("model" may sit beside "steps").
+//    "step_time_s": 1.17, "peak_memory_bytes": 4.07e10, "name": "..." (optional),
+//    "device": "gpu", "gpu_name": "NVIDIA H100 80GB HBM3" (optional)}
+// or {"steps": [step, ...]} with the same fields per step ("model", "device" and "gpu_name" may sit
+// beside "steps"; a step's own win).
 // seqpar-train keeps the model under config.model and the dtype under config.dtype; both are read.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -27,6 +29,8 @@ struct MeasuredStep {
   // False only when read with PeakMemory::optional and the step gives none (peak_memory_bytes 0):
   // `seqpar report` still sets its time beside the prediction, calibrate needs both.
   bool has_peak_memory = true;
+  std::string device = "gpu";           // the step's "device", else its document's
+  std::optional<std::string> gpu_name;  // the step's "gpu_name", else its document's (StepDocument)
 };
 
 // Whether a step without "peak_memory_bytes" is malformed (calibrate fits memory) or time-only (report).
@@ -38,7 +42,7 @@ bool is_step_document(const nlohmann::json& doc);
 
 struct StepDocument {
   std::vector<MeasuredStep> steps;
-  std::string device = "gpu";           // the document's "device" when given
+  std::string device = "gpu";           // the document's "device" when given (each step has its own too)
   std::optional<std::string> gpu_name;  // environment.gpu.name (seqpar-train), or "gpu_name"
 };
 

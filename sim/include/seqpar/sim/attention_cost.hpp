@@ -1,6 +1,9 @@
 // Cost of one layer's sequence-parallel attention: Ulysses all-to-alls (exposed), then the ring
 // over the Ulysses groups, where each step costs max(compute, transfer) (overlapped) and a
-// contiguous causal ring waits for its most loaded rank while zigzag balances the work.
+// contiguous causal ring waits for its most loaded rank while zigzag balances the work; or, for
+// all-gather KV context parallelism, one exposed all-gather of K,V (forward, and again in the
+// backward), one kernel call per query chunk over its key prefix, and an exposed reduce-scatter
+// of dK,dV.
 #pragma once
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
@@ -24,8 +27,11 @@ struct AttentionShapes {
   double kv_heads_local = 0;   // KV heads per rank inside attention: max(kv_heads / U, 1)
   double qkv_a2a_bytes = 0;    // per-rank all-to-all buffer for q, k, v (bf16)
   double o_a2a_bytes = 0;      // per-rank all-to-all buffer for the output
-  double kv_block_bytes = 0;   // one ring step's K and V block (bf16)
-  double block_tokens = 0;     // key length of one ring step's kernel call after step 0 (N/R, zigzag N/2R)
+  double kv_block_bytes = 0;   // one ring step's K and V block (bf16): a rank's own K,V
+  double block_tokens = 0;     // the token dimension of one kernel call after ring step 0 (N/R, zigzag N/2R);
+                               // all-gather: a query chunk (N/2R head/tail, N/R contiguous)
+  double key_tokens = 0;       // the longest key length of one kernel call: N/R (ring, Ulysses: N); all-gather N
+  double kv_gathered_bytes = 0;  // all-gather: the whole sequence's K and V (bf16), what each rank gathers
 };
 AttentionShapes attention_shapes(const Model& m, const Plan& p);
 
@@ -38,6 +44,9 @@ struct AttentionCost {
   // the two Ulysses all-to-alls (0 without Ulysses), the ring's steps (1 without a ring), one hop's
   // transfer, and the kernel time of step 0 (the causal diagonal) and of each later step.
   double a2a_qkv_s = 0, a2a_o_s = 0;
+  // All-gather KV (0 otherwise): the K,V all-gather (forward, and again in the backward) and the
+  // backward's dK,dV reduce-scatter, each exposed; the kernels are step 0's figures.
+  double kv_gather_s = 0, dkv_scatter_s = 0;
   int ring_steps = 1;
   double hop_s = 0;
   double step0_fwd_s = 0, step_fwd_s = 0, step0_bwd_s = 0, step_bwd_s = 0;

@@ -82,6 +82,30 @@ struct FrameworkTerms {
   double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
 };
 
+// Each framework term as the profile loader and `seqpar calibrate` see it: its JSON key, what it
+// changes (a step's time or its peak memory; `choice`: a framework's choice, kept from the base
+// system, never fitted), and its physical range, which the loader enforces and the fit stays in.
+// A term that divides a time (an efficiency) is fitted as its reciprocal, in which the step time is
+// linear. Calibrate fits the terms in this order: where the steps cannot tell two terms apart, the
+// earlier one is fitted and the later one keeps its prior.
+enum class FrameworkTarget { step_time, peak_memory, choice };
+struct FrameworkTermSpec {
+  const char* key;
+  double FrameworkTerms::*field;
+  FrameworkTarget target;
+  double lo, hi;
+  bool reciprocal;
+};
+// Memory terms are never negative: what a framework holds beyond the modelled parts. The upper
+// bounds keep every product finite; an efficiency is a fraction of the bandwidth, as the GPU's.
+// (What the loss and the gradients hold is the framework profile's inventory: framework.hpp.)
+inline constexpr FrameworkTermSpec kFrameworkTerms[] = {
+    {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false},
+    {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true},
+    {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false},
+    {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false},
+};
+
 struct System {
   std::string name;
   Gpu gpu;

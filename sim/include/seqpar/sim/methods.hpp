@@ -1,8 +1,8 @@
 // The sequence-parallel methods as the simulator sees them, one table entry each: the degree
 // rule (which Ulysses x Ring splits of an SP degree the search tries), the search's validity
-// hook (what the method can and cannot run), and the hook the attention cost model calls (how a
-// ring shards the sequence, which decides the critical rank's work per ring step; the memory
-// model sees it through attention_shapes). Adding a method is one entry in methods.cpp (plus its
+// hook (what the method can and cannot run), and the hooks the attention cost model calls (how a
+// ring shards the sequence, which decides the critical rank's work; how K,V cross the ring group,
+// by send/recv hops or by one all-gather; the memory model sees both through attention_shapes). Adding a method is one entry in methods.cpp (plus its
 // name in core/plan.hpp and its SP attention in train/); nothing in sim switches on Method.
 #pragma once
 #include <optional>
@@ -21,6 +21,14 @@ enum class RingLayout {
   zigzag,      // rank r holds chunks r and 2R-1-r of 2R; causal work is balanced
 };
 
+// How K,V cross the ring group.
+enum class KvExchange {
+  ring_hops,   // R-1 send/recv hops overlapped with the block in hand; dK,dV travel back around
+  all_gather,  // one all-gather of the whole sequence's K,V (again in the backward) and one
+               // reduce-scatter of dK,dV, exposed (Transformer Engine: "KV all-gather between CP
+               // ranks is exposed"); each query chunk is one kernel call over its key prefix
+};
+
 struct MethodEntry {
   Method method;
   std::string_view name;  // the method's name (core's to_string), for messages
@@ -31,8 +39,10 @@ struct MethodEntry {
   // whether the method runs at sp = 1 (data parallelism only, where every such method is one plan).
   bool free_ulysses_degree;
   bool runs_at_sp1;
-  // Attention-cost hook: the ring's sharding; none when the method has no ring.
+  // Attention-cost hooks: the ring's sharding (none when the method has no ring), and how K,V
+  // cross the ring group.
   RingLayout ring_layout;
+  KvExchange kv_exchange;
 };
 
 // The divisors of n >= 1, ascending: the SP degrees of n GPUs, the Ulysses degrees of P.
@@ -49,6 +59,10 @@ const MethodEntry& method_entry(Method m);
 // mask every ring step after the diagonal costs half a block on every rank?
 inline bool zigzag_ring(const Plan& p) {
   return method_entry(p.method).ring_layout == RingLayout::zigzag && p.ring_degree > 1;
+}
+// Does the plan's ring group gather K,V in one all-gather rather than pass them around in hops?
+inline bool kv_all_gather(const Plan& p) {
+  return method_entry(p.method).kv_exchange == KvExchange::all_gather && p.ring_degree > 1;
 }
 
 }  // namespace seqpar::sim

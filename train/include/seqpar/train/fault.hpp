@@ -13,7 +13,8 @@ enum class Fault {
   // One rank attends with the wrong K,V block: with a ring (R > 1), ring rank 1 computes ring step
   // 1 with the K,V of step 0 (its own block) in place of the block it just received; with
   // Ulysses only (R = 1), Ulysses rank 1 swaps the K,V chunks of its first two peers after the
-  // all-to-all (the chunk of the wrong peer). The backward uses the right blocks.
+  // all-to-all (the chunk of the wrong peer); with an all-gather of K,V, ring rank 1 swaps the
+  // gathered chunks of peers 0 and 1. The backward uses the right blocks.
   kv_wrong_block,
 };
 

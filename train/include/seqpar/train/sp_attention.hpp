@@ -3,7 +3,10 @@
 // replication when U % kv_heads == 0), then Ring attention across R groups (K,V rotating while the
 // block in hand is computed, partial results merged by LSE; backward rotates K,V again and sends
 // dK,dV around the ring).
-// Ulysses is U = P, R = 1; Ring is U = 1, R = P.
+// Ulysses is U = P, R = 1; Ring is U = 1, R = P. All-gather KV context parallelism (U = 1, R = P;
+// SeqLayout::kv_all_gather) gathers the whole sequence's K,V over the ring group instead, runs one
+// attention call per local query chunk over its key prefix (nothing to merge), and in the backward
+// gathers K,V again and reduce-scatters the whole sequence's dK,dV (fp32) to their owners.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -56,6 +59,14 @@ class SpAttention {
  private:
   void ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
   void ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
+  void all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
+  void all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
+  // One of K, V (`what`: "K" or "V", for the timeline) of every rank of the ring group
+  // [b, n_local, KV, d], all-gathered and laid out in sequence order [b, seq_len, KV, d].
+  // swap_first_peers: Fault::kv_wrong_block, the chunks of peers 0 and 1 change places.
+  Tensor gather_sequence(CRef local, const char* what, bool swap_first_peers);
+  // The keys a query segment sees under the causal mask once the whole sequence is at hand.
+  static Segment key_prefix(const Segment& qs) { return {0, static_cast<int>(qs.pos) + qs.len, 0}; }
   // One sequence-contiguous block per query (no ring, one segment): attention straight into the
   // outputs, nothing to merge or accumulate.
   bool single_block() const { return r_ == 1 && my_segs_.size() == 1; }

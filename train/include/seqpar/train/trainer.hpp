@@ -28,6 +28,7 @@ struct TrainSetup {
   std::int64_t seq_len = 64;
   int ulysses = 1, ring = 1;  // sp = ulysses * ring; dp = world / sp
   bool zigzag = false;
+  KvExchange kv = KvExchange::ring_hops;  // all_gather: all-gather KV context parallelism (ulysses 1)
   int micro_batch = 1;        // sequences per SP group per step
   AdamWConfig opt;
   std::uint64_t seed = 1234;
