@@ -508,7 +508,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
 // kernel and link fits above left it, and each step's leave-one-out error. The base system's own
 // framework terms are the priors (a term the steps cannot determine keeps its value) and its
 // framework choices (bytes per logit, gradient bytes) stay.
-void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
+void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const CalibrateOptions& opt) {
   std::vector<MeasuredStep> bf16;
   for (auto& s : c.steps) {
     // The profile's figures are bf16/fp16 rates, as for the kernel rows.
@@ -519,7 +519,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   if (bf16.empty()) return;
   json prof = b.system;
   prof["gpu"] = b.gpu;
-  const sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  // The terms are fitted over the inventory of the framework the steps ran (its time terms the priors).
+  if (!opt.framework.empty()) {
+    const bool calibrated = sys.framework_calibrated;
+    sys.framework_calibrated = false;
+    sim::use_framework(sys, sim::load_framework(opt.framework));
+    sys.framework_calibrated = calibrated;
+  }
   const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
   const StepFit f = fit_framework_terms(sys, used);
   for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
@@ -625,7 +632,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     fitted.fits["attention_engine"] = engine;
     res.fitted.push_back(fmt::format("attention curves fitted to the '{}' engine's rows", engine));
   }
-  fit_steps(c, b, fitted, res);
+  fit_steps(c, b, fitted, res, opt);
   note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
   if (fitted.groups == 0)

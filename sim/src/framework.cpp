@@ -272,6 +272,9 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.attention_workspace_persistent =
       one_of(attn, "workspace", fmt::format("{}: attention", what),
              std::array<std::pair<const char*, bool>, 2>{{{"per_call", false}, {"persistent", true}}}, false);
+  f.ulysses_per_tensor =
+      one_of(attn, "ulysses_all_to_all", fmt::format("{}: attention", what),
+             std::array<std::pair<const char*, bool>, 2>{{{"packed", false}, {"per_tensor", true}}}, false);
   f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);
@@ -281,6 +284,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   const std::string ts = fmt::format("{}: time", what);
   f.memory_bound_efficiency = number(time, "memory_bound_efficiency", ts, 1e-3, 1, 1);
   f.step_overhead_s = number(time, "step_overhead_s", ts, 0, 1e4, 0);
+  f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
   return f;
 }
 

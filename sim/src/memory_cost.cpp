@@ -112,6 +112,13 @@ Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) 
   return terms(list, z, p, [](const TensorTerm&) { return true; });
 }
 
+// The query rows of one attention call on the rank whose calls are longest: a sequence's whole
+// group (N / R). Under zigzag (and all-gather's head/tail chunks) rank R-1 holds chunks R-1 and R,
+// which are adjacent, and the step's layout joins them into one segment (train/src/seq_layout.cpp,
+// group_segments): its calls span N / R queries where the other ranks' span N / 2R. The peak that
+// decides whether a plan fits is that rank's.
+double query_rows(const AttentionShapes& sh) { return sh.attn_tokens; }
+
 // The layer entries alive in a backward sub-phase: those not yet freed (freed after `until`).
 bool alive_in(const TensorTerm& t, Until sub) { return static_cast<int>(t.until) >= static_cast<int>(sub); }
 
@@ -134,16 +141,18 @@ double all_gather_backward_buffers(const Model& m, const Plan& p, const Attentio
 //   ring (R > 1): the travelling K,V and the next block (bf16), the dK,dV accumulator double buffer
 //     and the incoming dK,dV (fp32), the dQ accumulator (fp32), and one block's dQ, dK, dV (bf16);
 //   Ulysses (U > 1): dO, dQ, dK, dV in the head-sharded layout, plus one all-to-all's send and
-//     receive buffers at a time (dO in; dQ, dK, dV out, with the replicated KV heads' gradients
-//     before their reduction).
-double method_buffers(const Model& m, const Plan& p, const AttentionShapes& sh, double T, double workspace) {
+//     receive buffers at a time (dO in; dQ, dK, dV out, packed or per tensor as the framework
+//     moves them, with the replicated KV heads' gradients before their reduction).
+double method_buffers(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh, double T,
+                      double workspace) {
   if (kv_all_gather(p)) return all_gather_backward_buffers(m, p, sh, workspace);
   const double d = m.head_dim;
   double ring = workspace;
   if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * m.heads * d;          // = B x (N/R) x (heads/U) x d
-    const double block = kBf16 * (sh.block_tokens * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
+    // One call's dQ over the longest query segment (query_rows) and dK, dV over a whole group.
+    const double block = kBf16 * (query_rows(sh) * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
     ring += (2 + 6) * kvb + dq_acc + block;                // 2: K,V double; 6: 3 fp32 dK,dV
   }
   if (p.ulysses_degree == 1) return ring;
@@ -153,7 +162,9 @@ double method_buffers(const Model& m, const Plan& p, const AttentionShapes& sh, 
   const double wide = replicated ? 2 * kBf16 * T * sh.kv_heads_sent * d : 0;
   const double gather = grads + 2 * q;                     // dO's all-to-all
   const double inside = grads + ring;
-  const double scatter = a2a + wide + 2 * a2a;             // dQ, dK, dV's all-to-all
+  // dQ, dK, dV back: packed, one send and one receive buffer of all three; per tensor, one
+  // tensor's pair at a time (dQ's, the largest; a replicated KV head's dK is at most as wide).
+  const double scatter = a2a + wide + (f.ulysses_per_tensor ? 2 * q : 2 * a2a);
   return std::max({gather, inside, scatter});
 }
 
@@ -196,8 +207,8 @@ double alst_tile_rows(const Model& m, const Plan& p) {
 
 double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
   const AttentionShapes sh = attention_shapes(m, p);
-  // One kernel call's queries: one sequence's block (a zigzag ring block is half the rank's).
-  const double rows = sh.block_tokens * sh.heads_local;
+  // One kernel call's queries: one sequence's longest query segment on the rank that holds it.
+  const double rows = query_rows(sh) * sh.heads_local;
   const Gpu& g = s.gpu;
   const double per_row = g.attention_bwd_workspace_per_head_dim * m.head_dim + g.attention_bwd_workspace_per_row;
   const bool expands = g.attention_bwd_expands_kv_grads && sh.kv_heads_local < sh.heads_local;
@@ -205,6 +216,13 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
   // the whole sequence).
   const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
   return kF32 * rows * per_row + kv_grads;
+}
+
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  const AttentionShapes sh = attention_shapes(m, p);
+  const bool unmasked_blocks = p.ring_degree > 1 || !m.causal;
+  if (!unmasked_blocks) return 0;
+  return kF32 * query_rows(sh) * sh.heads_local * s.gpu.attention_fwd_workspace_per_head_dim * m.head_dim;
 }
 
 // The phases of the step and what each holds, in the order the framework's backward runs them.
@@ -257,8 +275,11 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
 
   Items common = terms(f.every_phase, z, p);
   const double workspace = attention_kernel_workspace_bytes(m, s, p);
-  if (f.attention_workspace_persistent)
+  if (f.attention_workspace_persistent) {
     common.push_back({"attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace});
+    common.push_back({"attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
+                      attention_forward_workspace_bytes(m, s, p)});
+  }
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
@@ -270,7 +291,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
   // input aside.
   const AttentionShapes sh = attention_shapes(m, p);
-  const double method = method_buffers(m, p, sh, T, f.attention_workspace_persistent ? 0.0 : workspace);
+  const double method = method_buffers(m, f, p, sh, T, f.attention_workspace_persistent ? 0.0 : workspace);
   auto current = [&](Until sub) {
     Items c = terms(f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
     if (full) c.push_back({"this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes});
@@ -360,6 +381,8 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
     return s.gpu.reserved_bytes + f.reserve_bytes + f.fragmentation * tracked + framework_reserved_bytes(s.framework, T);
   };
   b.reserved = reserve(b.tracked());
+  e.device_reserve_bytes = s.gpu.reserved_bytes;
+  e.fragmentation_bytes = f.fragmentation * b.tracked();
   e.layer_phase_bytes = layer_peak.bytes + reserve(layer_peak.bytes);
   e.loss_phase_bytes = loss_peak.bytes + reserve(loss_peak.bytes);
   e.optimizer_phase_bytes = optimizer.bytes + reserve(optimizer.bytes);

@@ -196,11 +196,14 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
+  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
+  const double loss_elem = framework_memory_bound_time(
+      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab));
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
-  t.elementwise = L * 3 * elem_f;  // backward moves about twice the forward's bytes
+  t.elementwise = L * 3 * elem_f + loss_elem;  // backward moves about twice the forward's bytes
   t.forward = L * (gemm_f + elem_f + at.fwd_kernel_s) + head_f;
-  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + t.recompute;
+  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + loss_elem + t.recompute;
   t.compute = t.forward + t.backward;
 
   t.attention_comm = L * (at.fwd_comm_s + at.bwd_comm_s) + recompute_attention_comm;
@@ -236,7 +239,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b, loss_recompute}, dpc);
+  // The step timeline draws the loss's memory-bound work with the head's backward.
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute}, dpc);
   check_numbers(r);
   return r;
 }

@@ -52,9 +52,9 @@ struct MemoryOptions {
   Checkpoint checkpoint = Checkpoint::none;
   bool offload_checkpoints = false;    // full-checkpoint layer inputs kept in host memory
   bool offload_optimizer = false;      // optimizer states and step on the host
-  bool offload_params = false;         // ZeRO-3's parameter shards in host memory (offload_param); needs zero 3
   bool tiled_mlp = false;              // MLP computed and recomputed in sequence tiles (ALST)
   bool tiled_loss = false;             // logits and loss computed in sequence tiles (ALST)
+  bool offload_params = false;         // ZeRO-3's parameter shards in host memory (offload_param); needs zero 3
   bool operator==(const MemoryOptions&) const = default;
 };
 

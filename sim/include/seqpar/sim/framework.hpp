@@ -93,11 +93,18 @@ struct Framework {
   // The attention kernel's backward workspace (the GPU preset's figure) is held in the attention
   // backward only, or for the whole step (a grow-only scratch buffer kept between calls).
   bool attention_workspace_persistent = false;
+  // How the Ulysses all-to-alls move q, k, v and their gradients: packed into one all-to-all each
+  // way (seqpar-train: one send and one receive buffer of all three), or one all-to-all per tensor
+  // (DeepSpeed's Ulysses: a buffer pair of one tensor at a time).
+  bool ulysses_per_tensor = false;
   double zero3_gathered_layers = 3;         // ZeRO-3: layers' weights gathered at once (prefetch)
   // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
   double reserve_bytes = 0, fragmentation = 0;
   // Time terms (priors; `seqpar calibrate` fits them from measured steps).
   double memory_bound_efficiency = 1, step_overhead_s = 0;
+  // Memory-bound bytes the loss moves per logit, forward and backward (its casts, softmax and
+  // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
+  double loss_elementwise_bytes_per_logit = 0;
   std::string source;  // what the profile as a whole describes (framework version, settings)
   // The attention kernel family the framework runs (a GPU preset's attention_kernels name), used
   // where --attention-kernel is not given and the GPU lists it; empty: the GPU's default.

@@ -59,6 +59,10 @@ struct Gpu {
   // FlashAttention-2's dq_accum and softmax_d).
   double attention_bwd_workspace_per_head_dim = 1;
   double attention_bwd_workspace_per_row = 1;
+  // The forward's workspace for a block without a causal diagonal starting at position 0 (a ring
+  // step's unmasked block, a non-causal model), fp32 values per query row and local head, per
+  // head_dim: 0 for seqpar's kernel and FlashAttention-2, whose forward needs none.
+  double attention_fwd_workspace_per_head_dim = 0;
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };

@@ -44,6 +44,13 @@ struct MemoryEstimate {
   double device_checkpoint_bytes = 0;  // full checkpointing's layer inputs on the GPU at most
   double loss_logits_bytes = 0;    // the logits the loss phase holds, peak or not
   std::vector<MemoryTerm> terms;   // what the peak is made of, term by term (the reserve aside)
+  double device_reserve_bytes = 0;  // in peak.reserved: the GPU's own (context, library workspaces)
+  double fragmentation_bytes = 0;   // in peak.reserved: what the allocator caches beyond its tensors
+  // What the framework's allocator hands out at the peak: the tracked parts and the framework's
+  // reserve, without the device's and the allocator's cache. A measured step's peak_memory_bytes
+  // is this (PyTorch's max_memory_allocated, seqpar-train's tracked peak); whether a plan fits is
+  // decided by peak.total().
+  double allocated_bytes() const { return peak.total() - device_reserve_bytes - fragmentation_bytes; }
 };
 
 // What one layer stores for its backward per local token under a checkpoint mode (the framework's
@@ -64,6 +71,10 @@ double alst_tile_rows(const Model& m, const Plan& p);
 // row sum, a = b = 1; cuDNN's, as its workspace query reports, a = 2), plus dK and dV per query
 // head where the kernel expands GQA gradients.
 double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p);
+// The forward's workspace for one call where the plan has blocks that are not a causal diagonal
+// from position 0 (ring steps, all-gather prefixes, non-causal models): per_head_dim x head_dim fp32
+// values per query row and local head (cuDNN; 0 for kernels that need none).
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p);
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
 
