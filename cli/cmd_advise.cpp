@@ -7,6 +7,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "table.hpp"
 
@@ -34,7 +35,8 @@ void add_advise_command(CLI::App& app) {
       const sim::System s = load_system(o->common);
       const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
-      const sim::Advice a = sim::advise(m, s, gpus, n, search_space(o->search, o->mem));
+      const sim::SearchSpace space = search_space(o->search, o->mem);
+      const sim::Advice a = sim::advise(m, s, gpus, n, space);
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar advise");
@@ -42,6 +44,7 @@ void add_advise_command(CLI::App& app) {
         j["system"] = sim::to_json(s, gpus);
         j["gpus"] = gpus;
         j["seq_len"] = n;
+        j["global_batch"] = batch_json(space.global_batch, n);
         j["valid"] = a.best() != nullptr;
         j["errors"] = a.best() ? nlohmann::json::array() : nlohmann::json::array({"no plan is valid and fits; see rejected"});
         j["best"] = a.best() ? sim::to_json(a.best()->plan) : nlohmann::json(nullptr);
@@ -51,17 +54,25 @@ void add_advise_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs, sequence {} tokens\n", m.name, s.name, gpus, format_count(n));
+        fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n", m.name, s.name, gpus, format_count(n),
+                   batch_text(space.global_batch, n));
         if (const sim::Result* b = a.best()) {
-          fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, step {}, peak {} of {} GiB\n\n",
+          fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
+                     "      placement: {}\n\n",
                      seqpar::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
-                     gib(b->peak_memory_bytes()), gib(b->capacity_bytes));
-          Table t({"# plan", "tokens/s/GPU", "MFU", "step", "exposed comm", "peak GiB"});
+                     gib(b->peak_memory_bytes()), gib(b->capacity_bytes), sim::describe_placement(s, b->plan));
+          const bool batch = space.global_batch.has_value();
+          std::vector<std::string> header{"# plan", "tokens/s/GPU", "MFU", "optimizer step", "exposed comm", "peak GiB"};
+          if (batch) header.insert(header.begin() + 1, "dp x mb x ga");
+          Table t(header);
           for (std::size_t i = 0; i < a.ranked.size() && int(i) < o->top; ++i) {
             const sim::Result& r = a.ranked[i];
-            t.add({std::to_string(i + 1) + " " + seqpar::describe(r.plan), fmt::format("{:.0f}", r.tokens_per_s_per_gpu),
-                   fmt::format("{:.1f}%", 100 * r.mfu), seconds(r.step_time_s), seconds(r.time.exposed_comm),
-                   gib(r.peak_memory_bytes())});
+            std::vector<std::string> row{std::to_string(i + 1) + " " + seqpar::describe(r.plan),
+                                         fmt::format("{:.0f}", r.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * r.mfu),
+                                         seconds(r.step_time_s), seconds(r.time.exposed_comm), gib(r.peak_memory_bytes())};
+            if (batch)
+              row.insert(row.begin() + 1, fmt::format("{}x{}x{}", r.plan.dp(), r.plan.micro_batch, r.plan.grad_accum_steps));
+            t.add(row);
           }
           fmt::print("{}", t.str());
           if (int(a.ranked.size()) > o->top) fmt::print("({} more; --top N or --json for all)\n", a.ranked.size() - std::size_t(o->top));

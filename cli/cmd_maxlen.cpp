@@ -38,7 +38,8 @@ void add_maxlen_command(CLI::App& app) {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common);
       const int gpus = o->search.gpus;
-      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, search_space(o->search, o->mem));
+      const sim::SearchSpace space = search_space(o->search, o->mem);
+      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space);
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar maxlen");
@@ -52,6 +53,7 @@ void add_maxlen_command(CLI::App& app) {
         j["gaps"] = nlohmann::json::array();
         for (const sim::LengthGap& g : a.gaps) j["gaps"].push_back({{"first", g.first}, {"last", g.last}});
         j["gap_count"] = a.gap_count;
+        j["global_batch"] = batch_json(space.global_batch, a.max_seq_len);
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
         j["per_plan"] = nlohmann::json::array();
@@ -60,9 +62,10 @@ void add_maxlen_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs\n", m.name, s.name, gpus);
+        fmt::print("{} on {}, {} GPUs{}\n", m.name, s.name, gpus, batch_text(space.global_batch, a.max_seq_len));
         if (a.result) {
-          fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, step {}, peak {} of {} GiB\n\n",
+          fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, optimizer step {}, "
+                     "peak {} of {} GiB\n\n",
                      a.max_seq_len, double(a.max_seq_len) / (1 << 20), seqpar::describe(a.result->plan),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));

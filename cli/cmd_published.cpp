@@ -17,7 +17,7 @@ void add_published_command(CLI::App& app) {
     std::string file;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("published", "Predictions beside published measurements (ALST, ring-flash-attention, DeepSpeed-Ulysses), with errors");
+  CLI::App* cmd = app.add_subcommand("published", "Predictions beside published measurements (ALST, ring-flash-attention, DeepSpeed-Ulysses, USP), with errors");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
   cmd->add_option("--runs", o->file, "A JSON file of runs in the schema of sim/published/runs.json (default: the built-in runs)");
   cmd->callback([o] {
@@ -34,7 +34,12 @@ void add_published_command(CLI::App& app) {
           j["runs"].push_back({{"id", c.run.id}, {"source", c.run.source}, {"configuration", c.run.configuration},
                                {"system", c.run.system}, {"attention_kernel", c.run.attention_kernel},
                                {"plan", to_json(c.run.plan)},
-                               {"measure", to_string(c.run.measure)}, {"published", c.run.published},
+                               {"measure", to_string(c.run.measure)}, {"published", c.published},
+                               {"baseline", c.run.baseline ? nlohmann::json{{"label", c.run.baseline->label},
+                                                                            {"plan", to_json(c.run.baseline->plan)},
+                                                                            {"published", c.run.baseline->published},
+                                                                            {"run_published", c.run.published}}
+                                                           : nlohmann::json(nullptr)},
                                {"predicted", c.errors.empty() ? nlohmann::json(c.predicted) : nlohmann::json(nullptr)},
                                {"error", c.errors.empty() ? nlohmann::json(c.error) : nlohmann::json(nullptr)},
                                {"in_band", c.in_band}, {"errors", c.errors},
@@ -44,7 +49,7 @@ void add_published_command(CLI::App& app) {
       }
       Table t({"run", "measure", "published", "predicted", "error", "band"});
       for (const auto& c : cs)
-        t.add({c.run.id, std::string(to_string(c.run.measure)), fmt::format("{:.4g}", c.run.published),
+        t.add({c.run.id, std::string(to_string(c.run.measure)), fmt::format("{:.4g}", c.published),
                c.errors.empty() ? fmt::format("{:.4g}", c.predicted) : "rejected",
                c.errors.empty() ? fmt::format("{:+.1f}%", 100 * c.error) : "-",
                c.errors.empty() ? (c.in_band ? "in" : "OUT") : "-"});
@@ -52,6 +57,9 @@ void add_published_command(CLI::App& app) {
       for (const auto& c : cs) {
         fmt::print("{}: {}\n  {}\n", c.run.id, c.run.source, c.run.configuration);
         if (!c.run.attention_kernel.empty()) fmt::print("  attention kernel: {}\n", c.run.attention_kernel);
+        if (c.run.baseline)
+          fmt::print("  ratio to {}: published {:.4g} / {:.4g}\n", c.run.baseline->label, c.run.published,
+                     c.run.baseline->published);
         for (const auto& e : c.errors) fmt::print("  rejected: {}\n", e);
         if (!c.run.finding.empty()) fmt::print("  finding: {}\n", c.run.finding);
       }

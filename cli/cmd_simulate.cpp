@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/step_trace.hpp"
@@ -17,12 +18,14 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   const seqpar::Plan& p = r.plan;
   fmt::print("{} on {} ({} GPUs, {} node(s)), sequence {} tokens\n", m.name, s.name, p.gpus,
              (p.gpus + s.gpus_per_node - 1) / s.gpus_per_node, format_count(p.seq_len));
-  fmt::print("plan: {}  (dp={})\n", seqpar::describe(p), p.dp());
+  fmt::print("plan: {}  (dp={}; {} sequence{} of {} tokens per optimizer step)\nplacement: {}\n", seqpar::describe(p),
+             p.dp(), p.global_batch_sequences(), p.global_batch_sequences() == 1 ? "" : "s", format_count(p.seq_len),
+             sim::describe_placement(s, p));
   fmt::print("framework: {}\n", s.profile.name);
   fmt::print("fits: {} (peak {} of {} GiB, at {}: {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
              gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase);
   Table k({"metric", "value"});
-  k.add({"step time", seconds(r.step_time_s)});
+  k.add({"step time (one optimizer step)", seconds(r.step_time_s)});
   k.add({"tokens/s per GPU", fmt::format("{:.0f}", r.tokens_per_s_per_gpu)});
   k.add({"TFLOP/s per GPU", fmt::format("{:.1f}", r.tflops_per_gpu)});
   k.add({"MFU", fmt::format("{:.1f}%", 100 * r.mfu)});

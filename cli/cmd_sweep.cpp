@@ -61,8 +61,9 @@ std::string csv_row(const sim::SweepPoint& pt) {
   for (char& c : err)
     if (c == '"') c = '\'';
   auto num = [&](double v) { return r.valid ? fmt::format("{:.6g}", v) : std::string(); };
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
-                     p.seq_len, to_string(p.method), p.sp, p.ulysses_degree, p.ring_degree, p.mem.zero,
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
+                     p.seq_len, to_string(p.method), p.sp, p.ulysses_degree, p.ring_degree, p.micro_batch,
+                     p.grad_accum_steps, p.mem.zero,
                      to_string(p.mem.checkpoint), int(p.mem.offload_checkpoints), int(p.mem.offload_optimizer),
                      int(p.mem.tiled_mlp), int(p.mem.tiled_loss), int(r.valid), int(r.valid && r.fits),
                      num(r.step_time_s), num(r.tokens_per_s_per_gpu), num(r.tflops_per_gpu), num(r.mfu),
@@ -73,7 +74,8 @@ struct Opts {
   std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = method_names(",");
   std::string out, attention_kernel, framework;
   std::optional<int> ulysses_degree;
-  int micro_batch = 1;
+  std::optional<int> micro_batch;
+  BatchOptions batch;
   bool json = false;
   MemoryFlags mem;
 };
@@ -119,6 +121,7 @@ Grid parse_grid(const Opts& o) {
   g.space.ulysses_degree = o.ulysses_degree;
   g.space.memory = o.mem.fixed();
   g.space.micro_batch = o.micro_batch;
+  g.space.global_batch = global_batch(o.batch);
   return g;
 }
 
@@ -135,7 +138,7 @@ nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
   }
   const sim::Result& r = sw.points[*c.best].result;
   b["plan"] = sim::to_json(r.plan);
-  b["step_time_s"] = r.step_time_s;
+  b["step_time_s"] = r.step_time_s;  // one optimizer step (all its micro-steps)
   b["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
   b["mfu"] = r.mfu;
   b["peak_memory_bytes"] = r.peak_memory_bytes();
@@ -145,6 +148,7 @@ nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
 nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw) {
   nlohmann::json doc = document("seqpar sweep");
   doc["model"] = sim::to_json(g.model);
+  doc["global_batch"] = batch_json(g.space.global_batch, 0);
   doc["systems"] = nlohmann::json::array();
   for (const auto& s : g.systems) doc["systems"].push_back(sim::to_json(s, 0));
   doc["results"] = nlohmann::json::array();
@@ -156,7 +160,8 @@ nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw) {
 
 std::string sweep_csv(const sim::Sweep& sw) {
   std::string csv =
-      "system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,zero,checkpoint,offload_checkpoints,"
+      "system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
+      "offload_checkpoints,"
       "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
       "peak_memory_bytes,exposed_comm_s,errors\n";
   for (const sim::SweepPoint& pt : sw.points) csv += csv_row(pt);
@@ -189,13 +194,19 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
           return x.system == s.name && x.gpus == gp && x.seq_len == n;
         });
         const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
-        row.push_back(w ? fmt::format("{} {}, {:.0f} tok/s", seqpar::describe_structure(w->plan), to_string(w->plan.mem.checkpoint),
-                                      w->tokens_per_s_per_gpu)
+        std::string batch;  // with a global batch: how the plan fills it, and its optimizer step
+        if (w && g.space.global_batch)
+          batch = fmt::format(" dp{}xmb{}xga{}, step {},", w->plan.dp(), w->plan.micro_batch, w->plan.grad_accum_steps,
+                              seconds(w->step_time_s));
+        row.push_back(w ? fmt::format("{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan),
+                                      to_string(w->plan.mem.checkpoint), batch, w->tokens_per_s_per_gpu)
                         : "does not fit");
       }
       t.add(row);
     }
-    fmt::print("{} on {}: advised plan (method degree, checkpointing, tokens/s per GPU)\n{}\n", g.model.name, s.name, t.str());
+    fmt::print("{} on {}{}: advised plan (method degree, checkpointing, {}tokens/s per GPU)\n{}\n", g.model.name, s.name,
+               batch_text(g.space.global_batch, 0),
+               g.space.global_batch ? "dp x micro-batch x accumulation, optimizer step, " : "", t.str());
   }
 }
 
@@ -227,7 +238,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
   cmd->add_option("--ulysses-degree", o->ulysses_degree,
                   "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method");
-  cmd->add_option("--micro-batch", o->micro_batch, "Sequences per SP group per step")->capture_default_str();
+  cmd->add_option("--micro-batch", o->micro_batch,
+                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)");
+  add_batch(cmd, o->batch);
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);

@@ -42,7 +42,9 @@ void add_search(CLI::App* app, SearchOptions& o) {
   app->add_option("--method", o.method, "Only this method (default: all)");
   app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)");
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)");
-  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+  app->add_option("--micro-batch", o.micro_batch,
+                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)");
+  add_batch(app, o.batch);
 }
 
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
@@ -52,6 +54,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed();
   space.micro_batch = o.micro_batch;
+  space.global_batch = global_batch(o.batch);
   sim::check_search(o.gpus, space);
   return space;
 }
@@ -64,7 +67,10 @@ void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--placement", o.placement,
                   "ulysses-inner (Ulysses groups inside nodes, rings across) | ring-inner (the reverse)")
       ->capture_default_str();
-  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per step")->capture_default_str();
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per micro-step")->capture_default_str();
+  app->add_option("--grad-accum-steps", o.grad_accum_steps,
+                  "Micro-steps per optimizer step (gradient accumulation; the optimizer steps once)")
+      ->capture_default_str();
 }
 
 void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m); }

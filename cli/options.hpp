@@ -16,6 +16,20 @@
 
 namespace seqpar::cli {
 
+// --global-batch-tokens / --global-batch: the batch of one optimizer step (counts such as 4M), as given.
+struct BatchOptions {
+  std::string tokens, sequences;
+};
+// Registers the two flags (advise and maxlen through add_search; sweep itself). cli/global_batch.cpp.
+void add_batch(CLI::App* app, BatchOptions& o);
+// The batch they name, or nullopt when neither is given; seqpar::Error naming the flag for a bad count.
+std::optional<sim::GlobalBatch> global_batch(const BatchOptions& o);
+// For the documents and the table headers: {"tokens", "sequences"} at `seq_len` (tokens null when
+// only sequences were given and no length is known, seq_len 0), or null without a batch; and
+// ", global batch 4M tokens = 32 sequences per optimizer step" (empty without one).
+nlohmann::json batch_json(const std::optional<sim::GlobalBatch>& b, std::int64_t seq_len);
+std::string batch_text(const std::optional<sim::GlobalBatch>& b, std::int64_t seq_len);
+
 struct CommonOptions {
   std::string model = "llama3-8b";
   std::string system = "dgx-h100";
@@ -36,7 +50,8 @@ struct SearchOptions {
   int gpus = 8;
   std::string method;
   std::optional<int> sp, ulysses_degree;  // nullopt: not given, search them all
-  int micro_batch = 1;
+  std::optional<int> micro_batch;         // nullopt: 1, or every micro-batch that fills a global batch
+  BatchOptions batch;
 };
 
 void add_common(CLI::App* app, CommonOptions& o);

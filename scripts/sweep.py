@@ -15,7 +15,16 @@ Spec (JSON):
 A grid value of true adds the bare flag; false or null leaves the option out. The values of one
 option must be distinct (1024 and "1024" are the same value).
 
+A fixed global batch (--global-batch-tokens N or --global-batch N, counts such as 4M) makes every
+point run that many tokens or sequences per step, so the points compare at the same batch: each
+point's --micro-batch is the batch's sequences / data-parallel degree (ranks / sp, sp from --sp,
+else U x R from --ulysses-degree and --ring-degree, else all ranks), as `seqpar advise
+--global-batch-tokens` fills it. The measuring programs run one micro-step per step (no gradient
+accumulation), so a point whose data-parallel degree does not divide the batch's sequences cannot
+reach it: it is skipped, with the reason, and not run. The spec must then leave --micro-batch out.
+
 Usage: sweep.py SPEC.json --out DIR [--launcher mpirun|srun|local|print] [--dry-run]
+                [--global-batch-tokens N | --global-batch N]
 
 DIR/points/<id>.json   each point's output        DIR/state.json    finished and failed points
                                                   (file names relative to DIR: resume from any directory)
@@ -118,7 +127,59 @@ def ranks_of(spec, params):
     return value
 
 
-def command(spec, params, out_file, launcher):
+def parse_count(text, flag):
+    """A count as seqpar takes it: 4096, 512K, 4M, 1G (binary multiples)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)\s*", str(text))
+    if not m:
+        raise SpecError(f"{flag}: '{text}' is not a count (e.g. 4096, 512K, 4M)")
+    n = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+    if n < 1:
+        raise SpecError(f"{flag}: {text} must be at least 1")
+    return n
+
+
+def option_value(spec, params, opt):
+    """The point's value of `opt`: its grid value, else the value after it in the fixed args."""
+    if opt in params:
+        return params[opt]
+    args = [str(a) for a in spec.get("args", [])]
+    for i, a in enumerate(args[:-1]):
+        if a == opt:
+            return args[i + 1]
+    return None
+
+
+def batch_fill(spec, params, batch):
+    """(micro_batch, None) that makes the point run the global batch, or (None, why it cannot)."""
+    for where in (params, spec.get("args", [])):
+        if "--micro-batch" in where:
+            raise SpecError("--micro-batch: a global batch sets each point's micro-batch; leave it out of the spec")
+    ranks = ranks_of(spec, params)
+    sp = option_value(spec, params, "--sp")
+    u, r = option_value(spec, params, "--ulysses-degree"), option_value(spec, params, "--ring-degree")
+    sp = parse_count(sp, "--sp") if sp is not None else (
+        parse_count(u, "--ulysses-degree") * parse_count(r, "--ring-degree") if u is not None and r is not None else ranks)
+    if ranks % sp:
+        return None, f"{ranks} ranks are not divisible by sp {sp}"
+    dp = ranks // sp
+    tokens, sequences = batch
+    if tokens:
+        seq = option_value(spec, params, "--seq-len")
+        if seq is None:
+            raise SpecError("--global-batch-tokens: the points need --seq-len (in the grid or args) to count sequences")
+        seq = parse_count(seq, "--seq-len")
+        if tokens % seq:
+            return None, f"{tokens} tokens are not a whole number of {seq}-token sequences"
+        sequences = tokens // seq
+    if sequences % dp:
+        if dp > sequences:
+            return None, (f"{sequences} sequence(s) per step cannot reach dp {dp} (ranks {ranks} / sp {sp}): each "
+                          "replica needs a sequence of its own")
+        return None, f"{sequences} sequences per step do not split evenly over dp {dp} (ranks {ranks} / sp {sp})"
+    return sequences // dp, None
+
+
+def command(spec, params, out_file, launcher, micro_batch=None):
     argv = [spec["program"], *map(str, spec.get("args", []))]
     for opt, v in params.items():
         arg = argument_of(v)
@@ -126,6 +187,8 @@ def command(spec, params, out_file, launcher):
             argv.append(opt)
         elif arg[0] == "value":
             argv += [opt, arg[1]]
+    if micro_batch is not None:
+        argv += ["--micro-batch", str(micro_batch)]
     argv += [spec.get("json_flag", "-J"), out_file]
     n = ranks_of(spec, params)
     extra = [str(a) for a in spec.get("launcher_args", [])]
@@ -190,13 +253,31 @@ def main(argv):
     ap.add_argument("--launcher", choices=["mpirun", "srun", "local", "print"], default="mpirun",
                     help="how each point is started; print writes the commands and runs nothing")
     ap.add_argument("--dry-run", action="store_true", help="show what would run, run nothing")
+    batch_group = ap.add_mutually_exclusive_group()
+    batch_group.add_argument("--global-batch-tokens", help="tokens per step for every point (e.g. 4M)")
+    batch_group.add_argument("--global-batch", help="sequences per step for every point")
     args = ap.parse_args(argv[1:])
     try:
         spec = load_spec(args.spec)
         pts = points(spec)
+        batch = None
+        if args.global_batch_tokens is not None:
+            batch = (parse_count(args.global_batch_tokens, "--global-batch-tokens"), 0)
+        elif args.global_batch is not None:
+            batch = (0, parse_count(args.global_batch, "--global-batch"))
+        skipped = {}  # point id -> why it cannot reach the global batch
+        fills = {}
+        if batch:
+            for pid, params in pts:
+                fills[pid], why = batch_fill(spec, params, batch)
+                if why:
+                    skipped[pid] = why
         os.makedirs(os.path.join(args.out, POINTS_DIR), exist_ok=True)
         state_path = os.path.join(args.out, "state.json")
+        batch_state = None if batch is None else {"tokens": batch[0], "sequences": batch[1]}
         state = {"spec": spec, "points": {}}
+        if batch_state:
+            state["global_batch"] = batch_state
         if os.path.exists(state_path):
             try:
                 with open(state_path) as f:
@@ -206,11 +287,20 @@ def main(argv):
             if state.get("spec") != spec:
                 raise SpecError(f"{state_path}: the sweep in this directory was started from a different spec; "
                                 "use another --out or remove the directory")
+            if state.get("global_batch") != batch_state:
+                raise SpecError(f"{state_path}: the sweep in this directory was started with another global batch; "
+                                "use another --out or remove the directory")
         cmds = []
         for pid, params in pts:
+            if pid in skipped:
+                continue
             out_file = point_file(args.out, pid)
             cmds.append((pid, params, out_file, command(spec, params, out_file,
-                                                        "local" if args.launcher == "print" else args.launcher)))
+                                                        "local" if args.launcher == "print" else args.launcher,
+                                                        fills.get(pid))))
+        for pid, why in skipped.items():
+            print(f"{pid}: SKIPPED, cannot reach the global batch: {why}", flush=True)
+        pts = [(pid, params) for pid, params in pts if pid not in skipped]
     except SpecError as e:
         print(f"sweep.py: error: {e}", file=sys.stderr)
         return 2
@@ -271,7 +361,9 @@ def main(argv):
         return 0
     results = gather(args.out, pts, state, argv)
     done = sum(1 for pid, _ in pts if state["points"].get(pid, {}).get("status") == "done")
-    print(f"sweep.py: {done}/{n} points finished, {failed} failed this run; results in {results}", flush=True)
+    unreachable = f", {len(skipped)} skipped (cannot reach the global batch)" if skipped else ""
+    print(f"sweep.py: {done}/{n} points finished, {failed} failed this run{unreachable}; results in {results}",
+          flush=True)
     return 0 if done == n else 1
 
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
@@ -50,9 +51,9 @@ void check_options(const Options& o) {
   for (const auto& [flag, value] : {std::pair{"--rtol", &o.removed_rtol}, std::pair{"--atol", &o.removed_atol}})
     if (!value->empty())
       throw seqpar::Error(fmt::format(
-          "{} {}: no longer taken: --validate now passes when the sharded step's error against an fp32 "
-          "reference is at most --error-factor (default 2) times the unsharded step's plus --error-atol "
-          "(default 1e-5)", flag, *value));
+          "{} {}: no longer taken: --validate derives each tensor's allowed error from the unsharded step's "
+          "error and the arithmetic (README, seqpar-train: Validation); --error-factor and --error-atol "
+          "override its two parts", flag, *value));
   st::check_rule(o.rule);
   if (!o.trace.empty() && o.validate)
     throw seqpar::Error("--trace with --validate: a validated step runs the unsharded steps beside it; trace a run "
@@ -66,15 +67,9 @@ void check_options(const Options& o) {
 st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& plan) {
   st::TrainSetup s;
   s.model = cfg;
-  s.seq_len = plan.seq_len;
-  s.ulysses = plan.ulysses_degree;
-  s.ring = plan.ring_degree;
-  s.zigzag = plan.zigzag();
-  s.kv = st::kv_exchange(plan.method);
-  s.micro_batch = plan.micro_batch;
+  st::apply_plan(s, plan);  // with --checkpoint, --offload-checkpoints, --tiled-mlp, --tiled-loss
   s.opt.lr = o.lr;
   s.seed = o.run.seed;
-  s.mem = plan.mem;  // --checkpoint, --offload-checkpoints, --tiled-mlp, --tiled-loss
   return s;
 }
 
@@ -96,11 +91,13 @@ void write_rank_trace(const std::string& path, const seqpar::comm::Communicator&
   seqpar::trace::write_file(doc, st::rank_trace_path(path, world.rank(), world.size()));
 }
 
-// --validate: the unsharded step in the same back end and precision, and in plain fp32 on the CPU.
-struct Validator {
-  std::unique_ptr<st::Backend> unsharded_be, reference_be;
-  std::unique_ptr<st::Trainer> unsharded, reference;
-};
+// --validate's record of one check in the JSON (inf and NaN become null: JSON has neither).
+nlohmann::json check_json(const st::TensorCheck& t) {
+  return {{"name", t.what}, {"terms", t.terms}, {"sharded_error", t.sharded_error},
+          {"unsharded_error", t.unsharded_error}, {"unsharded_error_per_term", t.baseline},
+          {"ratio", t.ratio}, {"factor", t.factor}, {"floor", t.floor}, {"allowed_error", t.allowed},
+          {"passed", t.ok}};
+}
 
 int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& plan,
              seqpar::comm::Communicator& world, st::Backend& be, int argc, char** argv) {
@@ -111,14 +108,18 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
 
   be.set_precision(precision);
   st::Trainer trainer(be, &world, s);
-  Validator val;
+  std::unique_ptr<st::StepValidator> val;
+  st::ValidationRule rule = o.rule;
+  rule.arithmetic = st::arithmetic_of(be);
   if (o.validate) {
-    const st::TrainSetup ref_setup = st::reference_setup(s, plan.dp());
-    val.unsharded_be = st::make_backend(o.run.backend, o.run.attention);  // the same engine as the sharded step
-    val.unsharded_be->set_precision(precision);
-    val.unsharded = std::make_unique<st::Trainer>(*val.unsharded_be, nullptr, ref_setup);
-    val.reference_be = st::make_cpu_backend(st::Precision::fp32);
-    val.reference = std::make_unique<st::Trainer>(*val.reference_be, nullptr, ref_setup);
+    // World rank 0 runs the unsharded and reference steps for every rank (StepValidator).
+    std::unique_ptr<st::Backend> unsharded_be;
+    if (world.rank() == 0) {
+      unsharded_be = st::make_backend(o.run.backend, o.run.attention);  // the same engine as the sharded step
+      unsharded_be->set_precision(precision);
+    }
+    val = std::make_unique<st::StepValidator>(std::move(unsharded_be), s, plan.dp(), &world, &be);
+    rule.step_tokens = val->step_tokens();
   }
   const double tokens = static_cast<double>(plan.seq_len) * plan.micro_batch * plan.dp();
   const double flops = st::model_flops(cfg, static_cast<std::int64_t>(plan.micro_batch) * plan.dp(), plan.seq_len);
@@ -144,14 +145,16 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
     std::printf("%6s %12s %12s %14s %12s %8s %14s\n", "step", "loss", "time_ms", "tokens/s/gpu",
                 "TFLOP/s/gpu", "MFU", "peak_MiB");
   if (lead && o.validate)
-    std::printf("# validate: precision %s; each tensor's err = ||x - fp32 ref|| / ||fp32 ref||; pass when "
-                "sharded err <= %g x unsharded err + %g\n%6s %12s %12s %12s  %s\n",
-                o.precision.c_str(), o.rule.error_factor, o.rule.error_atol, "step", "loss", "unsharded", "fp32_ref",
-                "closest to its bound: sharded err, unsharded err, ratio");
+    std::printf("# validate: %s; err = ||x - fp32 ref|| / ||fp32 ref|| per tensor (the loss, every gradient); pass "
+                "when sharded err <= factor(n) x the unsharded err per term + floor (README, seqpar-train: "
+                "Validation)\n%6s %12s %12s %12s  %s\n",
+                rule.arithmetic.name.c_str(), "step", "loss", "unsharded", "fp32_ref",
+                "closest to its bound: sharded err <= allowed (used)");
   std::vector<double> samples, losses;
   nlohmann::json validation = nlohmann::json::array();
   st::ValidationReport last;
-  int failures = 0;
+  std::optional<st::TensorCheck> worst;  // over every step
+  int failures = 0, worst_step = 0;
   be.memory().reset_peak();
   for (int i = 0; i < o.steps; ++i) {
     st::StepResult r;
@@ -169,37 +172,26 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
       }
     } else {
       r = trainer.compute_gradients();
-      const st::StepResult ru = val.unsharded->compute_gradients(), rr = val.reference->compute_gradients();
-      last = st::compare_step(trainer.model().tensors(), {r.loss, trainer.grads_host()},
-                              {ru.loss, val.unsharded->grads_host()}, {rr.loss, val.reference->grads_host()},
-                              o.rule);
+      const st::StepValidator::Baseline v = val->baseline();
+      last = val->check(trainer, r, v, rule);
       nlohmann::json tensors = nlohmann::json::array();
       for (const st::TensorCheck& t : last.tensors) {
-        if (!t.ok)
-          std::fprintf(stderr, "rank %d step %d: MISMATCH %s: sharded err %.3g > allowed %.3g (%g x unsharded err "
-                       "%.3g + %g; ratio %.3g)\n", world.rank(), i + 1, t.what.c_str(), t.sharded_error, t.allowed,
-                       o.rule.error_factor, t.unsharded_error, o.rule.error_atol, t.ratio);
-        // JSON has no inf or NaN: those become null (and such a check has failed).
-        tensors.push_back({{"name", t.what}, {"sharded_error", t.sharded_error},
-                           {"unsharded_error", t.unsharded_error}, {"ratio", t.ratio},
-                           {"allowed_error", t.allowed}, {"passed", t.ok}});
+        if (!t.ok) std::fprintf(stderr, "rank %d step %d: MISMATCH %s\n", world.rank(), i + 1, st::explain(t, rule).c_str());
+        tensors.push_back(check_json(t));
       }
       failures += last.failures();
       const st::TensorCheck& w = last.worst();
-      validation.push_back({{"step", i + 1}, {"loss", r.loss}, {"unsharded_loss", ru.loss},
-                            {"reference_loss", rr.loss}, {"worst", w.what}, {"failures", last.failures()},
+      if (!worst || !(w.used() <= worst->used())) {
+        worst = w;
+        worst_step = i + 1;
+      }
+      validation.push_back({{"step", i + 1}, {"loss", r.loss}, {"unsharded_loss", v.unsharded.loss},
+                            {"reference_loss", v.reference.loss}, {"worst", w.what}, {"failures", last.failures()},
                             {"tensors", tensors}});
       if (lead)
-        std::printf("%6d %12.6f %12.6f %12.6f  %s: %.3g, %.3g, %.3g\n", i + 1, r.loss, ru.loss, rr.loss,
-                    w.what.c_str(), w.sharded_error, w.unsharded_error, w.ratio);
-      // Every run takes the next step from the fp32 reference's parameters, so each step is
-      // checked at the same point and rounding does not compound over the steps.
-      trainer.optimizer_step();
-      val.unsharded->optimizer_step();
-      val.reference->optimizer_step();
-      const std::vector<float> params = val.reference->params_host();
-      trainer.set_params_host(params);
-      val.unsharded->set_params_host(params);
+        std::printf("%6d %12.6f %12.6f %12.6f  %s: %.3g %s %.3g (%.0f%%)\n", i + 1, r.loss, v.unsharded.loss,
+                    v.reference.loss, w.what.c_str(), w.sharded_error, w.ok ? "<=" : ">", w.allowed, 100 * w.used());
+      val->advance(trainer);  // every run takes the next step from the fp32 reference's parameters
       losses.push_back(r.loss);
       continue;
     }
@@ -223,14 +215,16 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   const double total_failures = proxy ? failures : st::sum_over(world, be, failures);
   const std::vector<double> peaks = st::gather_over(world, be, static_cast<double>(be.memory().peak_bytes()));
   if (o.validate && lead) {
-    std::printf("# step %d, every tensor:\n%-28s %12s %12s %10s %12s %s\n", o.steps, "tensor", "sharded_err",
-                "unsharded_err", "ratio", "allowed", "ok");
+    std::printf("# step %d, every tensor (n: terms; b: the unsharded err per term; allowed = factor x b + floor):\n"
+                "%-28s %9s %12s %12s %8s %10s %12s %s\n", o.steps, "tensor", "n", "sharded_err", "b",
+                "factor", "floor", "allowed", "ok");
     for (const st::TensorCheck& t : last.tensors)
-      std::printf("%-28s %12.3g %12.3g %10.3g %12.3g %s\n", t.what.c_str(), t.sharded_error, t.unsharded_error,
-                  t.ratio, t.allowed, t.ok ? "yes" : "NO");
-    std::printf("# validate: %s (%g failed tensor checks over all ranks and %d steps; precision %s, factor %g, "
-                "atol %g)\n", total_failures == 0 ? "PASS" : "FAIL", total_failures, o.steps,
-                o.precision.c_str(), o.rule.error_factor, o.rule.error_atol);
+      std::printf("%-28s %9lld %12.3g %12.3g %8.3g %10.3g %12.3g %s\n", t.what.c_str(),
+                  static_cast<long long>(t.terms), t.sharded_error, t.baseline, t.factor, t.floor, t.allowed,
+                  t.ok ? "yes" : "NO");
+    std::printf("# validate: %s (%g failed checks over all ranks and %d steps, %s)\n# closest to its bound: "
+                "step %d, %s\n", total_failures == 0 ? "PASS" : "FAIL", total_failures, o.steps,
+                rule.arithmetic.name.c_str(), worst_step, st::explain(*worst, rule).c_str());
   }
 
   if (lead && !o.run.json_path.empty()) {
@@ -270,14 +264,22 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
     if (o.validate)
       res["validation"] = {
           {"passed", total_failures == 0},
-          {"rule", "sharded_error <= error_factor * unsharded_error + error_atol, per tensor"},
-          {"error", "relative RMS: ||x - reference|| / ||reference|| over the tensor"},
+          {"rule", "sharded_error <= factor * unsharded_error_per_term + floor, per tensor; factor = "
+                   "rounding_growth * (1 + 4 / sqrt(terms)), floor = 12 * sqrt(step_tokens) * accumulation_roundoff"},
+          {"error", "relative RMS: ||x - reference|| / ||reference|| over the tensor; for the loss the error per "
+                    "term is the RMS of the per-token loss errors over |reference loss|"},
           {"sharded", fmt::format("{} back end, {} precision, the plan", o.run.backend, o.precision)},
           {"unsharded", fmt::format("{} back end, {} precision, sp = 1", o.run.backend, o.precision)},
           {"reference", "cpu back end, fp32, sp = 1"},
           {"precision", o.precision},
-          {"error_factor", o.rule.error_factor},
-          {"error_atol", o.rule.error_atol},
+          {"arithmetic", rule.arithmetic.name},
+          {"rounding_growth", rule.arithmetic.rounding_growth},
+          {"accumulation_roundoff", rule.arithmetic.accumulation_roundoff},
+          {"step_tokens", rule.step_tokens},
+          {"error_factor", o.rule.error_factor ? nlohmann::json(*o.rule.error_factor) : nlohmann::json(nullptr)},
+          {"error_atol", o.rule.error_atol ? nlohmann::json(*o.rule.error_atol) : nlohmann::json(nullptr)},
+          {"closest_to_bound", {{"step", worst_step}, {"check", check_json(*worst)},
+                                {"explanation", st::explain(*worst, rule)}}},
           {"failures", total_failures},
           {"steps", validation}};
     for (const char* k : {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"})
@@ -309,9 +311,11 @@ int main(int argc, char** argv) {
                  "accumulation, fp32 master weights, gradients and AdamW (the CPU back end stores and rounds the "
                  "same way); fp32: plain fp32 (CPU back end only)");
   app.add_option("--error-factor", o.rule.error_factor,
-                 "validation: the sharded step's error may be this many times the unsharded step's (default 2)");
+                 "validation, for experiments: replaces the derived factor (2 x (1 + 4/sqrt(n)) for n terms) by "
+                 "which the sharded step's error may exceed the unsharded step's per term");
   app.add_option("--error-atol", o.rule.error_atol,
-                 "validation: plus this much normalised error (default 1e-5; covers fp32 summation order)");
+                 "validation, for experiments: replaces the derived floor (12 x sqrt(tokens of the step) x the "
+                 "accumulation's unit roundoff)");
   app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
   app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
@@ -339,8 +343,8 @@ int main(int argc, char** argv) {
     checks.same_options = st::run_options_json(o.run, cfg);
     checks.same_options.update({{"--steps", o.steps}, {"--warmup", o.warmup}, {"--lr", o.lr},
                                 {"--validate", o.validate}, {"--precision", o.precision},
-                                {"--error-factor", o.rule.error_factor},
-                                {"--error-atol", o.rule.error_atol}, {"--gpu", o.gpu}});
+                                {"--error-factor", o.rule.error_factor.value_or(0)},
+                                {"--error-atol", o.rule.error_atol.value_or(-1)}, {"--gpu", o.gpu}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::Plan plan = o.run.plan(world.size());

@@ -124,6 +124,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
+  p.grad_accum_steps = f.grad_accum_steps;
   p.placement = parse_placement(f.placement);
   p = normalized(p, gpus_per_node);
   // A given degree stands as given (check_plan says what is wrong with it), never replaced.
@@ -153,6 +154,7 @@ nlohmann::json to_json(const Plan& p) {
           {"ulysses_degree", p.ulysses_degree},
           {"ring_degree", p.ring_degree},
           {"micro_batch", p.micro_batch},
+          {"grad_accum_steps", p.grad_accum_steps},
           {"placement", to_string(p.placement)},
           {"zero", p.mem.zero},
           {"checkpoint", to_string(p.mem.checkpoint)},
@@ -189,6 +191,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.ulysses_degree = field<int>(j, "ulysses_degree", 0, false);
   p.ring_degree = field<int>(j, "ring_degree", 0, false);
   p.micro_batch = field<int>(j, "micro_batch", 1, false);
+  p.grad_accum_steps = field<int>(j, "grad_accum_steps", 1, false);
   p.placement = parse_placement(field<std::string>(j, "placement", "ulysses-inner", false));
   p.mem.zero = field<int>(j, "zero", 1, false);
   p.mem.checkpoint = parse_checkpoint(field<std::string>(j, "checkpoint", "none", false));
@@ -228,6 +231,7 @@ std::string describe_structure(const nlohmann::json& plan) {
 std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
+  if (p.grad_accum_steps != 1) s += fmt::format(" ga={}", p.grad_accum_steps);
   s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
   if (p.mem.offload_checkpoints) s += " +offload-ckpt";
   if (p.mem.offload_optimizer) s += " +offload-opt";

@@ -23,6 +23,7 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   if (p.seq_len <= 0) fail(fmt::format("seq_len: {} must be positive", p.seq_len));
   else range("seq_len", p.seq_len, limits::kMaxSeqLen);
   range("micro_batch", p.micro_batch, limits::kMaxMicroBatch);
+  range("grad_accum_steps", p.grad_accum_steps, limits::kMaxGradAccumSteps);
   range("sp", p.sp, limits::kMaxGpus);
   range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
   range("ring_degree", p.ring_degree, limits::kMaxGpus);

@@ -36,6 +36,7 @@ std::string str(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 std::int64_t int_of(const json& j, const char* key) { return static_cast<std::int64_t>(num(j, key)); }
+std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string fmt_seconds(double s) {
   if (s < 1e-3) return fmt::format("{:.1f} us", s * 1e6);
@@ -334,14 +335,16 @@ std::pair<Section, Section> breakdown_sections(const json& data, const json& fig
   st.title = "Step-time breakdown";
   Section mem;
   mem.title = "Memory breakdown against device capacity";
-  Table st_table{{"system", "model", "GPUs", "seq", "plan", "step", "compute", "exposed comm", "tokens/s/GPU", "source", "mode"}, {}};
+  Table st_table{{"system", "model", "GPUs", "seq", "plan", "placement", "step", "compute", "exposed comm", "tokens/s/GPU",
+                  "source", "mode"}, {}};
   Table mem_table{{"system", "model", "GPUs", "seq", "plan", "peak", "capacity", "fits", "source", "mode"}, {}};
   for (const auto& [key, pts] : groups_of(data["points"])) {
     std::int64_t seq = 0;
     for (const auto& p : breakdown_selection(pts, &seq)) {
       const json& t = p["time"];
       st_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
-                               p["plan_label"], fmt_seconds(num(p, "step_time_s")), fmt_seconds(num(t, "compute_s")),
+                               p["plan_label"], dash_if_empty(str(p, "placement")), fmt_seconds(num(p, "step_time_s")),
+                               fmt_seconds(num(t, "compute_s")),
                                fmt_seconds(num(t, "exposed_comm_s")),
                                p["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(p, "tokens_per_s_per_gpu")) : "-",
                                p["source"], p["mode"]});
@@ -456,8 +459,6 @@ Section benchmarks_section(const json& data) {
   bench.add_table(t);
   return bench;
 }
-
-std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string percent_or_dash(const json& v) { return v.is_number() ? fmt::format("{:+.1f}%", v.get<double>() * 100) : "-"; }
 std::string abs_percent_or_dash(const json& v) { return v.is_number() ? fmt::format("{:.1f}%", v.get<double>() * 100) : "-"; }

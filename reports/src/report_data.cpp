@@ -133,6 +133,9 @@ struct Gatherer {
     if (pt["model"] == "") throw Error(fmt::format("{}: missing field 'model' (a name or an object with 'name')", where));
     pt["plan"] = plan_fields(require(p, "plan", where), where);
     pt["plan_label"] = plan_label(pt["plan"]);
+    // Where the plan's groups sit and what crosses the NICs (sim: describe_placement), when the
+    // document says.
+    pt["placement"] = p.contains("groups") && p["groups"].is_object() ? string_or(p["groups"], "label", "") : "";
     const json& valid = require(p, "valid", where);
     if (!valid.is_boolean()) throw Error(fmt::format("{}: field 'valid' must be true or false", where));
     pt["valid"] = valid;
@@ -308,6 +311,8 @@ std::string plan_label(const json& plan) {
   std::string ckpt = string_or(plan, "checkpoint", "none");
   if (ckpt != "none") out += " ckpt=" + ckpt;
   if (plan.contains("micro_batch") && num("micro_batch", 1) != 1) out += fmt::format(" mb={}", num("micro_batch", 1));
+  if (plan.contains("grad_accum_steps") && num("grad_accum_steps", 1) != 1)
+    out += fmt::format(" ga={}", num("grad_accum_steps", 1));
   for (const char* k : {"offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"})
     if (plan.contains(k) && plan[k].is_boolean() && plan[k].get<bool>()) {
       std::string s = k;

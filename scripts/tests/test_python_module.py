@@ -96,3 +96,24 @@ def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
                         out=str(tmp_path))
     assert (tmp_path / "sweep.json").exists()
     assert without_run(grid) == without_run(json.loads((tmp_path / "sweep.json").read_text()))
+
+
+def test_a_fixed_global_batch_from_python(seqpar, tmp_path):
+    # advise, maxlen and sweep take the batch as the CLI does (global_batch_tokens= is
+    # --global-batch-tokens); every plan advised runs exactly that batch per optimizer step.
+    kw = dict(model="llama3-8b", gpus=8, seq_len="512K", global_batch_tokens="512K")
+    advice = seqpar.advise(**kw)
+    assert without_run(advice) == without_run(json.loads(
+        cli("advise", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "512K", "--global-batch-tokens", "512K",
+            "--json").stdout))
+    assert advice["global_batch"] == {"tokens": 512 * 1024, "sequences": 1}
+    assert advice["ranked"] and all(r["global_batch_sequences"] == 1 for r in advice["ranked"])
+    assert any("cannot reach dp 8" in why for r in advice["rejected"] for why in r["reasons"])
+    longest = seqpar.maxlen(model="llama3-8b", gpus=8, method="ulysses", global_batch=4)
+    assert longest["result"]["global_batch_sequences"] == 4
+    grid = seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["128K", "256K"], global_batch_tokens="1M",
+                        out=str(tmp_path))
+    for b in grid["best"]:
+        assert b["plan"]["dp"] * b["plan"]["micro_batch"] * b["plan"]["grad_accum_steps"] * b["seq_len"] == 1 << 20
+    with pytest.raises(seqpar.Error, match="global_batch_tokens"):
+        seqpar.advise(model="llama3-8b", gpus=8, seq_len="64K", global_batch_tokens=100000)

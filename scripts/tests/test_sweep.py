@@ -172,3 +172,47 @@ def test_duplicate_grid_values_are_refused(tmp_path, grid, message):
     assert r.returncode == 2
     assert message in r.stderr and "Traceback" not in r.stderr
     assert not invocations(log)  # refused before anything ran
+
+
+def test_a_global_batch_sets_each_points_micro_batch_and_skips_what_cannot_reach_it(tmp_path):
+    # 4 ranks at sp 2: dp 2. 4K tokens per step: 4, 2 and 1 sequences of 1K, 2K and 4K; one
+    # sequence cannot keep two replicas busy, so the 4K points are skipped with the reason.
+    spec = write_spec(tmp_path, args=["--sp", "2"], ranks=4)
+    out, log = tmp_path / "out", tmp_path / "log"
+    r = run(spec, out, "--launcher", "local", "--global-batch-tokens", "4K", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 2 and "runs one process" in r.stderr  # local cannot start 4 ranks
+    r = run(spec, out, "--launcher", "mpirun", "--dry-run", "--global-batch-tokens", "4K")
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith("[")]
+    assert len(lines) == 4
+    assert all("--seq-len 1024" not in line or "--micro-batch 2" in line for line in lines)
+    assert all("--seq-len 2048" not in line or "--micro-batch 1" in line for line in lines)
+    assert r.stdout.count("SKIPPED, cannot reach the global batch: 1 sequence(s) per step cannot reach dp 2") == 2
+
+
+def test_a_global_batch_of_sequences_over_sp_degrees(tmp_path):
+    spec = write_spec(tmp_path, args=[], grid={"--sp": [1, 2, 4]}, ranks=4)
+    r = run(spec, tmp_path / "out", "--launcher", "mpirun", "--dry-run", "--global-batch", "2")
+    assert r.returncode == 0, r.stderr
+    cmds = r.stdout
+    assert "--sp 2 --micro-batch 1" in cmds and "--sp 4 --micro-batch 2" in cmds and "--sp 1 " not in cmds
+    assert "p0000_sp=1: SKIPPED" in r.stdout
+
+
+@pytest.mark.parametrize("spec_extra,flags,message", [
+    ({"args": ["--micro-batch", "2"]}, ["--global-batch", "4"], "leave it out of the spec"),
+    ({"args": [], "grid": {"--sp": [1]}}, ["--global-batch-tokens", "1M"], "need --seq-len"),
+    ({}, ["--global-batch-tokens", "4Q"], "is not a count"),
+    ({}, ["--global-batch-tokens", "4M", "--global-batch", "2"], "not allowed with argument"),
+])
+def test_bad_global_batches_give_clear_errors(tmp_path, spec_extra, flags, message):
+    r = run(write_spec(tmp_path, **spec_extra), tmp_path / "out", "--dry-run", *flags)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+
+
+def test_a_sweep_is_resumed_only_with_its_own_global_batch(tmp_path):
+    spec, out = write_spec(tmp_path, args=[], grid={"--seq-len": [1024]}), tmp_path / "out"
+    assert run(spec, out, "--launcher", "local", "--global-batch", "1").returncode == 0
+    r = run(spec, out, "--launcher", "local", "--global-batch", "2")
+    assert r.returncode == 2 and "another global batch" in r.stderr
+    assert run(spec, out, "--launcher", "local", "--global-batch", "1").returncode == 0

@@ -31,6 +31,18 @@ MemoryOptions most_saving() {
   return m;
 }
 
+// The divisors of n >= 1, ascending (the 64-bit counterpart of methods.hpp's divisors).
+std::vector<std::int64_t> divisors64(std::int64_t n) {
+  std::vector<std::int64_t> low, high;
+  for (std::int64_t d = 1; d <= n / d; ++d)
+    if (n % d == 0) {
+      low.push_back(d);
+      if (d != n / d) high.push_back(n / d);
+    }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
 }  // namespace
 
 bool ranks_before(const Result& a, const Result& b) {
@@ -64,7 +76,15 @@ const std::vector<MemoryOptions>& memory_option_sets() {
 
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
-  require_range("micro_batch", space.micro_batch, 1, limits::kMaxMicroBatch);
+  if (space.micro_batch) require_range("micro_batch", *space.micro_batch, 1, limits::kMaxMicroBatch);
+  if (space.global_batch) {
+    const GlobalBatch& b = *space.global_batch;
+    if (b.tokens != 0) require_range("global_batch_tokens", b.tokens, 1, limits::kMaxGlobalBatchTokens);
+    if (b.sequences != 0) require_range("global_batch", b.sequences, 1, limits::kMaxGlobalBatchSequences);
+    if ((b.tokens != 0) == (b.sequences != 0))
+      throw Error("global_batch: give the batch of one optimizer step once, in tokens (--global-batch-tokens) or in "
+                  "sequences (--global-batch)");
+  }
   if (space.methods.empty()) throw Error("method: no method to search");
   for (std::size_t i = 0; i < space.methods.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
@@ -107,7 +127,7 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
     p.sp = sp;
     p.ulysses_degree = u;
     p.ring_degree = r;
-    p.micro_batch = space.micro_batch;
+    p.micro_batch = space.micro_batch.value_or(1);
     out.push_back(p);
   };
   for (int P : sps) {
@@ -176,10 +196,99 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
   return out;
 }
 
+std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t seq_len, std::string& why) {
+  if (b.sequences > 0) return b.sequences;
+  if (seq_len < 1 || b.tokens % seq_len != 0) {
+    why = fmt::format("global_batch_tokens: {} tokens are not a whole number of {}-token sequences; give a multiple "
+                      "of the sequence length", b.tokens, seq_len);
+    return std::nullopt;
+  }
+  return b.tokens / seq_len;
+}
+
+std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std::optional<int> micro_batch,
+                              std::string& why) {
+  const std::int64_t dp = structure.dp();
+  if (dp < 1 || sequences < 1) {
+    why = fmt::format("global batch: {} sequences cannot be shared by dp {}", sequences, dp);
+    return {};
+  }
+  if (sequences % dp != 0) {
+    why = dp > sequences
+              ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas (gpus {} / sp "
+                            "{}): each needs a sequence of its own; raise sp to {} or more",
+                            sequences, sequences == 1 ? "" : "s", dp, structure.gpus, structure.sp,
+                            (structure.gpus + sequences - 1) / sequences)
+              : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas "
+                            "(gpus {} / sp {})", sequences, dp, structure.gpus, structure.sp);
+    return {};
+  }
+  const std::int64_t share = sequences / dp;  // sequences per replica per optimizer step
+  if (micro_batch && share % *micro_batch != 0) {
+    why = fmt::format("global batch: each of dp {} replicas gets {} sequence{} per optimizer step, not a multiple of "
+                      "micro_batch {}", dp, share, share == 1 ? "" : "s", *micro_batch);
+    return {};
+  }
+  std::vector<Plan> out;
+  const std::vector<std::int64_t> all = divisors64(share);
+  // Largest micro-batch first: fewest micro-steps.
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::int64_t mb = *it, accum = share / mb;
+    if (micro_batch ? mb != *micro_batch : mb > limits::kMaxMicroBatch) continue;
+    if (accum > limits::kMaxGradAccumSteps) break;  // smaller micro-batches need still more micro-steps
+    Plan p = structure;
+    p.micro_batch = int(mb);
+    p.grad_accum_steps = int(accum);
+    out.push_back(p);
+  }
+  if (out.empty())
+    why = fmt::format("global batch: each of dp {} replicas would run {} sequences per optimizer step in more than the "
+                      "limit of {} micro-steps (micro-batch at most {})", dp, share, limits::kMaxGradAccumSteps,
+                      micro_batch.value_or(limits::kMaxMicroBatch));
+  return out;
+}
+
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
+  if (!space.global_batch) {
+    Plan p = structure;
+    p.micro_batch = space.micro_batch.value_or(1);
+    p.grad_accum_steps = 1;
+    return best_memory_options(m, s, p, space.memory);
+  }
+  StructureOutcome out;
+  std::string why;
+  const std::optional<std::int64_t> sequences = global_sequences(*space.global_batch, structure.seq_len, why);
+  const std::vector<Plan> fills = sequences ? batch_fills(structure, *sequences, space.micro_batch, why) : std::vector<Plan>{};
+  if (fills.empty()) {
+    out.reasons.push_back(std::move(why));
+    return out;
+  }
+  // Every micro-batch that fills the batch, each with its best memory options; the reasons of the
+  // one closest to fitting say why none fits (the smallest micro-batch holds the least).
+  for (const Plan& f : fills) {
+    StructureOutcome o = best_memory_options(m, s, f, space.memory);
+    if (!o.closest) return o;  // the plan breaks a rule whatever its micro-batch
+    if (o.best && (!out.best || ranks_before(*o.best, *out.best))) out.best = std::move(o.best);
+    if (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes()) {
+      out.closest = std::move(o.closest);
+      out.reasons = std::move(o.reasons);
+    }
+  }
+  if (out.best) out.reasons.clear();
+  return out;
+}
+
 Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
+  check_search(gpus, space);
+  if (space.global_batch) {
+    // A batch of tokens that is no whole number of sequences rules out every plan alike: the
+    // input is wrong, not a plan.
+    std::string why;
+    if (!global_sequences(*space.global_batch, seq_len, why)) throw Error(why);
+  }
   Advice a;
   for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
-    StructureOutcome o = best_memory_options(m, s, st, space.memory);
+    StructureOutcome o = best_plan_for(m, s, st, space);
     if (o.best) {
       a.ranked.push_back(std::move(*o.best));
     } else {
@@ -276,9 +385,33 @@ std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
   return max_seq_len_search(m, s, plan).max_seq_len;
 }
 
+std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, std::int64_t tokens, std::string& why) {
+  const std::int64_t per_micro_step = std::int64_t{p.dp()} * p.micro_batch;  // sequences in one micro-step, all replicas
+  if (per_micro_step < 1 || tokens % per_micro_step != 0) {
+    why = fmt::format("global batch: {} tokens do not split into dp {} x micro_batch {} = {} sequences of equal length",
+                      tokens, p.dp(), p.micro_batch, per_micro_step);
+    return 0;
+  }
+  // tokens = per_micro_step x grad_accum_steps x seq_len: fewer micro-steps, longer sequences.
+  const std::int64_t rest = tokens / per_micro_step, gran = seq_granularity(p);
+  std::vector<std::string> errors;
+  for (std::int64_t accum : divisors64(rest)) {
+    if (accum > limits::kMaxGradAccumSteps) break;
+    if ((rest / accum) % gran != 0) continue;
+    p.grad_accum_steps = int(accum);
+    p.seq_len = rest / accum;
+    errors.clear();
+    if (check_plan(m, s, p, errors) && simulate(m, s, p).fits) return p.seq_len;
+  }
+  why = fmt::format("global batch: no sequence of {} tokens / (dp {} x micro_batch {} x grad_accum_steps) fits and "
+                    "divides by {}", tokens, p.dp(), p.micro_batch, gran);
+  return 0;
+}
+
 MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space) {
   MaxLenAdvice out;
   const MemoryOptions bound = space.memory.value_or(most_saving());
+  const std::optional<GlobalBatch>& batch = space.global_batch;
   std::optional<Plan> winner;
   for (Plan st : structures(m, s, gpus, 0, space)) {
     st.mem = bound;
@@ -290,8 +423,27 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       out.rejected.push_back({st, std::move(errors)});
       continue;
     }
-    const MaxLenSearch search = max_seq_len_search(m, s, st);
+    // A global batch: the smallest micro-batch (the longest sequences), accumulation for the rest.
+    std::string why;
+    MaxLenSearch search;
+    if (batch && batch->sequences > 0) {
+      const std::vector<Plan> fills = batch_fills(st, batch->sequences, space.micro_batch.value_or(1), why);
+      if (fills.empty()) {
+        out.rejected.push_back({st, {why}});
+        continue;
+      }
+      st = fills.front();
+      search = max_seq_len_search(m, s, st);
+    } else if (batch) {
+      search.max_seq_len = max_seq_len_for_tokens(m, s, st, batch->tokens, why);
+    } else {
+      search = max_seq_len_search(m, s, st);
+    }
     const std::int64_t n = search.max_seq_len;
+    if (n == 0 && !why.empty()) {  // the batch cannot be reached, or no length of it fits
+      out.rejected.push_back({st, {why}});
+      continue;
+    }
     out.per_structure.emplace_back(st, n);
     if (n == 0) {
       Result r = simulate(m, s, probe);
@@ -311,7 +463,8 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
     }
   }
   if (winner) {
-    StructureOutcome o = best_memory_options(m, s, *winner, space.memory);
+    // The fastest plan at that length: memory options and, with a global batch, its fills.
+    StructureOutcome o = best_plan_for(m, s, *winner, space);
     out.result = o.best ? o.best : std::optional<Result>(simulate(m, s, *winner));
   }
   return out;

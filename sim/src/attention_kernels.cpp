@@ -99,10 +99,15 @@ System load_system(std::string_view name_or_path, std::string_view attention_ker
 
 System load_system(std::string_view name_or_path, std::string_view attention_kernel) {
   json sys = preset_document("system", name_or_path);
-  const std::string what = fmt::format("system '{}'", name_or_path);
-  if (!sys.is_object()) return load_system(name_or_path);  // the loader says what is wrong
+  auto gi = sys.is_object() ? sys.find("gpu") : sys.end();
+  if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return load_system(name_or_path);  // the loader says what is wrong
+  return system_from_json(std::move(sys), fmt::format("system '{}'", name_or_path), attention_kernel);
+}
+
+System system_from_json(json sys, std::string_view what, std::string_view attention_kernel) {
+  if (!sys.is_object()) return system_from_json(sys, what);  // the reader says what is wrong
   auto gi = sys.find("gpu");
-  if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return load_system(name_or_path);
+  if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return system_from_json(sys, what);
   const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
   const std::string gpu_what = gi->is_string() ? fmt::format("gpu preset '{}'", gi->get<std::string>())
                                                : fmt::format("{}: gpu", what);

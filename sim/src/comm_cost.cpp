@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <vector>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -41,88 +43,202 @@ double nic_rate(const System& s) { return s.nics_per_node > 0 ? s.nic_bytes_per_
 
 namespace {
 
-// The most flows one NIC carries when the GPUs [first, last) of a node each send one: GPU i uses
-// NIC i x nics / g, so NIC k serves GPUs [ceil(k g / nics), ceil((k + 1) g / nics)).
-int busiest_nic(int first, int last, int g, int nics) {
-  int most = 0;
-  for (int k = 0; k < nics; ++k) {
-    const int lo = int((std::int64_t{k} * g + nics - 1) / nics), hi = int((std::int64_t{k + 1} * g + nics - 1) / nics);
-    most = std::max(most, std::min(hi, last) - std::max(lo, first));
+// ---- Flows per link ----
+// Every group of a placement runs the collective at once (groups of `size` ranks `stride` apart
+// tile blocks of size x stride world ranks; world ranks fill nodes in order). Each rank's flows
+// are charged to the links they cross: inside a node its own port (the NVLink/NVSwitch port, or on
+// PCIe its x16 link) and, between the two CPU sockets, the socket link; across nodes the NIC its
+// GPU uses (GPU i of a node: NIC i x nics / gpus_per_node, rail-aligned, NICs shared by GPU pairs
+// when there are half as many) and, on the way there, the GPU's PCIe link (GPUDirect RDMA through
+// the PCIe switch the GPU and its NIC share). The collective ends when its busiest link does.
+
+// What a collective asks of the links, per rank: its pattern and the bytes each flow carries.
+enum class Pattern {
+  ring_step,        // send_recv: each rank sends `bytes` to its successor in the group
+  all_to_all,       // each rank sends bytes / n to every other member
+  ring_collective,  // NCCL ring all-gather / reduce-scatter: bytes (n - 1) / n around the ring, the
+                    // node-crossing part spread over the NICs of the members in the node (one ring
+                    // per NIC, the data split among the rings)
+};
+
+// The busiest link of each kind, in bytes per direction, and the most crossing flows one NIC carries.
+struct LinkLoads {
+  double port = 0, socket = 0, nic = 0, gpu_pcie = 0;
+  int nic_flows = 0;
+};
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Nodes whose loads are added up: one period of the tiling (whole blocks on whole nodes), at most
+// 64 (beyond that the nodes repeat the pattern of those before).
+std::int64_t nodes_to_scan(const System& s, const Placement& p) {
+  const std::int64_t g = std::max(1, s.gpus_per_node), block = std::int64_t{std::max(1, p.size)} * std::max(1, p.stride);
+  const std::int64_t period = block / std::gcd(block, g) * g;  // lcm(block, g) world ranks
+  return std::min<std::int64_t>(64, std::max<std::int64_t>(1, period / g));
+}
+
+// One node's links, filled flow by flow.
+struct NodeLinks {
+  std::vector<double> port_tx, port_rx, cross_tx, cross_rx, nic_tx, nic_rx;
+  std::vector<int> flows_tx, flows_rx;
+  double socket[2] = {0, 0};  // from socket 0 to socket 1, and back
+  NodeLinks(int g, int nics)
+      : port_tx(g), port_rx(g), cross_tx(g), cross_rx(g), nic_tx(nics), nic_rx(nics), flows_tx(nics), flows_rx(nics) {}
+};
+
+LinkLoads link_loads(const System& s, Pattern pattern, double bytes, const Placement& pl) {
+  LinkLoads out;
+  const int n = pl.size, g = std::max(1, s.gpus_per_node), nics = nic_count(s);
+  if (n <= 1) return out;
+  const std::int64_t stride = std::max(1, pl.stride), block = std::int64_t{n} * stride;
+  const bool pcie = s.intra.kind == LinkKind::pcie;
+  const int gps = pcie && s.intra.gpus_per_socket > 0 ? s.intra.gpus_per_socket : g;
+  auto socket_of = [&](std::int64_t local) { return local < gps ? 0 : 1; };
+  auto nic_of = [&](std::int64_t local) { return int(local * nics / g); };
+  for (std::int64_t node = 0, scan = nodes_to_scan(s, pl); node < scan; ++node) {
+    const std::int64_t first = node * g;
+    NodeLinks L(g, nics);
+    auto cross_out = [&](int i, double b, int flows) {
+      L.cross_tx[i] += b;
+      L.nic_tx[nic_of(i)] += b;
+      L.flows_tx[nic_of(i)] += flows;
+    };
+    auto cross_in = [&](int i, double b, int flows) {
+      L.cross_rx[i] += b;
+      L.nic_rx[nic_of(i)] += b;
+      L.flows_rx[nic_of(i)] += flows;
+    };
+    for (int i = 0; i < g; ++i) {
+      const std::int64_t w = first + i, base = w / block * block + w % stride, pos = (w % block) / stride;
+      auto member = [&](std::int64_t k) { return base + ((k % n + n) % n) * stride; };
+      // Positions of w's group members on this node with local index in [lo, hi): [k_lo, k_hi].
+      auto k_lo = [&](std::int64_t lo) { return std::max<std::int64_t>(0, floor_div(first + lo - base + stride - 1, stride)); };
+      auto k_hi = [&](std::int64_t hi) { return std::min<std::int64_t>(n - 1, floor_div(first + hi - 1 - base, stride)); };
+      auto members_in = [&](std::int64_t lo, std::int64_t hi) { return std::max<std::int64_t>(0, k_hi(hi) - k_lo(lo) + 1); };
+      const std::int64_t here = members_in(0, g);
+      switch (pattern) {
+        case Pattern::ring_step: {
+          const std::int64_t to = member(pos + 1), from = member(pos - 1);
+          if (to / g == node) {
+            L.port_tx[i] += bytes;
+            L.port_rx[to - first] += bytes;
+            if (socket_of(i) != socket_of(to - first)) L.socket[socket_of(i)] += bytes;
+          } else {
+            cross_out(i, bytes, 1);
+          }
+          if (from / g != node) cross_in(i, bytes, 1);
+          break;
+        }
+        case Pattern::all_to_all: {
+          const double chunk = bytes / n;
+          L.port_tx[i] += chunk * double(here - 1);
+          L.port_rx[i] += chunk * double(here - 1);
+          L.socket[socket_of(i)] += chunk * double(socket_of(i) == 0 ? members_in(gps, g) : members_in(0, gps));
+          const std::int64_t away = n - here;
+          if (away > 0) {
+            const int flows = int(std::min<std::int64_t>(away, 1 << 20));
+            cross_out(i, chunk * double(away), flows);
+            cross_in(i, chunk * double(away), flows);
+          }
+          break;
+        }
+        case Pattern::ring_collective: {
+          const double v = bytes * (n - 1) / n;
+          L.port_tx[i] += v;
+          L.port_rx[i] += v;
+          // A group with members behind both sockets crosses the socket link once each way;
+          // counted at its first member on the node.
+          if (pcie && pos == k_lo(0) && members_in(0, gps) > 0 && members_in(gps, g) > 0) {
+            L.socket[0] += v;
+            L.socket[1] += v;
+          }
+          if (here < n) {  // the group leaves the node: its members here share the crossing
+            cross_out(i, v / double(here), 1);
+            cross_in(i, v / double(here), 1);
+          }
+          break;
+        }
+      }
+    }
+    for (int i = 0; i < g; ++i) {
+      // On a PCIe node the GPU's one link carries its peer traffic and what its NIC moves for it;
+      // on an NVLink node the NIC traffic goes over the PCIe link alone (GPUDirect RDMA).
+      if (pcie) {
+        out.port = std::max({out.port, L.port_tx[i] + L.cross_tx[i], L.port_rx[i] + L.cross_rx[i]});
+      } else {
+        out.port = std::max({out.port, L.port_tx[i], L.port_rx[i]});
+        out.gpu_pcie = std::max({out.gpu_pcie, L.cross_tx[i], L.cross_rx[i]});
+      }
+    }
+    for (int k = 0; k < nics; ++k) {
+      out.nic = std::max({out.nic, L.nic_tx[k], L.nic_rx[k]});
+      out.nic_flows = std::max({out.nic_flows, L.flows_tx[k], L.flows_rx[k]});
+    }
+    out.socket = std::max({out.socket, L.socket[0], L.socket[1]});
   }
-  return std::max(most, 1);
+  return out;
 }
 
-// The rate of one crossing hop of a ring whose groups are placed as `p`. A node holds per_node
-// consecutive members of each group, so its outgoing crossing hops leave from the last member of
-// each group in the node and its incoming ones arrive at the first: the GPUs
-// [(per_node - 1) x stride, + groups) and [0, groups), with one group per offset below the stride
-// (every GPU of the node when the stride spans a node). The busiest NIC either way sets the rate.
-double crossing_hop_rate(const System& s, const Placement& p) {
-  const int g = std::max(1, s.gpus_per_node), nics = nic_count(s);
-  const int groups = std::min(p.stride, g);
-  const int out_first = std::min((p.per_node - 1) * p.stride, g - groups);
-  const int flows = std::max(busiest_nic(out_first, out_first + groups, g, nics), busiest_nic(0, groups, g, nics));
-  return nic_rate(s) / flows;
+// The time the busiest link takes.
+double link_time(const System& s, const LinkLoads& l) {
+  double t = l.port / s.intra.bytes_per_s;
+  if (l.socket > 0) t = std::max(t, l.socket / s.intra.cross_socket_bytes_per_s);
+  if (l.nic > 0) t = std::max(t, l.nic / nic_rate(s));
+  if (l.gpu_pcie > 0 && s.gpu.pcie_bytes_per_s > 0) t = std::max(t, l.gpu_pcie / s.gpu.pcie_bytes_per_s);
+  return t;
 }
 
-// The rate one GPU's ring traffic sees inside a node: the GPU link, or on PCIe the socket link
-// when the ring crosses it (one flow per direction crosses).
-double intra_ring_rate(const System& s, const Placement& p) {
-  double bw = s.intra.bytes_per_s;
-  if (s.intra.kind == LinkKind::pcie && p.socket_b > 0) bw = std::min(bw, s.intra.cross_socket_bytes_per_s);
-  return bw;
-}
-
-// A ring send/recv step: the slowest hop, crossing or not.
-double hop_rate(const System& s, const Placement& p) {
-  return p.nodes > 1 ? std::min(crossing_hop_rate(s, p), intra_ring_rate(s, p)) : intra_ring_rate(s, p);
-}
-
-// NCCL's ring collectives: per_node per-GPU shares of the node's NICs at each boundary.
-double collective_ring_rate(const System& s, const Placement& p) {
-  if (p.nodes <= 1) return intra_ring_rate(s, p);
-  const double share = nic_count(s) * nic_rate(s) / std::max(1, s.gpus_per_node);
-  return std::min(p.per_node * share, intra_ring_rate(s, p));
-}
-
-double latency(const System& s, const Placement& p) { return p.nodes > 1 ? s.inter.latency_s : s.intra.latency_s; }
+// A collective whose flows cross nodes waits for the network's latency, else the node's. A group
+// can cross without spanning two whole nodes: 3 ranks from the 7th GPU of a node straddle two.
+double latency(const System& s, const LinkLoads& l) { return l.nic > 0 ? s.inter.latency_s : s.intra.latency_s; }
 
 double log2_steps(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(double(n))); }
 
-double all_to_all_time(const System& s, double bytes, const Placement& p) {
-  const int n = p.size;
-  if (n <= 1) return 0.0;
-  const double chunk = bytes / n;
-  // Inside the node every pair talks at once: each GPU's link carries its (per_node - 1) chunks;
-  // on PCIe the flows between the two sockets also share the socket link.
-  double intra = (p.per_node - 1) * chunk / s.intra.bytes_per_s;
-  if (s.intra.kind == LinkKind::pcie && p.socket_b > 0)
-    intra = std::max(intra, double(p.socket_a) * p.socket_b * chunk / s.intra.cross_socket_bytes_per_s);
-  // Across nodes, all of a node's GPUs send (n - per_node) chunks each over all its NICs.
-  const double node_nics = nic_count(s) * nic_rate(s);
-  const double inter = double(std::max(1, s.gpus_per_node)) * (n - p.per_node) * chunk / node_nics;
-  return std::max(intra, inter) + latency(s, p);
+Pattern pattern_of(Collective c) {
+  switch (c) {
+    case Collective::send_recv: return Pattern::ring_step;
+    case Collective::all_to_all: return Pattern::all_to_all;
+    default: return Pattern::ring_collective;
+  }
 }
 
 }  // namespace
 
 double collective_time(const System& s, Collective c, double bytes, const Placement& p) {
   const int n = p.size;
-  if (bytes <= 0) return 0.0;
+  if (bytes <= 0 || n <= 1) return 0.0;
+  const LinkLoads l = link_loads(s, pattern_of(c), bytes, p);
   switch (c) {
     case Collective::all_to_all:
-      return all_to_all_time(s, bytes, p);
     case Collective::send_recv:
-      return n <= 1 ? 0.0 : latency(s, p) + bytes / hop_rate(s, p);
+      return latency(s, l) + link_time(s, l);
     case Collective::all_gather:
     case Collective::reduce_scatter:
-      if (n <= 1) return 0.0;
-      return latency(s, p) * log2_steps(n) + bytes * (n - 1) / n / collective_ring_rate(s, p);
-    case Collective::all_reduce:
-      if (n <= 1) return 0.0;
-      return 2.0 * latency(s, p) * log2_steps(n) + 2.0 * bytes * (n - 1) / n / collective_ring_rate(s, p);
+      return latency(s, l) * log2_steps(n) + link_time(s, l);
+    case Collective::all_reduce:  // a reduce-scatter and an all-gather
+      return 2.0 * latency(s, l) * log2_steps(n) + 2.0 * link_time(s, l);
   }
   return 0.0;
+}
+
+int crossing_flows_per_nic(const System& s, Collective c, const Placement& p) {
+  return link_loads(s, pattern_of(c), 1.0, p).nic_flows;
+}
+
+std::string describe_placement(const System& s, const seqpar::Plan& p) {
+  const std::int64_t g = std::max(1, s.gpus_per_node), nodes = (std::int64_t{p.gpus} + g - 1) / g;
+  if (p.sp <= 1) return fmt::format("no SP group; data parallel over {} node{}", nodes, nodes == 1 ? "" : "s");
+  const SpGroups groups = place_sp_groups(s, p);
+  auto where = [&](char name, const Placement& pl, Collective c) {
+    if (pl.size <= 1) return std::string();
+    const int flows = crossing_flows_per_nic(s, c, pl);
+    if (flows == 0) return fmt::format("{}{} in a node", name, pl.size);
+    const std::string spread = pl.nodes > 1 ? fmt::format("over {} nodes ({}/node)", pl.nodes, pl.per_node)
+                                            : std::string("across a node boundary");
+    return fmt::format("{}{} {}, {} crossing flow{} per NIC", name, pl.size, spread, flows, flows == 1 ? "" : "s");
+  };
+  const std::string u = where('U', groups.ulysses, Collective::all_to_all), r = where('R', groups.ring, Collective::send_recv);
+  return u.empty() ? r : r.empty() ? u : u + "; " + r;
 }
 
 CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks) {

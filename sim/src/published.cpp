@@ -28,10 +28,27 @@ std::string text(const json& j, const char* key, std::string_view what) {
 
 PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
   for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
-                             PublishedMeasure::megatron_tflops_per_gpu})
+                             PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio})
     if (s == to_string(m)) return m;
-  throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s or "
-                          "megatron_tflops_per_gpu", what, s));
+  throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
+                          "megatron_tflops_per_gpu or throughput_ratio", what, s));
+}
+
+double positive_figure(const json& j, const char* key, std::string_view what) {
+  auto vi = j.find(key);
+  if (vi == j.end() || !vi->is_number() || !std::isfinite(vi->get<double>()) || !(vi->get<double>() > 0))
+    throw Error(fmt::format("{}: field '{}' must be a positive number", what, key));
+  return vi->get<double>();
+}
+
+Plan plan_of(const json& j, std::string_view where) {
+  auto pi = j.find("plan");
+  if (pi == j.end() || !pi->is_object()) throw Error(fmt::format("{}: field 'plan' must be a plan object", where));
+  try {
+    return plan_from_json(*pi);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: plan: {}", where, e.what()));
+  }
 }
 
 PublishedRun run_from_json(const json& j, std::string_view what) {
@@ -46,22 +63,38 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
     throw Error(fmt::format("{}: field 'model' must be a model preset name or a model object", where));
   r.model = *mi;
   r.system = text(j, "system", where);
-  if (auto ki = j.find("attention_kernel"); ki != j.end()) {
-    r.attention_kernel = text(j, "attention_kernel", where);
+  if (auto ki = j.find("attention_kernel"); ki != j.end()) r.attention_kernel = text(j, "attention_kernel", where);
+  if (auto pi = j.find("system_patch"); pi != j.end()) {
+    if (!pi->is_object()) throw Error(fmt::format("{}: field 'system_patch' must be an object (a JSON merge patch)", where));
+    r.system_patch = *pi;
+  }
+  if (!r.attention_kernel.empty() || !r.system_patch.is_null()) {
     try {  // refused here, naming the run, rather than at the first comparison
-      (void)load_system(r.system, r.attention_kernel);
+      (void)published_system(r);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", where, e.what()));
     }
   }
-  auto pi = j.find("plan");
-  if (pi == j.end() || !pi->is_object()) throw Error(fmt::format("{}: field 'plan' must be a plan object", where));
-  try {
-    r.plan = plan_from_json(*pi);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: plan: {}", where, e.what()));
-  }
+  r.plan = plan_of(j, where);
   r.measure = parse_measure(text(j, "measure", where), where);
+  auto bi = j.find("baseline");
+  if ((bi != j.end()) != (r.measure == PublishedMeasure::throughput_ratio))
+    throw Error(fmt::format("{}: field 'baseline' goes with measure throughput_ratio, and only there", where));
+  if (bi != j.end()) {
+    const std::string bwhere = fmt::format("{}: baseline", where);
+    if (!bi->is_object()) throw Error(fmt::format("{} must be an object", bwhere));
+    PublishedBaseline b;
+    b.label = text(*bi, "label", bwhere);
+    b.plan = plan_of(*bi, bwhere);
+    b.published = positive_figure(*bi, "published", bwhere);
+    // A ratio of throughputs is a ratio of step times only at the same work per step.
+    if (b.plan.gpus != r.plan.gpus || b.plan.seq_len != r.plan.seq_len ||
+        b.plan.global_batch_sequences() != r.plan.global_batch_sequences())
+      throw Error(fmt::format("{}: the plan must have the run's GPUs, sequence length and sequences per optimizer "
+                              "step (gpus {}, seq_len {}, {} sequences)", bwhere, r.plan.gpus, r.plan.seq_len,
+                              r.plan.global_batch_sequences()));
+    r.baseline = std::move(b);
+  }
   if (auto si = j.find("share"); si != j.end()) {
     if (!si->is_number_integer() || si->get<std::int64_t>() < 1 || si->get<std::int64_t>() > 1 << 20)
       throw Error(fmt::format("{}: field 'share' must be a whole number from 1 to {}", where, 1 << 20));
@@ -69,10 +102,7 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
       throw Error(fmt::format("{}: field 'share' applies only to measure attention_iterations_per_s", where));
     r.share = si->get<int>();
   }
-  auto vi = j.find("published");
-  if (vi == j.end() || !vi->is_number() || !std::isfinite(vi->get<double>()) || !(vi->get<double>() > 0))
-    throw Error(fmt::format("{}: field 'published' must be a positive number", where));
-  r.published = vi->get<double>();
+  r.published = positive_figure(j, "published", where);
   const std::string status = text(j, "status", where);
   if (status == "in_band") {
     r.expect_in_band = true;
@@ -98,6 +128,7 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::step_time_s: return "step_time_s";
     case PublishedMeasure::attention_iterations_per_s: return "attention_iterations_per_s";
     case PublishedMeasure::megatron_tflops_per_gpu: return "megatron_tflops_per_gpu";
+    case PublishedMeasure::throughput_ratio: return "throughput_ratio";
   }
   return "?";
 }
@@ -126,11 +157,20 @@ double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq
   return 24.0 * f * s * L * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * L * h));
 }
 
+System published_system(const PublishedRun& run) {
+  if (run.system_patch.is_null()) return load_system(run.system, run.attention_kernel);
+  json doc = preset_document("system", run.system);
+  doc.merge_patch(run.system_patch);
+  return system_from_json(std::move(doc), fmt::format("system '{}' with the run's system_patch", run.system),
+                          run.attention_kernel);
+}
+
 PublishedComparison compare_published(const PublishedRun& run) {
   PublishedComparison c;
   c.run = run;
+  c.published = run.published;
   const Model m = model_of(run);
-  const System s = load_system(run.system, run.attention_kernel);
+  const System s = published_system(run);
   switch (run.measure) {
     case PublishedMeasure::step_time_s:
     case PublishedMeasure::megatron_tflops_per_gpu: {
@@ -147,7 +187,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
         // count: per GPU that is one sequence's FLOPs shared by the sp GPUs of its group.
         const double per_seq = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, double(run.plan.seq_len),
                                                            run.plan.mem.checkpoint == Checkpoint::full);
-        c.predicted = per_seq * run.plan.micro_batch / run.plan.sp / r.step_time_s / 1e12;
+        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps / run.plan.sp / r.step_time_s / 1e12;
       }
       break;
     }
@@ -159,8 +199,20 @@ PublishedComparison compare_published(const PublishedRun& run) {
       c.predicted = 1.0 / ((a.fwd_s + a.bwd_s) * run.share);
       break;
     }
+    case PublishedMeasure::throughput_ratio: {
+      const Result r = simulate(m, s, run.plan), b = simulate(m, s, run.baseline->plan);
+      c.errors = r.errors;
+      for (const std::string& e : b.errors) c.errors.push_back("baseline: " + e);
+      if (!c.errors.empty()) return c;
+      c.fits = r.fits && b.fits;
+      // Same GPUs and tokens per optimizer step (checked when the run was read): the throughput
+      // ratio is the step-time ratio.
+      c.predicted = b.step_time_s / r.step_time_s;
+      c.published = run.published / run.baseline->published;
+      break;
+    }
   }
-  c.error = (c.predicted - run.published) / run.published;
+  c.error = (c.predicted - c.published) / c.published;
   c.in_band = std::abs(c.error) <= kPublishedBand;
   return c;
 }

@@ -24,12 +24,24 @@ constexpr double kAdamBytesPerParam = 28.0;
 
 struct DataParallelCost {
   double total = 0, exposed = 0;
+  // One occurrence of each: during a forward, during a backward, after the last backward.
   double in_fwd = 0, in_bwd = 0, after = 0, in_fwd_exposed = 0, in_bwd_exposed = 0;
+  bool bwd_every_micro_step = false;  // in_bwd runs in every micro-step's backward (ZeRO-2/3), else once
 };
 
 // Gradient and parameter traffic over the data x sequence parallel group, on its own stream,
 // overlapped with the pass it can hide under: all but the last layer of that pass's elapsed time
-// (kernels and attention communication alike).
+// (kernels and attention communication alike). `fwd` and `bwd` are one micro-step's passes.
+//
+// With gradient accumulation (k micro-steps per optimizer step), what runs how often follows
+// DeepSpeed (runtime/engine.py, allreduce_gradients: "ZeRO stage >= 2 communicates during non
+// gradient accumulation boundaries as well ... [else] communicate only at gradient accumulation
+// boundaries") and Megatron-LM (forward_backward_no_pipelining runs all but the last micro-batch
+// under no_sync, so DDP's all-reduce and the distributed optimizer's reduce-scatter run once, in
+// the last backward): ZeRO-0/1 reduce once per optimizer step, under the last micro-step's
+// backward; ZeRO-2 reduce-scatters in every micro-step's backward (its gradients are partitioned,
+// so each micro-step's must leave the GPU); ZeRO-3 also gathers the parameters in every forward
+// and backward. The ZeRO-1/2 parameter all-gather follows the optimizer, once.
 DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
   DataParallelCost c;
   if (p.gpus <= 1) return c;
@@ -37,23 +49,25 @@ DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan&
   const Placement pl = place_group(s, p.gpus, 1);
   const double hide = double(m.layers - 1) / m.layers;
   auto t = [&](Collective op) { return collective_time(s, op, bytes, pl); };
-  double in_fwd = 0, in_bwd = 0, after = 0;
   switch (p.mem.zero) {
-    case 0: in_bwd = t(Collective::all_reduce); break;
-    case 1:
-    case 2: in_bwd = t(Collective::reduce_scatter); after = t(Collective::all_gather); break;
+    case 0: c.in_bwd = t(Collective::all_reduce); break;
+    case 1: c.in_bwd = t(Collective::reduce_scatter); c.after = t(Collective::all_gather); break;
+    case 2:
+      c.in_bwd = t(Collective::reduce_scatter);
+      c.after = t(Collective::all_gather);
+      c.bwd_every_micro_step = true;
+      break;
     default:
-      in_fwd = t(Collective::all_gather);
-      in_bwd = t(Collective::all_gather) + t(Collective::reduce_scatter);
+      c.in_fwd = t(Collective::all_gather);
+      c.in_bwd = t(Collective::all_gather) + t(Collective::reduce_scatter);
+      c.bwd_every_micro_step = true;
       break;
   }
-  c.total = in_fwd + in_bwd + after;
-  c.in_fwd = in_fwd;
-  c.in_bwd = in_bwd;
-  c.after = after;
-  c.in_fwd_exposed = std::max(0.0, in_fwd - fwd * hide);
-  c.in_bwd_exposed = std::max(0.0, in_bwd - bwd * hide);
-  c.exposed = c.in_fwd_exposed + c.in_bwd_exposed + after;
+  const double k = p.grad_accum_steps, k_bwd = c.bwd_every_micro_step ? k : 1.0;
+  c.in_fwd_exposed = std::max(0.0, c.in_fwd - fwd * hide);
+  c.in_bwd_exposed = std::max(0.0, c.in_bwd - bwd * hide);
+  c.total = k * c.in_fwd + k_bwd * c.in_bwd + c.after;
+  c.exposed = k * c.in_fwd_exposed + k_bwd * c.in_bwd_exposed + c.after;
   return c;
 }
 
@@ -142,14 +156,16 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
   f.head_fwd_s = c.head_f;
   f.head_bwd_s = c.head_b;
   f.loss_recompute_s = c.loss_recompute;
-  // t.recompute holds L layers' recomputation (the whole forward under full checkpointing, which
-  // full_recompute lays out) and the loss's once.
-  if (!f.full_recompute) f.layer_recompute_s = (t.recompute - c.loss_recompute) / L;
+  // t.recompute holds each micro-step's L layers' recomputation (the whole forward under full
+  // checkpointing, which full_recompute lays out) and the loss's once.
+  if (!f.full_recompute) f.layer_recompute_s = (t.recompute / p.grad_accum_steps - c.loss_recompute) / L;
   f.dp_fwd_s = dpc.in_fwd;
   f.dp_bwd_s = dpc.in_bwd;
   f.dp_after_s = dpc.after;
   f.dp_fwd_exposed_s = dpc.in_fwd_exposed;
   f.dp_bwd_exposed_s = dpc.in_bwd_exposed;
+  f.micro_steps = p.grad_accum_steps;
+  f.dp_bwd_every_micro_step = dpc.bwd_every_micro_step;
   // (the offload figures are recorded where simulate() computes them)
   f.optimizer_s = t.optimizer;
   f.unattributed_s = std::max(0.0, r.step_time_s - (t.compute + t.exposed_comm + t.optimizer + t.exposed_offload));
@@ -212,13 +228,6 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   t.exposed_attention_comm = exposed_fwd + exposed_bwd;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
-  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward + exposed_fwd, t.backward + exposed_bwd);
-  t.dp_comm = dpc.total;
-  t.exposed_dp_comm = dpc.exposed;
-  t.comm = t.attention_comm + t.dp_comm;
-  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm;
-  t.optimizer = optimizer_time(m, s, p);
-
   if (full && p.mem.offload_checkpoints) {
     const double bytes = L * stored_bytes_per_token(m, s, p, Checkpoint::full) * T;
     const double one_way = bytes / g.pcie_bytes_per_s;
@@ -229,13 +238,30 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     t.exposed_offload = r.figures.offload_fwd_exposed_s + r.figures.offload_bwd_exposed_s;
   }
 
-  // A calibrated profile's fixed per-step framework overhead (0 otherwise: framework_terms.hpp).
-  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + s.framework.step_overhead_s;
-  const double model_flops = 3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) + L * 3.5 * at.model_flops_fwd;
+  // Everything above is one micro-step; an optimizer step runs grad_accum_steps of them, each its
+  // own forward and backward with its attention communication and checkpoint traffic. The data-
+  // parallel traffic runs per micro-step or once by ZeRO stage (data_parallel_cost), and the
+  // optimizer once.
+  const double k = p.grad_accum_steps;
+  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward + exposed_fwd, t.backward + exposed_bwd);
+  for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
+                                 &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
+                                 &t.exposed_offload})
+    *per_micro_step *= k;
+  t.dp_comm = dpc.total;
+  t.exposed_dp_comm = dpc.exposed;
+  t.comm = t.attention_comm + t.dp_comm;
+  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm;
+  t.optimizer = optimizer_time(m, s, p);
+
+  // A calibrated profile's fixed framework overhead (0 otherwise: framework_terms.hpp), once per
+  // micro-step: the launches and host work it stands for recur with every forward and backward.
+  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + k * s.framework.step_overhead_s;
+  const double model_flops = k * (3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) + L * 3.5 * at.model_flops_fwd);
   r.model_flops_per_gpu = model_flops;
   r.tflops_per_gpu = model_flops / r.step_time_s / 1e12;
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
-  r.tokens_per_s_per_gpu = T / r.step_time_s;
+  r.tokens_per_s_per_gpu = k * T / r.step_time_s;
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;

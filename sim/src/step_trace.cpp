@@ -89,40 +89,53 @@ void check_attention_layout(double laid_out, double simulated, const char* pass)
 trace::Trace step_trace(const Result& r, int pid, std::string_view process_name) {
   if (!r.valid) throw Error("--trace: the plan is invalid, so there is no step to draw");
   const StepFigures& f = r.figures;
+  // Every micro-step is drawn slice by slice; past this many the timeline would run to millions of
+  // slices that repeat the first micro-step.
+  constexpr int kMaxMicroSteps = 64;
+  if (f.micro_steps > kMaxMicroSteps)
+    throw Error(fmt::format("--trace: grad_accum_steps {} is above the {} micro-steps a timeline draws; every "
+                            "micro-step is the same, so trace the plan with --grad-accum-steps 1",
+                            f.micro_steps, kMaxMicroSteps));
   trace::Trace t;
   t.add_process(pid, process_name);
   for (Stream s : trace::kAllStreams) t.add_stream(pid, s);
   Layout lay(t, pid);
 
-  // ---- forward ----
-  for (int l = 0; l < f.layers; ++l) {
-    const std::string pre = fmt::format("L{} fwd ", l);
-    check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "forward");
-    lay.kernel(pre + "gemm (q,k,v,o,mlp)", "gemm", f.gemm_fwd_s, {{"layer", l}});
-    lay.kernel(pre + "elementwise", "elementwise", f.elementwise_fwd_s, {{"layer", l}});
-  }
-  lay.kernel("lm head fwd", "gemm", f.head_fwd_s);
-  lay.hidden_under_pass(Stream::data_parallel, "fwd parameter all-gather (ZeRO-3)", f.dp_fwd_s, f.dp_fwd_exposed_s);
-  lay.hidden_under_pass(Stream::offload, "checkpoints to host", f.offload_one_way_s, f.offload_fwd_exposed_s);
-
-  // ---- backward ----
-  lay.kernel("lm head bwd", "gemm", f.head_bwd_s);
-  lay.kernel("loss recompute (tiled)", "recompute", f.loss_recompute_s);
-  for (int l = f.layers - 1; l >= 0; --l) {
-    if (f.full_recompute) {
-      const std::string pre = fmt::format("L{} recompute ", l);
-      check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "recomputed");
-      lay.kernel(pre + "gemm (q,k,v,o,mlp)", "recompute", f.gemm_fwd_s, {{"layer", l}});
-      lay.kernel(pre + "elementwise", "recompute", f.elementwise_fwd_s, {{"layer", l}});
+  for (int micro = 0; micro < f.micro_steps; ++micro) {
+    // Slices of a micro-step other than the first are named for it ("m1 L0 fwd ...").
+    const std::string ms = micro == 0 ? "" : fmt::format("m{} ", micro);
+    const bool last = micro + 1 == f.micro_steps;
+    // ---- forward ----
+    for (int l = 0; l < f.layers; ++l) {
+      const std::string pre = ms + fmt::format("L{} fwd ", l);
+      check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "forward");
+      lay.kernel(pre + "gemm (q,k,v,o,mlp)", "gemm", f.gemm_fwd_s, {{"layer", l}});
+      lay.kernel(pre + "elementwise", "elementwise", f.elementwise_fwd_s, {{"layer", l}});
     }
-    const std::string pre = fmt::format("L{} bwd ", l);
-    lay.kernel(pre + "recompute", "recompute", f.layer_recompute_s, {{"layer", l}});
-    lay.kernel(pre + "gemm (mlp,o,q,k,v)", "gemm", f.gemm_bwd_s, {{"layer", l}});
-    check_attention_layout(lay.attention(f.attention, pre, true), f.attention.bwd_s, "backward");
-    lay.kernel(pre + "elementwise", "elementwise", f.elementwise_bwd_s, {{"layer", l}});
+    lay.kernel(ms + "lm head fwd", "gemm", f.head_fwd_s);
+    lay.hidden_under_pass(Stream::data_parallel, ms + "fwd parameter all-gather (ZeRO-3)", f.dp_fwd_s, f.dp_fwd_exposed_s);
+    lay.hidden_under_pass(Stream::offload, ms + "checkpoints to host", f.offload_one_way_s, f.offload_fwd_exposed_s);
+
+    // ---- backward ----
+    lay.kernel(ms + "lm head bwd", "gemm", f.head_bwd_s);
+    lay.kernel(ms + "loss recompute (tiled)", "recompute", f.loss_recompute_s);
+    for (int l = f.layers - 1; l >= 0; --l) {
+      if (f.full_recompute) {
+        const std::string pre = ms + fmt::format("L{} recompute ", l);
+        check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "recomputed");
+        lay.kernel(pre + "gemm (q,k,v,o,mlp)", "recompute", f.gemm_fwd_s, {{"layer", l}});
+        lay.kernel(pre + "elementwise", "recompute", f.elementwise_fwd_s, {{"layer", l}});
+      }
+      const std::string pre = ms + fmt::format("L{} bwd ", l);
+      lay.kernel(pre + "recompute", "recompute", f.layer_recompute_s, {{"layer", l}});
+      lay.kernel(pre + "gemm (mlp,o,q,k,v)", "gemm", f.gemm_bwd_s, {{"layer", l}});
+      check_attention_layout(lay.attention(f.attention, pre, true), f.attention.bwd_s, "backward");
+      lay.kernel(pre + "elementwise", "elementwise", f.elementwise_bwd_s, {{"layer", l}});
+    }
+    if (last || f.dp_bwd_every_micro_step)
+      lay.hidden_under_pass(Stream::data_parallel, ms + "bwd gradient reduction", f.dp_bwd_s, f.dp_bwd_exposed_s);
+    lay.hidden_under_pass(Stream::offload, ms + "checkpoints from host", f.offload_one_way_s, f.offload_bwd_exposed_s);
   }
-  lay.hidden_under_pass(Stream::data_parallel, "bwd gradient reduction", f.dp_bwd_s, f.dp_bwd_exposed_s);
-  lay.hidden_under_pass(Stream::offload, "checkpoints from host", f.offload_one_way_s, f.offload_bwd_exposed_s);
 
   // ---- after the backward ----
   lay.kernel("optimizer", "optimizer", f.optimizer_s);

@@ -11,10 +11,11 @@ namespace seqpar::sim {
 
 namespace {
 
-// One structure's point: its best fitting memory options, else the closest set (with the reasons
-// it does not fit), else the structure itself with the rules it breaks.
+// One structure's point: its best fitting memory options (and batch fill), else the closest set
+// (with the reasons it does not fit), else the structure itself with the rules it breaks or why it
+// cannot reach the global batch.
 Result structure_point(const Model& m, const System& s, const Plan& st, const SearchSpace& space) {
-  StructureOutcome oc = best_memory_options(m, s, st, space.memory);
+  StructureOutcome oc = best_plan_for(m, s, st, space);
   Result r;
   if (oc.best) return std::move(*oc.best);
   if (oc.closest) {

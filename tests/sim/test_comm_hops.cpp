@@ -22,6 +22,9 @@ double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 
 // GPUs 0-1 use NIC 0, ..., GPUs 6-7 NIC 3. The per-GPU share is 4 x 20 / 8 = 10 GB/s.
 System pair_nic_system() {
   System s = round_system();
+  // A GPU's crossing traffic also passes its own PCIe link (GPUDirect RDMA): a Gen4 x16 link,
+  // faster than one NIC, as in every preset, so the NICs decide the cases below.
+  s.gpu.pcie_bytes_per_s = 32e9;
   s.gpus_per_node = 8;
   s.nics_per_node = 4;
   s.nic_bytes_per_s = 20e9;
@@ -163,6 +166,72 @@ TEST(CommHops, PresetsNameTheirNicsAndDeriveTheShare) {
   const System fitted = system_from_json(doc, "fitted");
   EXPECT_REL(fitted.inter.bytes_per_s, 8e9);
   EXPECT_REL(fitted.nic_bytes_per_s, 16e9);
+}
+
+// Links shared the way they are (issue 27, part 4): flows of different groups on one link add up,
+// wherever the link is.
+TEST(CommLinks, GroupsThatCrossTheSocketsShareTheSocketLink) {
+  // 8 PCIe GPUs, 4 per socket (20 GB/s each, 5 GB/s between the sockets). One ring of 8 crosses
+  // the socket link once each way: 1 MB at 5 GB/s, 200 us. Two rings of 4, 2 apart (the ring
+  // groups of a U2 x R4 hybrid), cross it twice each way: their flows share it, 400 us.
+  System s = round_pcie_system();
+  s.gpus_per_node = 8;
+  s.intra.gpus_per_socket = 4;
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 8, 1)), 10e-6 + 200e-6);
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 4, 2)), 10e-6 + 400e-6);
+  // NCCL rings: one group crossing the sockets moves (n-1)/n of 8 MB = 7 MB through the socket
+  // link each way (1.4 ms); two groups of 4 with members behind both sockets, 2 x 6 MB (2.4 ms).
+  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 8, 1)), 30e-6 + 1.4e-3);
+  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 4, 2)), 20e-6 + 2.4e-3);
+}
+
+TEST(CommLinks, APcieGpusOneLinkCarriesItsPeersAndItsNicTraffic) {
+  // Two 4-GPU PCIe nodes, a NIC per GPU at 10 GB/s, each GPU's link 20 GB/s. An all-to-all of 8
+  // ranks, 8 MB each: a GPU sends 3 chunks of 1 MB to node-mates and 4 across, all through its
+  // own link (7 MB at 20 GB/s = 350 us); its NIC carries the 4 (400 us) and the socket link
+  // 2 x 2 chunks of the node (800 us) -- the socket link is the busiest, + 20 us.
+  const System s = round_pcie_system();
+  EXPECT_REL(collective_time(s, Collective::all_to_all, 8e6, place_group(s, 8, 1)), 800e-6 + 20e-6);
+  // With a fast socket link the NIC is next: its 4 MB at 10 GB/s (400 us) against the GPU link's
+  // 7 MB at 20 GB/s (350 us); with a 10 GB/s GPU link, peers and NIC traffic together, 700 us.
+  System fast = s;
+  fast.intra.cross_socket_bytes_per_s = 1e12;
+  EXPECT_REL(collective_time(fast, Collective::all_to_all, 8e6, place_group(fast, 8, 1)), 400e-6 + 20e-6);
+  fast.intra.bytes_per_s = 10e9;  // now the GPU link: 7 MB at 10 GB/s
+  EXPECT_REL(collective_time(fast, Collective::all_to_all, 8e6, place_group(fast, 8, 1)), 700e-6 + 20e-6);
+}
+
+TEST(CommLinks, ANicFasterThanItsGpusPcieLinkWaitsForTheLink) {
+  // GPUDirect RDMA: what a GPU sends across nodes passes its own PCIe link first.
+  System s = pair_nic_system();
+  s.nic_bytes_per_s = 40e9;  // one NIC per pair at 40 GB/s, the GPU's PCIe link at 32 GB/s
+  // Ring of 16 on two nodes: GPU 7's hop is alone on its NIC but limited to 32 GB/s: 1 MB in 31.25 us.
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 16, 1)), 20e-6 + 31.25e-6);
+}
+
+TEST(CommLinks, AGroupThatStraddlesTwoNodesCrosses) {
+  // Rings of 3 consecutive ranks on 8-GPU nodes: ranks 6, 7, 8 straddle the first two nodes, so
+  // 7 -> 8 and 8 -> 6 cross on NIC 3 (alone there, 20 GB/s): 1 MB in 50 us + the network's 20 us,
+  // where a model of whole nodes alone saw 3 ranks in one node (10 + 10 us).
+  const System s = pair_nic_system();
+  EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 3, 1)), 20e-6 + 50e-6);
+  EXPECT_EQ(describe_placement(s, plan(Method::ring_zigzag, 12, 3 * 1024, 3, 1, 3)),
+            "R3 across a node boundary, 1 crossing flow per NIC");
+}
+
+TEST(CommLinks, CountsTheCrossingFlowsPerNicAndNamesThePlacement) {
+  const System s = pair_nic_system();  // 8 GPUs, 4 NICs: one per GPU pair
+  EXPECT_EQ(crossing_flows_per_nic(s, Collective::send_recv, place_group(s, 16, 1)), 1);
+  EXPECT_EQ(crossing_flows_per_nic(s, Collective::send_recv, place_group(s, 2, 8)), 2);  // all 8 GPUs cross
+  EXPECT_EQ(crossing_flows_per_nic(s, Collective::send_recv, place_group(s, 8, 1)), 0);
+  EXPECT_EQ(crossing_flows_per_nic(s, Collective::all_to_all, place_group(s, 16, 1)), 16);  // 2 GPUs x 8 remote peers
+  Plan p = plan(Method::hybrid, 16, 1 << 16, 16, 8, 2);
+  EXPECT_EQ(describe_placement(s, p), "U8 in a node; R2 over 2 nodes (1/node), 2 crossing flows per NIC");
+  p.placement = GroupPlacement::ring_inner;
+  EXPECT_EQ(describe_placement(s, p), "U8 over 2 nodes (4/node), 8 crossing flows per NIC; R2 in a node");
+  EXPECT_EQ(describe_placement(s, plan(Method::ring_zigzag, 16, 1 << 16, 16, 1, 16)),
+            "R16 over 2 nodes (8/node), 1 crossing flow per NIC");
+  EXPECT_EQ(describe_placement(s, plan(Method::ulysses, 16, 1 << 16, 1, 1, 1)), "no SP group; data parallel over 2 nodes");
 }
 
 // The USP-style question: SP over all 16 GPUs of two 8-GPU A800 nodes (NVLink 200 GB/s per

@@ -1,171 +1,387 @@
-// The validation rule (validation.hpp) on virtual ranks with bf16 emulation on the CPU: every
-// method passes as written and fails with each planted sharding bug (fault.hpp). Also the rule's
-// arithmetic (NaN and inf never pass), its option checks, and the bf16 emulation itself.
+// The validation rule (validation.hpp): its arithmetic by hand (the factor, the floor, the loss's
+// per-token baseline, NaN and inf never passing, the overrides); every method of the simulator's
+// method table passing on virtual ranks in bf16 emulation; and the mutation matrix: every planted
+// sharding bug (fault.hpp) failing for every method it applies to. With SEQPAR_VALIDATION_MATRIX
+// set to a file, the matrix test writes its result there as the README's Markdown table
+// (scripts/validation_sweep.py matrix puts it into the README).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
 #include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
+#include "validation_cases.hpp"
 #include "virtual_ranks.hpp"
 
 namespace seqpar::train {
 namespace {
 
-TrainSetup tiny(int u, int r, bool zigzag, Fault fault, KvExchange kv = KvExchange::ring_hops) {
-  TrainSetup s;
-  s.model.layers = 2;
-  s.model.hidden = 32;
-  s.model.heads = 4;
-  s.model.kv_heads = 2;
-  s.model.head_dim = 8;
-  s.model.ffn = 64;
-  s.model.vocab = 64;
-  s.seq_len = 32;
-  s.micro_batch = 2;
-  s.ulysses = u;
-  s.ring = r;
-  s.zigzag = zigzag;
-  s.kv = kv;
-  s.fault = fault;
-  return s;
-}
+using testing::matrix_model;
+using testing::PlanCase;
+using testing::setup_of;
+using testing::site_of;
+using testing::table_plans;
 
-StepValues unsharded_step(const TrainSetup& s, int dp, Precision p) {
-  auto be = make_cpu_backend(p);
-  Trainer t(*be, nullptr, reference_setup(s, dp));
-  const StepResult r = t.compute_gradients();
-  return {r.loss, t.grads_host()};
-}
-
-// One step of `s` on `world` virtual ranks in bf16 emulation, checked on every rank against the
-// bf16 unsharded step and the fp32 reference with the default rule.
-std::vector<ValidationReport> validate_on_virtual_ranks(const TrainSetup& s, int world) {
-  const int dp = world / (s.ulysses * s.ring);
-  const StepValues unsharded = unsharded_step(s, dp, Precision::bf16);
-  const StepValues reference = unsharded_step(s, dp, Precision::fp32);
+// One step of `s` on `world` virtual ranks in bf16 emulation, every rank checked with the derived
+// rule against one baseline, as --validate does (StepValidator).
+std::vector<ValidationReport> validate_on_virtual_ranks(const TrainSetup& s, int world,
+                                                         StepValidator& val, const StepValidator::Baseline& b) {
   std::vector<ValidationReport> reports(static_cast<std::size_t>(world));
   const std::vector<std::string> errors =
-      testing::on_virtual_ranks(s, world, Precision::bf16, [&](int r, Backend&, Trainer& t) {
+      testing::on_virtual_ranks(s, world, Precision::bf16, [&](int r, Backend& be, Trainer& t) {
         const StepResult st = t.compute_gradients();
-        reports[static_cast<std::size_t>(r)] =
-            compare_step(t.model().tensors(), {st.loss, t.grads_host()}, unsharded, reference, ValidationRule{});
+        ValidationRule rule;
+        rule.arithmetic = arithmetic_of(be);
+        reports[static_cast<std::size_t>(r)] = val.check(t, st, b, rule);
       });
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
   return reports;
 }
 
+std::vector<ValidationReport> validate_on_virtual_ranks(const TrainSetup& s, int world) {
+  StepValidator val(make_cpu_backend(Precision::bf16), s, world / (s.ulysses * s.ring));
+  return validate_on_virtual_ranks(s, world, val, val.baseline());
+}
+
 std::string describe(const ValidationReport& rep) {
   std::string out;
   for (const TensorCheck& t : rep.tensors)
-    if (!t.ok)
-      out += t.what + ": sharded " + std::to_string(t.sharded_error) + " unsharded " +
-             std::to_string(t.unsharded_error) + "\n";
+    if (!t.ok) out += explain(t, ValidationRule{}) + "\n";
   return out;
 }
 
-struct Method {
-  const char* name;
-  int u, r;
-  bool zigzag;
-  int world;
-  KvExchange kv = KvExchange::ring_hops;
-};
-// Ulysses 4 replicates the 2 KV heads; hybrid runs a ring of Ulysses pairs; ring 2 on 4 ranks
-// adds data parallelism; all-gather KV with both load balancers, and with data parallelism.
-const Method kMethods[] = {{"ulysses", 2, 1, false, 2},     {"ulysses_kv_replicated", 4, 1, false, 4},
-                           {"ring", 1, 4, false, 4},        {"ring_zigzag", 1, 4, true, 4},
-                           {"hybrid_2x2", 2, 2, true, 4},   {"ring_zigzag_dp2", 1, 2, true, 4},
-                           {"allgather", 1, 4, true, 4, KvExchange::all_gather},
-                           {"allgather_contiguous", 1, 4, false, 4, KvExchange::all_gather},
-                           {"allgather_dp2", 1, 2, true, 4, KvExchange::all_gather}};
-
-class EveryMethod : public ::testing::TestWithParam<Method> {};
-
-TEST_P(EveryMethod, PassesWithoutAFaultInBf16) {
-  const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::none, m.kv), m.world);
-  for (std::size_t r = 0; r < reports.size(); ++r) {
-    EXPECT_TRUE(reports[r].ok()) << "rank " << r << "\n" << describe(reports[r]);
-    // bf16 emulation gives the rule a real baseline: the unsharded step is not exact.
-    double largest = 0;
-    for (const TensorCheck& t : reports[r].tensors) largest = std::max(largest, t.unsharded_error);
-    EXPECT_GT(largest, 1e-4) << "rank " << r << ": bf16 emulation left the unsharded step exact";
-  }
+bool caught(const std::vector<ValidationReport>& reports) {
+  for (const ValidationReport& r : reports)
+    if (!r.ok()) return true;
+  return false;
 }
 
-TEST_P(EveryMethod, FailsWithALabelOffByOneAtAShardEdge) {
-  const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::label_off_by_one, m.kv), m.world);
-  for (std::size_t r = 0; r < reports.size(); ++r) {
-    EXPECT_FALSE(reports[r].ok()) << "rank " << r;
-    bool lm_head_failed = false;  // the wrong label's row of the LM head
-    for (const TensorCheck& t : reports[r].tensors) lm_head_failed |= t.what == "grad lm_head" && !t.ok;
-    EXPECT_TRUE(lm_head_failed) << "rank " << r;
-  }
+// How far past its allowance the worst check of any rank went (TensorCheck::used).
+double worst_used(const std::vector<ValidationReport>& reports) {
+  double w = 0;
+  for (const ValidationReport& r : reports) w = std::max(w, r.worst().used());
+  return w;
 }
 
-TEST_P(EveryMethod, FailsWithAKvBlockFromTheWrongStep) {
-  const Method m = GetParam();
-  const auto reports = validate_on_virtual_ranks(tiny(m.u, m.r, m.zigzag, Fault::kv_wrong_block, m.kv), m.world);
-  for (std::size_t r = 0; r < reports.size(); ++r) {
-    EXPECT_FALSE(reports[r].ok()) << "rank " << r;
-    // Attention's own weights see it, not only what follows.
-    bool wq_failed = false;
-    for (const TensorCheck& t : reports[r].tensors)
-      if (t.what == "grad layers.0.wq" || t.what == "grad layers.1.wq") wq_failed |= !t.ok;
-    EXPECT_TRUE(wq_failed) << "rank " << r;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Validation, EveryMethod, ::testing::ValuesIn(kMethods),
-                         [](const ::testing::TestParamInfo<Method>& i) { return std::string(i.param.name); });
-
-TEST(Validation, FaultsNeverReachTheReference) {
-  const TrainSetup s = tiny(1, 4, true, Fault::kv_wrong_block);
-  EXPECT_EQ(reference_setup(s, 1).fault, Fault::none);
-}
+// ---- the rule's arithmetic, by hand ----
 
 std::vector<ParamTensor> two_tensors() { return {{"a", 0, 2, true}, {"b", 2, 2, false}}; }
 
+ValidationRule cpu_rule(std::int64_t tokens) {
+  ValidationRule r;
+  r.arithmetic = arithmetic_of(*make_cpu_backend(Precision::bf16));
+  r.step_tokens = tokens;
+  return r;
+}
+
+TEST(ValidationRule, FactorAndFloorFollowFromTheArithmetic) {
+  const ValidationRule r = cpu_rule(64);
+  EXPECT_EQ(r.arithmetic.accumulation_roundoff, std::ldexp(1.0, -24));
+  EXPECT_EQ(r.arithmetic.rounding_growth, 2.0);
+  EXPECT_DOUBLE_EQ(r.factor(16), 2.0 * (1 + 4.0 / 4));  // 2 x (1 + 4/sqrt(16)) = 4
+  EXPECT_DOUBLE_EQ(r.factor(64), 3.0);
+  EXPECT_DOUBLE_EQ(r.factor(1), 10.0);
+  EXPECT_DOUBLE_EQ(r.floor(), 12 * 8 * std::ldexp(1.0, -24));  // 12 x sqrt(64) x 2^-24
+  ValidationRule o = r;
+  o.error_factor = 1.5;
+  o.error_atol = 1e-3;
+  EXPECT_EQ(o.factor(16), 1.5);
+  EXPECT_EQ(o.floor(), 1e-3);
+  EXPECT_NE(arithmetic_of(*make_cpu_backend(Precision::fp32)).name, r.arithmetic.name);
+}
+
 TEST(ValidationRule, PassesWithinTheFactorAndFailsBeyondIt) {
-  const StepValues ref{1.0, {1.0f, 1.0f, 1.0f, 1.0f}};
-  const StepValues unsharded{1.0, {1.01f, 1.0f, 1.0f, 1.0f}};
-  const StepValues good{1.0, {1.0f, 1.015f, 1.0f, 1.0f}}, bad{1.0, {1.0f, 1.0f, 1.0f, 1.03f}};
-  const ValidationReport ok = compare_step(two_tensors(), good, unsharded, ref, ValidationRule{});
+  // Tensor b (2 elements): factor 2 x (1 + 4/sqrt(2)) = 7.657, unsharded error 0.01/sqrt(2) per
+  // element: allowed 0.0541 (+ the floor); 0.05/sqrt(2) = 0.0354 passes, 0.08/sqrt(2) = 0.0566 fails.
+  const ValidationRule rule = cpu_rule(4);
+  const StepValues ref{1.0, {1.0f, 1.0f, 1.0f, 1.0f}, {}};
+  const StepValues unsharded{1.0, {1.0f, 1.0f, 1.01f, 1.0f}, {}};
+  const StepValues good{1.0, {1.0f, 1.0f, 1.05f, 1.0f}, {}}, bad{1.0, {1.0f, 1.0f, 1.08f, 1.0f}, {}};
+  const ValidationReport ok = compare_step(two_tensors(), good, unsharded, ref, rule);
   EXPECT_TRUE(ok.ok()) << describe(ok);
-  EXPECT_NEAR(ok.tensors[1].ratio, 1.5, 1e-3);
-  const ValidationReport fail = compare_step(two_tensors(), bad, unsharded, ref, ValidationRule{});
+  EXPECT_NEAR(ok.tensors[2].allowed, 7.657 * 0.01 / std::sqrt(2.0) + rule.floor(), 1e-4);
+  EXPECT_NEAR(ok.tensors[2].ratio, 5.0, 1e-3);
+  EXPECT_EQ(ok.tensors[2].terms, 2);
+  const ValidationReport fail = compare_step(two_tensors(), bad, unsharded, ref, rule);
   ASSERT_EQ(fail.failures(), 1);
-  EXPECT_EQ(fail.worst().what, "grad b");  // exact in the unsharded step: only atol allowed
-  EXPECT_TRUE(std::isinf(fail.tensors[2].ratio));
+  EXPECT_EQ(fail.worst().what, "grad b");
+  // Exact in the unsharded step (tensor a): only the floor is allowed.
+  const StepValues drift{1.0, {1.0f + 1e-6f, 1.0f, 1.0f, 1.0f}, {}};
+  EXPECT_TRUE(compare_step(two_tensors(), drift, unsharded, ref, rule).tensors[1].ok);
+  const StepValues off{1.0, {1.001f, 1.0f, 1.0f, 1.0f}, {}};
+  const ValidationReport a = compare_step(two_tensors(), off, unsharded, ref, rule);
+  EXPECT_FALSE(a.tensors[1].ok);
+  EXPECT_TRUE(std::isinf(a.tensors[1].ratio));
+}
+
+TEST(ValidationRule, TheLossIsHeldToItsPerTokenErrorsNotToALuckyMean) {
+  // The unsharded step's token errors +0.1, -0.1, +0.1, -0.1 cancel in the mean (its loss error is
+  // 0), but each token is off by 0.1: b = 0.1 / |L_ref| = 0.05, factor 2 x (1 + 4/sqrt(4)) = 6, so
+  // the sharded loss may be off by 6 x 0.05 = 0.3 relative (plus the floor), whatever the signs.
+  const ValidationRule rule = cpu_rule(4);
+  const StepValues ref{2.0, {1.0f, 1.0f, 1.0f, 1.0f}, {2.0f, 2.0f, 2.0f, 2.0f}};
+  const StepValues unsharded{2.0, {1.0f, 1.0f, 1.0f, 1.0f}, {2.1f, 1.9f, 2.1f, 1.9f}};
+  const StepValues sharded{2.5, {1.0f, 1.0f, 1.0f, 1.0f}, {}};
+  const ValidationReport rep = compare_step(two_tensors(), sharded, unsharded, ref, rule);
+  const TensorCheck& loss = rep.tensors[0];
+  EXPECT_EQ(loss.terms, 4);
+  EXPECT_NEAR(loss.unsharded_error, 0.0, 1e-12);
+  EXPECT_NEAR(loss.baseline, 0.05, 1e-6);
+  EXPECT_NEAR(loss.allowed, 0.3 + rule.floor(), 1e-6);
+  EXPECT_NEAR(loss.sharded_error, 0.25, 1e-12);
+  EXPECT_TRUE(loss.ok) << explain(loss, rule);
+  const StepValues worse{2.7, {1.0f, 1.0f, 1.0f, 1.0f}, {}};
+  EXPECT_FALSE(compare_step(two_tensors(), worse, unsharded, ref, rule).tensors[0].ok);
+  // Without token losses the loss is one term: its own error, factor 2 x 5.
+  const ValidationReport one = compare_step(two_tensors(), sharded, {2.1, unsharded.grads, {}}, {2.0, ref.grads, {}}, rule);
+  EXPECT_EQ(one.tensors[0].terms, 1);
+  EXPECT_NEAR(one.tensors[0].baseline, 0.05, 1e-12);
+  EXPECT_THROW(compare_step(two_tensors(), sharded, unsharded, {2.0, ref.grads, {2.0f}}, rule), Error);
 }
 
 TEST(ValidationRule, NanAndInfinityNeverPass) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const StepValues ref{1.0, {1.0f, 1.0f, 1.0f, 1.0f}};
+  const ValidationRule rule = cpu_rule(4);
+  const StepValues ref{1.0, {1.0f, 1.0f, 1.0f, 1.0f}, {}};
   for (const float x : {nan, inf}) {
-    const StepValues broken{1.0, {x, 1.0f, 1.0f, 1.0f}};
-    EXPECT_FALSE(compare_step(two_tensors(), broken, ref, ref, ValidationRule{}).tensors[1].ok) << x;
+    const StepValues broken{1.0, {x, 1.0f, 1.0f, 1.0f}, {}};
+    EXPECT_FALSE(compare_step(two_tensors(), broken, ref, ref, rule).tensors[1].ok) << x;
     // A broken unsharded step must not widen the bound to infinity either.
-    EXPECT_FALSE(compare_step(two_tensors(), ref, broken, ref, ValidationRule{}).tensors[1].ok) << x;
-    EXPECT_FALSE(compare_step(two_tensors(), ref, ref, broken, ValidationRule{}).ok()) << x;
+    EXPECT_FALSE(compare_step(two_tensors(), ref, broken, ref, rule).tensors[1].ok) << x;
+    EXPECT_FALSE(compare_step(two_tensors(), ref, ref, broken, rule).ok()) << x;
+    const StepValues broken_tokens{1.0, ref.grads, {1.0f, x}};
+    EXPECT_FALSE(compare_step(two_tensors(), ref, broken_tokens, {1.0, ref.grads, {1.0f, 1.0f}}, rule).tensors[0].ok);
   }
-  const StepValues nan_loss{std::nan(""), {1.0f, 1.0f, 1.0f, 1.0f}};
-  EXPECT_FALSE(compare_step(two_tensors(), nan_loss, ref, ref, ValidationRule{}).tensors[0].ok);
+  const StepValues nan_loss{std::nan(""), {1.0f, 1.0f, 1.0f, 1.0f}, {}};
+  EXPECT_FALSE(compare_step(two_tensors(), nan_loss, ref, ref, rule).tensors[0].ok);
+  EXPECT_GT(compare_step(two_tensors(), nan_loss, ref, ref, rule).tensors[0].used(), 1e300);
 }
 
-TEST(ValidationRule, RejectsNonFiniteOrNegativeKnobs) {
+TEST(ValidationRule, RejectsNonFiniteOrNegativeOverrides) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (const double f : {nan, inf, -1.0, 0.5}) EXPECT_THROW(check_rule({f, 1e-5}), Error) << f;
-  for (const double a : {nan, inf, -1.0}) EXPECT_THROW(check_rule({2.0, a}), Error) << a;
-  EXPECT_NO_THROW(check_rule({1.0, 0.0}));
+  for (const double f : {nan, inf, -1.0, 0.5}) {
+    ValidationRule r;
+    r.error_factor = f;
+    EXPECT_THROW(check_rule(r), Error) << f;
+  }
+  for (const double a : {nan, inf, -1.0}) {
+    ValidationRule r;
+    r.error_atol = a;
+    EXPECT_THROW(check_rule(r), Error) << a;
+  }
+  ValidationRule r;
+  EXPECT_NO_THROW(check_rule(r));
+  r.error_factor = 1.0;
+  r.error_atol = 0.0;
+  EXPECT_NO_THROW(check_rule(r));
 }
+
+TEST(ValidationRule, ExplainsWhereTheAllowanceComesFrom) {
+  const ValidationRule rule = cpu_rule(64);
+  const StepValues ref{1.0, {1.0f, 1.0f, 1.0f, 1.0f}, {1.0f, 1.0f}};
+  const StepValues u{1.0, {1.01f, 1.0f, 1.0f, 1.0f}, {1.01f, 0.99f}};
+  const ValidationReport rep = compare_step(two_tensors(), ref, u, ref, rule);
+  const std::string loss = explain(rep.tensors[0], rule), a = explain(rep.tensors[1], rule);
+  EXPECT_NE(loss.find("per token (2 tokens)"), std::string::npos) << loss;
+  EXPECT_NE(loss.find("2 x (1 + 4/sqrt(2))"), std::string::npos) << loss;
+  EXPECT_NE(a.find("per element (2 elements)"), std::string::npos) << a;
+  EXPECT_NE(a.find("12 x sqrt(64 tokens) x u_acc, u_acc = 2^-24"), std::string::npos) << a;
+  ValidationRule o = rule;
+  o.error_factor = 3;
+  EXPECT_NE(explain(rep.tensors[1], o).find("factor = --error-factor"), std::string::npos);
+}
+
+// ---- every method of the table, without a fault and with the two original faults ----
+
+TEST(Validation, EveryMethodOfTheTablePassesInBf16) {
+  const ModelConfig m = matrix_model();
+  for (const PlanCase& c : table_plans({2, 4}, m, 32)) {
+    SCOPED_TRACE(c.label);
+    const auto reports = validate_on_virtual_ranks(setup_of(c.plan, m), c.plan.sp);
+    for (std::size_t r = 0; r < reports.size(); ++r) {
+      EXPECT_TRUE(reports[r].ok()) << "rank " << r << "\n" << describe(reports[r]);
+      // bf16 emulation gives the rule a real baseline: the unsharded step is not exact.
+      double largest = 0;
+      for (const TensorCheck& t : reports[r].tensors) largest = std::max(largest, t.baseline);
+      EXPECT_GT(largest, 1e-4) << "rank " << r << ": bf16 emulation left the unsharded step exact";
+    }
+  }
+}
+
+TEST(Validation, DataParallelTimesSpPasses) {
+  // SP 2 on 4 ranks: two SP groups, gradients all-reduced over both.
+  const ModelConfig m = matrix_model();
+  for (const PlanCase& c : table_plans({2}, m, 32, 2)) {
+    SCOPED_TRACE(c.label);
+    for (const ValidationReport& r : validate_on_virtual_ranks(setup_of(c.plan, m), c.plan.gpus))
+      EXPECT_TRUE(r.ok()) << describe(r);
+  }
+}
+
+// The failing tensors say why: the wrong label's row of the LM head; attention's own weights.
+TEST(Validation, PlantedFaultsFailWhereTheyAct) {
+  const ModelConfig m = matrix_model();
+  for (const PlanCase& c : table_plans({4}, m, 32)) {
+    SCOPED_TRACE(c.label);
+    StepValidator val(make_cpu_backend(Precision::bf16), setup_of(c.plan, m), 1);
+    const StepValidator::Baseline b = val.baseline();
+    auto failed = [](const ValidationReport& r, const std::string& what) {
+      for (const TensorCheck& t : r.tensors)
+        if (t.what == what && !t.ok) return true;
+      return false;
+    };
+    for (const ValidationReport& r :
+         validate_on_virtual_ranks(setup_of(c.plan, m, Fault::label_off_by_one), c.plan.sp, val, b))
+      EXPECT_TRUE(failed(r, "grad lm_head")) << describe(r);
+    for (const ValidationReport& r :
+         validate_on_virtual_ranks(setup_of(c.plan, m, Fault::kv_wrong_block), c.plan.sp, val, b))
+      EXPECT_TRUE(failed(r, "grad layers.0.wq") || failed(r, "grad layers.1.wq")) << describe(r);
+    for (const ValidationReport& r :
+         validate_on_virtual_ranks(setup_of(c.plan, m, Fault::loss_local_normalisation), c.plan.sp, val, b))
+      EXPECT_TRUE(failed(r, "loss")) << describe(r);
+  }
+}
+
+// With a world, rank 0 runs the unsharded and reference steps and every rank gets its results:
+// the same values a validator of its own computes, and after advance() the reference's parameters.
+TEST(Validation, RankZeroSharesTheBaselineWithEveryRank) {
+  seqpar::Plan p;
+  p.method = seqpar::Method::ring;
+  p.gpus = p.sp = p.ring_degree = 4;
+  p.seq_len = 32;
+  p.micro_batch = 2;
+  p.mem = train_memory_default();
+  const TrainSetup s = setup_of(p, matrix_model());
+  StepValidator local(make_cpu_backend(Precision::bf16), s, 1);
+  const StepValidator::Baseline want = local.baseline();
+  auto comms = comm::make_virtual_world(4, false);
+  std::vector<StepValidator::Baseline> got(4);
+  std::vector<std::vector<float>> params(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      auto be = make_cpu_backend(Precision::bf16);
+      Trainer t(*be, comms[static_cast<std::size_t>(r)].get(), s);
+      StepValidator val(r == 0 ? make_cpu_backend(Precision::bf16) : nullptr, s, 1,
+                        comms[static_cast<std::size_t>(r)].get(), be.get());
+      got[static_cast<std::size_t>(r)] = val.baseline();
+      t.compute_gradients();
+      val.advance(t);
+      params[static_cast<std::size_t>(r)] = t.params_host();
+    });
+  for (auto& t : threads) t.join();
+  for (const StepValidator::Baseline& b : got) {
+    EXPECT_EQ(b.unsharded.loss, want.unsharded.loss);
+    EXPECT_EQ(b.reference.real_tokens, want.reference.real_tokens);
+    EXPECT_EQ(b.unsharded_values.grads, want.unsharded_values.grads);
+    EXPECT_EQ(b.reference_values.grads, want.reference_values.grads);
+    EXPECT_EQ(b.unsharded_values.token_losses, want.unsharded_values.token_losses);
+    EXPECT_EQ(b.reference_values.token_losses.size(), 62u);  // 2 sequences of 31 labelled tokens
+  }
+  for (int r = 1; r < 4; ++r) EXPECT_EQ(params[static_cast<std::size_t>(r)], params[0]) << "rank " << r;
+}
+
+TEST(Validation, FaultsNeverReachTheReference) {
+  TrainSetup s;
+  s.ring = 4;
+  s.zigzag = true;
+  for (const Fault f : kFaults) {
+    s.fault = f;
+    EXPECT_EQ(reference_setup(s, 1).fault, Fault::none);
+  }
+}
+
+// ---- the mutation matrix ----
+
+// Every planted fault against every plan of the method table at SP 2, 4 and 8: caught (some rank's
+// --validate fails) wherever it applies; the correct step passes on every plan. The cell lists the
+// degrees (U x R for hybrids).
+TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
+  const ModelConfig m = matrix_model();
+  const std::vector<PlanCase> plans = table_plans({2, 4, 8}, m, 32);
+  const auto& methods = seqpar::kAllMethods;
+  // cells[fault][method]: "caught" / "n/a" / "PASSED" -> the degrees; margin[fault][method]: the
+  // least, over the plans that caught it, of how far past its allowance the worst check went.
+  std::map<Fault, std::map<seqpar::Method, std::map<std::string, std::vector<std::string>>>> cells;
+  std::map<Fault, std::map<seqpar::Method, double>> margin;
+  std::vector<Fault> rows = {Fault::none};
+  rows.insert(rows.end(), kFaults.begin(), kFaults.end());
+  for (const PlanCase& c : plans) {
+    const std::string degree = c.plan.method == seqpar::Method::hybrid
+                                   ? std::to_string(c.plan.ulysses_degree) + "x" + std::to_string(c.plan.ring_degree)
+                                   : std::to_string(c.plan.sp);
+    StepValidator val(make_cpu_backend(Precision::bf16), setup_of(c.plan, m), 1);
+    const StepValidator::Baseline b = val.baseline();
+    for (const Fault f : rows) {
+      const TrainSetup s = setup_of(c.plan, m, f);
+      std::string outcome = "n/a";
+      if (applies(f, site_of(s))) {
+        const std::vector<ValidationReport> reports = validate_on_virtual_ranks(s, c.plan.sp, val, b);
+        const bool failed = caught(reports);
+        if (failed) {
+          const auto it = margin[f].find(c.plan.method);
+          margin[f][c.plan.method] = std::min(it == margin[f].end() ? HUGE_VAL : it->second, worst_used(reports));
+        }
+        if (f == Fault::none) {
+          EXPECT_FALSE(failed) << c.label << ": the correct step failed --validate";
+          outcome = failed ? "FAILED" : "passes";
+        } else {
+          EXPECT_TRUE(failed) << c.label << ": " << describe(f) << " passed --validate";
+          outcome = failed ? "caught" : "MISSED";
+        }
+      }
+      cells[f][c.plan.method][outcome].push_back(degree);
+    }
+  }
+  const char* path = std::getenv("SEQPAR_VALIDATION_MATRIX");
+  if (!path || !*path) return;
+  std::ofstream out(path);
+  out << "| planted bug |";
+  for (const seqpar::Method meth : methods) out << " " << seqpar::to_string(meth) << " |";
+  out << "\n|---|";
+  for (std::size_t i = 0; i < methods.size(); ++i) out << "---|";
+  out << "\n";
+  for (const Fault f : rows) {
+    out << "| " << (f == Fault::none ? "none (a correct step)" : std::string(describe(f))) << " |";
+    for (const seqpar::Method meth : methods) {
+      std::string cell;
+      const auto& outcomes = cells[f][meth];
+      for (const char* outcome : {"passes", "caught", "FAILED", "MISSED", "n/a"}) {
+        const auto it = outcomes.find(outcome);
+        if (it == outcomes.end()) continue;
+        if (outcomes.size() == 1 && it->first == "n/a") {
+          cell = "n/a";
+          break;
+        }
+        std::string degrees;
+        for (const std::string& d : it->second) degrees += (degrees.empty() ? "" : ", ") + d;
+        if (it->first == "caught") {  // a 2-significant-digit multiple of the allowance (at least)
+          std::ostringstream x;
+          x << std::setprecision(2) << margin[f][meth];
+          degrees += "; >= " + x.str() + "x";
+        }
+        cell += (cell.empty() ? "" : "; ") + std::string(outcome) + " (" + degrees + ")";
+      }
+      out << " " << (cell.empty() ? "-" : cell) << " |";
+    }
+    out << "\n";
+  }
+  ASSERT_TRUE(out.good()) << "could not write " << path;
+}
+
+// ---- bf16 emulation itself ----
 
 TEST(Bf16Emulation, RoundsAttentionWhereTheCudaKernelsDo) {
   AttnShape s;

@@ -345,10 +345,10 @@ double Model::head_forward_backward(CRef hf, const int* labels, float dloss_scal
     linear_backward(dhf.at(off), false, logits.cref(), hf.at(off), lm_head_, v, c, n);
   }
   logits.reset();
-  std::vector<float> host_losses(static_cast<std::size_t>(t));
-  be_.copy_to_host(host_losses.data(), losses.data(), losses.bytes());
+  token_losses_.resize(static_cast<std::size_t>(t));
+  be_.copy_to_host(token_losses_.data(), losses.data(), losses.bytes());
   double loss_sum = 0.0;
-  for (float li : host_losses) loss_sum += li;
+  for (float li : token_losses_) loss_sum += li;
   return loss_sum;
 }
 

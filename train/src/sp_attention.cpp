@@ -117,6 +117,10 @@ std::int64_t SpAttention::lse_offset(int b, int seg) const {
 
 void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
   const int b = dims_.batch, d = dims_.head_dim;
+  if (faulty(Fault::gqa_wrong_group, 1)) {
+    swap_kv_heads(k.ref());
+    swap_kv_heads(v.ref());
+  }
   if (u_ == 1) {
     s.q = std::move(q);
     s.k = std::move(k);
@@ -141,6 +145,11 @@ void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
       swap_first_kv_chunks(s.k);
       swap_first_kv_chunks(s.v);
     }
+    if (fault_ == Fault::a2a_layout_transposed && ulysses_->rank() == 1) {
+      transpose_peer_chunks(s.q, hl_);
+      transpose_peer_chunks(s.k, kvl_);
+      transpose_peer_chunks(s.v, kvl_);
+    }
   }
   s.o = act(static_cast<std::int64_t>(b) * ng_ * hl_ * d, MemCategory::activations);
   s.lse = Floats(be_, static_cast<std::int64_t>(b) * ng_ * hl_, MemCategory::activations);
@@ -151,19 +160,6 @@ void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
   if (u_ > 1) {
     s.out = act(static_cast<std::int64_t>(b) * nl_ * dims_.heads * d, MemCategory::activations);
     scatter_seq(s.o.cref(), s.out.ref(), dims_.heads);
-  }
-}
-
-void SpAttention::swap_first_kv_chunks(Tensor& kv) {
-  // [b, U * nl, kvl, d]: peer j's chunk is tokens [j * nl, (j + 1) * nl) of each sequence.
-  const std::int64_t chunk = static_cast<std::int64_t>(nl_) * kvl_ * dims_.head_dim;
-  const auto bytes = static_cast<std::size_t>(chunk) * dtype_size(kv.dtype());
-  Tensor tmp = act(chunk, MemCategory::working);
-  for (int bi = 0; bi < dims_.batch; ++bi) {
-    Ref a = kv.ref(static_cast<std::int64_t>(bi) * ng_ * kvl_ * dims_.head_dim);
-    be_.copy(tmp.data(), a.p, bytes);
-    be_.copy(a.p, a.at(chunk).p, bytes);
-    be_.copy(a.at(chunk).p, tmp.data(), bytes);
   }
 }
 
@@ -216,17 +212,23 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
     const int src = (ring_index_ + r_ - t) % r_;
     const std::vector<Segment> ksegs = layout_.group_segments(src);
     const CRef kv = stale_step && t == 1 ? stale.cref() : cur.cref();
-    for (int bi = 0; bi < b; ++bi) {
+    const bool skipped = faulty(Fault::ring_step_skipped, 1) && t == 1;
+    for (int bi = 0; bi < b && !skipped; ++bi) {
       for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
         const Segment& qs = my_segs_[qi];
         for (const Segment& ks : ksegs) {
-          if (ks.pos > qs.pos + qs.len - 1) continue;  // entirely in the causal future
-          const AttnShape sh = block_shape(qs, ks);
+          const bool leak = leaks_future_key(qs, ks);
+          if (ks.pos > qs.pos + qs.len - 1 && !leak) continue;  // entirely in the causal future
+          AttnShape sh = block_shape(qs, ks);
+          if (leak) sh.k_offset -= 1;
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
           be_.attention_forward(sh, q.at(qo), kv.at(ko), kv.at(kv_n + ko), o_part.ref(), lse_part.data());
-          be_.lse_merge(1, qs.len, hl_, d, o_acc.data() + qo, lse + lse_offset(bi, static_cast<int>(qi)),
-                        o_part.cref(), lse_part.data());
+          float* const lse_q = lse + lse_offset(bi, static_cast<int>(qi));
+          if (faulty(Fault::lse_merge_wrong_max, 1))
+            merge_with_wrong_max(qs.len, o_acc.data() + qo, lse_q, o_part.cref(), lse_part.data());
+          else
+            be_.lse_merge(1, qs.len, hl_, d, o_acc.data() + qo, lse_q, o_part.cref(), lse_part.data());
         }
       }
     }
@@ -240,15 +242,22 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
 }
 
 void SpAttention::backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
-  const int b = dims_.batch, d = dims_.head_dim;
-  if (layout_.kv_all_gather()) {  // U = 1 (SeqLayout's rule)
+  if (layout_.kv_all_gather())  // U = 1 (SeqLayout's rule)
     all_gather_backward(s, dout, dq, dk, dv);
-    return;
-  }
-  if (u_ == 1) {
+  else if (u_ == 1)
     ring_backward(s, dout, dq, dk, dv);
-    return;
+  else
+    ulysses_backward(s, dout, dq, dk, dv);
+  const bool dkv_fault = fault_ == Fault::dkv_return_dropped || fault_ == Fault::dkv_return_doubled;
+  if (dkv_fault && r_ == 1 && u_ > 1 && ulysses_->rank() == 1) edit_returned_dkv(dk, dv);
+  if (faulty(Fault::gqa_wrong_group, 1)) {  // the adjoint of the forward's swap
+    swap_kv_heads(dk);
+    swap_kv_heads(dv);
   }
+}
+
+void SpAttention::ulysses_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv) {
+  const int b = dims_.batch, d = dims_.head_dim;
   const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
   Tensor dout_g = act(q_n, MemCategory::attention_buffers), dq_g = act(q_n, MemCategory::attention_buffers);
@@ -310,6 +319,7 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
 
   const int next_rank = (ring_index_ + 1) % r_, prev_rank = (ring_index_ + r_ - 1) % r_;
   comm::Request dkv_req;
+  Floats own_part;  // Fault::dkv_return_dropped: this rank's own part of its block's dK,dV
   for (int t = 0; t < r_; ++t) {
     comm::Request kv_req;
     const int hop = t + 1 < r_ ? open_hop("bwd K,V + dK,dV hop", t) : -1;
@@ -320,12 +330,15 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
     be_.zero(acc.data(), acc.bytes());
     const int src = (ring_index_ + r_ - t) % r_;
     const std::vector<Segment> ksegs = layout_.group_segments(src);
-    for (int bi = 0; bi < b; ++bi) {
+    const bool skipped = faulty(Fault::ring_step_skipped, 1) && t == 1;
+    for (int bi = 0; bi < b && !skipped; ++bi) {
       for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
         const Segment& qs = my_segs_[qi];
         for (const Segment& ks : ksegs) {
-          if (ks.pos > qs.pos + qs.len - 1) continue;
-          const AttnShape sh = block_shape(qs, ks);
+          const bool leak = leaks_future_key(qs, ks);
+          if (ks.pos > qs.pos + qs.len - 1 && !leak) continue;
+          AttnShape sh = block_shape(qs, ks);
+          if (leak) sh.k_offset -= 1;
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
           const std::int64_t kn = static_cast<std::int64_t>(ks.len) * kvl_ * d;
@@ -345,6 +358,10 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
       }
       dkv_req = ring_->send_recv_async(acc.data(), next_rank, dkv_in.data(), prev_rank,
                                        static_cast<std::size_t>(2 * kv_n), DType::fp32);
+      if (t == 0 && faulty(Fault::dkv_return_dropped, 0)) {  // keeps its own part: the return is dropped
+        own_part = Floats(be_, 2 * kv_n, MemCategory::working);
+        be_.copy(own_part.data(), acc.data(), own_part.bytes());
+      }
     }
     if (t + 1 < r_) {
       ring_->wait(kv_req);
@@ -356,6 +373,8 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
   if (ring) {
     ring_->wait(dkv_req);
     own = dkv_in.data();
+    if (faulty(Fault::dkv_return_doubled, 0)) be_.scale(dkv_in.data(), 2.0f, 2 * kv_n);
+    if (faulty(Fault::dkv_return_dropped, 0)) own = own_part.data();
   }
   be_.convert(dq, dq_acc.data(), q_n);
   be_.convert(dk, own, kv_n);
@@ -398,7 +417,7 @@ void SpAttention::all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse) 
       const Segment& qs = my_segs_[qi];
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
       const std::int64_t ko = bi * n * kvl_ * d;
-      be_.attention_forward(block_shape(qs, key_prefix(qs)), q.at(qo), ks.cref(ko), vs.cref(ko), o.at(qo),
+      be_.attention_forward(prefix_shape(qs), q.at(qo), ks.cref(ko), vs.cref(ko), o.at(qo),
                             lse + lse_offset(bi, static_cast<int>(qi)));
     }
 }
@@ -413,16 +432,17 @@ void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref
   Floats acc(be_, 2 * r_ * local_n, MemCategory::attention_buffers);
   be_.zero(acc.data(), acc.bytes());
   int longest = 0;
-  for (const Segment& qs : my_segs_) longest = std::max(longest, key_prefix(qs).len);
+  for (const Segment& qs : my_segs_) longest = std::max(longest, static_cast<int>(prefix_shape(qs).seq_k));
   Tensor dk_t = act(longest * row, MemCategory::attention_buffers), dv_t = act(longest * row, MemCategory::attention_buffers);
   for (int bi = 0; bi < b; ++bi)
     for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
       const Segment& qs = my_segs_[qi];
-      const Segment keys = key_prefix(qs);
+      const AttnShape sh = prefix_shape(qs);
+      const Segment keys{0, sh.seq_k, 0};
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
       const std::int64_t ko = bi * n * row;
       // One call per query chunk: its dQ is whole, written in place.
-      be_.attention_backward(block_shape(qs, keys), s.q.cref(qo), ks.cref(ko), vs.cref(ko), s.o.cref(qo),
+      be_.attention_backward(sh, s.q.cref(qo), ks.cref(ko), vs.cref(ko), s.o.cref(qo),
                              s.lse.data() + lse_offset(bi, static_cast<int>(qi)), dout.at(qo), dq.at(qo), dk_t.ref(),
                              dv_t.ref());
       for (int p = 0; p < r_; ++p)  // each key's gradient to its owner's chunk
@@ -438,14 +458,29 @@ void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref
   vs.reset();
   dk_t.reset();
   dv_t.reset();
-  Floats mine(be_, 2 * local_n, MemCategory::attention_buffers);
+  Floats mine(be_, 2 * local_n, MemCategory::attention_buffers), own_part;
+  if (faulty(Fault::dkv_return_dropped, 0)) {  // keeps its own part: the reduce-scatter's sum is dropped
+    own_part = Floats(be_, 2 * local_n, MemCategory::working);
+    be_.copy(own_part.data(), acc.data() + ring_index_ * 2 * local_n, own_part.bytes());
+  }
   {
     const TimelineRange range(be_.timeline(), trace::Stream::ring, "dK,dV reduce-scatter");
     ring_->reduce_scatter(acc.data(), mine.data(), static_cast<std::size_t>(2 * local_n), DType::fp32);
   }
   acc.reset();
-  be_.convert(dk, mine.data(), local_n);
-  be_.convert(dv, mine.data() + local_n, local_n);
+  if (faulty(Fault::dkv_return_doubled, 0)) be_.scale(mine.data(), 2.0f, 2 * local_n);
+  const float* own = faulty(Fault::dkv_return_dropped, 0) ? own_part.data() : mine.data();
+  be_.convert(dk, own, local_n);
+  be_.convert(dv, own + local_n, local_n);
+}
+
+AttnShape SpAttention::prefix_shape(const Segment& qs) const {
+  AttnShape sh = block_shape(qs, key_prefix(qs));
+  if (faulty(Fault::causal_mask_off_by_one, 0) && &qs == &my_segs_.front() && qs.pos + qs.len < layout_.seq_len()) {
+    sh.seq_k += 1;  // one key too many, and the mask shifted to let each query see it
+    sh.q_offset += 1;
+  }
+  return sh;
 }
 
 }  // namespace seqpar::train

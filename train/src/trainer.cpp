@@ -24,6 +24,32 @@ std::vector<int> synthetic_sequence(std::uint64_t seed, std::int64_t id, std::in
   return s;
 }
 
+namespace {
+
+// Fault::zigzag_permutation_wrong (tests only): the positions SP rank `sp_index` would hold if its
+// ring group's two zigzag chunks came in the other order.
+std::vector<int> swapped_zigzag_positions(const SeqLayout& layout, int sp_index) {
+  std::vector<int> group;
+  std::vector<Segment> segs = layout.group_segments(sp_index / layout.ulysses());
+  std::reverse(segs.begin(), segs.end());
+  for (const Segment& s : segs)
+    for (int i = 0; i < s.len; ++i) group.push_back(static_cast<int>(s.pos + i));
+  const auto l = static_cast<std::ptrdiff_t>(layout.local_len()), u = static_cast<std::ptrdiff_t>(sp_index % layout.ulysses());
+  return {group.begin() + u * l, group.begin() + (u + 1) * l};
+}
+
+}  // namespace
+
+void apply_plan(TrainSetup& s, const seqpar::Plan& p) {
+  s.seq_len = p.seq_len;
+  s.ulysses = p.ulysses_degree;
+  s.ring = p.ring_degree;
+  s.zigzag = p.zigzag();
+  s.kv = kv_exchange(p.method);
+  s.micro_batch = p.micro_batch;
+  s.mem = p.mem;
+}
+
 void check_train_memory(const seqpar::MemoryOptions& m) {
   std::vector<std::string> errors;
   if (m.zero != 0)
@@ -69,9 +95,11 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
   model_ = std::make_unique<Model>(be, setup.model, setup.micro_batch, layout, ring_index_,
                                    groups_.ulysses.get(), groups_.ring.get(), false, setup.mem,
                                    setup.tile_tokens);
-  if (setup.fault == Fault::kv_wrong_block) model_->attention().plant_fault(setup.fault);
+  model_->attention().plant_fault(setup.fault);  // tests only (fault.hpp); none by default
   model_->init(setup.seed);
-  const std::vector<int> pos = layout.positions(sp_index_);
+  std::vector<int> pos = layout.positions(sp_index_);
+  if (setup.fault == Fault::zigzag_permutation_wrong && sp_index_ == 0 && layout.zigzag())
+    pos = swapped_zigzag_positions(layout, sp_index_);
   positions_.clear();
   for (int b = 0; b < setup.micro_batch; ++b) positions_.insert(positions_.end(), pos.begin(), pos.end());
   const std::int64_t t = model_->tokens_per_rank();
@@ -134,14 +162,20 @@ StepResult Trainer::compute_gradients() {
   model_->zero_grads();
   Array<double> scalars(be_, 2, MemCategory::working);
   double host[2] = {0.0, 0.0};
-  host[0] = static_cast<double>(std::count_if(labels_.begin(), labels_.end(), [](int l) { return l >= 0; }));
+  const double local_tokens = static_cast<double>(std::count_if(labels_.begin(), labels_.end(), [](int l) { return l >= 0; }));
+  host[0] = local_tokens;
   be_.copy_from_host(scalars.data(), host, sizeof(double));
   all_reduce(scalars.data(), 1, comm::DType::fp64);
   be_.copy_to_host(host, scalars.data(), sizeof(double));
   r.real_tokens = host[0];
   if (r.real_tokens <= 0) throw Error("the step has no token with a label (seq_len must be >= 2)");
+  // The loss is the mean over every token of the step. Fault::loss_local_normalisation (tests
+  // only) divides by this rank's own count instead, here and in the gradient.
+  const bool local = setup_.fault == Fault::loss_local_normalisation;
+  const double norm = local ? std::max(local_tokens, 1.0) : r.real_tokens;
   host[1] = model_->forward_backward(tokens_d_.data(), labels_d_.data(), positions_d_.data(),
-                                     static_cast<float>(1.0 / r.real_tokens));
+                                     static_cast<float>(1.0 / norm));
+  if (local) host[1] *= r.real_tokens / norm;  // this rank's mean, scaled back by the step's count below
   be_.copy_from_host(scalars.data() + 1, host + 1, sizeof(double));
   all_reduce(scalars.data() + 1, 1, comm::DType::fp64);
   {
@@ -168,6 +202,14 @@ StepResult Trainer::step() {
   be_.synchronize();
   r.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+std::vector<float> Trainer::token_losses() const {
+  const std::vector<float>& all = model_->token_losses();
+  std::vector<float> out;
+  for (std::size_t k = 0; k < all.size() && k < labels_.size(); ++k)
+    if (labels_[k] >= 0) out.push_back(all[k]);
+  return out;
 }
 
 std::vector<float> Trainer::params_host() {

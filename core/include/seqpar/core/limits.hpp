@@ -17,6 +17,12 @@ inline constexpr int kMaxGpusPerNode = 1 << 10;
 inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 40;
 // Sequences per SP group per step: 2^16; long-sequence training uses 1 to a few.
 inline constexpr int kMaxMicroBatch = 1 << 16;
+// Micro-steps per optimizer step (gradient accumulation): 2^16; real runs use 1 to a few hundred.
+inline constexpr int kMaxGradAccumSteps = 1 << 16;
+// A fixed global batch (tokens or sequences per optimizer step): 2^44 tokens, 2^40 sequences.
+// Real runs fix 1M to 16M tokens; the bound keeps the searches over its divisors short.
+inline constexpr std::int64_t kMaxGlobalBatchTokens = std::int64_t{1} << 44;
+inline constexpr std::int64_t kMaxGlobalBatchSequences = std::int64_t{1} << 40;
 
 // Model shapes (presets and model JSON files, checked in presets.cpp). Real models: <= 128
 // layers, hidden <= 2^15, <= 128 heads of <= 256, FFN <= 2^16, vocabularies <= 2^18.

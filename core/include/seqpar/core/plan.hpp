@@ -65,12 +65,18 @@ struct Plan {
   int sp = 1;                  // sequence-parallel degree = ulysses_degree * ring_degree
   int ulysses_degree = 1;
   int ring_degree = 1;
-  int micro_batch = 1;         // sequences per SP group per step
+  int micro_batch = 1;         // sequences per SP group per micro-step
+  // Micro-steps per optimizer step (gradient accumulation): each runs forward and backward on its
+  // own micro-batch; the optimizer steps once. Sequences per optimizer step: dp x micro_batch x this.
+  int grad_accum_steps = 1;
   GroupPlacement placement = GroupPlacement::ulysses_inner;
   MemoryOptions mem;
   bool operator==(const Plan&) const = default;
 
   int dp() const { return sp > 0 ? gpus / sp : 0; }
+  // Sequences per optimizer step (the global batch): dp x micro_batch x grad_accum_steps. In 64
+  // bits: each factor is within its limit, so the product is exact.
+  std::int64_t global_batch_sequences() const { return std::int64_t{dp()} * micro_batch * grad_accum_steps; }
   // The load-balanced layout of the ring group: rank r holds chunks r and 2R-1-r of 2R (zigzag,
   // or head/tail as all-gather CP calls it).
   bool zigzag() const { return method == Method::ring_zigzag || method == Method::hybrid || method == Method::allgather; }
@@ -83,11 +89,12 @@ struct Plan {
 Plan normalized(Plan p, int gpus_per_node);
 
 // The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree,
-// --micro-batch); nullopt where the flag was not given.
+// --micro-batch, --grad-accum-steps); nullopt where the flag was not given.
 struct PlanFlags {
   std::string method = "ulysses";
   std::optional<int> sp, ulysses_degree, ring_degree;
   int micro_batch = 1;
+  int grad_accum_steps = 1;                 // --grad-accum-steps
   std::string placement = "ulysses-inner";  // --placement
 };
 
@@ -104,17 +111,18 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
-inline constexpr std::array<std::string_view, 15> kPlanJsonKeys = {
-    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "placement",
+inline constexpr std::array<std::string_view, 16> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
     "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss"};
 
-// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","placement",
+// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
-// Inverse of to_json; missing memory options and placement take their defaults; bad values throw seqpar::Error.
+// Inverse of to_json; missing memory options, placement and grad_accum_steps (1) take their defaults;
+// bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
-// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt".
+// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt" (" mb=2 ga=4" where not 1).
 std::string describe(const Plan& p);
 // The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1"; a hybrid
 // placed ring-inner says so ("hybrid U4xR2 ring-inner"), the default placement is not shown. The one

@@ -1,6 +1,8 @@
 // The advisor: enumerates plans (method x SP degree x Ulysses/Ring split x memory options) for a
 // model, system, GPU count and sequence length; ranks those that fit by throughput and says why
-// each rejected plan was rejected. Also searches the longest sequence that fits.
+// each rejected plan was rejected. Also searches the longest sequence that fits. With a fixed
+// global batch it fills the batch with data parallelism x micro-batch x gradient accumulation, so
+// every plan it compares runs the same tokens per optimizer step.
 #pragma once
 #include <optional>
 #include <string>
@@ -14,20 +16,43 @@
 
 namespace seqpar::sim {
 
+// The batch of one optimizer step, fixed by the user: tokens (a whole number of sequences at the
+// searched length) or sequences; exactly one of the two is positive.
+struct GlobalBatch {
+  std::int64_t tokens = 0;
+  std::int64_t sequences = 0;
+};
+
 struct SearchSpace {
   std::vector<Method> methods = all_methods();  // the method table (methods.hpp), in its order
   std::vector<int> sp;                     // empty: every divisor of the GPU count
   std::optional<int> ulysses_degree;       // hybrid: this U only; else every U with 1 < U < P
   std::optional<MemoryOptions> memory;     // fixed; else every set from memory_option_sets()
-  int micro_batch = 1;
+  // Sequences per SP group per micro-step: fixed; else 1, or with a global batch every micro-batch
+  // that fills it (gradient accumulation makes up the rest).
+  std::optional<int> micro_batch;
+  std::optional<GlobalBatch> global_batch;  // fixed tokens or sequences per optimizer step; else none (1 micro-step)
 };
 
 // Throws seqpar::Error naming the field when the search cannot honour a constraint: GPUs, SP
 // degrees, Ulysses degree or micro-batch outside [1, limits]; no method; a method or SP degree
-// listed twice; a Ulysses degree without the hybrid method (only hybrids have a free U); or a
-// space with no plan at all (only hybrid with sp 1). advise, advise_max_seq_len and structures
-// call it, so no constraint is silently dropped.
+// listed twice; a Ulysses degree without the hybrid method (only hybrids have a free U); a space
+// with no plan at all (only hybrid with sp 1); a global batch with neither or both of tokens and
+// sequences, or outside [1, limits]. advise, advise_max_seq_len and structures call it, so no
+// constraint is silently dropped.
 void check_search(int gpus, const SearchSpace& space);
+
+// Sequences per optimizer step that `b` names at `seq_len`: b.sequences, or b.tokens / seq_len.
+// Empty, with `why` set, when the tokens are not a whole number of sequences.
+std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t seq_len, std::string& why);
+
+// The ways a structure (sp, hence dp) fills `sequences` per optimizer step: dp x micro_batch x
+// grad_accum_steps = sequences, one plan per micro-batch (the fixed one, else every divisor of
+// sequences / dp), fewest micro-steps first. Empty, with `why` naming the rule, when none can:
+// dp does not divide the batch (more data-parallel replicas than sequences, or a remainder), the
+// fixed micro-batch does not divide a replica's share, or the micro-steps exceed their limit.
+std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std::optional<int> micro_batch,
+                              std::string& why);
 
 // Every combination of ZeRO stage, checkpointing (with and without offload), tiled MLP,
 // tiled loss and optimizer offload.
@@ -53,6 +78,11 @@ struct StructureOutcome {
 };
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed);
+
+// A structure's best plan over the space's batch fills (batch_fills; without a global batch, its
+// one micro-batch and no accumulation) and memory options: what advise ranks and a sweep point
+// holds. `reasons` says why the structure cannot reach the global batch, when it cannot.
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space);
 
 // The advisor's ranking, one definition for every search (advise, best_memory_options, the
 // sweep): higher tokens/s per GPU first; at equal throughput the smaller peak memory, as it
@@ -86,6 +116,10 @@ inline constexpr std::size_t kMaxGapsListed = 16;
 // fits, and lists the runs below whose longest lengths do not fit.
 MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& p);
 std::int64_t max_seq_len(const Model& m, const System& s, const Plan& p);  // max_seq_len_search(...).max_seq_len
+// The same under a fixed global batch of tokens: the longest seq_len = tokens / (dp x micro_batch x
+// grad_accum_steps) over grad_accum_steps >= 1 that is valid and fits; the plan's grad_accum_steps
+// is set to the one found. 0, with `why`, when none is.
+std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, std::int64_t tokens, std::string& why);
 
 struct MaxLenAdvice {
   std::int64_t max_seq_len = 0;
@@ -97,6 +131,9 @@ struct MaxLenAdvice {
 };
 // Over all structures of `space`; with space.memory unset, each structure uses the memory options
 // that save the most (they never raise the peak), then the fastest set that fits at the maximum.
+// With a global batch of sequences, each structure runs micro-batch 1 (or the fixed one) and
+// accumulates the rest; of tokens, the length is what one sequence of the batch gets
+// (max_seq_len_for_tokens).
 MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space);
 
 }  // namespace seqpar::sim

@@ -32,6 +32,9 @@ nlohmann::json gpu_document_with_attention_kernel(const nlohmann::json& gpu_doc,
 // load_system (presets.hpp) with the named attention kernel; empty: the preset's default.
 // The returned System's gpu.attention_kernel names the kernel whose figures it carries.
 System load_system(std::string_view name_or_path, std::string_view attention_kernel);
+// The same from a system document already read (a preset changed by a published run's patch);
+// `what` names it in errors.
+System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view attention_kernel);
 
 // The same with a training framework (framework.hpp) put on the system (use_framework): without an
 // attention kernel named, the framework's own where the GPU lists it, else the GPU's default.

@@ -1,19 +1,25 @@
-// Communication cost: alpha-beta per link level (inside a node: NVSwitch/NVLink or PCIe with its
-// socket topology; across nodes: the node's NICs, shared by the flows that cross at once), for the
-// collectives seqpar uses. Bandwidth conventions follow nccl-tests: algbw = bytes / time,
-// busbw = algbw x bus factor.
+// Communication cost: alpha-beta, with the bandwidth term set by the busiest link the collective's
+// flows cross. Bandwidth conventions follow nccl-tests: algbw = bytes / time, busbw = algbw x bus
+// factor.
 //
-// Which flows share which link, per collective (every group of the same kind runs at once):
-// - send/recv between ring neighbours: ring order is rank order, so each node a group spans has
-//   one outgoing and one incoming crossing hop per group; a crossing flow gets its GPU's NIC,
-//   shared only with the other groups' crossing flows on that NIC. The step ends with its
-//   slowest hop.
-// - all-to-all: every pair talks at once; the bytes leaving a node share all its NICs.
-// - all-gather, reduce-scatter, all-reduce (NCCL rings, one channel per NIC): each node boundary
-//   carries the group's ring traffic on the NICs of the node's members, so a group with k members
-//   per node gets k per-GPU shares of the NICs (the whole node's NICs when it fills the node).
+// Flows per link, for every collective and placement alike (every group of the same kind runs at
+// once, laid on world ranks that fill nodes in order): each rank's flows are charged to its own
+// link inside the node (the NVLink/NVSwitch port, or its PCIe x16 link), to the socket-to-socket
+// link when a PCIe flow crosses the CPU sockets, and across nodes to the NIC its GPU uses (GPU i
+// of a node: NIC i x nics / gpus_per_node, rail-aligned, so GPU pairs share a NIC when a node has
+// half as many) and to the GPU's PCIe link on the way (GPUDirect RDMA through the PCIe switch
+// the GPU shares with its NIC). The collective ends when its busiest link does. The patterns:
+// - send/recv between ring neighbours: each rank sends to its successor; a ring of 16 on two
+//   8-GPU nodes has two hops that cross, each on the NIC of its GPU while node-mates use NVLink;
+// - all-to-all: every pair at once;
+// - all-gather, reduce-scatter, all-reduce (NCCL rings, one per NIC with the data split among
+//   them): (n-1)/n of the buffer through every rank's port, and the part that leaves a node
+//   spread over the NICs of the group's members there.
+// Not modelled: contention between different collectives running at once (data-parallel traffic
+// beside the ring's hops), and host traffic through a PCIe switch's shared uplink.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +61,14 @@ double nic_rate(const System& s);
 // Time of one collective of `bytes` (nccl-tests size: alltoall the per-rank buffer, allgather the
 // gathered output, reducescatter the input, allreduce the buffer, sendrecv the message).
 double collective_time(const System& s, Collective c, double bytes, const Placement& p);
+
+// The most crossing flows one NIC carries, in either direction, when every group placed as `p`
+// runs `c` at once (0 when nothing crosses): the sharing collective_time charges.
+int crossing_flows_per_nic(const System& s, Collective c, const Placement& p);
+
+// Where a plan's SP groups sit, for tables and reports: "U8 in a node; R2 over 2 nodes (1/node), 2
+// crossing flows per NIC"; a data-parallel-only plan says so.
+std::string describe_placement(const System& s, const seqpar::Plan& p);
 
 struct CommEstimate {
   double time_s = 0, algbw_gbps = 0, busbw_gbps = 0;

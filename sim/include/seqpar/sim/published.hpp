@@ -3,10 +3,12 @@
 // asserts. A run's measure says which of the simulator's figures it compares.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/plan.hpp"
 
 namespace seqpar::sim {
@@ -19,13 +21,27 @@ enum class PublishedMeasure {
   step_time_s,                 // a whole training step, seconds
   attention_iterations_per_s,  // one attention layer forward+backward (communication included), per second
   megatron_tflops_per_gpu,     // Megatron-DeepSpeed's throughput_calculator TFLOP/s per GPU
+  // Any throughput of a whole training step (TFLOP/s per GPU, tokens/s), compared as its ratio to
+  // the run's baseline: same model, system, GPUs and tokens per optimizer step, so the ratio is
+  // the baseline's step time over the run's whatever FLOP formula the source used.
+  throughput_ratio,
 };
 std::string_view to_string(PublishedMeasure m);
+
+// The plan a throughput_ratio run is compared against, with its own published figure.
+struct PublishedBaseline {
+  std::string label;
+  Plan plan;
+  double published = 0;
+};
 
 struct PublishedRun {
   std::string id, source, configuration;
   nlohmann::json model;   // a model preset name or an inline model object
   std::string system;     // a system preset name
+  // A JSON merge patch (RFC 7386) applied to the system preset's document: the run's hardware
+  // where the source describes it otherwise, each changed figure with its source. Null: none.
+  nlohmann::json system_patch;
   std::string attention_kernel;  // the kernel the run used (attention_kernels.hpp); empty: the preset's default
   Plan plan;
   PublishedMeasure measure = PublishedMeasure::step_time_s;
@@ -33,6 +49,7 @@ struct PublishedRun {
   // (ring-flash-attention's 'theoretic flash_attn' column: the ring does `share` times the work).
   int share = 1;
   double published = 0;
+  std::optional<PublishedBaseline> baseline;  // throughput_ratio only (required there)
   bool expect_in_band = true;  // status "in_band"; false for "open_finding"
   std::string finding;         // why an open finding misses (required for one)
 };
@@ -44,6 +61,7 @@ std::vector<PublishedRun> published_runs_from_json(const nlohmann::json& j, std:
 
 struct PublishedComparison {
   PublishedRun run;
+  double published = 0;  // the figure compared: run.published, or for throughput_ratio its ratio to the baseline's
   double predicted = 0;
   double error = 0;  // (predicted - published) / published
   bool in_band = false;
@@ -54,6 +72,9 @@ struct PublishedComparison {
 };
 
 PublishedComparison compare_published(const PublishedRun& run);
+
+// The run's system: its preset with the run's attention kernel and system_patch.
+System published_system(const PublishedRun& run);
 
 // Megatron-DeepSpeed's FLOPs per sequence (megatron/utils.py throughput_calculator): GEMMs of a
 // dense GPT with non-causal attention, x4 with activation checkpointing (the recompute counted),

@@ -1,6 +1,7 @@
-// The simulator's own per-phase figures of one step, kept with the result so that the step
-// timeline (sim/step_trace.hpp) lays out exactly what simulate() added up, with no second cost
-// model. Seconds; every layer costs the same.
+// The simulator's own per-phase figures of one optimizer step, kept with the result so that the
+// step timeline (sim/step_trace.hpp) lays out exactly what simulate() added up, with no second
+// cost model. Seconds; every layer and every micro-step costs the same, so the figures are one
+// micro-step's, and `micro_steps` says how many an optimizer step runs.
 #pragma once
 #include "seqpar/sim/attention_cost.hpp"
 
@@ -8,6 +9,7 @@ namespace seqpar::sim {
 
 struct StepFigures {
   int layers = 0;
+  int micro_steps = 1;  // gradient accumulation: forward and backward passes per optimizer step
   // One layer: its GEMMs (q, k, v, o, MLP; one figure), its elementwise ops, its attention.
   double gemm_fwd_s = 0, gemm_bwd_s = 0;
   double elementwise_fwd_s = 0, elementwise_bwd_s = 0;
@@ -23,10 +25,14 @@ struct StepFigures {
   // backward, and after it (ZeRO-1/2 parameter gather, always exposed); what of each is exposed.
   double dp_fwd_s = 0, dp_bwd_s = 0, dp_after_s = 0;
   double dp_fwd_exposed_s = 0, dp_bwd_exposed_s = 0;
+  // Whether the backward's traffic runs in every micro-step (ZeRO-2/3) or only in the last (ZeRO-0/1);
+  // the forward's (ZeRO-3) runs in every one.
+  bool dp_bwd_every_micro_step = false;
   // Checkpoint offload: one way's copy time, and what of it the forward and backward leave exposed.
   double offload_one_way_s = 0, offload_fwd_exposed_s = 0, offload_bwd_exposed_s = 0;
   double optimizer_s = 0;
-  // Step time that no phase above accounts for (a calibrated fixed per-step overhead).
+  // Step time that no phase above accounts for (a calibrated fixed overhead per micro-step, all of
+  // the optimizer step's together).
   double unattributed_s = 0;
 };
 

@@ -63,6 +63,9 @@ class Model {
   // d(loss)/d(token loss), 1 / (real tokens of the whole step). Returns this rank's summed loss.
   double forward_backward(const int* tokens, const int* labels, const int* positions,
                           float dloss_scale);
+  // Each token's loss from the last forward_backward, this rank's order (0 where no label): the
+  // terms the step's loss averages, which validation.hpp compares one by one.
+  const std::vector<float>& token_losses() const { return token_losses_; }
   void zero_grads();
 
   // One decoder block (attention_only: RMSNorm, QKV, RoPE, SP attention, output projection and
@@ -121,6 +124,7 @@ class Model {
   // Offloaded layer inputs: pinned host buffers (MemCategory::host_offload), one per layer,
   // allocated by the first step and reused.
   std::vector<Tensor> host_kept_;
+  std::vector<float> token_losses_;  // host copy of the last step's per-token losses
   std::unique_ptr<SpAttention> attn_;
   std::vector<ParamTensor> tensors_;
   std::vector<LayerParams> layers_;

@@ -53,12 +53,14 @@ class SpAttention {
   void backward(const AttnSaved& saved, CRef dout, Ref dq, Ref dk, Ref dv);
 
   int kv_replication() const { return rep_; }
-  // Tests only: plants Fault::kv_wrong_block (fault.hpp); other faults are not attention's.
+  // Tests only: plants a sharding bug (fault.hpp); attention ignores the faults that are not its own.
   void plant_fault(Fault f) { fault_ = f; }
 
  private:
   void ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
   void ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
+  // U > 1: dout gathered, the ring's backward, dq, dk, dv scattered back (KV replicas summed).
+  void ulysses_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
   void all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse);
   void all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, Ref dv);
   // One of K, V (`what`: "K" or "V", for the timeline) of every rank of the ring group
@@ -67,6 +69,9 @@ class SpAttention {
   Tensor gather_sequence(CRef local, const char* what, bool swap_first_peers);
   // The keys a query segment sees under the causal mask once the whole sequence is at hand.
   static Segment key_prefix(const Segment& qs) { return {0, static_cast<int>(qs.pos) + qs.len, 0}; }
+  // The attention call of a query segment over its key prefix (Fault::causal_mask_off_by_one: one
+  // key longer, the mask shifted with it).
+  AttnShape prefix_shape(const Segment& qs) const;
   // One sequence-contiguous block per query (no ring, one segment): attention straight into the
   // outputs, nothing to merge or accumulate.
   bool single_block() const { return r_ == 1 && my_segs_.size() == 1; }
@@ -84,8 +89,20 @@ class SpAttention {
   Tensor act(std::int64_t n, MemCategory c) { return Tensor(be_, n, adt_, c); }
   AttnShape block_shape(const Segment& qs, const Segment& ks) const;
   std::int64_t lse_offset(int b, int seg) const;
+  // Tests only, the planted faults (fault.hpp; sp_attention_faults.cpp): whether this rank
+  // carries `f` (on ring rank `rank`, or Ulysses rank `rank` for the group mapping), and the edits.
+  bool faulty(Fault f, int ring_rank) const;
+  bool leaks_future_key(const Segment& qs, const Segment& ks) const;  // Fault::causal_mask_off_by_one
   // Fault::kv_wrong_block without a ring: swaps the gathered K,V chunks of peers 0 and 1.
   void swap_first_kv_chunks(Tensor& kv);
+  // Fault::gqa_wrong_group: swaps KV heads 0 and 1 of [b, nl, kv_heads, d] (its own adjoint).
+  void swap_kv_heads(Ref x);
+  // Fault::a2a_layout_transposed: each peer's chunk of [b, U*nl, heads, d] read as [heads][nl].
+  void transpose_peer_chunks(Tensor& x, int heads);
+  // Fault::dkv_return_dropped/doubled without a ring: KV head 0 of dk, dv zeroed or doubled.
+  void edit_returned_dkv(Ref dk, Ref dv);
+  // Fault::lse_merge_wrong_max: lse_merge, then the error of adding back the wrong maximum.
+  void merge_with_wrong_max(int seq_q, float* o_acc, float* lse, CRef o_part, const float* lse_part);
 
   Backend& be_;
   DType adt_;  // the back end's activation type

@@ -39,6 +39,10 @@ struct TrainSetup {
   Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
 };
 
+// The plan's shape of the step: seq_len, degrees, zigzag, the K,V exchange, micro_batch and memory
+// options.
+void apply_plan(TrainSetup& s, const seqpar::Plan& p);
+
 // Sequence `id`: a random start token, then next = (5 * t + 3) mod vocab — a bigram the model
 // can learn, so the loss must fall. Deterministic in (seed, id).
 std::vector<int> synthetic_sequence(std::uint64_t seed, std::int64_t id, std::int64_t len, int vocab);
@@ -69,6 +73,9 @@ class Trainer {
   // This rank's global token positions (local order) and labels (-1: none), batch-major.
   const std::vector<int>& positions() const { return positions_; }
   const std::vector<int>& labels() const { return labels_; }
+  // The loss of each of this rank's tokens that has a label, in local order, from the last
+  // compute_gradients(): the terms the step's loss averages (validation.hpp compares them).
+  std::vector<float> token_losses() const;
   std::vector<float> params_host();
   std::vector<float> grads_host();
   // Overwrites the parameters (all of them, host order): validation steps every run from the

@@ -1,0 +1,66 @@
+// Test helper: the plans of every method (core's kAllMethods, with the degree rule of its entry in
+// the simulator's method table, so a method added there is validated without a change here) as
+// training setups, for
+// the validation tests on the CPU (test_validation.cpp) and on the GPU (test_validation_gpu.cpp).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "seqpar/core/plan_validity.hpp"
+#include "seqpar/sim/methods.hpp"
+#include "seqpar/train/trainer.hpp"
+
+namespace seqpar::train::testing {
+
+// 8 query heads over 2 KV heads: Ulysses 4 and 8 replicate the KV heads, and Ulysses 2 and 4 leave
+// each rank more than one query head (what the transposed all-to-all needs to be a bug).
+inline ModelConfig matrix_model() {
+  return {.layers = 2, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 8, .ffn = 64, .vocab = 64};
+}
+
+// A plan of the simulator's method table (sim::method_table: every method, with its degree rule),
+// as the step runs it.
+struct PlanCase {
+  seqpar::Plan plan;
+  std::string label;  // "ring-zigzag sp=4", "hybrid U2xR2"
+};
+
+// Every method (core's kAllMethods) at each SP degree, in every Ulysses x Ring split its entry in the
+// simulator's method table tries; dp data-parallel groups of them. Plans the rules refuse are left out.
+inline std::vector<PlanCase> table_plans(const std::vector<int>& degrees, const ModelConfig& m, std::int64_t seq_len,
+                                         int dp = 1) {
+  std::vector<PlanCase> out;
+  for (const seqpar::Method method : seqpar::kAllMethods)
+    for (const int sp : degrees)
+      for (const auto& [u, r] : sim::method_entry(method).splits(sp, std::nullopt)) {
+        seqpar::Plan p;
+        p.method = method;
+        p.sp = sp;
+        p.gpus = sp * dp;
+        p.ulysses_degree = u;
+        p.ring_degree = r;
+        p.seq_len = seq_len;
+        p.micro_batch = 2;
+        p.mem = train_memory_default();
+        std::vector<std::string> errors;
+        if (!seqpar::check_plan_structure(p, errors) || !seqpar::check_heads(m.heads, m.kv_heads, u, errors)) continue;
+        out.push_back({p, seqpar::describe_structure(p)});
+      }
+  return out;
+}
+
+inline TrainSetup setup_of(const seqpar::Plan& p, const ModelConfig& m, Fault fault = Fault::none) {
+  TrainSetup s;
+  s.model = m;
+  apply_plan(s, p);
+  s.fault = fault;
+  return s;
+}
+
+inline FaultSite site_of(const TrainSetup& s) {
+  return {s.ulysses, s.ring, s.zigzag && s.ring > 1, s.model.heads, s.model.kv_heads,
+          s.kv == KvExchange::all_gather};
+}
+
+}  // namespace seqpar::train::testing
