@@ -565,8 +565,13 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const
   for (const auto& t : f.fitted)
     terms_line += fmt::format("{}{} {:.6g}{}", terms_line.empty() ? "" : ", ", t.key, t.value,
                               t.determined ? "" : " (held)");
-  res.fitted.push_back(fmt::format("framework: {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)", terms_line,
-                                   f.points, f.time_rel_residual * 100, f.memory_rel_residual * 100));
+  res.fitted.push_back(fmt::format("framework over profile '{}': {} ({} distinct steps, time residual {:.2f}%, memory "
+                                   "{:.2f}%)",
+                                   sys.profile.name, terms_line, f.points, f.time_rel_residual * 100,
+                                   f.memory_rel_residual * 100));
+  // What each term means, beside its value (kFrameworkTerms).
+  for (const auto& t : sim::kFrameworkTerms)
+    res.fitted.push_back(fmt::format("  {}: {}", t.key, t.meaning));
   ++out.groups;
 }
 

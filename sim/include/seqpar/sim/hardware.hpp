@@ -99,15 +99,20 @@ struct FrameworkTermSpec {
   FrameworkTarget target;
   double lo, hi;
   bool reciprocal;
+  const char* meaning;  // what the term stands for, as `seqpar calibrate` prints it
 };
 // Memory terms are never negative: what a framework holds beyond the modelled parts. The upper
 // bounds keep every product finite; an efficiency is a fraction of the bandwidth, as the GPU's.
 // (What the loss and the gradients hold is the framework profile's inventory: framework.hpp.)
 inline constexpr FrameworkTermSpec kFrameworkTerms[] = {
-    {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false},
-    {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true},
-    {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false},
-    {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false},
+    {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false,
+     "seconds per step beyond the kernels (launches, Python, synchronisation)"},
+    {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true,
+     "share of HBM bandwidth the elementwise, loss and optimizer work reaches"},
+    {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false,
+     "bytes the allocator hands out beyond the profile's inventory (workspaces, caches)"},
+    {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false,
+     "bytes per local token beyond the inventory"},
 };
 
 struct System {
