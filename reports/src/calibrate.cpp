@@ -508,7 +508,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
 // kernel and link fits above left it, and each step's leave-one-out error. The base system's own
 // framework terms are the priors (a term the steps cannot determine keeps its value) and its
 // framework choices (bytes per logit, gradient bytes) stay.
-void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
+void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const CalibrateOptions& opt) {
   std::vector<MeasuredStep> bf16;
   for (auto& s : c.steps) {
     // The profile's figures are bf16/fp16 rates, as for the kernel rows.
@@ -519,7 +519,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   if (bf16.empty()) return;
   json prof = b.system;
   prof["gpu"] = b.gpu;
-  const sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  // The terms are fitted over the inventory of the framework the steps ran (its time terms the priors).
+  if (!opt.framework.empty()) {
+    const bool calibrated = sys.framework_calibrated;
+    sys.framework_calibrated = false;
+    sim::use_framework(sys, sim::load_framework(opt.framework));
+    sys.framework_calibrated = calibrated;
+  }
   const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
   const StepFit f = fit_framework_terms(sys, used);
   for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
@@ -533,14 +540,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
       "term within its physical range; time RMS relative residual {:.2f}%, peak memory {:.2f}%{}", join(files), f.points,
       f.time_rel_residual * 100, f.memory_rel_residual * 100,
       held.empty() ? "" : fmt::format("; not determined by these steps, held at the base's: {}", held));
-  b.system["framework"] = sim::framework_terms_json(f.terms, src);
+  b.system["framework"] = sim::framework_terms_json(f.terms, sys.profile.name, src);
   res.steps = step_rows(sys, f, used);
   for (const auto& row : res.steps) {
     if (row["loo_time_error"].is_null()) continue;
     res.max_abs_loo_time_error = std::max(res.max_abs_loo_time_error, std::fabs(row["loo_time_error"].get<double>()));
     res.max_abs_loo_memory_error = std::max(res.max_abs_loo_memory_error, std::fabs(row["loo_memory_error"].get<double>()));
   }
-  json fit = sim::framework_terms_json(f.terms, src);
+  json fit = sim::framework_terms_json(f.terms, sys.profile.name, src);
   fit.erase("source");
   fit["points"] = f.points;
   json terms = json::object();
@@ -558,8 +565,13 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   for (const auto& t : f.fitted)
     terms_line += fmt::format("{}{} {:.6g}{}", terms_line.empty() ? "" : ", ", t.key, t.value,
                               t.determined ? "" : " (held)");
-  res.fitted.push_back(fmt::format("framework: {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)", terms_line,
-                                   f.points, f.time_rel_residual * 100, f.memory_rel_residual * 100));
+  res.fitted.push_back(fmt::format("framework over profile '{}': {} ({} distinct steps, time residual {:.2f}%, memory "
+                                   "{:.2f}%)",
+                                   sys.profile.name, terms_line, f.points, f.time_rel_residual * 100,
+                                   f.memory_rel_residual * 100));
+  // What each term means, beside its value (kFrameworkTerms).
+  for (const auto& t : sim::kFrameworkTerms)
+    res.fitted.push_back(fmt::format("  {}: {}", t.key, t.meaning));
   ++out.groups;
 }
 
@@ -625,7 +637,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     fitted.fits["attention_engine"] = engine;
     res.fitted.push_back(fmt::format("attention curves fitted to the '{}' engine's rows", engine));
   }
-  fit_steps(c, b, fitted, res);
+  fit_steps(c, b, fitted, res, opt);
   note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
   if (fitted.groups == 0)
