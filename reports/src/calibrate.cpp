@@ -54,6 +54,10 @@ struct KernelPoint {
   std::optional<bool> causal;  // attention; empty when the row does not say
   double tokens = 0, flops = 0, time_s = 0, flops_per_s = 0;
   std::string engine;          // attention: the row's "attention_engine" (seqpar when not given); empty for GEMM
+  // attention: the workspace the engine asked for the call (seqpar-bench-attention's
+  // "workspace_bytes"), and the shape that sizes it; empty when the row does not say.
+  std::optional<double> workspace_bytes;
+  double rows = 0;  // batch x heads x query length: the call's query rows over all heads
 };
 
 struct Collected {
@@ -199,6 +203,10 @@ void collect(const json& doc, const std::string& where, const std::string& file,
           !std::isfinite(p.flops_per_s) || p.head_dim < 0)
         throw Error(fmt::format("{}: flops, tflops, seq_len and head_dim must be positive", w));
       p.time_s = p.flops / p.flops_per_s;
+      p.workspace_bytes = optional_number(r, "workspace_bytes", w);
+      if (p.workspace_bytes && !(*p.workspace_bytes >= 0 && std::isfinite(*p.workspace_bytes)))
+        throw Error(fmt::format("{}: field 'workspace_bytes' must be a finite number of bytes, 0 or more", w));
+      p.rows = optional_number(r, "batch", w).value_or(1) * optional_number(r, "heads", w).value_or(0) * p.tokens;
       c.attention.push_back(p);
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
@@ -462,6 +470,48 @@ void name_attention_kernel(Base& b, const std::string& engine) {
   gpu["attention_kernel"] = engine;
 }
 
+// The attention kernel's workspace from the engine's own size queries (the rows' workspace_bytes):
+// per query row and head, the backward's is a x head_dim + b fp32 values and the forward's of an
+// unmasked block a' x head_dim (memory_cost.hpp), fitted by least squares over the rows; with one
+// head dimension b is held at 1 (the row sum every flash backward keeps) and a alone is fitted.
+void fit_attention_workspace(const Collected& c, Base& b, Fitted& out, const std::string& engine) {
+  std::vector<std::pair<double, double>> bwd, fwd;  // (head_dim, fp32 values per row)
+  std::set<std::string> files;
+  for (const auto& p : c.attention) {
+    if (p.engine != engine || !p.workspace_bytes || !(p.rows > 0) || p.head_dim <= 0) continue;
+    const double per_row = *p.workspace_bytes / 4.0 / p.rows;
+    if (p.op == "bwd") bwd.push_back({double(p.head_dim), per_row});
+    else if (p.causal && !*p.causal) fwd.push_back({double(p.head_dim), per_row});
+    files.insert(p.file);
+  }
+  if (bwd.empty()) return;
+  std::set<double> dims;
+  for (const auto& [d, w] : bwd) dims.insert(d);
+  double a = 0, intercept = 1;
+  if (dims.size() >= 2) {  // w = a d + b
+    double sd = 0, sw = 0, sdd = 0, sdw = 0, n = double(bwd.size());
+    for (const auto& [d, w] : bwd) sd += d, sw += w, sdd += d * d, sdw += d * w;
+    a = (n * sdw - sd * sw) / (n * sdd - sd * sd);
+    intercept = (sw - a * sd) / n;
+  } else {
+    for (const auto& [d, w] : bwd) a += (w - intercept) / d;
+    a /= double(bwd.size());
+  }
+  double fwd_a = 0;
+  for (const auto& [d, w] : fwd) fwd_a += w / d / double(fwd.size());
+  a = std::max(0.0, a), intercept = std::max(0.0, intercept);
+  const std::string src = fmt::format(
+      "fitted by seqpar calibrate from {}: the '{}' engine's own workspace sizes for {} backward and {} unmasked forward "
+      "calls, in fp32 values per query row and head{}",
+      join(files), engine, bwd.size(), fwd.size(), dims.size() >= 2 ? "" : " (one head dimension: the +1 held)");
+  b.gpu["attention_bwd_workspace_per_head_dim"] = figure(a, src);
+  b.gpu["attention_bwd_workspace_per_row"] = figure(intercept, src);
+  if (!fwd.empty()) b.gpu["attention_fwd_workspace_per_head_dim"] = figure(std::max(0.0, fwd_a), src);
+  out.fits["attention_workspace"] = {{"bwd_per_head_dim", a}, {"bwd_per_row", intercept},
+                                     {"fwd_per_head_dim", fwd.empty() ? json() : json(fwd_a)},
+                                     {"rows", bwd.size() + fwd.size()}};
+}
+
 void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, const std::string& engine) {
   std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
   for (const auto& p : c.attention)
@@ -501,6 +551,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
     if (!bwd) b.gpu["attention_half_tokens"] = figure(ec.half_tokens, src);
   }
   out.fits["attention"] = attention_fits;
+  fit_attention_workspace(c, b, out, engine);
   ++out.groups;
 }
 
