@@ -85,6 +85,10 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--attention-engine", args->options.attention_engine,
                   "attention engine whose seqpar-bench-attention rows are fitted, seqpar or cudnn (engines are never "
                   "mixed; default: cudnn when measured, else seqpar)");
+  cmd->add_option("--framework", args->options.framework,
+                  "framework profile the measured training steps ran with (a preset such as hf-transformers or "
+                  "seqpar-train, or a path): its memory inventory is what the framework terms are fitted over, and "
+                  "the profile records it (default: the base system's, else deepspeed-alst)");
   cmd->add_flag("--json", args->json,
                 "print the profile as JSON instead of a summary (calibration.rows: each fitted row, measured against predicted)");
   cmd->callback([args] {

@@ -49,6 +49,10 @@ void add_maxlen_command(CLI::App& app) {
         j["valid"] = a.max_seq_len > 0;
         j["errors"] = a.max_seq_len > 0 ? nlohmann::json::array() : nlohmann::json::array({none_reason(a)});
         j["max_seq_len"] = a.max_seq_len;
+        // Shorter lengths that do not fit (tiled MLP / loss: the peak can fall as the length grows).
+        j["gaps"] = nlohmann::json::array();
+        for (const sim::LengthGap& g : a.gaps) j["gaps"].push_back({{"first", g.first}, {"last", g.last}});
+        j["gap_count"] = a.gap_count;
         j["global_batch"] = batch_json(space.global_batch, a.max_seq_len);
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
@@ -70,6 +74,13 @@ void add_maxlen_command(CLI::App& app) {
                      a.max_seq_len, double(a.max_seq_len) / (1 << 20), seqpar::describe(a.result->plan),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
+          if (a.gap_count > 0) {
+            fmt::print("shorter lengths that do not fit ({} range{}; the peak falls where the tile count steps up):\n",
+                       a.gap_count, a.gap_count == 1 ? "" : "s");
+            for (const sim::LengthGap& g : a.gaps) fmt::print("  {} .. {}\n", g.first, g.last);
+            if (a.gap_count > std::int64_t(a.gaps.size())) fmt::print("  ... and {} more\n", a.gap_count - std::int64_t(a.gaps.size()));
+            fmt::print("\n");
+          }
         } else {
           fmt::print("{}\n", none_reason(a));
         }

@@ -18,11 +18,11 @@ void add_presets_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("presets", "List the built-in GPUs, systems and models");
   cmd->add_flag("--json", o->json, "Print the preset documents (with their sources) as JSON");
-  cmd->add_option("--kind", o->kind, "Only this kind: gpu, system or model");
+  cmd->add_option("--kind", o->kind, "Only this kind: gpu, system, model or framework");
   cmd->callback([o] {
     guarded(o->json, "seqpar presets", [&] {
-      if (!o->kind.empty() && o->kind != "gpu" && o->kind != "system" && o->kind != "model")
-        throw Error(fmt::format("kind: '{}' is not one of gpu, system, model", o->kind));
+      if (!o->kind.empty() && o->kind != "gpu" && o->kind != "system" && o->kind != "model" && o->kind != "framework")
+        throw Error(fmt::format("kind: '{}' is not one of gpu, system, model, framework", o->kind));
       const auto& all = sim::builtin_presets();
       if (o->json) {
         nlohmann::json j = document("seqpar presets");
@@ -68,6 +68,18 @@ void add_presets_command(CLI::App& app) {
                    std::to_string(m.ffn_hidden), std::to_string(m.vocab)});
           }
         fmt::print("Models\n{}\n", t.str());
+      }
+      if (o->kind.empty() || o->kind == "framework") {
+        Table t({"framework", "state bytes/param", "gradients", "description"});
+        for (const auto& p : all)
+          if (p.kind == "framework") {
+            const sim::Framework f = sim::framework_from_json(p.document, p.name);
+            double per_param = 0;
+            for (const sim::StateTerm& st : f.states) per_param += st.bytes_per_param;
+            t.add({p.name, fmt::format("{:g}", per_param), f.gradients_during_backward ? "during backward" : "kept",
+                   p.description});
+          }
+        fmt::print("Frameworks (memory inventories: seqpar presets --kind framework --json)\n{}\n", t.str());
       }
       fmt::print("Every figure's source: seqpar presets --json\n");
     });

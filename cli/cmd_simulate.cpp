@@ -23,8 +23,9 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   fmt::print("plan: {}  (dp={}; {} sequence{} of {} tokens per optimizer step)\nplacement: {}\n", seqpar::describe(p),
              p.dp(), p.global_batch_sequences(), p.global_batch_sequences() == 1 ? "" : "s", format_count(p.seq_len),
              sim::describe_placement(s, p));
-  fmt::print("fits: {} (peak {} of {} GiB, at {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
-             gib(r.capacity_bytes), r.memory.peak_phase);
+  fmt::print("framework: {}\n", s.profile.name);
+  fmt::print("fits: {} (peak {} of {} GiB, at {}: {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
+             gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase);
   Table k({"metric", "value"});
   k.add({"step time (one optimizer step)", seconds(r.step_time_s)});
   k.add({"tokens/s per GPU", fmt::format("{:.0f}", r.tokens_per_s_per_gpu)});
@@ -55,6 +56,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   mt.add({"gradients", gib(b.gradients)});
   mt.add({"optimizer states", gib(b.optimizer_states)});
   mt.add({"activations", gib(b.activations)});
+  mt.add({"checkpoints", gib(b.checkpoints)});
   mt.add({"attention buffers", gib(b.attention_buffers)});
   mt.add({"working set", gib(b.working)});
   mt.add({"logits", gib(b.logits)});
@@ -62,7 +64,11 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   mt.add({"total (peak)", gib(b.total())});
   mt.add({"capacity", gib(r.capacity_bytes)});
   if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded)", gib(r.memory.host_bytes)});
-  fmt::print("{}", mt.str());
+  fmt::print("{}\n", mt.str());
+  Table terms({"peak, term by term", "part", "GiB"});
+  for (const sim::MemoryTerm& t : r.memory.terms) terms.add({t.name, std::string(sim::to_string(t.part)), gib(t.bytes)});
+  terms.add({"reserve (device, allocator, calibrated)", "reserved", gib(b.reserved)});
+  fmt::print("{}", terms.str());
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ std::string csv_row(const sim::SweepPoint& pt) {
 
 struct Opts {
   std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = method_names(",");
-  std::string out, attention_kernel;
+  std::string out, attention_kernel, framework;
   std::optional<int> ulysses_degree;
   std::optional<int> micro_batch;
   BatchOptions batch;
@@ -89,10 +89,11 @@ struct Grid {
   sim::SearchSpace space;
 };
 
-std::vector<sim::System> parse_systems(const std::string& text, const std::string& attention_kernel) {
+std::vector<sim::System> parse_systems(const std::string& text, const std::string& attention_kernel,
+                                       const std::string& framework) {
   const auto args = split_list(text, "system");
   const auto systems = parse_list<sim::System>(
-      text, "system", [&](const std::string& s) { return load_system(CommonOptions{"", s, attention_kernel, false}); });
+      text, "system", [&](const std::string& s) { return load_system(CommonOptions{"", s, attention_kernel, false, framework}); });
   // Points are keyed by system name, so two inputs naming one system would be mixed up.
   for (std::size_t i = 0; i < systems.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
@@ -106,7 +107,7 @@ std::vector<sim::System> parse_systems(const std::string& text, const std::strin
 Grid parse_grid(const Opts& o) {
   Grid g;
   g.model = sim::load_model(o.model);
-  g.systems = parse_systems(o.systems, o.attention_kernel);
+  g.systems = parse_systems(o.systems, o.attention_kernel, o.framework);
   g.gpus = parse_list<int>(o.gpus, "gpus", [](const std::string& s) { return parse_int(s, "gpus"); });
   refuse_duplicates(g.gpus, split_list(o.gpus, "gpus"), "gpus");
   g.seq_lens = parse_list<std::int64_t>(o.seq_lens, "seq_len", [](const std::string& s) { return parse_seq_len(s); });
@@ -234,6 +235,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "Model preset name or path to a model JSON file")->capture_default_str();
   cmd->add_option("--system", o->systems, "Systems: comma-separated presets or JSON paths")->capture_default_str();
   add_attention_kernel(cmd, o->attention_kernel);
+  add_framework(cmd, o->framework);
   cmd->add_option("--gpus", o->gpus, "GPU counts, comma-separated")->capture_default_str();
   cmd->add_option("--seq-len", o->seq_lens, "Sequence lengths, comma-separated (e.g. 32K,128K,1M)")->required();
   cmd->add_option("--sp", o->sps, "SP degrees, comma-separated (default: every divisor of each GPU count)");

@@ -20,7 +20,15 @@ void add_common(CLI::App* app, CommonOptions& o) {
   app->add_option("--model", o.model, "Model preset name or path to a model JSON file")->capture_default_str();
   app->add_option("--system", o.system, "System preset name or path to a system/profile JSON file")->capture_default_str();
   add_attention_kernel(app, o.attention_kernel);
+  add_framework(app, o.framework);
   app->add_flag("--json", o.json, "Print JSON instead of tables");
+}
+
+void add_framework(CLI::App* app, std::string& framework) {
+  app->add_option("--framework", framework,
+                  "Training framework whose memory inventory and time terms to use: a preset (seqpar-train, "
+                  "hf-transformers, deepspeed-alst, megatron-core; `seqpar presets --kind framework`) or a path to a "
+                  "framework JSON file (default: the one a calibrated --system names, else deepspeed-alst)");
 }
 
 void add_attention_kernel(CLI::App* app, std::string& kernel) {
@@ -91,7 +99,10 @@ void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m
 
 sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
-sim::System load_system(const CommonOptions& o) { return sim::load_system(o.system, o.attention_kernel); }
+sim::System load_system(const CommonOptions& o) {
+  if (o.framework.empty()) return sim::load_system(o.system, o.attention_kernel);
+  return sim::load_system(o.system, o.attention_kernel, sim::load_framework(o.framework));
+}
 
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
   seqpar::Plan p = seqpar::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);

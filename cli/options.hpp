@@ -35,6 +35,7 @@ struct CommonOptions {
   std::string system = "dgx-h100";
   std::string attention_kernel;  // empty: the GPU preset's default (sim/attention_kernels.hpp)
   bool json = false;
+  std::string framework;         // empty: the system profile's, else the default (sim/framework.hpp)
 };
 
 // --method, --sp, --ulysses-degree, --ring-degree, --micro-batch as given (seqpar::plan_from_flags
@@ -66,6 +67,7 @@ sim::System load_system(const std::string& name_or_path);
 sim::System load_system(const CommonOptions& o);
 // Registers --attention-kernel (add_common does; sweep, with its own options, calls it itself).
 void add_attention_kernel(CLI::App* app, std::string& kernel);
+void add_framework(CLI::App* app, std::string& framework);
 
 // A normalized plan from the flags (seqpar::plan_from_flags; validity is the simulator's to check).
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);

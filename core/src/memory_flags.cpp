@@ -16,6 +16,7 @@ MemoryOptions MemoryFlags::options() const {
   m.offload_optimizer = offload_optimizer;
   m.tiled_mlp = tiled_mlp;
   m.tiled_loss = tiled_loss;
+  m.offload_params = offload_params;
   return m;
 }
 
@@ -26,7 +27,7 @@ std::optional<MemoryOptions> MemoryFlags::fixed() const {
 
 MemoryOptions MemoryFlags::options_over(const MemoryOptions& defaults) const {
   MemoryOptions m = defaults;
-  if (given.size() != 6) return m;  // not registered
+  if (given.size() != 7) return m;  // not registered
   const MemoryOptions f = options();
   // In add_memory_flags' order.
   if (given[0]->count() > 0) m.zero = f.zero;
@@ -35,6 +36,7 @@ MemoryOptions MemoryFlags::options_over(const MemoryOptions& defaults) const {
   if (given[3]->count() > 0) m.offload_optimizer = f.offload_optimizer;
   if (given[4]->count() > 0) m.tiled_mlp = f.tiled_mlp;
   if (given[5]->count() > 0) m.tiled_loss = f.tiled_loss;
+  if (given[6]->count() > 0) m.offload_params = f.offload_params;
   return m;
 }
 
@@ -46,6 +48,8 @@ void add_memory_flags(CLI::App* app, MemoryFlags& m) {
       app->add_flag("--offload-optimizer", m.offload_optimizer, "Optimizer states and step on the host"),
       app->add_flag("--tiled-mlp", m.tiled_mlp, "Compute the MLP in sequence tiles (ALST)"),
       app->add_flag("--tiled-loss", m.tiled_loss, "Compute logits and loss in sequence tiles (ALST)"),
+      app->add_flag("--offload-params", m.offload_params,
+                    "Keep ZeRO-3's parameter shards in host memory, gathered layer by layer (needs --zero 3)"),
   };
 }
 

@@ -169,6 +169,7 @@ nlohmann::json to_json(const Plan& p) {
           {"checkpoint", to_string(p.mem.checkpoint)},
           {"offload_checkpoints", p.mem.offload_checkpoints},
           {"offload_optimizer", p.mem.offload_optimizer},
+          {"offload_params", p.mem.offload_params},
           {"tiled_mlp", p.mem.tiled_mlp},
           {"tiled_loss", p.mem.tiled_loss}};
 }
@@ -230,6 +231,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.mem.checkpoint = parse_checkpoint(field<std::string>(j, "checkpoint", "none", false));
   p.mem.offload_checkpoints = field<bool>(j, "offload_checkpoints", false, false);
   p.mem.offload_optimizer = field<bool>(j, "offload_optimizer", false, false);
+  p.mem.offload_params = field<bool>(j, "offload_params", false, false);
   p.mem.tiled_mlp = field<bool>(j, "tiled_mlp", false, false);
   p.mem.tiled_loss = field<bool>(j, "tiled_loss", false, false);
   return p;
@@ -285,6 +287,7 @@ std::string describe(const Plan& p) {
   s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
   if (p.mem.offload_checkpoints) s += " +offload-ckpt";
   if (p.mem.offload_optimizer) s += " +offload-opt";
+  if (p.mem.offload_params) s += " +offload-params";
   if (p.mem.tiled_mlp) s += " +tiled-mlp";
   if (p.mem.tiled_loss) s += " +tiled-loss";
   return s;

@@ -57,6 +57,10 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
 
 bool check_memory_combination(const MemoryOptions& m, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
+  if (m.offload_params && m.zero != 3)
+    errors.push_back(fmt::format("offload_params: parameter offload keeps ZeRO-3's parameter shards in host memory; it "
+                                 "needs --zero 3 (got --zero {})",
+                                 m.zero));
   if (m.offload_checkpoints && m.checkpoint != Checkpoint::full)
     errors.push_back("offload_checkpoints: offloading keeps full-checkpoint layer inputs in host memory; it needs --checkpoint full");
   return errors.size() == before;

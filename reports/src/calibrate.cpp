@@ -54,6 +54,10 @@ struct KernelPoint {
   std::optional<bool> causal;  // attention; empty when the row does not say
   double tokens = 0, flops = 0, time_s = 0, flops_per_s = 0;
   std::string engine;          // attention: the row's "attention_engine" (seqpar when not given); empty for GEMM
+  // attention: the workspace the engine asked for the call (seqpar-bench-attention's
+  // "workspace_bytes"), and the shape that sizes it; empty when the row does not say.
+  std::optional<double> workspace_bytes;
+  double rows = 0;  // batch x heads x query length: the call's query rows over all heads
 };
 
 struct Collected {
@@ -199,6 +203,10 @@ void collect(const json& doc, const std::string& where, const std::string& file,
           !std::isfinite(p.flops_per_s) || p.head_dim < 0)
         throw Error(fmt::format("{}: flops, tflops, seq_len and head_dim must be positive", w));
       p.time_s = p.flops / p.flops_per_s;
+      p.workspace_bytes = optional_number(r, "workspace_bytes", w);
+      if (p.workspace_bytes && !(*p.workspace_bytes >= 0 && std::isfinite(*p.workspace_bytes)))
+        throw Error(fmt::format("{}: field 'workspace_bytes' must be a finite number of bytes, 0 or more", w));
+      p.rows = optional_number(r, "batch", w).value_or(1) * optional_number(r, "heads", w).value_or(0) * p.tokens;
       c.attention.push_back(p);
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
@@ -462,6 +470,48 @@ void name_attention_kernel(Base& b, const std::string& engine) {
   gpu["attention_kernel"] = engine;
 }
 
+// The attention kernel's workspace from the engine's own size queries (the rows' workspace_bytes):
+// per query row and head, the backward's is a x head_dim + b fp32 values and the forward's of an
+// unmasked block a' x head_dim (memory_cost.hpp), fitted by least squares over the rows; with one
+// head dimension b is held at 1 (the row sum every flash backward keeps) and a alone is fitted.
+void fit_attention_workspace(const Collected& c, Base& b, Fitted& out, const std::string& engine) {
+  std::vector<std::pair<double, double>> bwd, fwd;  // (head_dim, fp32 values per row)
+  std::set<std::string> files;
+  for (const auto& p : c.attention) {
+    if (p.engine != engine || !p.workspace_bytes || !(p.rows > 0) || p.head_dim <= 0) continue;
+    const double per_row = *p.workspace_bytes / 4.0 / p.rows;
+    if (p.op == "bwd") bwd.push_back({double(p.head_dim), per_row});
+    else if (p.causal && !*p.causal) fwd.push_back({double(p.head_dim), per_row});
+    files.insert(p.file);
+  }
+  if (bwd.empty()) return;
+  std::set<double> dims;
+  for (const auto& [d, w] : bwd) dims.insert(d);
+  double a = 0, intercept = 1;
+  if (dims.size() >= 2) {  // w = a d + b
+    double sd = 0, sw = 0, sdd = 0, sdw = 0, n = double(bwd.size());
+    for (const auto& [d, w] : bwd) sd += d, sw += w, sdd += d * d, sdw += d * w;
+    a = (n * sdw - sd * sw) / (n * sdd - sd * sd);
+    intercept = (sw - a * sd) / n;
+  } else {
+    for (const auto& [d, w] : bwd) a += (w - intercept) / d;
+    a /= double(bwd.size());
+  }
+  double fwd_a = 0;
+  for (const auto& [d, w] : fwd) fwd_a += w / d / double(fwd.size());
+  a = std::max(0.0, a), intercept = std::max(0.0, intercept);
+  const std::string src = fmt::format(
+      "fitted by seqpar calibrate from {}: the '{}' engine's own workspace sizes for {} backward and {} unmasked forward "
+      "calls, in fp32 values per query row and head{}",
+      join(files), engine, bwd.size(), fwd.size(), dims.size() >= 2 ? "" : " (one head dimension: the +1 held)");
+  b.gpu["attention_bwd_workspace_per_head_dim"] = figure(a, src);
+  b.gpu["attention_bwd_workspace_per_row"] = figure(intercept, src);
+  if (!fwd.empty()) b.gpu["attention_fwd_workspace_per_head_dim"] = figure(std::max(0.0, fwd_a), src);
+  out.fits["attention_workspace"] = {{"bwd_per_head_dim", a}, {"bwd_per_row", intercept},
+                                     {"fwd_per_head_dim", fwd.empty() ? json() : json(fwd_a)},
+                                     {"rows", bwd.size() + fwd.size()}};
+}
+
 void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, const std::string& engine) {
   std::map<std::tuple<int, int, int>, std::vector<KernelPoint>> groups;
   for (const auto& p : c.attention)
@@ -501,6 +551,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
     if (!bwd) b.gpu["attention_half_tokens"] = figure(ec.half_tokens, src);
   }
   out.fits["attention"] = attention_fits;
+  fit_attention_workspace(c, b, out, engine);
   ++out.groups;
 }
 
@@ -508,7 +559,7 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
 // kernel and link fits above left it, and each step's leave-one-out error. The base system's own
 // framework terms are the priors (a term the steps cannot determine keeps its value) and its
 // framework choices (bytes per logit, gradient bytes) stay.
-void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
+void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const CalibrateOptions& opt) {
   std::vector<MeasuredStep> bf16;
   for (auto& s : c.steps) {
     // The profile's figures are bf16/fp16 rates, as for the kernel rows.
@@ -519,7 +570,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   if (bf16.empty()) return;
   json prof = b.system;
   prof["gpu"] = b.gpu;
-  const sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  sim::System sys = sim::system_from_json(prof, "calibrated profile");
+  // The terms are fitted over the inventory of the framework the steps ran (its time terms the priors).
+  if (!opt.framework.empty()) {
+    const bool calibrated = sys.framework_calibrated;
+    sys.framework_calibrated = false;
+    sim::use_framework(sys, sim::load_framework(opt.framework));
+    sys.framework_calibrated = calibrated;
+  }
   const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
   const StepFit f = fit_framework_terms(sys, used);
   for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
@@ -533,14 +591,14 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
       "term within its physical range; time RMS relative residual {:.2f}%, peak memory {:.2f}%{}", join(files), f.points,
       f.time_rel_residual * 100, f.memory_rel_residual * 100,
       held.empty() ? "" : fmt::format("; not determined by these steps, held at the base's: {}", held));
-  b.system["framework"] = sim::framework_terms_json(f.terms, src);
+  b.system["framework"] = sim::framework_terms_json(f.terms, sys.profile.name, src);
   res.steps = step_rows(sys, f, used);
   for (const auto& row : res.steps) {
     if (row["loo_time_error"].is_null()) continue;
     res.max_abs_loo_time_error = std::max(res.max_abs_loo_time_error, std::fabs(row["loo_time_error"].get<double>()));
     res.max_abs_loo_memory_error = std::max(res.max_abs_loo_memory_error, std::fabs(row["loo_memory_error"].get<double>()));
   }
-  json fit = sim::framework_terms_json(f.terms, src);
+  json fit = sim::framework_terms_json(f.terms, sys.profile.name, src);
   fit.erase("source");
   fit["points"] = f.points;
   json terms = json::object();
@@ -558,8 +616,13 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res) {
   for (const auto& t : f.fitted)
     terms_line += fmt::format("{}{} {:.6g}{}", terms_line.empty() ? "" : ", ", t.key, t.value,
                               t.determined ? "" : " (held)");
-  res.fitted.push_back(fmt::format("framework: {} ({} distinct steps, time residual {:.2f}%, memory {:.2f}%)", terms_line,
-                                   f.points, f.time_rel_residual * 100, f.memory_rel_residual * 100));
+  res.fitted.push_back(fmt::format("framework over profile '{}': {} ({} distinct steps, time residual {:.2f}%, memory "
+                                   "{:.2f}%)",
+                                   sys.profile.name, terms_line, f.points, f.time_rel_residual * 100,
+                                   f.memory_rel_residual * 100));
+  // What each term means, beside its value (kFrameworkTerms).
+  for (const auto& t : sim::kFrameworkTerms)
+    res.fitted.push_back(fmt::format("  {}: {}", t.key, t.meaning));
   ++out.groups;
 }
 
@@ -625,7 +688,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
     fitted.fits["attention_engine"] = engine;
     res.fitted.push_back(fmt::format("attention curves fitted to the '{}' engine's rows", engine));
   }
-  fit_steps(c, b, fitted, res);
+  fit_steps(c, b, fitted, res, opt);
   note_unfitted_rows(c);
   for (auto& n : c.notes) res.notes.push_back(std::move(n));
   if (fitted.groups == 0)

@@ -271,7 +271,8 @@ void fit_quantity(const Quantity& q, sim::FrameworkTerms& out, std::vector<TermF
 
 StepPrediction predict_step(const sim::System& sys, const MeasuredStep& s) {
   const sim::Result r = simulate_step(sys, s);
-  return {r.step_time_s, r.peak_memory_bytes()};
+  // A step's measured peak is what its framework's allocator handed out (memory_cost.hpp).
+  return {r.step_time_s, r.memory.allocated_bytes()};
 }
 
 std::vector<MeasuredStep> distinct_steps(const sim::System& base, const std::vector<MeasuredStep>& steps,

@@ -104,24 +104,18 @@ fi
 if [[ $phase == maxlen || $phase == all ]]; then
   # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
   # feature, and the longest that really runs.
-  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" \
-    "$root/sim/presets/systems/dgx-h100.json" "$work/dgx-h100-seqpar-train.json" <<'PY'
+  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 m["name"] = "llama3-8b-4l"
 m["layers"] = {"value": 4, "source": "measure.sh: 4 layers of llama3-8b"}
 m["vocab"] = {"value": 32000, "source": "measure.sh: 32K vocabulary"}
 json.dump(m, open(sys.argv[2], "w"), indent=1)
-# seqpar-train's own memory choices as the profile's framework terms (README, seqpar-train memory):
-# bf16 logits with the gradient in place, fp32 gradients.
-s = json.load(open(sys.argv[3]))
-s["name"] = "dgx-h100-seqpar-train"
-s["framework"] = {"loss_bytes_per_logit": 2, "gradient_bytes_per_param": 4}
-json.dump(s, open(sys.argv[4], "w"), indent=1)
 PY
+  # seqpar-train's own inventory (sim/presets/frameworks/seqpar-train.json) on the cuDNN engine it runs.
   alst=(--checkpoint full --offload-checkpoints --tiled-mlp --tiled-loss)
-  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system "$work/dgx-h100-seqpar-train.json" --gpus 1 --method ulysses --sp 1 --zero 0 \
-    "${alst[@]}" --json >"$work/maxlen.json" 2>"$work/maxlen.log"
+  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system dgx-h100 --framework seqpar-train --attention-kernel cudnn \
+    --gpus 1 --method ulysses --sp 1 --zero 0 "${alst[@]}" --json >"$work/maxlen.json" 2>"$work/maxlen.log"
   maxlen=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("max_seq_len") or d.get("results",[{}])[0].get("max_seq_len",""))' "$work/maxlen.json" 2>/dev/null)
   note "predicted max length with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
   if [ -n "$maxlen" ]; then

@@ -47,7 +47,10 @@ def without_run(doc):
 def test_simulate_equals_the_cli_json(seqpar):
     plans = [dict(model="llama3-8b", gpus=8, seq_len="128K", method="ulysses", sp=8),
              dict(model="qwen2-7b", gpus=16, seq_len="256K", method="hybrid", ulysses_degree=4, ring_degree=4,
-                  checkpoint="full", tiled_mlp=True)]
+                  checkpoint="full", tiled_mlp=True),
+             # A framework profile by name (sim/presets/frameworks/), and ZeRO-3's parameter offload.
+             dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="hf-transformers", zero=3,
+                  offload_params=True)]
     for kw in plans:
         args = ["simulate", "--json"]
         for k, v in kw.items():

@@ -6,6 +6,7 @@
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/validity.hpp"
@@ -24,6 +25,7 @@ MemoryOptions most_saving() {
   m.checkpoint = Checkpoint::full;
   m.offload_checkpoints = true;
   m.offload_optimizer = true;
+  m.offload_params = true;
   m.tiled_mlp = true;
   m.tiled_loss = true;
   return m;
@@ -55,7 +57,8 @@ const std::vector<MemoryOptions>& memory_option_sets() {
       for (int ck = 0; ck < 4; ++ck)
         for (int tm = 0; tm < 2; ++tm)
           for (int tl = 0; tl < 2; ++tl)
-            for (int oo = 0; oo < 2; ++oo) {
+            for (int oo = 0; oo < 2; ++oo)
+              for (int op = 0; op < (zero == 3 ? 2 : 1); ++op) {
               MemoryOptions m;
               m.zero = zero;
               m.checkpoint = ck == 0 ? Checkpoint::none : ck == 1 ? Checkpoint::selective : Checkpoint::full;
@@ -63,6 +66,7 @@ const std::vector<MemoryOptions>& memory_option_sets() {
               m.tiled_mlp = tm;
               m.tiled_loss = tl;
               m.offload_optimizer = oo;
+              m.offload_params = op;
               out.push_back(m);
             }
     return out;
@@ -183,7 +187,7 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
           const MemoryBreakdown& b = out.closest->memory.peak;
           std::pair<double, const char*> parts[] = {
               {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
-              {b.activations, "activations"}, {b.attention_buffers, "attention buffers"},
+              {b.activations, "activations"}, {b.checkpoints, "checkpoints"}, {b.attention_buffers, "attention buffers"},
               {b.working, "working set"}, {b.logits, "logits"}};
           auto top = *std::max_element(std::begin(parts), std::end(parts));
           return fmt::format("{} {:.1f} GiB", top.second, top.first / kGiB);
@@ -296,7 +300,20 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
   return a;
 }
 
-std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
+namespace {
+// The largest k in [lo, hi] with ok(k), given ok(lo) and that ok holds on a prefix of [lo, hi].
+template <class Ok>
+std::int64_t last_true(std::int64_t lo, std::int64_t hi, Ok ok) {
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    if (ok(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+}  // namespace
+
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan) {
   Plan p = plan;
   const std::int64_t gran = seq_granularity(p);
   std::vector<std::string> errors;
@@ -306,19 +323,66 @@ std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
     if (!check_plan(m, s, p, errors)) return false;
     return simulate(m, s, p).fits;
   };
-  if (!ok(1)) return 0;
+  MaxLenSearch out;
   constexpr std::int64_t kLimit = limits::kMaxSeqLen;  // a trillion tokens: no GPU fits more
+  const std::int64_t k_max = kLimit / gran;
+  if (k_max < 1 || !ok(1)) return out;
+  // Runs of one tile count: a rank holds k x `per_k` tokens of each sequence; run c holds the k with
+  // ceil(k x per_k / hidden) = c. Without tiling the whole range is one run.
+  const bool tiled = p.mem.tiled_mlp || p.mem.tiled_loss;
+  const std::int64_t per_k = std::max<std::int64_t>(1, gran / std::max(1, p.sp));
+  const std::int64_t h = m.hidden;
+  auto run_end = [&](std::int64_t c) {  // the last k of run c
+    if (!tiled) return k_max;
+    return std::min(k_max, c * h / per_k);  // c x h <= k_max x per_k + h: no overflow
+  };
+  auto run_start = [&](std::int64_t c) { return c <= 1 ? std::int64_t{1} : run_end(c - 1) + 1; };
+  auto run_of = [&](std::int64_t k) { return tiled ? alst_tile_count(k * per_k, h) : std::int64_t{1}; };
+  // The last run whose first length fits (first lengths fit on a prefix of the runs: every term
+  // but the tile grows with the length, and the first tile of a run grows with the run).
+  const std::int64_t runs = run_of(k_max);
+  auto first_fits = [&](std::int64_t c) { return run_start(c) <= k_max && ok(run_start(c)); };
   std::int64_t lo = 1, hi = 2;
-  while (hi * gran <= kLimit && ok(hi)) {
+  while (hi <= runs && first_fits(hi)) {
     lo = hi;
-    hi *= 2;
+    hi = hi > runs / 2 ? runs + 1 : hi * 2;  // the next probe, or past the last run
   }
-  if (hi * gran > kLimit) return lo * gran;
-  while (hi - lo > 1) {  // ok(lo) holds, ok(hi) does not
-    std::int64_t mid = lo + (hi - lo) / 2;
-    (ok(mid) ? lo : hi) = mid;
+  const std::int64_t run = last_true(lo, std::min(hi, runs + 1) - 1, first_fits);
+  // In that run, the longest length that fits (the peak grows with the length inside a run).
+  auto grow = [&](std::int64_t start, std::int64_t end) {
+    std::int64_t a = start, b = start + 1;
+    while (b <= end && ok(b)) {
+      a = b;
+      const std::int64_t next = start + 2 * (b - start);
+      b = next > end ? end + 1 : next;
+    }
+    return last_true(a, std::min(b, end + 1) - 1, ok);
+  };
+  out.max_seq_len = grow(run_start(run), run_end(run)) * gran;
+  // Runs below whose longest lengths do not fit: a suffix of them (their last lengths' peaks grow
+  // with the run). Each gap runs from the first length of its run that does not fit to the run's end.
+  if (run > 1) {
+    auto end_fits = [&](std::int64_t c) { return ok(run_end(c)); };
+    std::int64_t first_gap = run;  // the first run below `run` whose end does not fit, if any
+    if (!end_fits(run - 1)) {
+      std::int64_t good = 0, bad = run - 1;  // end_fits(good) or good = 0; !end_fits(bad)
+      while (bad - good > 1) {
+        const std::int64_t mid = good + (bad - good) / 2;
+        (end_fits(mid) ? good : bad) = mid;
+      }
+      first_gap = bad;
+    }
+    out.gap_count = run - first_gap;
+    for (std::int64_t c = first_gap; c < run && out.gaps.size() < kMaxGapsListed; ++c) {
+      const std::int64_t last_ok = grow(run_start(c), run_end(c));
+      out.gaps.push_back({(last_ok + 1) * gran, run_end(c) * gran});
+    }
   }
-  return lo * gran;
+  return out;
+}
+
+std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
+  return max_seq_len_search(m, s, plan).max_seq_len;
 }
 
 std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, std::int64_t tokens, std::string& why) {
@@ -361,7 +425,7 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
     }
     // A global batch: the smallest micro-batch (the longest sequences), accumulation for the rest.
     std::string why;
-    std::int64_t n = 0;
+    MaxLenSearch search;
     if (batch && batch->sequences > 0) {
       const std::vector<Plan> fills = batch_fills(st, batch->sequences, space.micro_batch.value_or(1), why);
       if (fills.empty()) {
@@ -369,12 +433,13 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
         continue;
       }
       st = fills.front();
-      n = max_seq_len(m, s, st);
+      search = max_seq_len_search(m, s, st);
     } else if (batch) {
-      n = max_seq_len_for_tokens(m, s, st, batch->tokens, why);
+      search.max_seq_len = max_seq_len_for_tokens(m, s, st, batch->tokens, why);
     } else {
-      n = max_seq_len(m, s, st);
+      search = max_seq_len_search(m, s, st);
     }
+    const std::int64_t n = search.max_seq_len;
     if (n == 0 && !why.empty()) {  // the batch cannot be reached, or no length of it fits
       out.rejected.push_back({st, {why}});
       continue;
@@ -392,6 +457,8 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       better = simulate(m, s, st).tokens_per_s_per_gpu > simulate(m, s, *winner).tokens_per_s_per_gpu;
     if (better) {
       out.max_seq_len = n;
+      out.gaps = search.gaps;
+      out.gap_count = search.gap_count;
       winner = st;
     }
   }

@@ -69,13 +69,32 @@ json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view ke
     if (f == entry->end()) throw Error(fmt::format("{}: missing field '{}'", where, key));
     out[key] = *f;
   }
-  // Optional: how the kernel's backward holds GQA gradients (hardware.hpp); absent: per KV head.
-  const char* kv_grads = "attention_bwd_expands_kv_grads";
-  if (auto f = entry->find(kv_grads); f != entry->end()) out[kv_grads] = *f;
-  else out.erase(kv_grads);
+  // Optional: how the kernel's backward holds GQA gradients and how large its workspace is
+  // (hardware.hpp); absent: per KV head, and the default workspace.
+  for (const char* key : {"attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
+                          "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim"}) {
+    if (auto f = entry->find(key); f != entry->end()) out[key] = *f;
+    else out.erase(key);
+  }
   out["attention_kernel"] = std::string(kernel);
   out.erase("attention_curves");  // measured on the default kernel, not this one
   return out;
+}
+
+System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework) {
+  std::string kernel(attention_kernel);
+  if (kernel.empty() && !framework.attention_kernel.empty()) {
+    const json sys = preset_document("system", name_or_path);
+    auto gi = sys.is_object() ? sys.find("gpu") : sys.end();
+    if (gi != sys.end() && (gi->is_string() || gi->is_object())) {
+      const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
+      for (const std::string& k : attention_kernel_names(gpu_doc))
+        if (k == framework.attention_kernel) kernel = k;
+    }
+  }
+  System s = load_system(name_or_path, kernel);
+  use_framework(s, framework);
+  return s;
 }
 
 System load_system(std::string_view name_or_path, std::string_view attention_kernel) {

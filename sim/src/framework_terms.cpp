@@ -19,11 +19,24 @@ void read_framework_terms(const json& system, std::string_view what, System& s) 
   // Each term's range is its physical one (hardware.hpp: kFrameworkTerms); a missing one keeps its default.
   for (const FrameworkTermSpec& t : kFrameworkTerms)
     if (it->contains(t.key)) f.*t.field = bounded_figure(*it, t.key, w, t.lo, t.hi);
+  // The loss's and the gradients' bytes are the framework profile's inventory now (framework.hpp).
+  for (const char* moved : {"loss_bytes_per_logit", "gradient_bytes_per_param"})
+    if (it->contains(moved))
+      throw Error(fmt::format("{}: '{}' is no longer a framework term; it is part of the framework profile's "
+                              "inventory (sim/presets/frameworks/, --framework)",
+                              w, moved));
   s.framework = f;
+  s.framework_calibrated = true;
+  // The framework profile the terms were fitted over (framework.hpp); absent: the default.
+  if (auto p = it->find("profile"); p != it->end()) {
+    if (!p->is_string()) throw Error(fmt::format("{}: field 'profile' must be a framework preset name or path", w));
+    s.profile = load_framework(p->get<std::string>());
+  }
 }
 
-json framework_terms_json(const FrameworkTerms& f, const std::string& source) {
+json framework_terms_json(const FrameworkTerms& f, const std::string& profile, const std::string& source) {
   json j = json::object();
+  j["profile"] = profile;
   for (const FrameworkTermSpec& t : kFrameworkTerms) j[t.key] = f.*t.field;
   j["source"] = source;
   return j;

@@ -1,6 +1,10 @@
 #include "seqpar/sim/memory_cost.hpp"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
@@ -11,130 +15,144 @@ namespace seqpar::sim {
 
 namespace {
 constexpr double kBf16 = 2.0, kF32 = 4.0;
-// Mixed-precision AdamW: fp32 master weights, first and second moments (ZeRO paper's K = 12).
-constexpr double kOptimizerBytesPerParam = 12.0;
-// MLP intermediates the forward keeps: gate, up and the activation (SwiGLU) / fc1 and the
-// activation (GELU); and the gradients of them the backward holds at once: d(act), d(gate),
-// d(up) / d(act), d(fc1).
-double mlp_kept(const Model& m) { return m.mlp == MlpKind::swiglu ? 3 : 2; }
-double mlp_grads(const Model& m) { return m.mlp == MlpKind::swiglu ? 3 : 2; }
-}  // namespace
 
-namespace {
-// What one layer stores, split at the attention / MLP boundary: the backward frees the MLP's part
-// before it reaches the attention's (train/src/model.cpp, block_backward).
-struct LayerStore {
-  StoredValues attn, mlp;
+// The named terms a phase holds; a phase's total is their sum, and its breakdown their sum by part.
+struct Item {
+  std::string_view name;  // a literal, or a term's name in the framework (alive for the estimate)
+  MemPart part;
+  double bytes;
+};
+using Items = std::vector<Item>;
+double total(const Items& v) {
+  double t = 0;
+  for (const Item& i : v) t += i.bytes;
+  return t;
+}
+void append(Items& to, const Items& from, double times = 1) {
+  if (times <= 0) return;
+  for (const Item& i : from) to.push_back({i.name, i.part, i.bytes * times});
+}
+Items join(std::initializer_list<const Items*> parts) {
+  Items v;
+  for (const Items* i : parts) append(v, *i);
+  return v;
+}
+
+// The sizes a tensor's widths stand for, on this model and plan.
+struct Sizes {
+  std::array<double, kWidths> width{};      // values per token, by Width
+  std::array<double, kConstants> constant{};  // values, by Constant
+  double layers = 0, layer_params = 0;
+  double tokens = 0, tile = 0, loss_rows = 0;  // rows of Rows::all, tile, loss
 };
 
-LayerStore layer_store(const Model& m, const Plan& p, Checkpoint mode) {
-  const double h = m.hidden, f = m.ffn_hidden, d = m.head_dim, a = m.heads;
-  if (mode == Checkpoint::full) return {{h, 0}, {0, 0}};  // the layer input alone
-  const bool selective = mode == Checkpoint::selective;
-  const int U = p.ulysses_degree;
-  // KV heads stored per local token inside attention: replication to U heads costs memory too.
-  const double kv = kv_heads_sent(m, U);
-  LayerStore s;
-  s.attn.bf16 = h                          // norm input
-                + (selective ? 0 : h)      // norm output = QKV GEMM input (recomputed if selective)
-                + a * d + 2 * kv * d       // q, k, v as the attention kernel reads them
-                + a * d * (U > 1 ? 2 : 1); // output; Ulysses keeps it in both layouts
-  // fp32: the LSE per head, and the norm's rstd (1 / RMS per token), which its backward needs and
-  // PyTorch's RMSNorm keeps (selective recomputes the norm output from the input and this rstd).
-  s.attn.fp32 = a + 1;
-  s.mlp.bf16 = h;                          // norm input
-  if (!p.mem.tiled_mlp) {
-    s.mlp.bf16 += (selective ? 0 : h);     // norm output = first GEMM input
-    s.mlp.bf16 += (mlp_kept(m) - (selective ? 1 : 0)) * f;  // selective recomputes the activation
-    s.mlp.fp32 = 1;                        // the norm's rstd; TiledMLP recomputes it in each tile
+Sizes sizes(const Model& m, const Plan& p) {
+  Sizes z;
+  const double d = m.head_dim;
+  auto set = [&](Width w, double v) { z.width[static_cast<std::size_t>(w)] = v; };
+  set(Width::hidden, m.hidden);
+  set(Width::ffn, m.ffn_hidden);
+  set(Width::q, double(m.heads) * d);
+  set(Width::kv, double(m.kv_heads) * d);
+  set(Width::kv_attention, double(kv_heads_sent(m, p.ulysses_degree)) * d);
+  set(Width::heads, m.heads);
+  set(Width::head_dim, m.head_dim);
+  set(Width::one, 1);
+  set(Width::vocab, m.vocab);
+  z.layer_params = double(m.params_per_layer());
+  z.layers = m.layers;
+  auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
+  const double h = m.hidden;
+  con(Constant::hidden_q, h * m.heads * d);
+  con(Constant::hidden_kv, h * m.kv_heads * d);
+  con(Constant::hidden_ffn, h * m.ffn_hidden);
+  con(Constant::vocab_hidden, double(m.vocab) * h);
+  con(Constant::layer_params, z.layer_params);
+  const AttentionShapes sh = attention_shapes(m, p);
+  z.tokens = sh.batch * sh.local_tokens;
+  z.tile = std::min(z.tokens, alst_tile_rows(m, p));
+  z.loss_rows = p.mem.tiled_loss ? z.tile : z.tokens;
+  return z;
+}
+
+double values_per_token(const TensorTerm& t, const Sizes& z) {
+  double v = 0;
+  for (std::size_t i = 0; i < t.per_token.size(); ++i) v += t.per_token[i] * z.width[i];
+  return v;
+}
+
+double rows(const TensorTerm& t, const Sizes& z) {
+  switch (t.rows) {
+    case Rows::tile: return z.tile;
+    case Rows::loss: return z.loss_rows;
+    case Rows::all: break;
   }
-  return s;
+  return z.tokens;
 }
 
-double bytes(const StoredValues& v) { return kBf16 * v.bf16 + kF32 * v.fp32; }
-}  // namespace
-
-StoredValues stored_values_per_token(const Model& m, const Plan& p, Checkpoint mode) {
-  const LayerStore s = layer_store(m, p, mode);
-  return {s.attn.bf16 + s.mlp.bf16, s.attn.fp32 + s.mlp.fp32};
+double constant_values(const TensorTerm& t, const Sizes& z) {
+  double v = 0;
+  for (std::size_t i = 0; i < t.constant.size(); ++i) v += t.constant[i] * z.constant[i];
+  return v;
 }
 
-double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode) {
-  const StoredValues v = stored_values_per_token(m, p, mode);
-  return kBf16 * v.bf16 + kF32 * v.fp32;
+double term_bytes(const TensorTerm& t, const Sizes& z) {
+  return t.bytes * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
 }
 
-double alst_tile_rows(const Model& m, const Plan& p) {
-  const std::int64_t local = p.sp > 0 ? p.seq_len / p.sp : p.seq_len;
-  return double(p.micro_batch) * double(alst_tile_tokens(local, m.hidden));
+// The terms of a list that apply to the plan; `keep` filters them further.
+template <class Keep>
+Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p, Keep keep) {
+  Items out;
+  for (const TensorTerm& t : list)
+    if (t.when.holds(p) && keep(t)) out.push_back({t.name, t.part, term_bytes(t, z)});
+  return out;
+}
+Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
+  return terms(list, z, p, [](const TensorTerm&) { return true; });
 }
 
-// The transient phases of the step and what each holds (the order train/src/model.cpp runs; a
-// framework's autograd frees the same tensors at the same points). T: the rank's tokens; h, f:
-// hidden and MLP widths; "lower": the stored activations of the layers below, whose backward is
-// still to come. The peak of a phase is the MAX over its sub-phases, never their sum: what one
-// sub-phase frees is gone before the next allocates.
-//
-// Loss (before the layers' backward): every layer's stored activations (full checkpointing: the
-// layer inputs, all on the host when offloaded: the forward waited for the last copy), the final
-// norm's input, output and rstd, and
-//   L1 head:       the logits of one tile (tiled loss) or of all T tokens, at the framework's bytes
-//                  per logit; the gradient of the final norm output (h); the per-token loss (fp32).
-//   L2 final norm: the logits gone; the gradients of its output and input (2h).
-// Layer backward, at the top layer (every lower layer's activations are still alive):
-//   A recompute (full checkpointing only): the kept layer inputs (offloaded: the one in use and
-//                  the next prefetched), the layer's activations rebuilt as "none" stores them, the
-//                  block output (h), the residual gradient (h); TiledMLP: one tile's forward
-//                  (norm output, the MLP intermediates, rstd).
-//   B MLP backward: the layer's activations; the residual gradient and the gradient of the norm
-//                  output (2h); untiled: the gradients of the MLP intermediates (3f SwiGLU), and
-//                  under selective the recomputed norm output and activation (h + f); TiledMLP:
-//                  one tile's recomputed forward and backward (norm output and its gradient 2h,
-//                  intermediates and their gradients 6f, rstd), nothing of the other tiles.
-//   C attention backward: the MLP's part of the layer freed; its attention part; dO, dQ, dK, dV
-//                  in the local layout, and the method's buffers:
-//                  Ulysses (U > 1): dO, dQ, dK, dV in the head-sharded layout, plus one
-//                    all-to-all's send and receive buffers at a time (dO in; dQ, dK, dV out, with
-//                    the replicated KV heads' gradients before their reduction);
-//                  ring (R > 1): K,V double buffer (bf16), the travelling dK,dV in and the local
-//                    dK,dV accumulator double buffer (fp32), the dQ accumulator (fp32), and one
-//                    block's dQ, dK, dV (bf16; one sequence's);
-//                  all-gather KV (R > 1): the re-gathered K,V of the whole sequence (bf16), its
-//                    dK,dV accumulators (fp32), one call's dK,dV (all_gather_backward_buffers);
-//                  SP = 1: none (one flash-attention call writes dQ, dK, dV directly).
-//   D QKV backward: the attention's saved tensors and dO freed; the layer input and norm output
-//                  (selective recomputes it), dQ, dK, dV, the two gradients (2h).
-// ZeRO-3 gathers the layer's parameters (bf16) around its compute in every layer sub-phase.
-namespace {
-struct Phase {
-  double activations = 0, attention_buffers = 0, working = 0, logits = 0;
-  double total() const { return activations + attention_buffers + working + logits; }
-};
-const Phase& larger(const Phase& a, const Phase& b) { return b.total() > a.total() ? b : a; }
+// The query rows of one attention call on the rank whose calls are longest: a sequence's whole
+// group (N / R). Under zigzag (and all-gather's head/tail chunks) rank R-1 holds chunks R-1 and R,
+// which are adjacent, and the step's layout joins them into one segment (train/src/seq_layout.cpp,
+// group_segments): its calls span N / R queries where the other ranks' span N / 2R. The peak that
+// decides whether a plan fits is that rank's.
+double query_rows(const AttentionShapes& sh) { return sh.attn_tokens; }
 
-// All-gather KV context parallelism's attention-backward buffers (R > 1; sub-phase C above), as
+// The layer entries alive in a backward sub-phase: those not yet freed (freed after `until`).
+bool alive_in(const TensorTerm& t, Until sub) { return static_cast<int>(t.until) >= static_cast<int>(sub); }
+
+// All-gather KV context parallelism's attention-backward buffers (R > 1), as
 // train/src/sp_attention.cpp allocates them: the whole sequence's K and V gathered again and laid
 // out in sequence order (bf16), the dK,dV accumulators of the whole sequence (fp32, reduce-scattered
 // at the end), and one kernel call's dK,dV over its key prefix (bf16, at most the whole sequence,
 // one sequence's), beside the kernel's workspace. No dQ or output accumulator: each query chunk is
 // one call, which writes its dQ in place. The gather's rank-order buffer (half of K,V at a time) and
 // the reduce-scatter's result are alive only while the accumulators or these temporaries are not.
-double all_gather_backward_buffers(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh) {
+double all_gather_backward_buffers(const Model& m, const Plan& p, const AttentionShapes& sh, double workspace) {
   const double kv_values = sh.batch * double(p.seq_len) * sh.kv_heads_local * m.head_dim;  // one of K, V
   const double one_call = 2 * sh.key_tokens * sh.kv_heads_local * m.head_dim;               // its dK, dV
-  return attention_kernel_workspace_bytes(m, s, p) + kBf16 * 2 * kv_values + kF32 * 2 * kv_values + kBf16 * one_call;
+  return workspace + kBf16 * 2 * kv_values + kF32 * 2 * kv_values + kBf16 * one_call;
 }
 
-// The method's attention-backward buffers (sub-phase C above).
-double attention_backward_buffers(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh,
-                                  double T) {
-  if (kv_all_gather(p)) return all_gather_backward_buffers(m, s, p, sh);
+// The method's attention-backward buffers, as seqpar-train's SpAttention allocates them
+// (train/src/sp_attention.cpp), with the kernel's workspace where it is held per call:
+//   all-gather KV (R > 1): all_gather_backward_buffers;
+//   ring (R > 1): the travelling K,V and the next block (bf16), the dK,dV accumulator double buffer
+//     and the incoming dK,dV (fp32), the dQ accumulator (fp32), and one block's dQ, dK, dV (bf16);
+//   Ulysses (U > 1): dO, dQ, dK, dV in the head-sharded layout, plus one all-to-all's send and
+//     receive buffers at a time (dO in; dQ, dK, dV out, packed or per tensor as the framework
+//     moves them, with the replicated KV heads' gradients before their reduction).
+double method_buffers(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh, double T,
+                      double workspace) {
+  if (kv_all_gather(p)) return all_gather_backward_buffers(m, p, sh, workspace);
   const double d = m.head_dim;
-  double ring = attention_kernel_workspace_bytes(m, s, p);
+  double ring = workspace;
   if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * m.heads * d;          // = B x (N/R) x (heads/U) x d
-    const double block = kBf16 * (sh.block_tokens * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
+    // One call's dQ over the longest query segment (query_rows) and dK, dV over a whole group.
+    const double block = kBf16 * (query_rows(sh) * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
     ring += (2 + 6) * kvb + dq_acc + block;                // 2: K,V double; 6: 3 fp32 dK,dV
   }
   if (p.ulysses_degree == 1) return ring;
@@ -144,106 +162,230 @@ double attention_backward_buffers(const Model& m, const System& s, const Plan& p
   const double wide = replicated ? 2 * kBf16 * T * sh.kv_heads_sent * d : 0;
   const double gather = grads + 2 * q;                     // dO's all-to-all
   const double inside = grads + ring;
-  const double scatter = a2a + wide + 2 * a2a;             // dQ, dK, dV's all-to-all
+  // dQ, dK, dV back: packed, one send and one receive buffer of all three; per tensor, one
+  // tensor's pair at a time (dQ's, the largest; a replicated KV head's dK is at most as wide).
+  const double scatter = a2a + wide + (f.ulysses_per_tensor ? 2 * q : 2 * a2a);
   return std::max({gather, inside, scatter});
 }
+
+struct Phase {
+  Items items;
+  std::string_view name, sub;
+  double bytes = 0;
+};
 }  // namespace
+
+StoredValues stored_values_per_token(const Model& m, const System& s, const Plan& plan, Checkpoint mode) {
+  Plan p = plan;
+  p.mem.checkpoint = mode;
+  const Sizes z = sizes(m, p);
+  const Framework& f = s.profile;
+  StoredValues v;
+  // A value of other than 2 or 4 bytes counts as its share of the nearer one.
+  auto add = [&](double values, double bytes) {
+    if (bytes <= kBf16) v.bf16 += values * bytes / kBf16;
+    else v.fp32 += values * bytes / kF32;
+  };
+  if (mode == Checkpoint::full) {
+    add(m.hidden, f.checkpoint_bytes);
+    return v;
+  }
+  for (const TensorTerm& t : f.layer)
+    if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), t.bytes);
+  return v;
+}
+
+double stored_bytes_per_token(const Model& m, const System& s, const Plan& p, Checkpoint mode) {
+  const StoredValues v = stored_values_per_token(m, s, p, mode);
+  return kBf16 * v.bf16 + kF32 * v.fp32;
+}
+
+double alst_tile_rows(const Model& m, const Plan& p) {
+  const std::int64_t local = p.sp > 0 ? p.seq_len / p.sp : p.seq_len;
+  return double(p.micro_batch) * double(alst_tile_tokens(local, m.hidden));
+}
 
 double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
   const AttentionShapes sh = attention_shapes(m, p);
-  // One kernel call's queries: one sequence's block (a zigzag ring block is half the rank's).
-  const double rows = sh.block_tokens * sh.heads_local;
-  const bool expands = s.gpu.attention_bwd_expands_kv_grads && sh.kv_heads_local < sh.heads_local;
+  // One kernel call's queries: one sequence's longest query segment on the rank that holds it.
+  const double rows = query_rows(sh) * sh.heads_local;
+  const Gpu& g = s.gpu;
+  const double per_row = g.attention_bwd_workspace_per_head_dim * m.head_dim + g.attention_bwd_workspace_per_row;
+  const bool expands = g.attention_bwd_expands_kv_grads && sh.kv_heads_local < sh.heads_local;
   // dK and dV per query head for the call's keys (at most the rank's attention tokens; all-gather:
   // the whole sequence).
   const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
-  return kF32 * rows * (m.head_dim + 1) + kv_grads;
+  return kF32 * rows * per_row + kv_grads;
 }
 
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  const AttentionShapes sh = attention_shapes(m, p);
+  const bool unmasked_blocks = p.ring_degree > 1 || !m.causal;
+  if (!unmasked_blocks) return 0;
+  return kF32 * query_rows(sh) * sh.heads_local * s.gpu.attention_fwd_workspace_per_head_dim * m.head_dim;
+}
+
+// The phases of the step and what each holds, in the order the framework's backward runs them.
+// "Lower": the stored activations of the layers whose backward is still to come.
+//   Layer backward of layer l (evaluated at the top layer, l = L, and at the bottom, l = 1: in
+//   between the total is linear in l, lower layers' activations giving way to produced gradients):
+//     recompute (full checkpointing: the layer rebuilt from its input), MLP, attention (with the
+//     method's buffers and the kernel's workspace), QKV; each holds the layer's stored tensors not
+//     yet freed and its own transients.
+//   Loss: every layer's stored activations (full checkpointing: the layer inputs, none on the
+//     device when offloaded), what the final norm keeps, and the head's (logits) or the final
+//     norm's backward transients.
+//   Optimizer: the states with every gradient.
+// The peak of a phase is the largest of its sub-phases, never their sum: what one sub-phase frees
+// is gone before the next allocates.
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   MemoryEstimate e;
-  MemoryBreakdown& b = e.peak;
-  const double psi = double(m.total_params());
+  const Framework& f = s.profile;
+  const Sizes z = sizes(m, p);
+  const double T = z.tokens, L = m.layers, h = m.hidden;
+  const double psi = double(m.total_params()), layer_params = z.layer_params;
   const double D = p.gpus;  // ZeRO shards over the data x sequence parallel group
-  const int z = p.mem.zero;
-  b.parameters = kBf16 * psi / (z >= 3 ? D : 1);
-  b.gradients = s.framework.gradient_bytes_per_param * psi / (z >= 2 ? D : 1);
-  const double opt = kOptimizerBytesPerParam * psi / (z >= 1 ? D : 1);
-  b.optimizer_states = p.mem.offload_optimizer ? 0 : opt;
-  b.reserved = s.gpu.reserved_bytes;
-
-  const AttentionShapes sh = attention_shapes(m, p);
-  const double T = sh.batch * sh.local_tokens;  // tokens in this rank's residual stream
-  // A calibrated profile's framework memory (reserve and per-token) counts as reserved; 0 otherwise.
-  b.reserved += framework_reserved_bytes(s.framework, T);
-  const double h = m.hidden, f = m.ffn_hidden, d = m.head_dim, a = m.heads, L = m.layers;
-  const Checkpoint mode = p.mem.checkpoint;
-  const bool full = mode == Checkpoint::full, selective = mode == Checkpoint::selective;
-  const bool tiled = p.mem.tiled_mlp;
-
-  // Stored activations per layer; full checkpointing's are the layer inputs.
-  const double per_layer = stored_bytes_per_token(m, p, mode) * T;
+  const int zero = p.mem.zero;
+  const bool full = p.mem.checkpoint == Checkpoint::full;
   const bool offload = full && p.mem.offload_checkpoints;
-  // Offloaded checkpoints: every layer input goes to the host (ALST offloads each checkpoint as
-  // the forward makes it, and the backward copies it back), and at most two are on the GPU at a
-  // time in the backward (the one in use, the next prefetched).
-  const double on_device = offload ? std::min(2.0, L) : L;
-  e.host_bytes = (offload ? L * per_layer : 0) + (p.mem.offload_optimizer ? opt : 0);
-  e.device_checkpoint_bytes = full ? on_device * per_layer : 0;
 
-  const double hT = kBf16 * h * T;  // one bf16 hidden-wide tensor of the rank's tokens
-  // The batch on the device in every phase: token ids, labels and positions, int32 each (PyTorch's
-  // int64 ids would be twice this; either is a fraction of a percent of a layer's activations).
-  const double batch = 3 * 4.0 * T;
-  const double zero3 = (z >= 3 && D > 1) ? 3 * kBf16 * double(m.params_per_layer()) : 0;
-  const double tile = std::min(T, alst_tile_rows(m, p));
-
-  // Layer backward (sub-phases A-D above), at the top layer.
-  const LayerStore cur = layer_store(m, p, full ? Checkpoint::none : mode);
-  const double lower = full ? e.device_checkpoint_bytes - hT : (L - 1) * per_layer;  // + this layer's input
-  const double layer_all = lower + (bytes(cur.attn) + bytes(cur.mlp)) * T;
-  const double layer_attn = lower + bytes(cur.attn) * T;
-  const double kept_f = mlp_kept(m) * f;
-  Phase recompute, mlp, attn, qkv;
-  if (full) {
-    recompute.activations = layer_all + hT;
-    recompute.working = batch + hT + zero3 + (tiled ? tile * (kBf16 * (h + kept_f) + kF32) : 0);
+  // States. Gradients made during the backward count in each phase as far as it has produced them.
+  Items states;
+  double grads = 0, weight_bytes_per_param = 0;
+  for (const StateTerm& t : f.states) {
+    const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
+    if (t.part == MemPart::parameters && t.zero_stage == 3) weight_bytes_per_param += t.bytes_per_param;
+    if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
+      e.host_bytes += bytes;
+    else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
+    else states.push_back({t.name, t.part, bytes});
   }
-  mlp.activations = layer_all;
-  mlp.working = batch + 2 * hT + zero3 +
-                (tiled ? tile * (kBf16 * (2 * h + kept_f + mlp_grads(m) * f) + kF32)
-                       : kBf16 * T * (mlp_grads(m) * f + (selective ? h + f : 0)));
-  const double dqkv = kBf16 * T * (a + 2.0 * m.kv_heads) * d;
-  attn.activations = layer_attn;
-  attn.working = batch + 2 * hT + zero3 + kBf16 * T * a * d + dqkv;  // + dO
-  attn.attention_buffers = attention_backward_buffers(m, s, p, sh, T);
-  // QKV backward: the attention's saved q, k, v, o, LSE are gone; the norm output is back.
-  qkv.activations = lower + kBf16 * T * (selective ? h : 2 * h) + kF32 * T;  // input, norm output, rstd
-  qkv.working = batch + 2 * hT + zero3 + dqkv + (selective ? hT : 0);
-  const Phase& layer = larger(larger(recompute, mlp), larger(attn, qkv));
+  const double head_params = double(m.vocab) * h + h;  // the LM head (the embedding if tied) and final norm
+  auto with_grads = [&](Items v, double params) {
+    if (grads > 0) v.push_back({"gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi)});
+    return v;
+  };
 
-  // Loss (L1 and L2 above): the layers' stored activations and the final norm's.
-  const double kept = (full ? (offload ? 0 : L * per_layer) : L * per_layer) + 2 * hT + kF32 * T;
-  const double loss_tokens = p.mem.tiled_loss ? tile : T;
-  Phase head, final_norm;
-  head.activations = final_norm.activations = kept;
-  head.logits = s.framework.loss_bytes_per_logit * loss_tokens * m.vocab;
-  e.loss_logits_bytes = head.logits;
-  const double zero3_head = (z >= 3 && D > 1) ? 2 * kBf16 * double(m.vocab) * h : 0;
-  head.working = batch + hT + kF32 * T + zero3_head;
-  final_norm.working = batch + 2 * hT;
-  const Phase& loss = larger(head, final_norm);
+  // Per layer: what each stores across the forward (full checkpointing: its input alone).
+  const Items per_layer = full ? Items{{"layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T}}
+                               : terms(f.layer, z, p);
+  const double per_layer_bytes = total(per_layer);
+  e.host_bytes += offload ? L * per_layer_bytes : 0;
+  e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
 
-  const double base = b.parameters + b.gradients + b.optimizer_states + b.reserved;
-  e.layer_phase_bytes = base + layer.total();
-  e.loss_phase_bytes = base + loss.total();
-  const bool layer_peak = layer.total() >= loss.total();
-  const Phase& at = layer_peak ? layer : loss;
-  e.peak_phase = layer_peak ? "layer-backward" : "loss";
-  b.activations = at.activations;
-  b.attention_buffers = at.attention_buffers;
-  b.working = at.working;
-  b.logits = at.logits;
+  Items common = terms(f.every_phase, z, p);
+  const double workspace = attention_kernel_workspace_bytes(m, s, p);
+  if (f.attention_workspace_persistent) {
+    common.push_back({"attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace});
+    common.push_back({"attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
+                      attention_forward_workspace_bytes(m, s, p)});
+  }
+  double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
+  if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
+    zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
+    zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h;
+  }
+  const Items through_backward = terms(f.backward_stored, z, p);
+
+  // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
+  // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
+  // input aside.
+  const AttentionShapes sh = attention_shapes(m, p);
+  const double method = method_buffers(m, f, p, sh, T, f.attention_workspace_persistent ? 0.0 : workspace);
+  auto current = [&](Until sub) {
+    Items c = terms(f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
+    if (full) c.push_back({"this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes});
+    return c;
+  };
+  const Items rec = full ? terms(f.recompute, z, p) : Items{}, mlp = terms(f.mlp_backward, z, p),
+              attn = terms(f.attention_backward, z, p), qkv = terms(f.qkv_backward, z, p);
+  const Items cur_mlp = current(Until::mlp), cur_attn = current(Until::attention), cur_qkv = current(Until::qkv);
+  const Items method_items{{"SP method's attention buffers", MemPart::attention_buffers, method}};
+  Phase layer_peak;
+  for (const double l : {L, 1.0}) {
+    // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
+    const double lower = offload ? std::min(1.0, l - 1) : l - 1;
+    Items base = with_grads(join({&states, &common, &through_backward}), head_params + (L - l + 1) * layer_params);
+    if (lower > 0)
+      for (const Item& i : per_layer) base.push_back({"stored by the layers below", i.part, i.bytes * lower});
+    if (zero3 > 0) base.push_back({"ZeRO-3 gathered layer weights", MemPart::working, zero3});
+    std::pair<std::string_view, Items> subs[] = {
+        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items{}},
+        {"mlp", join({&base, &cur_mlp, &mlp})},
+        {"attention", join({&base, &cur_attn, &attn, &method_items})},
+        {"qkv", join({&base, &cur_qkv, &qkv})},
+    };
+    for (auto& [name, items] : subs) {
+      const double b = total(items);
+      if (b > layer_peak.bytes) layer_peak = {std::move(items), "layer-backward", name, b};
+    }
+  }
+
+  // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
+  // inputs kept on the device). The head's forward and backward come before any gradient (the LM
+  // head's is made at the end of its backward); the final norm's backward holds the head's.
+  Items kept_layers;
+  const double kept = full ? (offload ? 0 : L) : L;
+  if (kept > 0)
+    for (const Item& i : per_layer)
+      kept_layers.push_back({full ? "layer inputs kept (checkpoints)" : i.name, i.part, i.bytes * kept});
+  const Items head_base = join({&states, &common, &through_backward, &kept_layers});
+  const Items loss_base = with_grads(head_base, head_params);
+  const Items stored = terms(f.loss_stored, z, p), fwd_t = terms(f.loss_forward, z, p),
+              bwd_t = terms(f.loss_backward, z, p), norm_t = terms(f.loss_final_norm, z, p);
+  Items fwd = join({&head_base, &stored, &fwd_t}), bwd = join({&head_base, &stored, &bwd_t});
+  if (zero3_head > 0) {
+    fwd.push_back({"ZeRO-3 gathered head weights", MemPart::working, zero3_head});
+    bwd.push_back({"ZeRO-3 gathered head weights", MemPart::working, zero3_head});
+  }
+  const Items final_norm = join({&loss_base, &stored, &norm_t});
+  for (const Items* v : {&fwd, &bwd}) {
+    double logits = 0;
+    for (const Item& i : *v)
+      if (i.part == MemPart::logits) logits += i.bytes;
+    e.loss_logits_bytes = std::max(e.loss_logits_bytes, logits);
+  }
+  Phase loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
+  for (auto [items, name] : {std::pair{&fwd, "head-forward"}, std::pair{&bwd, "head-backward"}})
+    if (total(*items) > loss_peak.bytes) loss_peak = {*items, "loss", name, total(*items)};
+  // Optimizer step: every gradient, no activations.
+  Items opt = with_grads(join({&states, &common}), psi);
+  const double opt_b = total(opt);
+  const Phase optimizer{std::move(opt), "optimizer", "step", opt_b};
+
+  const Phase* at = &layer_peak;
+  if (loss_peak.bytes > at->bytes) at = &loss_peak;
+  if (optimizer.bytes > at->bytes) at = &optimizer;
+  e.peak_phase = at->name;
+  e.peak_subphase = at->sub;
+
+  MemoryBreakdown& b = e.peak;
+  for (const Item& i : at->items) {
+    double* part = &b.working;
+    switch (i.part) {
+      case MemPart::parameters: part = &b.parameters; break;
+      case MemPart::gradients: part = &b.gradients; break;
+      case MemPart::optimizer_states: part = &b.optimizer_states; break;
+      case MemPart::activations: part = &b.activations; break;
+      case MemPart::checkpoints: part = &b.checkpoints; break;
+      case MemPart::attention_buffers: part = &b.attention_buffers; break;
+      case MemPart::logits: part = &b.logits; break;
+      case MemPart::working: break;
+    }
+    *part += i.bytes;
+    if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});
+  }
+  // The device's own reserve (context, library workspaces), the allocator's (a constant and a
+  // fraction of what it tracks), and a calibrated profile's fitted memory (framework_terms.hpp).
+  auto reserve = [&](double tracked) {
+    return s.gpu.reserved_bytes + f.reserve_bytes + f.fragmentation * tracked + framework_reserved_bytes(s.framework, T);
+  };
+  b.reserved = reserve(b.tracked());
+  e.device_reserve_bytes = s.gpu.reserved_bytes;
+  e.fragmentation_bytes = f.fragmentation * b.tracked();
+  e.layer_phase_bytes = layer_peak.bytes + reserve(layer_peak.bytes);
+  e.loss_phase_bytes = loss_peak.bytes + reserve(loss_peak.bytes);
+  e.optimizer_phase_bytes = optimizer.bytes + reserve(optimizer.bytes);
   return e;
 }
 

@@ -191,6 +191,10 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
                             "part of the GPU's memory", what, format_number(g.reserved_bytes / kGiB),
                             format_number(g.memory_bytes / kGiB)));
   g.attention_bwd_expands_kv_grads = figure(j, "attention_bwd_expands_kv_grads", what, Range{0, 1}, 0.0) != 0;
+  // fp32 values per query row and head of the backward's workspace: a x head_dim + b (hardware.hpp).
+  g.attention_bwd_workspace_per_head_dim = figure(j, "attention_bwd_workspace_per_head_dim", what, Range{0, 64}, 1.0);
+  g.attention_bwd_workspace_per_row = figure(j, "attention_bwd_workspace_per_row", what, Range{0, 1e4}, 1.0);
+  g.attention_fwd_workspace_per_head_dim = figure(j, "attention_fwd_workspace_per_head_dim", what, Range{0, 64}, 0.0);
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   return g;
 }
@@ -287,5 +291,17 @@ std::string label(std::string_view kind, std::string_view s) {
 Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), label("gpu", s)); }
 System load_system(std::string_view s) { return system_from_json(preset_document("system", s), label("system", s)); }
 Model load_model(std::string_view s) { return model_from_json(preset_document("model", s), label("model", s)); }
+
+void use_framework(System& s, const Framework& f) {
+  if (s.framework_calibrated && s.profile.name != f.name)
+    throw Error(fmt::format("--framework {}: system '{}' carries framework terms calibrated over framework '{}'; use that "
+                            "framework, or calibrate again with --framework {}",
+                            f.name, s.name, s.profile.name, f.name));
+  const bool calibrated = s.framework_calibrated;
+  s.profile = f;
+  if (calibrated) return;  // the fitted time terms stand
+  s.framework.memory_bound_efficiency = f.memory_bound_efficiency;
+  s.framework.step_overhead_s = f.step_overhead_s;
+}
 
 }  // namespace seqpar::sim

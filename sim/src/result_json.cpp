@@ -35,7 +35,8 @@ json to_json(const System& s, int gpus) {
           {"nics_per_node", nic_count(s)},
           {"nic_gbps", nic_rate(s) / 1e9},
           {"memory_capacity_bytes", s.gpu.memory_bytes},
-          {"bf16_tflops", s.gpu.bf16_flops / 1e12}};
+          {"bf16_tflops", s.gpu.bf16_flops / 1e12},
+          {"framework", s.profile.name}};
 }
 
 std::string point_name(const Model& m, const System& s, const Plan& p) {
@@ -59,7 +60,9 @@ json to_json(const Model& m, const System& s, const Result& r) {
     for (const char* k : {"fits", "step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
                           "peak_memory_bytes", "memory", "time"})
       j[k] = nullptr;
-    for (const char* k : {"memory_peak_phase", "memory_phases", "host_memory_bytes"}) j.erase(k);
+    for (const char* k : {"memory_peak_phase", "memory_peak_subphase", "memory_phases", "memory_terms",
+                          "host_memory_bytes"})
+      j.erase(k);
   };
   if (!r.valid) {
     invalid();
@@ -87,12 +90,23 @@ json to_json(const Model& m, const System& s, const Result& r) {
                  {"gradients_bytes", b.gradients},
                  {"optimizer_states_bytes", b.optimizer_states},
                  {"activations_bytes", b.activations},
+                 {"checkpoints_bytes", b.checkpoints},
                  {"attention_buffers_bytes", b.attention_buffers},
                  {"working_bytes", b.working},
                  {"logits_bytes", b.logits},
                  {"reserved_bytes", b.reserved}};
   j["memory_peak_phase"] = r.memory.peak_phase;
-  j["memory_phases"] = {{"layer_backward_bytes", r.memory.layer_phase_bytes}, {"loss_bytes", r.memory.loss_phase_bytes}};
+  j["memory_peak_subphase"] = r.memory.peak_subphase;
+  j["memory_phases"] = {{"layer_backward_bytes", r.memory.layer_phase_bytes},
+                        {"loss_bytes", r.memory.loss_phase_bytes},
+                        {"optimizer_bytes", r.memory.optimizer_phase_bytes}};
+  // Every term of the peak by name (states, stored tensors, transients, buffers), in the order the
+  // framework profile lists them; with the reserve they add up to peak_memory_bytes.
+  json terms = json::array();
+  for (const MemoryTerm& t : r.memory.terms)
+    terms.push_back({{"name", t.name}, {"part", std::string(to_string(t.part))}, {"bytes", t.bytes}});
+  terms.push_back({{"name", "reserve (device, allocator, calibrated)"}, {"part", "reserved"}, {"bytes", b.reserved}});
+  j["memory_terms"] = terms;
   j["host_memory_bytes"] = r.memory.host_bytes;
   const TimeBreakdown& t = r.time;
   j["time"] = {{"compute_s", t.compute},

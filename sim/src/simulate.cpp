@@ -113,12 +113,14 @@ void check_numbers(Result& r) {
       {"memory.gradients_bytes", b.gradients},
       {"memory.optimizer_states_bytes", b.optimizer_states},
       {"memory.activations_bytes", b.activations},
+      {"memory.checkpoints_bytes", b.checkpoints},
       {"memory.attention_buffers_bytes", b.attention_buffers},
       {"memory.working_bytes", b.working},
       {"memory.logits_bytes", b.logits},
       {"memory.reserved_bytes", b.reserved},
       {"memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes},
       {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
+      {"memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes},
       {"host_memory_bytes", r.memory.host_bytes},
   };
   for (const auto& [name, v] : quantities)
@@ -210,11 +212,14 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
+  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
+  const double loss_elem = framework_memory_bound_time(
+      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab));
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
-  t.elementwise = L * 3 * elem_f;  // backward moves about twice the forward's bytes
+  t.elementwise = L * 3 * elem_f + loss_elem;  // backward moves about twice the forward's bytes
   t.forward = L * (gemm_f + elem_f + at.fwd_kernel_s) + head_f;
-  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + t.recompute;
+  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + loss_elem + t.recompute;
   t.compute = t.forward + t.backward;
 
   t.attention_comm = L * (at.fwd_comm_s + at.bwd_comm_s) + recompute_attention_comm;
@@ -224,7 +229,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
   if (full && p.mem.offload_checkpoints) {
-    const double bytes = L * stored_bytes_per_token(m, p, Checkpoint::full) * T;
+    const double bytes = L * stored_bytes_per_token(m, s, p, Checkpoint::full) * T;
     const double one_way = bytes / g.pcie_bytes_per_s;
     t.offload = 2 * one_way;
     r.figures.offload_one_way_s = one_way;
@@ -260,7 +265,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b, loss_recompute}, dpc);
+  // The step timeline draws the loss's memory-bound work with the head's backward.
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute}, dpc);
   check_numbers(r);
   return r;
 }

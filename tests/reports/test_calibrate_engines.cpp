@@ -125,3 +125,32 @@ TEST(CalibrateEngines, TheProfileNamesTheCalibratedKernelAndKeepsThePresetsDefau
   EXPECT_FALSE(c.profile["gpu"]["attention_kernels"].contains("cudnn"));
   EXPECT_TRUE(c.profile["gpu"]["attention_kernels"].contains(preset_default));
 }
+
+// The attention kernel's workspace comes from the engine's own size queries (the rows'
+// workspace_bytes), as seqpar-bench-attention records them: rows sized as cuDNN 9.19 sizes its
+// backward (4 bytes x rows x (2 x head_dim + 1)) and an unmasked forward (4 x rows x head_dim), at
+// two head dimensions, give back a = 2, b = 1 and the forward's 1; the memory model then uses them.
+TEST(CalibrateEngines, WorkspaceFiguresComeFromTheEnginesOwnSizes) {
+  json d = both_engines();
+  for (const int head_dim : {64, 128})
+    for (const bool bwd : {false, true})
+      for (double L = 2048; L <= 8192; L *= 2) {
+        const double rows = 1 * 16 * L, flops = 4 * L * L * 16 * head_dim * (bwd ? 2.5 : 1);
+        const double ws = bwd ? 4 * rows * (2 * head_dim + 1) : 4 * rows * head_dim;
+        d["results"].push_back({{"name", "ws/" + std::to_string(head_dim) + (bwd ? "/bwd/" : "/fwd/") + std::to_string(int(L))},
+                                {"backend", "seqpar"}, {"attention_engine", "cudnn"}, {"op", bwd ? "bwd" : "fwd"},
+                                {"dtype", "bf16"}, {"head_dim", head_dim}, {"causal", false}, {"seq_len", L},
+                                {"batch", 1}, {"heads", 16}, {"flops", flops}, {"time_s", flops / 400e12},
+                                {"tflops", 400.0}, {"workspace_bytes", ws}});
+      }
+  const CalibrationResult r = calibrate({{"attn.json", d}}, {"dgx-h100"}, file_lookup);
+  const json& g = r.profile["gpu"];
+  EXPECT_NEAR(g["attention_bwd_workspace_per_head_dim"]["value"].get<double>(), 2.0, 1e-9);
+  EXPECT_NEAR(g["attention_bwd_workspace_per_row"]["value"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(g["attention_fwd_workspace_per_head_dim"]["value"].get<double>(), 1.0, 1e-9);
+  EXPECT_NE(g["attention_bwd_workspace_per_head_dim"]["source"].get<std::string>().find("own workspace sizes"),
+            std::string::npos);
+  // seqpar's engine rows carry none: a profile fitted to them keeps the base's figures.
+  const CalibrationResult s = calibrate({{"attn.json", both_engines()}}, {"dgx-h100", "", "auto", "seqpar"}, file_lookup);
+  EXPECT_FALSE(s.profile["gpu"].contains("attention_bwd_workspace_per_head_dim"));
+}

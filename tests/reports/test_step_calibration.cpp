@@ -65,7 +65,8 @@ json framework_step(const seqpar::Plan& plan, double noise, std::mt19937& rng) {
   EXPECT_TRUE(r.valid);
   std::uniform_real_distribution<double> u(-noise, noise);
   doc["step_time_s"] = r.step_time_s * (1 + u(rng));
-  doc["peak_memory_bytes"] = r.peak_memory_bytes() * (1 + u(rng));
+  // A measured peak is what the framework's allocator handed out (no device reserve).
+  doc["peak_memory_bytes"] = r.memory.allocated_bytes() * (1 + u(rng));
   return doc;
 }
 
@@ -153,8 +154,10 @@ TEST(StepCalibration, AbsentTermsLeaveEveryPredictionAsTheKernelModelGivesIt) {
     EXPECT_EQ(r.step_time_s, t.compute + t.exposed_comm + t.optimizer + t.exposed_offload);
     EXPECT_EQ(r.memory.peak.reserved, sys.gpu.reserved_bytes);
     const double T = 32768.0 / 8;
-    EXPECT_EQ(t.elementwise, m.layers * 3 * seqpar::sim::memory_bound_time(
-                                 sys.gpu, seqpar::sim::layer_elementwise_bytes_per_token(m) * T));
+    // The layers' memory-bound work, and the loss's over its logits at the framework profile's bytes.
+    const double loss = seqpar::sim::memory_bound_time(sys.gpu, sys.profile.loss_elementwise_bytes_per_logit * T * m.vocab);
+    EXPECT_DOUBLE_EQ(t.elementwise, m.layers * 3 * seqpar::sim::memory_bound_time(
+                                        sys.gpu, seqpar::sim::layer_elementwise_bytes_per_token(m) * T) + loss);
   }
   // A profile whose "framework" is empty loads as one without it.
   json doc = seqpar::sim::preset_document("system", "dgx-h100");
@@ -462,7 +465,7 @@ TEST(StepCalibration, CpuStepsInsideAStepsArrayAreSkipped) {
 // three steps at one per-rank token count cannot separate a per-token term from a reserve.
 TEST(StepCalibration, UndeterminedTermsKeepTheBasesValueAndSaySo) {
   json base = seqpar::sim::preset_document("system", "dgx-h100");
-  base["framework"] = {{"bytes_per_token", 1000.0}, {"loss_bytes_per_logit", 2.0}, {"gradient_bytes_per_param", 4.0}};
+  base["framework"] = {{"bytes_per_token", 1000.0}, {"profile", "seqpar-train"}};
   const PresetLookup lookup = [&](const std::string& kind, const std::string& name) {
     return kind == "system" && name == "fw-base" ? base : sim_preset_lookup()(kind, name);
   };
@@ -471,8 +474,7 @@ TEST(StepCalibration, UndeterminedTermsKeepTheBasesValueAndSaySo) {
                                          committed("zigzag4_32K_none.json")}, {"fw-base"}, lookup);
   const json& f = r.profile["framework"];
   EXPECT_EQ(f["bytes_per_token"].get<double>(), 1000.0);
-  EXPECT_EQ(f["loss_bytes_per_logit"].get<double>(), 2.0);  // framework choices stay
-  EXPECT_EQ(f["gradient_bytes_per_param"].get<double>(), 4.0);
+  EXPECT_EQ(f["profile"].get<std::string>(), "seqpar-train");  // the framework the terms are fitted over stays
   EXPECT_TRUE(noted(r, "bytes_per_token not fitted, held at its prior 1000", "one per-rank token count"));
   const std::string src = f["source"].get<std::string>();
   EXPECT_NE(src.find("bytes_per_token", src.find("held at the base's: ")), std::string::npos) << src;

@@ -81,10 +81,10 @@ TEST(StepComparison, H100StepsBesideTheSimulatorPerRank) {
     EXPECT_DOUBLE_EQ(row["predicted_step_time_s"].get<double>(), r.step_time_s);
     EXPECT_DOUBLE_EQ(row["measured_step_time_s"].get<double>(), measured_t);
     EXPECT_NEAR(row["time_error"].get<double>(), r.step_time_s / measured_t - 1, 1e-12);
-    EXPECT_DOUBLE_EQ(row["predicted_peak_memory_bytes"].get<double>(), r.peak_memory_bytes());
-    EXPECT_NEAR(row["memory_error"].get<double>(), r.peak_memory_bytes() / measured_m - 1, 1e-12);
+    EXPECT_DOUBLE_EQ(row["predicted_peak_memory_bytes"].get<double>(), r.memory.allocated_bytes());
+    EXPECT_NEAR(row["memory_error"].get<double>(), r.memory.allocated_bytes() / measured_m - 1, 1e-12);
     max_time = std::max(max_time, std::fabs(r.step_time_s / measured_t - 1));
-    max_memory = std::max(max_memory, std::fabs(r.peak_memory_bytes() / measured_m - 1));
+    max_memory = std::max(max_memory, std::fabs(r.memory.allocated_bytes() / measured_m - 1));
   }
   EXPECT_EQ(sc["rows"][1]["gpus"], 8);
   EXPECT_NE(sc["rows"][1]["plan_label"].get<std::string>().find("ulysses sp=8"), std::string::npos) << sc["rows"][1];
@@ -118,14 +118,14 @@ TEST(StepComparison, SyntheticStepsOnAGivenSystemAndTimeOnlyWithoutPeak) {
   ASSERT_EQ(sc["rows"].size(), 2u);
   const seqpar::sim::Result r1 = direct(model(2, 32000), "dgx-h100", p1), r2 = direct(model(2, 32000), "dgx-h100", p2);
   EXPECT_NEAR(sc["rows"][0]["time_error"].get<double>(), r1.step_time_s / 2.0 - 1, 1e-12);
-  EXPECT_NEAR(sc["rows"][0]["memory_error"].get<double>(), r1.peak_memory_bytes() / 3e10 - 1, 1e-12);
+  EXPECT_NEAR(sc["rows"][0]["memory_error"].get<double>(), r1.memory.allocated_bytes() / 3e10 - 1, 1e-12);
   EXPECT_EQ(sc["rows"][1]["name"], "zigzag");
   EXPECT_NEAR(sc["rows"][1]["time_error"].get<double>(), r2.step_time_s / 4.0 - 1, 1e-12);
   EXPECT_TRUE(sc["rows"][1]["measured_peak_memory_bytes"].is_null());
   EXPECT_TRUE(sc["rows"][1]["memory_error"].is_null());
   EXPECT_NEAR(sc["max_abs_time_error"].get<double>(),
               std::max(std::fabs(r1.step_time_s / 2.0 - 1), std::fabs(r2.step_time_s / 4.0 - 1)), 1e-12);
-  EXPECT_NEAR(sc["max_abs_memory_error"].get<double>(), std::fabs(r1.peak_memory_bytes() / 3e10 - 1), 1e-12);
+  EXPECT_NEAR(sc["max_abs_memory_error"].get<double>(), std::fabs(r1.memory.allocated_bytes() / 3e10 - 1), 1e-12);
   // A system named explicitly wins over the GPU's preset, and a different one changes the prediction.
   const json other = gather_report_data({{"steps.json", doc}}, "dgx-a100-80g")["step_comparisons"];
   EXPECT_EQ(other["system"], "dgx-a100-80g");

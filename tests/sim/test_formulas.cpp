@@ -9,6 +9,7 @@
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/memory_cost.hpp"
+#include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
 
 namespace seqpar::sim {
@@ -187,50 +188,58 @@ TEST(AttentionCost, AllGatherKvGathersOnceEachWayAndBalancesHeadAndTail) {
 TEST(MemoryCost, AllGatherKvHoldsTheWholeSequencesKvAndFp32Gradients) {
   // The case above: K,V of all 64K tokens (2 KV heads of 4) gathered again in bf16, their dK,dV
   // accumulated in fp32, one call's dK,dV over all 64K keys in bf16, and the kernel's fp32 dQ
-  // workspace for one 8K-row chunk (2 heads, 4 + 1 values a row).
+  // workspace for one call of the last rank, whose head and tail chunks (3 and 4 of 8) are
+  // adjacent and make one 16K-row segment (2 heads, 4 + 1 values a row).
   const Model m = tiny_model();
   const System s = round_system();
   const MemoryEstimate e = estimate_memory(m, s, plan(Method::allgather, 4, 1 << 16, 4, 1, 4));
   const double kv = 65536.0 * 2 * 4;
   EXPECT_EQ(e.peak_phase, "layer-backward");
-  EXPECT_DOUBLE_EQ(e.peak.attention_buffers, 4.0 * 8192 * 2 * 5 + 2 * 2 * kv + 4 * 2 * kv + 2 * 2 * kv);
+  EXPECT_DOUBLE_EQ(e.peak.attention_buffers, 4.0 * 16384 * 2 * 5 + 2 * 2 * kv + 4 * 2 * kv + 2 * 2 * kv);
+}
+
+// round_system() with a named framework profile (sim/presets/frameworks/).
+System with_framework(const char* name) {
+  System s = round_system();
+  use_framework(s, load_framework(name));
+  return s;
 }
 
 TEST(MemoryCost, StoredActivationsPerTokenByCheckpointMode) {
   const Model m = tiny_model();
+  const System s = with_framework("seqpar-train");
   Plan p = plan(Method::ulysses, 1, 64, 1, 1, 1);
   // none: attention 8 (norm in) + 8 (norm out) + 8 (q) + 16 (k, v) + 8 (o) = 48; MLP 8 + 8 + 3 x 16 = 64;
   // bf16, plus fp32: the LSE of 2 heads and the rstd of the 2 norms.
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 64) + 4 * (2 + 2));
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, p, Checkpoint::none), 2.0 * (48 + 64) + 4 * (2 + 2));
   // selective drops both norm outputs and the activation output (the norms keep their rstd).
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::selective), 2.0 * (40 + 40) + 4 * (2 + 2));
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::full), 2.0 * 8);
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, p, Checkpoint::selective), 2.0 * (40 + 40) + 4 * (2 + 2));
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, p, Checkpoint::full), 2.0 * 8);
   p.mem.tiled_mlp = true;  // the MLP keeps only its input; each tile recomputes its norm
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, p, Checkpoint::none), 2.0 * (48 + 8) + 4 * (2 + 1));
-  const StoredValues v = stored_values_per_token(m, p, Checkpoint::none);
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, p, Checkpoint::none), 2.0 * (48 + 8) + 4 * (2 + 1));
+  const StoredValues v = stored_values_per_token(m, s, p, Checkpoint::none);
   EXPECT_DOUBLE_EQ(v.bf16, 48 + 8);
   EXPECT_DOUBLE_EQ(v.fp32, 2 + 1);
   // Ulysses keeps the attention output in both layouts.
   Plan u = plan(Method::ulysses, 2, 64, 2, 2, 1);
-  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, u, Checkpoint::none), 2.0 * (56 + 64) + 4 * (2 + 2));
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, u, Checkpoint::none), 2.0 * (56 + 64) + 4 * (2 + 2));
 }
 
 TEST(MemoryCost, ZeroShardsStatesOverTheWholeGroup) {
   const Model m = tiny_model();
   const double psi = double(m.total_params());
   Plan p = plan(Method::ulysses, 4, 64, 1, 1, 1);  // dp = 4
-  const System s = round_system();
+  const System s = with_framework("deepspeed-alst");  // the ZeRO paper's 2 + 2 + 12 bytes per parameter
   p.mem.zero = 0;
   MemoryBreakdown b = estimate_memory(m, s, p).peak;
   EXPECT_DOUBLE_EQ(b.parameters, 2 * psi);
-  EXPECT_DOUBLE_EQ(b.gradients, 2 * psi);  // bf16 by default (FrameworkTerms::gradient_bytes_per_param)
+  EXPECT_DOUBLE_EQ(b.gradients, 2 * psi);
   EXPECT_DOUBLE_EQ(b.optimizer_states, 12 * psi);
   p.mem.zero = 1;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.optimizer_states, 3 * psi);
   p.mem.zero = 2;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.gradients, psi / 2);
-  System fp32_grads = s;  // Megatron-LM's and seqpar-train's fp32 gradients
-  fp32_grads.framework.gradient_bytes_per_param = 4;
+  const System fp32_grads = with_framework("megatron-core");  // Megatron-LM's fp32 main gradients
   EXPECT_DOUBLE_EQ(estimate_memory(m, fp32_grads, p).peak.gradients, psi);
   p.mem.zero = 3;
   EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.parameters, psi / 2);
@@ -238,21 +247,38 @@ TEST(MemoryCost, ZeroShardsStatesOverTheWholeGroup) {
   const MemoryEstimate e = estimate_memory(m, s, p);
   EXPECT_DOUBLE_EQ(e.peak.optimizer_states, 0);
   EXPECT_DOUBLE_EQ(e.host_bytes, 3 * psi);
+  // Parameter offload (ZeRO-3's offload_param) moves the bf16 shards to the host too.
+  p.mem.offload_params = true;
+  const MemoryEstimate w = estimate_memory(m, s, p);
+  EXPECT_DOUBLE_EQ(w.peak.parameters, 0);
+  EXPECT_DOUBLE_EQ(w.host_bytes, 3 * psi + psi / 2);
+  // seqpar-train counts its fp32 master weights with the parameters (its own report does).
+  p.mem = {};
+  p.mem.zero = 0;
+  const MemoryBreakdown t = estimate_memory(m, with_framework("seqpar-train"), p).peak;
+  EXPECT_DOUBLE_EQ(t.parameters, 6 * psi);
+  EXPECT_DOUBLE_EQ(t.gradients, 4 * psi);
+  EXPECT_DOUBLE_EQ(t.optimizer_states, 8 * psi);
 }
 
 TEST(MemoryCost, TiledLossHoldsOneTileOfLogits) {
   const Model m = tiny_model();
-  const System s = round_system();
+  const System s = with_framework("deepspeed-alst");
   Plan p = plan(Method::ulysses, 1, 4096, 1, 1, 1);
   auto logits = [&](const Plan& q) { return estimate_memory(m, s, q).loss_logits_bytes; };
-  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 4096 * 32);  // bf16 + fp32 logits and the bf16 gradient
+  // PyTorch's cross entropy in the loss's backward: the fp32 log-softmax kept from the forward, its
+  // gradient and the logits' (derived/hf-llama.json: 12 bytes per logit).
+  EXPECT_DOUBLE_EQ(logits(p), 12.0 * 4096 * 32);
   // At the peak when they outweigh the layer backward.
   EXPECT_EQ(estimate_memory(m, s, p).peak_phase, "loss");
-  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.logits, 8.0 * 4096 * 32);
+  EXPECT_EQ(estimate_memory(m, s, p).peak_subphase, "head-backward");
+  EXPECT_DOUBLE_EQ(estimate_memory(m, s, p).peak.logits, 12.0 * 4096 * 32);
+  // seqpar-train keeps the bf16 logits and writes their gradient in place.
+  EXPECT_DOUBLE_EQ(estimate_memory(m, with_framework("seqpar-train"), p).loss_logits_bytes, 2.0 * 4096 * 32);
   p.mem.tiled_loss = true;
   // ALST's tile: ceil(4096 / hidden 8) = 512 tiles of 8 tokens.
   EXPECT_DOUBLE_EQ(alst_tile_rows(m, p), 8);
-  EXPECT_DOUBLE_EQ(logits(p), 8.0 * 8 * 32);
+  EXPECT_DOUBLE_EQ(logits(p), 12.0 * 8 * 32);
   p.seq_len = 4100;  // 513 tiles of 8 (the last 4 tokens)
   p.micro_batch = 2;  // each tile holds both sequences' slices
   EXPECT_DOUBLE_EQ(alst_tile_rows(m, p), 2 * 8);
@@ -260,23 +286,23 @@ TEST(MemoryCost, TiledLossHoldsOneTileOfLogits) {
 
 TEST(MemoryCost, OffloadedCheckpointsAllGoToTheHostAndTwoStayOnTheGpu) {
   const Model m = tiny_model();  // 2 layers
-  const System s = round_system();
+  const System s = with_framework("seqpar-train");
   Plan p = plan(Method::ulysses, 1, 4096, 1, 1, 1);
   p.mem.checkpoint = Checkpoint::full;
   Model deep = m;
   deep.layers = 6;
-  const double per_layer = stored_bytes_per_token(deep, p, Checkpoint::full) * 4096;
+  const double per_layer = stored_bytes_per_token(deep, s, p, Checkpoint::full) * 4096;
   const MemoryEstimate kept = estimate_memory(deep, s, p);
   p.mem.offload_checkpoints = true;
   const MemoryEstimate off = estimate_memory(deep, s, p);
   EXPECT_DOUBLE_EQ(off.host_bytes, 6 * per_layer);  // every layer input, as the step offloads them
-  EXPECT_DOUBLE_EQ(kept.peak.activations - off.peak.activations, (6 - 2) * per_layer);
+  EXPECT_DOUBLE_EQ(kept.peak.checkpoints - off.peak.checkpoints, (6 - 2) * per_layer);
   Model one = m;
   one.layers = 1;  // one layer: only its input to keep on the GPU
   p.mem.offload_checkpoints = false;
-  const double one_kept = estimate_memory(one, s, p).peak.activations;
+  const double one_kept = estimate_memory(one, s, p).peak.checkpoints;
   p.mem.offload_checkpoints = true;
-  EXPECT_DOUBLE_EQ(estimate_memory(one, s, p).peak.activations, one_kept);
+  EXPECT_DOUBLE_EQ(estimate_memory(one, s, p).peak.checkpoints, one_kept);
 }
 
 TEST(Simulate, ModelFlopsFollowTheDesignConventions) {

@@ -67,6 +67,8 @@ TEST(NonFinite, BuiltInPresetsAreWithinTheBounds) {
       EXPECT_NO_THROW(load_gpu(p.name)) << p.name;
     } else if (p.kind == "system") {
       EXPECT_NO_THROW(load_system(p.name)) << p.name;
+    } else if (p.kind == "framework") {
+      EXPECT_NO_THROW(load_framework(p.name)) << p.name;
     } else {
       EXPECT_NO_THROW(load_model(p.name)) << p.name;
     }

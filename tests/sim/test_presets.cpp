@@ -13,12 +13,18 @@ namespace {
 
 using nlohmann::json;
 
-// Every number in a preset must sit in {"value": x, "source": "..."} with a non-empty source.
+// Every number in a preset must sit in {"value": x, "source": "..."} with a non-empty source, or
+// in an entry that names its own source (a framework profile's tensor: its widths and bytes are
+// the one thing its source describes).
 void expect_sourced(const json& j, const std::string& where) {
   if (j.is_object()) {
     if (j.contains("value")) {
       ASSERT_TRUE(j.contains("source") && j["source"].is_string() && !j["source"].get<std::string>().empty())
           << where << ": a figure without a source";
+      return;
+    }
+    if (j.contains("name") && j.contains("source") && j["source"].is_string()) {
+      EXPECT_FALSE(j["source"].get<std::string>().empty()) << where << ": an entry with an empty source";
       return;
     }
     for (auto it = j.begin(); it != j.end(); ++it) expect_sourced(it.value(), where + "." + it.key());
@@ -54,6 +60,8 @@ TEST(Presets, AllBuiltInsLoadAndNamesAreUnique) {
       EXPECT_NO_THROW(load_gpu(p.name));
     } else if (p.kind == "system") {
       EXPECT_NO_THROW(load_system(p.name));
+    } else if (p.kind == "framework") {
+      EXPECT_NO_THROW(load_framework(p.name));
     } else {
       EXPECT_NO_THROW(load_model(p.name));
     }

@@ -9,6 +9,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/memory_cost.hpp"
+#include "seqpar/sim/presets.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "seqpar/train/validation.hpp"
 #include "virtual_ranks.hpp"
@@ -147,6 +148,13 @@ sim::Model sim_model(const TrainSetup& s) {
   return m;
 }
 
+// The simulator with seqpar-train's framework profile (sim/presets/frameworks/seqpar-train.json).
+sim::System seqpar_train() {
+  sim::System sys;
+  sim::use_framework(sys, sim::load_framework("seqpar-train"));
+  return sys;
+}
+
 TEST(MemoryFeatures, EachFeatureLowersThePartsTheSimulatorSaysItLowers) {
   const Measured plain = measure(long_single(options(Checkpoint::none, false, false, false)));
   const Measured sel = measure(long_single(options(Checkpoint::selective, false, false, false)));
@@ -203,8 +211,8 @@ TEST(MemoryFeatures, StoredActivationsPerLayerMatchTheSimulator) {
       p.gpus = 1;
       p.seq_len = s.seq_len;
       p.mem = s.mem;
-      const sim::StoredValues v = sim::stored_values_per_token(sim_model(s), p, k.c);
-      const double expected = precision == Precision::bf16 ? sim::stored_bytes_per_token(sim_model(s), p, k.c)
+      const sim::StoredValues v = sim::stored_values_per_token(sim_model(s), seqpar_train(), p, k.c);
+      const double expected = precision == Precision::bf16 ? sim::stored_bytes_per_token(sim_model(s), seqpar_train(), p, k.c)
                                                            : 4.0 * (v.bf16 + v.fp32);
       EXPECT_DOUBLE_EQ(measured, expected)
           << to_string(precision) << " " << seqpar::to_string(k.c) << (k.tiled_mlp ? " tiled-mlp" : "");
@@ -227,7 +235,7 @@ TEST(MemoryFeatures, OffloadedLayerInputsMatchTheSimulator) {
     p.gpus = 1;
     p.seq_len = s.seq_len;
     p.mem = s.mem;
-    sim::System sys;
+    const sim::System sys = seqpar_train();
     const sim::MemoryEstimate e = sim::estimate_memory(sim_model(s), sys, p);
     p.mem.offload_checkpoints = false;
     const sim::MemoryEstimate k = sim::estimate_memory(sim_model(s), sys, p);

@@ -1,21 +1,22 @@
-// The simulator's peak memory (sim/src/memory_cost.cpp, estimate_memory) against the training
-// step's measured peak, part by part, in bf16 on the CPU back end: every checkpoint mode, with and
-// without offload, TiledMLP and tiled loss, at SP = 1 and on two virtual ranks as Ulysses 2, as
-// ring 2 and as all-gather KV 2, at two lengths. The CPU back end allocates what the CUDA back end does but the GPU
-// attention kernel's workspace (sim::attention_kernel_workspace_bytes), which the comparison takes
-// out of the simulator's attention buffers; the GPU's fixed reserve is left out (System's 0).
+// The simulator's memory breakdown for seqpar-train's plans against the step's own, category by
+// category, with no calibration: the seqpar-train framework profile (sim/presets/frameworks/) on a
+// device that, like the CPU back end, has no attention-kernel workspace and no reserve. Every
+// method in core's list, every memory option the step runs (checkpointing none / selective / full,
+// offload, TiledMLP, tiled loss), bf16, on virtual ranks: each category within 2% of the step's
+// and the peak within 1%.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "seqpar/comm/communicator.hpp"
+#include "seqpar/core/plan.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/presets.hpp"
+#include "seqpar/train/seq_layout.hpp"
 #include "seqpar/train/trainer.hpp"
 #include "virtual_ranks.hpp"
 
@@ -25,8 +26,7 @@ namespace {
 using seqpar::Checkpoint;
 
 // Written by the test, read through the presets loader as `seqpar simulate --model` and
-// `seqpar-train --model` read a file. m256 is the model (4 layers, hidden 256); the grid
-// runs its smaller sibling (3 layers, hidden 128, the same head and MLP ratios) to stay fast.
+// `seqpar-train --model` read a file.
 std::string write_model(const std::string& name, int layers, int hidden, int heads, int kv_heads, int head_dim,
                         int ffn, int vocab) {
   auto field = [](int v) { return "{\"value\": " + std::to_string(v) + ", \"source\": \"test\"}"; };
@@ -39,161 +39,159 @@ std::string write_model(const std::string& name, int layers, int hidden, int hea
   return path;
 }
 
-struct Parts {
-  double peak = 0, states = 0, gradients = 0, activations = 0, attention_buffers = 0, working = 0, logits = 0;
+// The step's categories (train/memory.hpp) and the simulator's (sim/memory_cost.hpp) are the same
+// eight; host memory aside.
+constexpr std::array<MemCategory, 8> kParts = {
+    MemCategory::parameters, MemCategory::gradients, MemCategory::optimizer_states, MemCategory::activations,
+    MemCategory::checkpoints, MemCategory::attention_buffers, MemCategory::logits, MemCategory::working};
+
+struct Breakdown {
+  std::array<double, 8> part{};
+  double peak = 0, host = 0;
 };
 
-// Rank 0's tracked parts at its peak over one gradient computation (every rank holds the same
-// shapes).
-Parts measure(const TrainSetup& s) {
+// The tracked parts, at its peak over one gradient computation, of the rank whose peak is highest
+// (the one that decides whether a plan fits; under all-gather without load balancing the last rank's
+// key prefix is the whole sequence, the first rank's one chunk).
+Breakdown measure(const TrainSetup& s) {
   const int world = s.ulysses * s.ring;
-  std::vector<Parts> out(static_cast<std::size_t>(world));
+  std::vector<Breakdown> out(static_cast<std::size_t>(world));
   const std::vector<std::string> errors =
       testing::on_virtual_ranks(s, world, Precision::bf16, [&](int r, Backend& be, Trainer& t) {
         be.memory().reset_peak();
         t.compute_gradients();
         const MemoryTracker& m = be.memory();
-        auto at = [&](MemCategory c) { return double(m.at_peak_bytes(c)); };
-        Parts& p = out[static_cast<std::size_t>(r)];
-        p.peak = double(m.peak_bytes());
-        p.gradients = at(MemCategory::gradients);
-        p.states = at(MemCategory::parameters) + p.gradients + at(MemCategory::optimizer_states);
-        p.activations = at(MemCategory::activations) + at(MemCategory::checkpoints);
-        p.attention_buffers = at(MemCategory::attention_buffers);
-        p.working = at(MemCategory::working);
-        p.logits = at(MemCategory::logits);
+        Breakdown& b = out[static_cast<std::size_t>(r)];
+        for (std::size_t i = 0; i < kParts.size(); ++i) b.part[i] = double(m.at_peak_bytes(kParts[i]));
+        b.peak = double(m.peak_bytes());
+        b.host = double(m.peak_bytes(MemCategory::host_offload));
       });
   for (const std::string& e : errors) EXPECT_EQ(e, "");
-  return out[0];
+  std::size_t top = 0;
+  for (std::size_t r = 1; r < out.size(); ++r)
+    if (out[r].peak > out[top].peak) top = r;
+  return out[top];
 }
 
-Parts simulate(const sim::Model& m, const TrainSetup& s) {
-  Plan p;
-  p.method = s.kv == KvExchange::all_gather ? (s.zigzag ? Method::allgather : Method::allgather_contiguous)
-             : s.ring > 1                    ? Method::ring
-                                             : Method::ulysses;
-  p.gpus = p.sp = s.ulysses * s.ring;
-  p.ulysses_degree = s.ulysses;
-  p.ring_degree = s.ring;
-  p.seq_len = s.seq_len;
-  p.micro_batch = s.micro_batch;
-  p.mem = s.mem;
-  sim::System sys;  // no fixed reserve, no calibrated framework memory
-  // seqpar-train keeps the bf16 logits and writes their gradient in place (model.cpp,
-  // head_forward_backward): 2 bytes per logit, where PyTorch's loss holds 8.
-  sys.framework.loss_bytes_per_logit = 2;
-  // It keeps fp32 gradients (and fp32 master weights, m, v and a bf16 copy: 18 bytes per parameter).
-  sys.framework.gradient_bytes_per_param = 4;
-  const sim::MemoryEstimate e = sim::estimate_memory(m, sys, p);
+// seqpar-train's framework on a device like the CPU back end: no attention workspace, no reserve.
+sim::System cpu_device() {
+  sim::System sys;
+  sys.gpu.attention_bwd_workspace_per_head_dim = 0;
+  sys.gpu.attention_bwd_workspace_per_row = 0;
+  sim::use_framework(sys, sim::load_framework("seqpar-train"));
+  return sys;
+}
+
+Breakdown predict(const sim::Model& m, const Plan& p) {
+  const sim::MemoryEstimate e = sim::estimate_memory(m, cpu_device(), p);
   const sim::MemoryBreakdown& b = e.peak;
   EXPECT_EQ(b.reserved, 0);
-  Parts r;
-  r.gradients = b.gradients;
-  r.states = b.parameters + b.gradients + b.optimizer_states;
-  r.activations = b.activations;
-  // The GPU kernel's workspace is held in the attention backward only.
-  const bool attention_peak = b.attention_buffers > 0;
-  r.attention_buffers = b.attention_buffers - (attention_peak ? sim::attention_kernel_workspace_bytes(m, sys, p) : 0);
-  r.working = b.working;
-  r.logits = b.logits;
-  r.peak = b.total() - (attention_peak ? sim::attention_kernel_workspace_bytes(m, sys, p) : 0);
+  Breakdown r;
+  r.part = {b.parameters, b.gradients, b.optimizer_states, b.activations,
+            b.checkpoints, b.attention_buffers, b.logits, b.working};
+  r.peak = b.total();
+  r.host = e.host_bytes;
   return r;
 }
 
-std::string describe(const TrainSetup& s) {
-  const MemoryOptions& m = s.mem;
-  return fmt::format("U{} R{}{}{} N {} {}{}{}{}", s.ulysses, s.ring, s.kv == KvExchange::all_gather ? " all-gather" : "",
-                     s.zigzag ? " zigzag" : "", s.seq_len, seqpar::to_string(m.checkpoint),
-                     m.offload_checkpoints ? " offload" : "", m.tiled_mlp ? " tiled-mlp" : "",
-                     m.tiled_loss ? " tiled-loss" : "");
-}
-
-// Within 3% of the measured part (parts both sides hold as 0 agree exactly).
-void expect_close(double sim, double measured, const char* part, const std::string& what) {
-  EXPECT_NEAR(sim, measured, 0.03 * measured) << part << ", " << what << ": simulator " << sim << ", step "
-                                               << measured;
-}
-
-void expect_agree(const sim::Model& m, const TrainSetup& s) {
-  const Parts got = measure(s), want = simulate(m, s);
-  const std::string what = describe(s);
-  expect_close(want.peak, got.peak, "peak", what);
-  expect_close(want.gradients, got.gradients, "gradients (fp32)", what);
-  // The step counts fp32 master weights with the parameters, the simulator with the optimizer.
-  expect_close(want.states, got.states, "parameters + gradients + optimizer states", what);
-  expect_close(want.activations, got.activations, "activations (with checkpoints)", what);
-  expect_close(want.attention_buffers, got.attention_buffers, "attention buffers", what);
-  expect_close(want.working, got.working, "working", what);
-  expect_close(want.logits, got.logits, "logits", what);
-}
-
-MemoryOptions options(Checkpoint c, bool offload, bool tiled_mlp, bool tiled_loss) {
-  MemoryOptions m = train_memory_default();
-  m.checkpoint = c;
-  m.offload_checkpoints = offload;
-  m.tiled_mlp = tiled_mlp;
-  m.tiled_loss = tiled_loss;
-  return m;
-}
-
-TrainSetup setup(const sim::Model& m, std::int64_t seq_len, int u, int r, MemoryOptions mem) {
+TrainSetup setup_of(const sim::Model& m, const Plan& p) {
   TrainSetup s;
   s.model = from_sim(m);
-  s.seq_len = seq_len;
-  s.ulysses = u;
-  s.ring = r;
-  s.mem = mem;
+  s.seq_len = p.seq_len;
+  s.ulysses = p.ulysses_degree;
+  s.ring = p.ring_degree;
+  s.zigzag = p.zigzag();
+  s.kv = kv_exchange(p.method);
+  s.micro_batch = p.micro_batch;
+  s.mem = p.mem;
   return s;
 }
 
-sim::Model narrow_m256() { return sim::load_model(write_model("m128", 3, 128, 4, 2, 32, 344, 1024)); }
-
-TEST(MemoryPeak, SimulatorHoldsTheStepsPeakOnOneRank) {
-  const sim::Model m = narrow_m256();
-  const MemoryOptions cases[] = {
-      options(Checkpoint::none, false, false, false),      options(Checkpoint::none, false, true, false),
-      options(Checkpoint::none, false, false, true),       options(Checkpoint::selective, false, false, false),
-      options(Checkpoint::selective, false, true, true),   options(Checkpoint::full, false, false, false),
-      options(Checkpoint::full, true, false, false),       options(Checkpoint::full, true, true, true),
-  };
-  for (const MemoryOptions& mem : cases) expect_agree(m, setup(m, 256, 1, 1, mem));
-  // A second length for the per-token terms (kept to three cases: the sanitizer pass runs this too).
-  for (const int i : {0, 4, 7}) expect_agree(m, setup(m, 512, 1, 1, cases[i]));
+// Each category within 2% of the step's (a category the step does not hold is predicted 0), the
+// peak within 1%, and the offloaded host bytes exactly.
+void expect_agree(const sim::Model& m, const Plan& p) {
+  const Breakdown got = measure(setup_of(m, p)), want = predict(m, p);
+  const std::string what = describe(p) + fmt::format(" N {}", p.seq_len);
+  for (std::size_t i = 0; i < kParts.size(); ++i)
+    EXPECT_NEAR(want.part[i], got.part[i], 0.02 * got.part[i])
+        << to_string(kParts[i]) << ", " << what << ": simulator " << want.part[i] << ", step " << got.part[i];
+  EXPECT_NEAR(want.peak, got.peak, 0.01 * got.peak) << "peak, " << what;
+  EXPECT_DOUBLE_EQ(want.host, got.host) << "host memory, " << what;
 }
 
-TEST(MemoryPeak, SimulatorHoldsTheStepsPeakOnUlyssesAndRingRanks) {
-  const sim::Model m = narrow_m256();
-  const MemoryOptions cases[] = {
-      options(Checkpoint::none, false, false, false),
-      options(Checkpoint::selective, false, true, false),
-      options(Checkpoint::full, true, true, true),
-  };
-  for (auto [u, r] : {std::pair{2, 1}, {1, 2}}) {
-    for (const MemoryOptions& mem : cases) expect_agree(m, setup(m, 256, u, r, mem));
-    expect_agree(m, setup(m, 512, u, r, cases[0]));  // a second length for the per-token terms
+MemoryOptions options(Checkpoint c, bool offload, bool tiled_mlp, bool tiled_loss) {
+  MemoryOptions o = train_memory_default();
+  o.checkpoint = c;
+  o.offload_checkpoints = offload;
+  o.tiled_mlp = tiled_mlp;
+  o.tiled_loss = tiled_loss;
+  return o;
+}
+
+// Every memory option set the step runs: checkpointing none, selective, full, full with offload,
+// each with and without TiledMLP and tiled loss.
+std::vector<MemoryOptions> every_option_set() {
+  std::vector<MemoryOptions> out;
+  for (auto [c, off] : {std::pair{Checkpoint::none, false}, {Checkpoint::selective, false}, {Checkpoint::full, false},
+                        {Checkpoint::full, true}})
+    for (bool mlp : {false, true})
+      for (bool loss : {false, true}) out.push_back(options(c, off, mlp, loss));
+  return out;
+}
+
+Plan plan_of(Method method, int sp, std::int64_t seq_len, const MemoryOptions& mem) {
+  Plan p;
+  p.method = method;
+  p.gpus = p.sp = sp;
+  p.seq_len = seq_len;
+  p.mem = mem;
+  if (method == Method::hybrid) {
+    p.ulysses_degree = 2;
+    p.ring_degree = sp / 2;
+  }
+  return normalized(p, 8);
+}
+
+// The grid runs a small model (2 layers, hidden 64; GQA with 4 heads over 2 KV heads) to stay
+// fast (the sanitizer pass runs it too); 192 tokens give three TiledMLP / tiled-loss tiles at SP 1,
+// two at SP 2 and one at SP 4.
+sim::Model small_model() { return sim::load_model(write_model("m64", 2, 64, 4, 2, 16, 172, 256)); }
+
+TEST(MemoryPeak, OneRankEveryOptionCategoryByCategory) {
+  const sim::Model m = small_model();
+  for (const MemoryOptions& mem : every_option_set()) expect_agree(m, plan_of(Method::ulysses, 1, 192, mem));
+  // A length that is not a multiple of the tile: the last tile is shorter.
+  expect_agree(m, plan_of(Method::ulysses, 1, 160, options(Checkpoint::full, true, true, true)));
+}
+
+// Each method with each memory option at least once, and the options together: plain,
+// selective with TiledMLP, full with tiled loss, full with offload and both tilings, and no
+// checkpointing with both tilings.
+TEST(MemoryPeak, EveryMethodEveryOptionCategoryByCategory) {
+  const sim::Model m = small_model();
+  const MemoryOptions sets[] = {options(Checkpoint::none, false, false, false), options(Checkpoint::selective, false, true, false),
+                                options(Checkpoint::full, false, false, true), options(Checkpoint::full, true, true, true),
+                                options(Checkpoint::none, false, true, true)};
+  for (Method method : kAllMethods) {
+    const int sp = method == Method::hybrid ? 4 : 2;
+    for (const MemoryOptions& mem : sets) expect_agree(m, plan_of(method, sp, 192, mem));
   }
 }
 
-// All-gather KV on two ranks, head/tail and contiguous: the gathered K,V, the fp32 dK,dV of the
-// whole sequence and one call's dK,dV (sim's all_gather_backward_buffers).
-TEST(MemoryPeak, SimulatorHoldsTheStepsPeakOnAllGatherRanks) {
-  const sim::Model m = narrow_m256();
-  for (const bool head_tail : {true, false})
-    for (const MemoryOptions& mem : {options(Checkpoint::none, false, false, false),
-                                     options(Checkpoint::full, true, true, true)}) {
-      TrainSetup s = setup(m, 256, 1, 2, mem);
-      s.zigzag = head_tail;
-      s.kv = KvExchange::all_gather;
-      expect_agree(m, s);
-    }
+TEST(MemoryPeak, UlyssesWithReplicatedKvHeadsAndRingsOfFour) {
+  const sim::Model m = small_model();
+  // Ulysses 4 over 2 KV heads: each KV head replicated (kv_attention > kv).
+  for (const MemoryOptions& mem : {options(Checkpoint::none, false, false, false), options(Checkpoint::full, true, true, true)}) {
+    expect_agree(m, plan_of(Method::ulysses, 4, 192, mem));
+    expect_agree(m, plan_of(Method::ring_zigzag, 4, 192, mem));
+    expect_agree(m, plan_of(Method::allgather, 4, 192, mem));
+  }
 }
 
-// The model with every memory feature, where the simulator used to add up what the step
-// never holds at once (at 1024 tokens: 10.2 MB beside the weights against 7.1 MB measured). 512
-// tokens (two tiles) keeps the test fast; `seqpar simulate` and seqpar-train agree at 1024 too.
-TEST(MemoryPeak, SimulatorHoldsTheStepsPeakForM256WithEveryFeature) {
+// The model with every memory feature (4 layers, hidden 256).
+TEST(MemoryPeak, M256WithEveryFeature) {
   const sim::Model m = sim::load_model(write_model("m256", 4, 256, 4, 2, 64, 688, 2048));
-  expect_agree(m, setup(m, 512, 1, 1, options(Checkpoint::full, true, true, true)));
+  for (std::int64_t n : {512}) expect_agree(m, plan_of(Method::ulysses, 1, n, options(Checkpoint::full, true, true, true)));
 }
 
 }  // namespace

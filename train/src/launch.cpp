@@ -164,6 +164,7 @@ nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
           {"--checkpoint", seqpar::to_string(m.checkpoint)},
           {"--offload-checkpoints", m.offload_checkpoints},
           {"--offload-optimizer", m.offload_optimizer},
+          {"--offload-params", m.offload_params},
           {"--tiled-mlp", m.tiled_mlp},
           {"--tiled-loss", m.tiled_loss},
           {"--model", {{"name", cfg.name},

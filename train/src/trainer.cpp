@@ -57,6 +57,8 @@ void check_train_memory(const seqpar::MemoryOptions& m) {
                                  "all-reduced, optimizer states replicated); only --zero 0 runs", m.zero));
   if (m.offload_optimizer)
     errors.push_back("--offload-optimizer: the training step keeps the optimizer states and step on the device");
+  if (m.offload_params)
+    errors.push_back("--offload-params: the training step keeps its parameters on the device");
   seqpar::check_memory_combination(m, errors);
   if (errors.empty()) return;
   std::string all;

@@ -89,6 +89,9 @@ void run_forward(AttentionEngine engine, kernels::CudnnAttention* cudnn, const A
 // All buffers of one attention call; the benchmark rotates through several sets against L2 reuse.
 struct AttentionBuffers {
   DeviceMemory q, k, v, o, lse, dout, dq, dk, dv, ws;
+  // The workspace the engine asks for this call (its own size query), recorded with each row so
+  // that the memory model's workspace figures come from the engine (seqpar calibrate fits them).
+  std::size_t call_workspace_bytes = 0;
   AttentionBuffers(const AttentionShape& s, DType t, bool backward, std::uint64_t seed, AttentionEngine engine,
                    kernels::CudnnAttention* cudnn) {
     const std::size_t es = kernels::dtype_size(t);
@@ -106,15 +109,16 @@ struct AttentionBuffers {
     const std::size_t fwd_ws = engine == AttentionEngine::cudnn ? cudnn->forward_workspace_bytes(s, t) : 0;
     if (!backward) {
       ws = DeviceMemory(fwd_ws);
+      call_workspace_bytes = fwd_ws;
       return;
     }
     dout = DeviceMemory(nq * es);
     dq = DeviceMemory(nq * es);
     dk = DeviceMemory(nk * es);
     dv = DeviceMemory(nk * es);
-    ws = DeviceMemory(std::max(fwd_ws, engine == AttentionEngine::cudnn
-                                           ? cudnn->backward_workspace_bytes(s, t)
-                                           : kernels::flash_attention_backward_workspace_bytes(s)));
+    call_workspace_bytes = engine == AttentionEngine::cudnn ? cudnn->backward_workspace_bytes(s, t)
+                                                            : kernels::flash_attention_backward_workspace_bytes(s);
+    ws = DeviceMemory(std::max(fwd_ws, call_workspace_bytes));
     kernels::fill_uniform(t, dout.get(), nq, seed + 3);
     // The backward's o and lse come from a real forward of the same engine, as in training.
     run_forward(engine, cudnn, s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), ws.get());
@@ -176,6 +180,7 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
             nlohmann::json f = fields;
             f["flops"] = attention_flops(s, backward);
             f["rotated_copies"] = copies;
+            f["workspace_bytes"] = first->call_workspace_bytes;
             Recorder::Launch launch = [s, t, backward, sets, engine, eng, cudnn](int rep) {
               const AttentionBuffers& b = *(*sets)[static_cast<std::size_t>(rep) % sets->size()];
               if (backward && engine == AttentionEngine::cudnn)

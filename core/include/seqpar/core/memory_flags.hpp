@@ -1,5 +1,5 @@
 // The memory-option flags every program takes (--zero, --checkpoint, --offload-checkpoints,
-// --offload-optimizer, --tiled-mlp, --tiled-loss): one registration, so `seqpar simulate` and the
+// --offload-optimizer, --tiled-mlp, --tiled-loss, --offload-params): one registration, so `seqpar simulate` and the
 // measuring programs (seqpar-train) spell, explain and parse them the same way.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -15,6 +15,7 @@ struct MemoryFlags {
   int zero = 1;
   std::string checkpoint = "none";
   bool offload_checkpoints = false, offload_optimizer = false, tiled_mlp = false, tiled_loss = false;
+  bool offload_params = false;
   std::vector<CLI::Option*> given;  // to tell "fixed by the user" from "search them"
 
   bool any_given() const;

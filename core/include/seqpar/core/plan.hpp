@@ -54,6 +54,7 @@ struct MemoryOptions {
   bool offload_optimizer = false;      // optimizer states and step on the host
   bool tiled_mlp = false;              // MLP computed and recomputed in sequence tiles (ALST)
   bool tiled_loss = false;             // logits and loss computed in sequence tiles (ALST)
+  bool offload_params = false;         // ZeRO-3's parameter shards in host memory (offload_param); needs zero 3
   bool operator==(const MemoryOptions&) const = default;
 };
 
@@ -110,12 +111,12 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
-inline constexpr std::array<std::string_view, 15> kPlanJsonKeys = {
+inline constexpr std::array<std::string_view, 16> kPlanJsonKeys = {
     "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
-    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "tiled_mlp", "tiled_loss"};
+    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss"};
 
 // {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
-//  "zero","checkpoint","offload_checkpoints","offload_optimizer","tiled_mlp","tiled_loss"}
+//  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
 // Inverse of to_json; missing memory options, placement and grad_accum_steps (1) take their defaults;
 // bad values throw seqpar::Error.

@@ -28,6 +28,10 @@ struct CalibrateOptions {
   // The attention engine whose rows are fitted (seqpar | cudnn): one engine per profile, never mixed.
   // Empty: cudnn when its rows are present, else seqpar.
   std::string attention_engine;
+  // The framework profile (sim/presets/frameworks/, or a path) the measured training steps ran
+  // with: the inventory their framework terms are fitted over. Empty: the base system's, else the
+  // default (sim/framework.hpp).
+  std::string framework;
 };
 
 struct InputDocument {

@@ -96,8 +96,26 @@ struct Advice {
 };
 Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
 
-// Longest seq_len (a multiple of the plan's granularity) for which `p` is valid and fits; 0 if none.
-std::int64_t max_seq_len(const Model& m, const System& s, const Plan& p);
+// The longest length at which a plan fits, and the shorter lengths at which it does not. Peak
+// memory is not monotone in the length under tiled MLP or tiled loss: a tile is a sequence's
+// tokens over ceil(tokens / hidden) (core/tiling.hpp), so one token more can add a tile and shrink
+// every tile (Llama-3-70B on 8 L20s, tiled loss: 65,536 tokens peak higher than 65,544).
+struct LengthGap {
+  std::int64_t first = 0, last = 0;  // lengths [first, last] (multiples of the granularity) that do not fit
+};
+struct MaxLenSearch {
+  std::int64_t max_seq_len = 0;      // 0: not even the shortest length fits
+  std::vector<LengthGap> gaps;       // below max_seq_len, lowest first; at most kMaxGapsListed
+  std::int64_t gap_count = 0;        // every gap, listed or not
+};
+inline constexpr std::size_t kMaxGapsListed = 16;
+
+// Longest seq_len (a multiple of the plan's granularity) for which `p` is valid and fits. Within
+// a run of lengths with one tile count the peak grows with the length; across runs it may fall.
+// So the search finds the last run whose shortest length fits, then the longest length in it that
+// fits, and lists the runs below whose longest lengths do not fit.
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& p);
+std::int64_t max_seq_len(const Model& m, const System& s, const Plan& p);  // max_seq_len_search(...).max_seq_len
 // The same under a fixed global batch of tokens: the longest seq_len = tokens / (dp x micro_batch x
 // grad_accum_steps) over grad_accum_steps >= 1 that is valid and fits; the plan's grad_accum_steps
 // is set to the one found. 0, with `why`, when none is.
@@ -105,6 +123,8 @@ std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, st
 
 struct MaxLenAdvice {
   std::int64_t max_seq_len = 0;
+  std::vector<LengthGap> gaps;      // the winner's lengths below max_seq_len that do not fit
+  std::int64_t gap_count = 0;
   std::optional<Result> result;     // the plan at that length, with its fastest fitting memory options
   std::vector<std::pair<Plan, std::int64_t>> per_structure;  // each structure's own maximum
   std::vector<Rejection> rejected;

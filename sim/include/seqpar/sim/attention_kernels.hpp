@@ -36,4 +36,8 @@ System load_system(std::string_view name_or_path, std::string_view attention_ker
 // `what` names it in errors.
 System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view attention_kernel);
 
+// The same with a training framework (framework.hpp) put on the system (use_framework): without an
+// attention kernel named, the framework's own where the GPU lists it, else the GPU's default.
+System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework);
+
 }  // namespace seqpar::sim

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/sim/framework.hpp"
+
 namespace seqpar::sim {
 
 // Efficiency of a kernel family against its token dimension L (GEMM rows, attention key length):
@@ -51,6 +53,16 @@ struct Gpu {
   // dv_expanded), rather than per KV head: its memory model (memory_cost.hpp). Optional figure
   // "attention_bwd_expands_kv_grads" (1 or 0) of the GPU or of one of its attention_kernels.
   bool attention_bwd_expands_kv_grads = false;
+  // The attention kernel's backward workspace per query row and local head, in fp32 values:
+  // per_head_dim x head_dim + per_row (memory_cost.hpp). Optional figures of the GPU or of one of
+  // its attention_kernels; default 1 and 1: an fp32 dQ accumulator and a row sum (seqpar's kernel,
+  // FlashAttention-2's dq_accum and softmax_d).
+  double attention_bwd_workspace_per_head_dim = 1;
+  double attention_bwd_workspace_per_row = 1;
+  // The forward's workspace for a block without a causal diagonal starting at position 0 (a ring
+  // step's unmasked block, a non-causal model), fp32 values per query row and local head, per
+  // head_dim: 0 for seqpar's kernel and FlashAttention-2, whose forward needs none.
+  double attention_fwd_workspace_per_head_dim = 0;
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };
@@ -72,18 +84,6 @@ struct FrameworkTerms {
   double step_overhead_s = 0;          // fixed per step (launches, Python, synchronisation)
   double reserve_bytes = 0;            // memory kept beyond the modelled parts (allocator, context)
   double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
-  // Bytes the loss phase holds per logit (per token and vocab entry): a framework choice, not
-  // structure. 8 is PyTorch's cross entropy on bf16 logits: the bf16 logits (2), their fp32 upcast
-  // for the softmax (4) and the bf16 gradient (2), as Megatron-LM and HF Transformers run it.
-  // seqpar-train keeps the bf16 logits and writes their gradient in place: 2.
-  double loss_bytes_per_logit = 8;
-  // Bytes per parameter of the gradients (sharded by ZeRO-2/3): a framework choice too. 2: bf16
-  // gradients, as the ZeRO paper counts mixed precision (2 + 2 + 12) and DeepSpeed's ZeRO-2/3
-  // reduce and partition them in the model's dtype. 4: fp32, as Megatron-LM keeps them in bf16
-  // training (arguments.py turns accumulate_allreduce_grads_in_fp32 on for --bf16, "bfloat16
-  // requires gradient accumulation and all-reduce to be done in fp32"; its distributed-optimizer
-  // guide counts "bf16 param, fp32 grads" as 18 bytes per parameter) and seqpar-train does.
-  double gradient_bytes_per_param = 2;
 };
 
 // Each framework term as the profile loader and `seqpar calibrate` see it: its JSON key, what it
@@ -99,18 +99,20 @@ struct FrameworkTermSpec {
   FrameworkTarget target;
   double lo, hi;
   bool reciprocal;
+  const char* meaning;  // what the term stands for, as `seqpar calibrate` prints it
 };
 // Memory terms are never negative: what a framework holds beyond the modelled parts. The upper
-// bounds keep every product finite; an efficiency is a fraction of the bandwidth, as the GPU's;
-// at most a few copies of an fp32 logit (0 for a fused loss that never materialises them);
-// gradients from fp8 to fp64.
+// bounds keep every product finite; an efficiency is a fraction of the bandwidth, as the GPU's.
+// (What the loss and the gradients hold is the framework profile's inventory: framework.hpp.)
 inline constexpr FrameworkTermSpec kFrameworkTerms[] = {
-    {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false},
-    {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true},
-    {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false},
-    {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false},
-    {"loss_bytes_per_logit", &FrameworkTerms::loss_bytes_per_logit, FrameworkTarget::choice, 0, 64, false},
-    {"gradient_bytes_per_param", &FrameworkTerms::gradient_bytes_per_param, FrameworkTarget::choice, 1, 8, false},
+    {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false,
+     "seconds per step beyond the kernels (launches, Python, synchronisation)"},
+    {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true,
+     "share of HBM bandwidth the elementwise, loss and optimizer work reaches"},
+    {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false,
+     "bytes the allocator hands out beyond the profile's inventory (workspaces, caches)"},
+    {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false,
+     "bytes per local token beyond the inventory"},
 };
 
 struct System {
@@ -127,6 +129,10 @@ struct System {
   double nic_bytes_per_s = 0;  // achievable, one direction, per NIC
   double host_adam_params_per_s = 0;  // optimizer step on the host (offloaded optimizer), per node
   FrameworkTerms framework;           // from a calibrated profile's "framework"; defaults: none
+  // The training framework's memory inventory and priors (framework.hpp): `--framework`, else the
+  // one a calibrated profile names, else the default.
+  Framework profile = default_framework();
+  bool framework_calibrated = false;  // `framework` was fitted (a calibrated profile's "framework" object)
 };
 
 }  // namespace seqpar::sim

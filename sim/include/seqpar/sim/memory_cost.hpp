@@ -1,9 +1,12 @@
-// Peak GPU memory of one rank: parameters, gradients and optimizer states (ZeRO 0-3 over the
-// data x sequence parallel group), stored activations (Korthikanti et al. terms without the s^2
-// part, as flash attention has none), and the transients of the phase where the peak falls:
-// the backward of one layer (recomputation, attention buffers) or the loss (logits).
+// Peak GPU memory of one rank, over the framework's inventory (framework.hpp): its states per
+// parameter (ZeRO 0-3 over the data x sequence parallel group, offload), what each layer stores
+// for its backward, and the transients of the phase where the peak falls: a layer's backward
+// (recompute, MLP, attention with the method's buffers, QKV) at the top or the bottom layer, the
+// loss (head, final norm), or the optimizer step.
 #pragma once
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
@@ -11,45 +14,67 @@
 
 namespace seqpar::sim {
 
+// The parts of the peak, in the categories seqpar-train reports (train/memory.hpp), plus the
+// reserve the device and the allocator hold beyond the tracked tensors.
 struct MemoryBreakdown {
-  double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0;
+  double parameters = 0, gradients = 0, optimizer_states = 0, activations = 0, checkpoints = 0;
   double attention_buffers = 0, working = 0, logits = 0, reserved = 0;
-  double total() const {
-    return parameters + gradients + optimizer_states + activations + attention_buffers + working + logits + reserved;
+  double tracked() const {
+    return parameters + gradients + optimizer_states + activations + checkpoints + attention_buffers + working +
+           logits;
   }
+  double total() const { return tracked() + reserved; }
+};
+
+// One named term of the peak: a state, a stored tensor, a transient, a buffer.
+struct MemoryTerm {
+  std::string name;
+  MemPart part;
+  double bytes;
 };
 
 struct MemoryEstimate {
   MemoryBreakdown peak;            // the parts alive at the peak; they add up to peak.total()
-  std::string_view peak_phase;     // "layer-backward" or "loss"
-  double layer_phase_bytes = 0;    // total at the other phase too, for the report
+  std::string_view peak_phase;     // "layer-backward", "loss" or "optimizer"
+  std::string_view peak_subphase;  // e.g. "attention" (layer) or "head" (loss)
+  double layer_phase_bytes = 0;    // total at each phase too, for the report
   double loss_phase_bytes = 0;
+  double optimizer_phase_bytes = 0;
   double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
   double device_checkpoint_bytes = 0;  // full checkpointing's layer inputs on the GPU at most
   double loss_logits_bytes = 0;    // the logits the loss phase holds, peak or not
+  std::vector<MemoryTerm> terms;   // what the peak is made of, term by term (the reserve aside)
+  double device_reserve_bytes = 0;  // in peak.reserved: the GPU's own (context, library workspaces)
+  double fragmentation_bytes = 0;   // in peak.reserved: what the allocator caches beyond its tensors
+  // What the framework's allocator hands out at the peak: the tracked parts and the framework's
+  // reserve, without the device's and the allocator's cache. A measured step's peak_memory_bytes
+  // is this (PyTorch's max_memory_allocated, seqpar-train's tracked peak); whether a plan fits is
+  // decided by peak.total().
+  double allocated_bytes() const { return peak.total() - device_reserve_bytes - fragmentation_bytes; }
 };
 
-// What one layer stores for its backward per local token, for a checkpoint mode, counted in
-// values of each precision: bf16 tensors, and fp32 ones (attention's LSE per head, RMSNorm's rstd).
+// What one layer stores for its backward per local token under a checkpoint mode (the framework's
+// "layer" inventory), in values of two bytes and of four (bf16 and fp32 in a bf16 step).
 struct StoredValues {
   double bf16 = 0, fp32 = 0;
 };
-StoredValues stored_values_per_token(const Model& m, const Plan& p, Checkpoint mode);
-// The same in bytes: 2 per bf16 value, 4 per fp32 value.
-double stored_bytes_per_token(const Model& m, const Plan& p, Checkpoint mode);
+StoredValues stored_values_per_token(const Model& m, const System& s, const Plan& p, Checkpoint mode);
+double stored_bytes_per_token(const Model& m, const System& s, const Plan& p, Checkpoint mode);
 
 // Tokens in one tile of tiled MLP and tiled loss: ALST's tile of the local sequence
 // (core/tiling.hpp, the rule the training step runs) times the micro-batch.
 double alst_tile_rows(const Model& m, const Plan& p);
 
-// The flash-attention backward kernel's workspace, held during the attention backward at any SP
-// degree: an fp32 dQ accumulator (the kernel adds each key tile's dQ with atomics) and an fp32 row
-// sum per query row (D = rowsum(dO * O)), for one call: one sequence's block of queries. As
-// seqpar's kernel (kernels/src/cuda/flash_backward.cu, flash_attention_backward_workspace_bytes)
-// and FlashAttention-2's mha_bwd (dq_accum, softmax_d) allocate it; with a kernel that expands GQA
-// gradients (Gpu::attention_bwd_expands_kv_grads), dK and dV per query head too. The CPU back end
-// has none of it.
+// The attention kernel's backward workspace for one call (one sequence's block of queries):
+// (a x head_dim + b) fp32 values per query row and local head, the GPU's figures for its attention
+// kernel (hardware.hpp: seqpar's own kernel and FlashAttention-2 keep an fp32 dQ accumulator and a
+// row sum, a = b = 1; cuDNN's, as its workspace query reports, a = 2), plus dK and dV per query
+// head where the kernel expands GQA gradients.
 double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p);
+// The forward's workspace for one call where the plan has blocks that are not a causal diagonal
+// from position 0 (ring steps, all-gather prefixes, non-causal models): per_head_dim x head_dim fp32
+// values per query row and local head (cuDNN; 0 for kernels that need none).
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p);
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
 

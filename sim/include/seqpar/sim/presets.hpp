@@ -18,8 +18,13 @@ Gpu load_gpu(std::string_view name_or_path);
 System load_system(std::string_view name_or_path);
 Model load_model(std::string_view name_or_path);
 
+// Puts framework profile `f` (framework.hpp) on `s`, with its time priors unless `s` carries
+// terms `seqpar calibrate` fitted (which stand). seqpar::Error when those were fitted over another
+// framework: the terms belong to the profile they were fitted with.
+void use_framework(System& s, const Framework& f);
+
 // The preset document itself (sources included): a built-in by name, or a JSON file by path.
-// Same errors as the loaders. `kind` is "gpu", "system" or "model".
+// Same errors as the loaders. `kind` is "gpu", "system", "model" or "framework".
 nlohmann::json preset_document(std::string_view kind, std::string_view name_or_path);
 
 // From already-parsed JSON (for calibrated profiles and tests). `what` names the document in errors.

@@ -1,0 +1,122 @@
+// A training framework's memory inventory, as data (sim/presets/frameworks/*.json): the states it
+// keeps per parameter, what each layer saves for its backward per token, the transients of each
+// phase of the step, what the loss materialises, and its allocator and time terms. The memory
+// model (memory_cost.cpp) walks the step's phases over this inventory; the README's "Framework
+// profiles" section describes the file format.
+#pragma once
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seqpar/core/plan.hpp"
+
+namespace seqpar::sim {
+
+// The memory categories of a prediction, the same as seqpar-train's report (train/memory.hpp) and
+// `simulate --json`'s "memory" object; reserved is the allocator's and the device's share.
+enum class MemPart { parameters, gradients, optimizer_states, activations, checkpoints, attention_buffers, logits, working };
+inline constexpr int kMemParts = 8;
+std::string_view to_string(MemPart p);
+
+// Per-token width symbols: a tensor holds sum(coef x symbol) values per local token.
+//   hidden, ffn, q (heads x head_dim), kv (kv_heads x head_dim, as the model has them),
+//   kv_attention (KV heads x head_dim as the attention holds them: replicated up to U under
+//   Ulysses when U > kv_heads), heads (query heads), head_dim (e.g. RoPE's tables), one, vocab.
+enum class Width { hidden, ffn, q, kv, kv_attention, heads, head_dim, one, vocab };
+inline constexpr int kWidths = 9;
+std::string_view to_string(Width w);
+
+// Constant sizes (values that do not grow with the tokens): one layer's weight matrices, the
+// LM head's, a whole layer's parameters.
+enum class Constant { hidden_q, hidden_kv, hidden_ffn, vocab_hidden, layer_params };
+inline constexpr int kConstants = 5;
+std::string_view to_string(Constant c);  // "hidden*q", "hidden*kv", "hidden*ffn", "vocab*hidden", "layer_params"
+
+// The backward sub-phase after which a stored tensor of a layer is freed: the MLP's backward, the
+// attention's, or the QKV projections' (the end of the layer's backward).
+enum class Until { mlp, attention, qkv };
+// The rows a transient spans: the rank's tokens, one ALST tile (tiled MLP), or the loss's rows
+// (one tile under tiled loss, else all tokens).
+enum class Rows { all, tile, loss };
+
+// A tensor applies only when every condition given holds (an empty condition always holds).
+struct Condition {
+  std::vector<Checkpoint> checkpoint;  // empty: any mode
+  std::optional<bool> tiled_mlp, tiled_loss, ulysses, ring, offload_checkpoints;
+  bool holds(const Plan& p) const;
+};
+
+struct TensorTerm {
+  std::string name, source;
+  std::array<double, kWidths> per_token{};  // values per token, by Width
+  std::array<double, kConstants> constant{};  // values independent of the tokens (e.g. autocast's weight casts)
+  double bytes = 2;                         // per value
+  bool times_layers = false;                // held once per layer of the model (e.g. every layer's cache)
+  MemPart part = MemPart::activations;
+  Until until = Until::qkv;                 // stored layer tensors only
+  Rows rows = Rows::all;                    // transients only
+  // The layer's input: under full checkpointing it is the checkpoint itself, not rebuilt.
+  bool input = false;
+  Condition when;
+};
+
+// A per-parameter state: master weights, the weights the GEMMs read, gradients, optimizer moments.
+struct StateTerm {
+  std::string name, source;
+  MemPart part = MemPart::parameters;
+  double bytes_per_param = 0;
+  int zero_stage = 1;                // sharded over the data x sequence-parallel group from this ZeRO stage on
+  bool offloaded_with_optimizer = false;  // --offload-optimizer moves it to host memory
+  bool offloaded_with_params = false;     // --offload-params moves it to host memory
+};
+
+struct Framework {
+  std::string name, description;
+  std::vector<StateTerm> states;
+  // Gradients allocated as the backward reaches each parameter (PyTorch's zero_grad(set_to_none=True))
+  // rather than kept for the whole step: the peak then sees only the gradients produced so far.
+  bool gradients_during_backward = false;
+  // Bytes per value of the layer input that full checkpointing keeps (the residual stream's type).
+  double checkpoint_bytes = 2;
+  std::vector<TensorTerm> layer;            // what one layer stores for its backward
+  // The transients of the layer backward's sub-phases (recompute: full checkpointing only).
+  std::vector<TensorTerm> recompute, mlp_backward, attention_backward, qkv_backward;
+  std::vector<TensorTerm> loss_stored;      // kept from the forward through the loss (the final norm's)
+  std::vector<TensorTerm> backward_stored;  // kept from the forward through the whole backward
+  // The loss's sub-phases: the head's forward (logits and the loss), its backward (the logits'
+  // gradient), and the final norm's backward.
+  std::vector<TensorTerm> loss_forward, loss_backward, loss_final_norm;
+  std::vector<TensorTerm> every_phase;      // the batch (token ids, labels, positions)
+  // The attention kernel's backward workspace (the GPU preset's figure) is held in the attention
+  // backward only, or for the whole step (a grow-only scratch buffer kept between calls).
+  bool attention_workspace_persistent = false;
+  // How the Ulysses all-to-alls move q, k, v and their gradients: packed into one all-to-all each
+  // way (seqpar-train: one send and one receive buffer of all three), or one all-to-all per tensor
+  // (DeepSpeed's Ulysses: a buffer pair of one tensor at a time).
+  bool ulysses_per_tensor = false;
+  double zero3_gathered_layers = 3;         // ZeRO-3: layers' weights gathered at once (prefetch)
+  // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
+  double reserve_bytes = 0, fragmentation = 0;
+  // Time terms (priors; `seqpar calibrate` fits them from measured steps).
+  double memory_bound_efficiency = 1, step_overhead_s = 0;
+  // Memory-bound bytes the loss moves per logit, forward and backward (its casts, softmax and
+  // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
+  double loss_elementwise_bytes_per_logit = 0;
+  std::string source;  // what the profile as a whole describes (framework version, settings)
+  // The attention kernel family the framework runs (a GPU preset's attention_kernels name), used
+  // where --attention-kernel is not given and the GPU lists it; empty: the GPU's default.
+  std::string attention_kernel;
+};
+
+// Name of a built-in framework profile (sim/presets/frameworks/NAME.json) or a path to one;
+// seqpar::Error naming the input and the field for an unknown name or a malformed file.
+Framework load_framework(std::string_view name_or_path);
+Framework framework_from_json(const nlohmann::json& j, std::string_view what);
+// The profile used when none is named.
+inline constexpr std::string_view kDefaultFramework = "deepspeed-alst";
+const Framework& default_framework();
+
+}  // namespace seqpar::sim

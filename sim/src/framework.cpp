@@ -1,0 +1,302 @@
+#include "seqpar/sim/framework.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/sim/efficiency_curves.hpp"
+#include "seqpar/sim/presets.hpp"
+
+namespace seqpar::sim {
+
+using nlohmann::json;
+
+std::string_view to_string(MemPart p) {
+  switch (p) {
+    case MemPart::parameters: return "parameters";
+    case MemPart::gradients: return "gradients";
+    case MemPart::optimizer_states: return "optimizer_states";
+    case MemPart::activations: return "activations";
+    case MemPart::checkpoints: return "checkpoints";
+    case MemPart::attention_buffers: return "attention_buffers";
+    case MemPart::logits: return "logits";
+    case MemPart::working: return "working";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Width w) {
+  switch (w) {
+    case Width::hidden: return "hidden";
+    case Width::ffn: return "ffn";
+    case Width::q: return "q";
+    case Width::kv: return "kv";
+    case Width::kv_attention: return "kv_attention";
+    case Width::heads: return "heads";
+    case Width::head_dim: return "head_dim";
+    case Width::one: return "one";
+    case Width::vocab: return "vocab";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Constant c) {
+  switch (c) {
+    case Constant::hidden_q: return "hidden*q";
+    case Constant::hidden_kv: return "hidden*kv";
+    case Constant::hidden_ffn: return "hidden*ffn";
+    case Constant::vocab_hidden: return "vocab*hidden";
+    case Constant::layer_params: return "layer_params";
+  }
+  return "unknown";
+}
+
+bool Condition::holds(const Plan& p) const {
+  if (!checkpoint.empty()) {
+    bool any = false;
+    for (Checkpoint c : checkpoint) any = any || c == p.mem.checkpoint;
+    if (!any) return false;
+  }
+  auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
+  return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
+         is(ring, p.ring_degree > 1) &&
+         is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
+}
+
+namespace {
+
+// Wide enough for any framework, narrow enough that every product the memory model forms stays
+// finite: a few hundred values per hidden unit per token, 64 bytes per value.
+constexpr double kMaxCoef = 1e3, kMaxBytesPerValue = 64, kMaxBytesPerParam = 64, kMaxReserve = 1e15;
+
+// A figure is a bare number or {"value", "source"}; bounded_figure checks both forms.
+double number(const json& j, const char* key, std::string_view what, double lo, double hi, double fallback) {
+  return j.contains(key) ? bounded_figure(j, key, what, lo, hi) : fallback;
+}
+
+std::string text(const json& j, const char* key, std::string_view what, const char* fallback = nullptr) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (fallback) return fallback;
+    throw Error(fmt::format("{}: missing field '{}'", what, key));
+  }
+  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
+  return it->get<std::string>();
+}
+
+bool flag(const json& j, const char* key, std::string_view what, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (!it->is_boolean()) throw Error(fmt::format("{}: field '{}' must be true or false", what, key));
+  return it->get<bool>();
+}
+
+template <class E, std::size_t N>
+E one_of(const json& j, const char* key, std::string_view what, const std::array<std::pair<const char*, E>, N>& names,
+         E fallback) {
+  auto found = j.find(key);
+  if (found == j.end()) return fallback;
+  // A choice is a bare string or {"value": "...", "source": "..."}, as figures are.
+  const json* it = &*found;
+  if (it->is_object() && it->contains("value")) it = &(*it)["value"];
+  std::string all;
+  for (const auto& [n, e] : names) {
+    if (it->is_string() && *it == n) return e;
+    all += (all.empty() ? "" : ", ") + std::string(n);
+  }
+  throw Error(fmt::format("{}: field '{}' must be one of {} (got {})", what, key, all, dump_json(*it, -1)));
+}
+
+constexpr std::array<std::pair<const char*, MemPart>, kMemParts> kParts{{
+    {"parameters", MemPart::parameters},
+    {"gradients", MemPart::gradients},
+    {"optimizer_states", MemPart::optimizer_states},
+    {"activations", MemPart::activations},
+    {"checkpoints", MemPart::checkpoints},
+    {"attention_buffers", MemPart::attention_buffers},
+    {"logits", MemPart::logits},
+    {"working", MemPart::working},
+}};
+
+// {"symbol": coefficient, ...} into `out`, naming the known symbols for an unknown one.
+template <class Sym, int N>
+void read_symbols(const json& e, const char* key, std::string_view what, std::array<double, N>& out) {
+  auto it = e.find(key);
+  if (it == e.end()) return;
+  if (!it->is_object()) throw Error(fmt::format("{}: field '{}' must be an object of size symbols", what, key));
+  for (const auto& [name, v] : it->items()) {
+    int k = -1;
+    std::string known;
+    for (int i = 0; i < N; ++i) {
+      const std::string_view s = to_string(static_cast<Sym>(i));
+      if (name == s) k = i;
+      known += (known.empty() ? "" : ", ") + std::string(s);
+    }
+    if (k < 0) throw Error(fmt::format("{}: {}: unknown symbol '{}' (known: {})", what, key, name, known));
+    out[static_cast<std::size_t>(k)] = bounded_figure(*it, name.c_str(), fmt::format("{}: {}", what, key), 0, kMaxCoef);
+  }
+}
+
+Condition read_condition(const json& e, std::string_view what) {
+  Condition c;
+  auto it = e.find("when");
+  if (it == e.end()) return c;
+  const std::string w = fmt::format("{}: when", what);
+  if (!it->is_object()) throw Error(fmt::format("{}: expected an object", w));
+  for (const auto& [key, v] : it->items()) {
+    if (key == "checkpoint") {
+      if (!v.is_array() || v.empty())
+        throw Error(fmt::format("{}: field 'checkpoint' must be a non-empty list of none, selective, full", w));
+      for (const json& m : v) {
+        if (!m.is_string()) throw Error(fmt::format("{}: field 'checkpoint' must list none, selective, full", w));
+        try {
+          c.checkpoint.push_back(parse_checkpoint(m.get<std::string>()));
+        } catch (const Error& err) {
+          throw Error(fmt::format("{}: {}", w, err.what()));
+        }
+      }
+      continue;
+    }
+    std::optional<bool>* slot = key == "tiled_mlp"             ? &c.tiled_mlp
+                                : key == "tiled_loss"          ? &c.tiled_loss
+                                : key == "ulysses"             ? &c.ulysses
+                                : key == "ring"                ? &c.ring
+                                : key == "offload_checkpoints" ? &c.offload_checkpoints
+                                                               : nullptr;
+    if (!slot)
+      throw Error(fmt::format("{}: unknown condition '{}' (known: checkpoint, tiled_mlp, tiled_loss, ulysses, ring, "
+                              "offload_checkpoints)",
+                              w, key));
+    if (!v.is_boolean()) throw Error(fmt::format("{}: field '{}' must be true or false", w, key));
+    *slot = v.get<bool>();
+  }
+  return c;
+}
+
+TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_part) {
+  if (!e.is_object()) throw Error(fmt::format("{}: expected an object", what));
+  TensorTerm t;
+  t.name = text(e, "name", what);
+  const std::string w = fmt::format("{} ('{}')", what, t.name);
+  t.source = text(e, "source", w, "");
+  read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
+  read_symbols<Constant, kConstants>(e, "constant", w, t.constant);
+  double any = 0;
+  for (double c : t.per_token) any += c;
+  for (double c : t.constant) any += c;
+  if (!(any > 0)) throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
+  t.times_layers = flag(e, "times_layers", w, false);
+  t.bytes = bounded_figure(e, "bytes", w, 0.125, kMaxBytesPerValue);
+  t.part = one_of(e, "part", w, kParts, default_part);
+  t.until = one_of(e, "until", w,
+                   std::array<std::pair<const char*, Until>, 3>{{{"mlp", Until::mlp},
+                                                                 {"attention", Until::attention},
+                                                                 {"qkv", Until::qkv}}},
+                   Until::qkv);
+  t.rows = one_of(e, "rows", w,
+                  std::array<std::pair<const char*, Rows>, 3>{{{"all", Rows::all}, {"tile", Rows::tile}, {"loss", Rows::loss}}},
+                  Rows::all);
+  t.input = flag(e, "input", w, false);
+  t.when = read_condition(e, w);
+  return t;
+}
+
+std::vector<TensorTerm> read_tensors(const json& parent, const char* key, std::string_view what, MemPart part) {
+  std::vector<TensorTerm> out;
+  auto it = parent.find(key);
+  if (it == parent.end()) return out;
+  if (!it->is_array()) throw Error(fmt::format("{}: field '{}' must be a list of tensors", what, key));
+  for (std::size_t i = 0; i < it->size(); ++i)
+    out.push_back(read_tensor((*it)[i], fmt::format("{}: {}[{}]", what, key, i), part));
+  return out;
+}
+
+const json& object(const json& parent, const char* key, std::string_view what) {
+  static const json empty = json::object();
+  auto it = parent.find(key);
+  if (it == parent.end()) return empty;
+  if (!it->is_object()) throw Error(fmt::format("{}: field '{}' must be an object", what, key));
+  return *it;
+}
+
+}  // namespace
+
+Framework framework_from_json(const json& j, std::string_view what) {
+  if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  Framework f;
+  f.name = text(j, "name", what);
+  f.description = text(j, "description", what, "");
+  f.source = text(j, "source", what, "");
+  f.attention_kernel = text(j, "attention_kernel", what, "");
+  auto st = j.find("states");
+  if (st == j.end() || !st->is_array() || st->empty())
+    throw Error(fmt::format("{}: field 'states' must be a non-empty list (weights, gradients, optimizer states)", what));
+  for (std::size_t i = 0; i < st->size(); ++i) {
+    const json& e = (*st)[i];
+    const std::string w = fmt::format("{}: states[{}]", what, i);
+    if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+    StateTerm s;
+    s.name = text(e, "name", w);
+    s.source = text(e, "source", w, "");
+    s.part = one_of(e, "part", w, kParts, MemPart::parameters);
+    s.bytes_per_param = bounded_figure(e, "bytes_per_param", w, 0, kMaxBytesPerParam);
+    const double z = number(e, "zero_stage", w, 1, 3, 1);
+    if (z != std::floor(z)) throw Error(fmt::format("{}: field 'zero_stage' must be 1, 2 or 3 (got {:g})", w, z));
+    s.zero_stage = static_cast<int>(z);
+    s.offloaded_with_optimizer = flag(e, "offloaded_with_optimizer", w, false);
+    s.offloaded_with_params = flag(e, "offloaded_with_params", w, false);
+    f.states.push_back(std::move(s));
+  }
+  f.gradients_during_backward =
+      one_of(j, "gradients", what,
+             std::array<std::pair<const char*, bool>, 2>{{{"persistent", false}, {"during_backward", true}}}, false);
+  f.checkpoint_bytes = number(j, "checkpoint_bytes", what, 0.125, kMaxBytesPerValue, 2);
+  f.layer = read_tensors(j, "layer", what, MemPart::activations);
+  const json& bw = object(j, "backward", what);
+  const std::string bws = fmt::format("{}: backward", what);
+  f.recompute = read_tensors(bw, "recompute", bws, MemPart::working);
+  f.mlp_backward = read_tensors(bw, "mlp", bws, MemPart::working);
+  f.attention_backward = read_tensors(bw, "attention", bws, MemPart::working);
+  f.qkv_backward = read_tensors(bw, "qkv", bws, MemPart::working);
+  f.backward_stored = read_tensors(bw, "stored", bws, MemPart::activations);
+  const json& loss = object(j, "loss", what);
+  const std::string ls = fmt::format("{}: loss", what);
+  f.loss_stored = read_tensors(loss, "stored", ls, MemPart::activations);
+  f.loss_forward = read_tensors(loss, "forward", ls, MemPart::working);
+  f.loss_backward = read_tensors(loss, "backward", ls, MemPart::working);
+  f.loss_final_norm = read_tensors(loss, "final_norm", ls, MemPart::working);
+  f.every_phase = read_tensors(j, "every_phase", what, MemPart::working);
+  const json& attn = object(j, "attention", what);
+  f.attention_workspace_persistent =
+      one_of(attn, "workspace", fmt::format("{}: attention", what),
+             std::array<std::pair<const char*, bool>, 2>{{{"per_call", false}, {"persistent", true}}}, false);
+  f.ulysses_per_tensor =
+      one_of(attn, "ulysses_all_to_all", fmt::format("{}: attention", what),
+             std::array<std::pair<const char*, bool>, 2>{{{"packed", false}, {"per_tensor", true}}}, false);
+  f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
+  const json& alloc = object(j, "allocator", what);
+  const std::string as = fmt::format("{}: allocator", what);
+  f.reserve_bytes = number(alloc, "reserve_bytes", as, 0, kMaxReserve, 0);
+  f.fragmentation = number(alloc, "fragmentation", as, 0, 1, 0);
+  const json& time = object(j, "time", what);
+  const std::string ts = fmt::format("{}: time", what);
+  f.memory_bound_efficiency = number(time, "memory_bound_efficiency", ts, 1e-3, 1, 1);
+  f.step_overhead_s = number(time, "step_overhead_s", ts, 0, 1e4, 0);
+  f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
+  return f;
+}
+
+Framework load_framework(std::string_view s) {
+  const bool path = s.find('/') != s.npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+  return framework_from_json(preset_document("framework", s),
+                             path ? std::string(s) : fmt::format("framework preset '{}'", s));
+}
+
+const Framework& default_framework() {
+  static const Framework f = load_framework(kDefaultFramework);
+  return f;
+}
+
+}  // namespace seqpar::sim

@@ -1,0 +1,196 @@
+// Framework profiles (sim/presets/frameworks/): the loader's refusals, the hf-transformers profile
+// against the table PyTorch itself gave (derived/hf-llama.json), and maxlen over a memory curve
+// that falls where the tile count steps up.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "fixtures.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
+#include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/framework.hpp"
+#include "seqpar/sim/memory_cost.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/simulate.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using nlohmann::json;
+
+json minimal_profile() {
+  return json::parse(R"({"name": "t", "states": [{"name": "w", "part": "parameters", "bytes_per_param": 2}],
+    "layer": [{"name": "x", "per_token": {"hidden": 1}, "bytes": 2, "until": "qkv"}]})");
+}
+
+void expect_refused(const json& doc, const std::string& needle) {
+  try {
+    framework_from_json(doc, "profile.json");
+    ADD_FAILURE() << "accepted; expected an error containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("profile.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
+  EXPECT_NO_THROW(framework_from_json(minimal_profile(), "profile.json"));
+  json j = minimal_profile();
+  j["layer"][0]["per_token"] = {{"hiden", 1}};
+  expect_refused(j, "unknown symbol 'hiden'");
+  j = minimal_profile();
+  j["layer"][0]["bytes"] = -2;
+  expect_refused(j, "'bytes'");
+  j = minimal_profile();
+  j["layer"][0]["until"] = "loss";
+  expect_refused(j, "field 'until' must be one of mlp, attention, qkv");
+  j = minimal_profile();
+  j["layer"][0]["when"] = {{"tiled", true}};
+  expect_refused(j, "unknown condition 'tiled'");
+  j = minimal_profile();
+  j["layer"][0]["when"] = {{"checkpoint", {"some"}}};
+  expect_refused(j, "checkpoint");
+  j = minimal_profile();
+  j["layer"][0].erase("per_token");
+  expect_refused(j, "give its size");
+  j = minimal_profile();
+  j.erase("states");
+  expect_refused(j, "'states'");
+  j = minimal_profile();
+  j["gradients"] = "sometimes";
+  expect_refused(j, "field 'gradients' must be one of persistent, during_backward");
+  j = minimal_profile();
+  j["states"][0]["zero_stage"] = 4;
+  expect_refused(j, "zero_stage");
+  j = minimal_profile();
+  j["allocator"] = {{"fragmentation", 1.5}};
+  expect_refused(j, "fragmentation");
+  EXPECT_THROW(load_framework("pytorch-lightning"), Error);
+}
+
+// Values per token of the layer inventory by width symbol, as bytes (checkpointing none, no
+// tiling, SP 1): what the derived table's layer_totals.per_token_bytes holds.
+std::map<std::string, double> layer_bytes_by_symbol(const Framework& f) {
+  std::map<std::string, double> out;
+  Plan p;
+  p.gpus = p.sp = 1;
+  p.mem.checkpoint = Checkpoint::none;
+  for (const TensorTerm& t : f.layer) {
+    if (!t.when.holds(p)) continue;
+    for (int i = 0; i < kWidths; ++i)
+      if (t.per_token[static_cast<std::size_t>(i)] > 0)
+        out[std::string(to_string(static_cast<Width>(i)))] += t.per_token[static_cast<std::size_t>(i)] * t.bytes;
+    for (int i = 0; i < kConstants; ++i)
+      if (t.constant[static_cast<std::size_t>(i)] > 0)
+        out[std::string(to_string(static_cast<Constant>(i)))] += t.constant[static_cast<std::size_t>(i)] * t.bytes;
+  }
+  return out;
+}
+
+// The profile is written from the table PyTorch gave (scripts/derive_saved_tensors.py): its layer
+// holds, symbol by symbol, what the table says an autocast layer saves (kv_attention is kv at SP 1).
+TEST(FrameworkProfiles, HfTransformersLayerIsTheDerivedTable) {
+  const json table = read_json_file(std::string(SEQPAR_PRESETS_DIR) + "/frameworks/derived/hf-llama.json");
+  const Framework f = load_framework("hf-transformers");
+  for (const json& c : table.at("configurations")) {
+    if (c.at("precision") != "fp32-params-autocast-bf16") continue;
+    if (c.at("checkpoint") == "full") {
+      ASSERT_EQ(c.at("layer").size(), 1u);
+      EXPECT_DOUBLE_EQ(f.checkpoint_bytes, c.at("layer")[0].at("bytes").get<double>());
+      continue;
+    }
+    std::map<std::string, double> want;
+    for (const auto& [k, v] : c.at("layer_totals").at("per_token_bytes").items()) want[k] = v.get<double>();
+    for (const auto& [k, v] : c.at("layer_totals").at("per_layer_bytes").items()) want[k] = v.get<double>();
+    std::map<std::string, double> got = layer_bytes_by_symbol(f);
+    got["kv"] += got["kv_attention"];
+    got.erase("kv_attention");
+    EXPECT_EQ(got, want);
+  }
+}
+
+// One token more can add a tile and shrink every tile: with tiled loss the logits of one tile
+// dominate this model's peak, so the curve saws. maxlen's answer and its gaps against every
+// length, one by one.
+TEST(MaxLen, TiledCurveThatFallsIsSearchedToItsLongestFittingLength) {
+  Model m = testing::tiny_model();  // hidden 8
+  m.vocab = 65536;
+  m.layers = 1;
+  System s = testing::round_system();
+  use_framework(s, load_framework("seqpar-train"));
+  Plan p;
+  p.gpus = p.sp = 1;
+  p.mem.zero = 0;
+  p.mem.tiled_loss = true;
+  auto fits = [&](std::int64_t n) {
+    Plan q = p;
+    q.seq_len = n;
+    return simulate(m, s, q).fits;
+  };
+  // Tiles of at most 8 tokens (hidden 8): 16 tokens are two tiles of 8, 17 three of 6, 24 three of
+  // 8, 25 four of 7 ... A capacity of 16 tokens' peak: one 8-token tile too many beyond it, but runs
+  // that start with a shorter tile fit again, up to 49 tokens (seven tiles of 7).
+  Plan at = p;
+  at.seq_len = 16;
+  s.gpu.memory_bytes = simulate(m, s, at).peak_memory_bytes();
+  const MaxLenSearch r = max_seq_len_search(m, s, p);
+  std::int64_t longest = 0;
+  std::vector<LengthGap> gaps;
+  for (std::int64_t n = 1; n <= 4000; ++n) {
+    if (fits(n)) {
+      longest = n;
+    } else if (!gaps.empty() && gaps.back().last == n - 1) {
+      gaps.back().last = n;
+    } else {
+      gaps.push_back({n, n});
+    }
+  }
+  ASSERT_LT(longest, 4000);
+  while (!gaps.empty() && gaps.back().first > longest) gaps.pop_back();
+  ASSERT_FALSE(gaps.empty()) << "the case has no gap below its maximum: it tests nothing";
+  EXPECT_EQ(r.max_seq_len, longest);
+  EXPECT_EQ(r.gap_count, std::int64_t(gaps.size()));
+  ASSERT_EQ(r.gaps.size(), std::min(gaps.size(), kMaxGapsListed));
+  for (std::size_t i = 0; i < r.gaps.size(); ++i) {
+    EXPECT_EQ(r.gaps[i].first, gaps[i].first) << i;
+    EXPECT_EQ(r.gaps[i].last, gaps[i].last) << i;
+  }
+}
+
+// The issue's case: Llama-3-70B on 8 L20s with tiled loss, where 65,544 tokens peak lower than
+// 65,536 (8,193 local tokens make two tiles of 4,097 where 8,192 made one), and the Llama-3-8B
+// case on 4 A100-40GB that the old search stopped short of.
+TEST(MaxLen, TheIssuesCasesNoLongerStopAtTheFirstLengthThatDoesNotFit) {
+  const Model m70 = load_model("llama3-70b");
+  const System l20 = load_system("l20-pcie");
+  Plan p;
+  p.method = Method::ulysses;
+  p.gpus = p.sp = p.ulysses_degree = 8;
+  p.mem = {3, Checkpoint::full, true, true, false, true};
+  p.seq_len = 65536;
+  const double before = simulate(m70, l20, p).peak_memory_bytes();
+  p.seq_len = 65544;
+  EXPECT_LT(simulate(m70, l20, p).peak_memory_bytes(), before);
+  const Model m8 = load_model("llama3-8b");
+  const System a100 = load_system("dgx-a100-40g");
+  Plan q;
+  q.method = Method::ulysses;
+  q.gpus = q.sp = q.ulysses_degree = 4;
+  q.mem = {3, Checkpoint::full, false, false, false, true};
+  const MaxLenSearch r = max_seq_len_search(m8, a100, q);
+  q.seq_len = r.max_seq_len;
+  EXPECT_TRUE(simulate(m8, a100, q).fits);
+  q.seq_len = r.max_seq_len + seq_granularity(q);
+  EXPECT_FALSE(simulate(m8, a100, q).fits);
+  for (const LengthGap& g : r.gaps) {
+    q.seq_len = g.first;
+    EXPECT_FALSE(simulate(m8, a100, q).fits) << g.first;
+    q.seq_len = g.first - seq_granularity(q);
+    EXPECT_TRUE(simulate(m8, a100, q).fits) << g.first;
+  }
+}
+
+}  // namespace
+}  // namespace seqpar::sim
