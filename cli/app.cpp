@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -49,6 +50,27 @@ bool json_error_document(int argc, const char* const* argv, const std::string& m
   return true;
 }
 
+// An option given an empty value (`--framework ''`, `--gpus ''`) is bad input in every subcommand:
+// the readers took it for "not given" (the default, silently) or for 0. One rule for every option
+// that takes a value, positionals included, so an option added later is covered too.
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options([](CLI::Option* o) { return o->get_type_size_max() > 0; })) {
+      std::string field = opt->get_positional() ? opt->get_name(true) : opt->get_name();
+      field.erase(0, field.find_first_not_of('-'));
+      std::replace(field.begin(), field.end(), '-', '_');
+      opt->check(CLI::Validator(
+          [field](const std::string& value) {
+            if (value.find_first_not_of(" \t") == std::string::npos)
+              throw Error(fmt::format("{}: empty value; give one, or leave the option out for its default", field));
+            return std::string();
+          },
+          ""));
+    }
+    refuse_empty_values(*sub);
+  }
+}
+
 // The application with every subcommand registered (their options bind to state each registration owns).
 std::unique_ptr<CLI::App> make_app() {
   auto app = std::make_unique<CLI::App>(fmt::format(
@@ -67,6 +89,7 @@ std::unique_ptr<CLI::App> make_app() {
   add_calibrate_command(*app);
   add_gate_command(*app);
   add_published_command(*app);
+  refuse_empty_values(*app);
   return app;
 }
 }  // namespace

@@ -89,12 +89,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);
-  CLI::Option* trace = cmd->add_option(
-      "--trace", o->trace, "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
-  cmd->callback([o, trace] {
+  cmd->add_option("--trace", o->trace,
+                  "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
+  cmd->callback([o] {
     guarded(o->common.json, "seqpar simulate", [&] {
-      if (trace->count() > 0 && o->trace.empty())
-        throw Error("trace: empty file name; give the path of the Chrome trace file to write");
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common);
       const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);

@@ -115,6 +115,10 @@ def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
     (dict(model={"name": "x"}), "model: a dict has no command-line spelling"),
     (dict(seq_len=b"64K"), "seq_len: a bytes has no command-line spelling"),
     (dict(no_such_flag=True), "--no-such-flag"),
+    (dict(framework=""), "framework: empty value"),  # was the default framework, silently
+    (dict(framework="no-such"), "unknown framework preset 'no-such'"),
+    (dict(offload_params="yes"), "offload_params: an on/off flag; give True or False"),
+    (dict(grad_accum_steps=True), "grad_accum_steps: takes a value, not True"),
 ])
 def test_bad_keyword_arguments_raise_seqpar_error(seqpar, kwargs, message):
     args = dict(seq_len="64K")

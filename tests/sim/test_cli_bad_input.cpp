@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "cli_runner.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -192,8 +193,8 @@ TEST_F(CliBadInput, AGateThatCouldNeverFailIsRefused) {
 }
 
 TEST_F(CliBadInput, TraceAndPlacementAreRefusedWhereTheyWouldDoNothing) {
-  expect_exit("simulate --seq-len 64K --trace ''", 2, "trace: empty file name");
-  expect_exit("simulate --seq-len 64K --trace '' --json", 2, "trace: empty file name");
+  expect_exit("simulate --seq-len 64K --trace ''", 2, "trace: empty value");
+  expect_exit("simulate --seq-len 64K --trace '' --json", 2, "trace: empty value");
   expect_exit("simulate --seq-len 64K --method ulysses --placement ring-inner", 2,
               "placement: ring-inner places a hybrid's Ulysses and ring groups; method ulysses has one group");
   expect_exit("simulate --seq-len 64K --method ring-zigzag --placement ring-inner --json", 2, "--method hybrid only");
@@ -221,6 +222,43 @@ TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
   EXPECT_EQ(sw.code, 0) << sw.err;
   EXPECT_NE(sw.out.find("no valid plan"), std::string::npos) << sw.out;
   EXPECT_EQ(sw.out.find("does not fit"), std::string::npos) << sw.out;
+}
+
+// An empty value was taken for "not given" (--framework '' used the default framework, --method ''
+// every method, presets --kind '' every kind) or for 0 (--gpus '' was an invalid plan, exit 1).
+TEST_F(CliBadInput, AnEmptyValueIsBadInputInEveryOption) {
+  const std::string never = " --out " + (dir_ / "never").string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"simulate --seq-len 64K --framework ''", "framework"},
+      {"simulate --seq-len 64K --attention-kernel ''", "attention_kernel"},
+      {"simulate --seq-len 64K --gpus ''", "gpus"},
+      {"advise --seq-len 64K --method ''", "method"},
+      {"advise --seq-len 64K --global-batch ''", "global_batch"},
+      {"maxlen --framework ' '", "framework"},
+      {"sweep --seq-len 64K --framework ''" + never, "framework"},
+      {"presets --kind ''", "kind"},
+      {"calibrate some.json --base-system ''" + never, "base_system"},
+  };
+  for (const auto& [args, field] : cases)
+    expect_exit(args, 2, field + ": empty value; give one, or leave the option out for its default");
+  expect_exit("calibrate '' --out " + (dir_ / "never").string(), 2, "files: empty value");
+  expect_exit("simulate --seq-len 64K --framework '' --json", 2, "framework: empty value");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "never"));
+}
+
+// main's options take the same treatment as the rest: limits, counts, and presets named in the message.
+TEST_F(CliBadInput, FrameworkAndBatchOptionsKeepTheRules) {
+  expect_exit("simulate --seq-len 64K --framework no-such", 2,
+              "unknown framework preset 'no-such'; built-in frameworks: deepspeed-alst, hf-transformers");
+  expect_exit("maxlen --framework " + dir_.string(), 2, dir_.string() + ": is a directory, not a JSON file");
+  expect_exit("simulate --seq-len 64K --offload-params=maybe", 2, "--offload-params");
+  expect_exit("simulate --seq-len 64K --grad-accum-steps 99999999999", 2,
+              "grad_accum_steps: 99999999999 is above the limit of 65536");
+  expect_exit("advise --seq-len 64K --global-batch-tokens 1000T", 2,
+              "global_batch_tokens: 1099511627776000 is above the limit of 17592186044416");
+  expect_exit("advise --seq-len 64K --global-batch 99999999999999999999999", 2, "global_batch: '99999999999999999999999' is too large");
+  expect_exit("sweep --seq-len 64K --global-batch 0 --out " + (dir_ / "never").string(), 2, "global_batch: 0 must be positive");
+  expect_exit("simulate --seq-len 64K --method allgather --placement ring-inner", 2, "--method hybrid only");
 }
 
 TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {
