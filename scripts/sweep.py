@@ -169,14 +169,24 @@ def ranks_of(spec, params):
     return value
 
 
-def parse_count(text, flag):
-    """A count as seqpar takes it: 4096, 512K, 4M, 1G (binary multiples)."""
+# seqpar's input limits (core/include/seqpar/core/limits.hpp, the README's "Input limits"; a test
+# checks that these agree): a larger value is refused here rather than reaching a program as a
+# micro-batch it would refuse at every point.
+MAX_MICRO_BATCH = 1 << 16
+MAX_GLOBAL_BATCH_TOKENS = 1 << 44
+MAX_GLOBAL_BATCH_SEQUENCES = 1 << 40
+
+
+def parse_count(text, flag, limit=None):
+    """A count as seqpar takes it: 4096, 512K, 4M, 1G (binary multiples), at most `limit`."""
     m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)\s*", str(text))
     if not m:
         raise SpecError(f"{flag}: '{text}' is not a count (e.g. 4096, 512K, 4M)")
     n = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
     if n < 1:
         raise SpecError(f"{flag}: {text} must be at least 1")
+    if limit is not None and n > limit:
+        raise SpecError(f"{flag}: {n} is above the limit of {limit}")
     return n
 
 
@@ -218,6 +228,9 @@ def batch_fill(spec, params, batch):
             return None, (f"{sequences} sequence(s) per step cannot reach dp {dp} (ranks {ranks} / sp {sp}): each "
                           "replica needs a sequence of its own")
         return None, f"{sequences} sequences per step do not split evenly over dp {dp} (ranks {ranks} / sp {sp})"
+    if sequences // dp > MAX_MICRO_BATCH:
+        return None, (f"{sequences} sequences per step over dp {dp} need micro-batch {sequences // dp}, above the "
+                      f"limit of {MAX_MICRO_BATCH} (the measuring programs run no gradient accumulation)")
     return sequences // dp, None
 
 
@@ -306,9 +319,9 @@ def main(argv):
         pts = points(spec)
         batch = None
         if args.global_batch_tokens is not None:
-            batch = (parse_count(args.global_batch_tokens, "--global-batch-tokens"), 0)
+            batch = (parse_count(args.global_batch_tokens, "--global-batch-tokens", MAX_GLOBAL_BATCH_TOKENS), 0)
         elif args.global_batch is not None:
-            batch = (0, parse_count(args.global_batch, "--global-batch"))
+            batch = (0, parse_count(args.global_batch, "--global-batch", MAX_GLOBAL_BATCH_SEQUENCES))
         skipped = {}  # point id -> why it cannot reach the global batch
         fills = {}
         if batch:

@@ -1,13 +1,18 @@
 """scripts/sweep.py: commands per launcher, progress, resume after an interruption, failures, gathering."""
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = Path(HERE).parent.parent
 SWEEP = os.path.join(HERE, "..", "sweep.py")
+sys.path.insert(0, os.path.join(HERE, ".."))
+import sweep  # noqa: E402
 FAKE = os.path.join(HERE, "fake_bench.py")
 
 
@@ -276,6 +281,10 @@ def test_a_global_batch_of_sequences_over_sp_degrees(tmp_path):
     ({"args": [], "grid": {"--sp": [1]}}, ["--global-batch-tokens", "1M"], "need --seq-len"),
     ({}, ["--global-batch-tokens", "4Q"], "is not a count"),
     ({}, ["--global-batch-tokens", "4M", "--global-batch", "2"], "not allowed with argument"),
+    # Beyond seqpar's limits: was passed on as --micro-batch 107374182399999999998926258176.
+    ({}, ["--global-batch", "99999999999999999999G"],
+     "--global-batch: 107374182399999999998926258176 is above the limit of 1099511627776"),
+    ({}, ["--global-batch-tokens", "16385G"], "--global-batch-tokens: 17593259786240 is above the limit of 17592186044416"),
 ])
 def test_bad_global_batches_give_clear_errors(tmp_path, spec_extra, flags, message):
     r = run(write_spec(tmp_path, **spec_extra), tmp_path / "out", "--dry-run", *flags)
@@ -288,3 +297,24 @@ def test_a_sweep_is_resumed_only_with_its_own_global_batch(tmp_path):
     r = run(spec, out, "--launcher", "local", "--global-batch", "2")
     assert r.returncode == 2 and "another global batch" in r.stderr
     assert run(spec, out, "--launcher", "local", "--global-batch", "1").returncode == 0
+
+
+def test_a_micro_batch_above_the_limit_skips_the_point(tmp_path):
+    spec = write_spec(tmp_path, args=[], grid={"--sp": [1]}, ranks=1)
+    r = run(spec, tmp_path / "out", "--launcher", "mpirun", "--dry-run", "--global-batch", "128K")
+    assert r.returncode == 0, r.stderr
+    assert "--micro-batch" not in r.stdout
+    assert "need micro-batch 131072, above the limit of 65536" in r.stdout
+
+
+def test_the_limits_are_seqpars():
+    header = (ROOT / "core" / "include" / "seqpar" / "core" / "limits.hpp").read_text()
+
+    def bound(name):
+        m = re.search(rf"k{name}\s*=\s*(?:std::int64_t\{{1\}}|1)\s*<<\s*(\d+);", header)
+        assert m, name
+        return 1 << int(m.group(1))
+
+    assert sweep.MAX_MICRO_BATCH == bound("MaxMicroBatch")
+    assert sweep.MAX_GLOBAL_BATCH_TOKENS == bound("MaxGlobalBatchTokens")
+    assert sweep.MAX_GLOBAL_BATCH_SEQUENCES == bound("MaxGlobalBatchSequences")
