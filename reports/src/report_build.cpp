@@ -222,6 +222,18 @@ json memory_figure(const GroupKey& key, const std::vector<json>& sel, const std:
   return fig;
 }
 
+// One line plot's panel for `gpus` GPUs: a series per (label, curve of x -> y), in the given order.
+template <typename Lines>
+json gpus_panel(std::int64_t gpus, const Lines& lines) {
+  json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
+  for (const auto& [label, curve] : lines) {
+    json s = {{"label", label}, {"x", json::array()}, {"y", json::array()}};
+    for (const auto& [x, y] : curve) { s["x"].push_back(x); s["y"].push_back(y); }
+    panel["series"].push_back(s);
+  }
+  return panel;
+}
+
 // The same model on different systems: best plan's throughput per system, a panel per GPU count.
 void add_systems_figures(const json& points, json& figs) {
   std::map<std::string, std::map<std::int64_t, std::map<std::string, std::map<double, double>>>> by_model;
@@ -237,13 +249,7 @@ void add_systems_figures(const json& points, json& figs) {
     json panels = json::array();
     for (const auto& [gpus, systems] : by_gpus) {
       if (systems.size() < 2) continue;
-      json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
-      for (const auto& [sys, curve] : systems) {
-        json s = {{"label", sys}, {"x", json::array()}, {"y", json::array()}};
-        for (const auto& [x, y] : curve) { s["x"].push_back(x); s["y"].push_back(y); }
-        panel["series"].push_back(s);
-      }
-      panels.push_back(panel);
+      panels.push_back(gpus_panel(gpus, systems));
     }
     if (panels.empty()) continue;
     json fig = figure_spec(kLinesFigure, "systems", "systems-" + slug(model) + ".png");
@@ -283,15 +289,7 @@ json method_panels(const std::vector<json>& cells, const std::function<json(cons
       it->second[num(c, "seq_len")] = v.get<double>();
     }
   json panels = json::array();
-  for (const auto& [gpus, methods] : by_gpus) {
-    json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
-    for (const auto& [method, curve] : methods) {
-      json s = {{"label", method}, {"x", json::array()}, {"y", json::array()}};
-      for (const auto& [x, v] : curve) { s["x"].push_back(x); s["y"].push_back(v); }
-      panel["series"].push_back(s);
-    }
-    panels.push_back(panel);
-  }
+  for (const auto& [gpus, methods] : by_gpus) panels.push_back(gpus_panel(gpus, methods));
   return panels;
 }
 
