@@ -70,7 +70,8 @@ def save(fig, title, path):
     fig.suptitle(title)
     fig.tight_layout()
     # No version stamp (same data, same bytes); the axes in a tEXt chunk, "seqpar-axes", for tests.
-    fig.savefig(path, dpi=DPI, metadata={"Software": None,
+    # bbox_inches="tight": a legend placed beside the panels is part of the picture.
+    fig.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None,
                                          "seqpar-axes": json.dumps(axes_metadata(fig), sort_keys=True)})
     plt.close(fig)
 
