@@ -17,6 +17,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/progress.hpp"
 #include "seqpar/core/stats.hpp"
+#include "seqpar/core/usage_exit.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/size_limits.hpp"
@@ -329,7 +330,11 @@ int main(int argc, char** argv) {
                  "with more than one rank, one file per rank: FILE.rank<r>.json");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return seqpar::usage_exit(app, e);
+  }
   try {
     check_options(o);
     if (o.validate && o.run.comm == "loopback")

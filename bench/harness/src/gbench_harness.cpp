@@ -10,6 +10,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/core/stats.hpp"
+#include "seqpar/core/usage_exit.hpp"
 
 namespace seqpar::bench {
 
@@ -143,7 +144,7 @@ int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions
   try {
     app.parse(own);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return usage_exit(app, e);
   }
   if (timing.iterations <= 0 || timing.warmup < 0) throw Error("--iters must be positive and --warmup non-negative");
   return -1;
