@@ -123,6 +123,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"exposed_attention_comm_s", t.exposed_attention_comm},
                {"dp_comm_s", t.dp_comm},
                {"exposed_dp_comm_s", t.exposed_dp_comm},
+               {"tp_comm_s", t.tp_comm},
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
                {"exposed_offload_s", t.exposed_offload}};
