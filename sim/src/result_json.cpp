@@ -74,7 +74,10 @@ json to_json(const Model& m, const System& s, const Result& r) {
   auto group = [](const Placement& p) {
     return json{{"size", p.size}, {"stride", p.stride}, {"per_node", p.per_node}, {"nodes", p.nodes}};
   };
-  j["groups"] = {{"ulysses", group(g.ulysses)}, {"ring", group(g.ring)}, {"label", describe_placement(s, r.plan)}};
+  j["groups"] = {{"tensor", group(place_tp_group(s, r.plan))},
+                 {"ulysses", group(g.ulysses)},
+                 {"ring", group(g.ring)},
+                 {"label", describe_placement(s, r.plan)}};
   // One optimizer step's batch (step_time_s is its time); tokens in floating point, as the product
   // of four limits can pass 2^63.
   j["global_batch_sequences"] = r.plan.global_batch_sequences();
