@@ -1,8 +1,10 @@
 #include "seqpar/sim/advisor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -240,13 +242,17 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
     return {};
   }
   if (sequences % dp != 0) {
+    // dp = gpus / (tp x sp): the degrees that leave it, as the plan has them.
+    const bool tp = structure.tp > 1;
+    const std::string of = tp ? fmt::format("gpus {} / (tp {} x sp {})", structure.gpus, structure.tp, structure.sp)
+                              : fmt::format("gpus {} / sp {}", structure.gpus, structure.sp);
     why = dp > sequences
-              ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas (gpus {} / sp "
-                            "{}): each needs a sequence of its own; raise sp to {} or more",
-                            sequences, sequences == 1 ? "" : "s", dp, structure.gpus, structure.sp,
+              ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas ({}): each "
+                            "needs a sequence of its own; raise {} to {} or more",
+                            sequences, sequences == 1 ? "" : "s", dp, of, tp ? "tp x sp" : "sp",
                             (structure.gpus + sequences - 1) / sequences)
-              : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas "
-                            "(gpus {} / sp {})", sequences, dp, structure.gpus, structure.sp);
+              : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas ({})",
+                            sequences, dp, of);
     return {};
   }
   const std::int64_t share = sequences / dp;  // sequences per replica per optimizer step
@@ -354,12 +360,18 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
   } else {
     const std::vector<int> tps = space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp;
     const Result* with = first([](const Plan& p) { return p.tp > 1; });
-    if (tps.size() == 1 && tps.front() == 1) {
+    std::vector<int> above_one;
+    std::copy_if(tps.begin(), tps.end(), std::back_inserter(above_one), [](int t) { return t > 1; });
+    if (above_one.empty()) {
       out.push_back(space.tp.empty()
                         ? fmt::format("tp=1: no tensor-parallel degree was searched: none of 2..{} divides the GPUs, "
                                       "the {} query heads, {} KV heads and MLP width as TP needs",
                                       s.gpus_per_node, m.heads, m.kv_heads)
                         : std::string("tp=1: tensor parallelism was not searched (--tp 1)"));
+    } else if (!with && std::none_of(a.rejected.begin(), a.rejected.end(), [](const Rejection& r) { return r.plan.tp > 1; })) {
+      out.push_back(fmt::format("tp=1: no tensor-parallel structure was searched: no TP degree of {} leaves room for "
+                                "the SP degrees searched (tp x sp must divide the {} GPUs)",
+                                fmt::join(above_one, ", "), gpus));
     } else if (with) {
       const double share = with->step_time_s > 0 ? 100.0 * with->time.tp_comm / with->step_time_s : 0.0;
       out.push_back(fmt::format(
