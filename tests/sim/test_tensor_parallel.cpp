@@ -12,32 +12,23 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "fixtures.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/framework.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/step_trace.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
 namespace {
 
+using seqpar::sim::testing::plan;
 using seqpar::testing::CliRun;
 using seqpar::testing::seqpar;
-
-Plan plan(Method method, int gpus, int tp, int sp, int u, int r, std::int64_t seq_len) {
-  Plan p;
-  p.method = method;
-  p.gpus = gpus;
-  p.tp = tp;
-  p.sp = sp;
-  p.ulysses_degree = u;
-  p.ring_degree = r;
-  p.seq_len = seq_len;
-  return p;
-}
 
 bool mentions(const std::vector<std::string>& errors, const std::string& a, const std::string& b = "") {
   return std::any_of(errors.begin(), errors.end(), [&](const std::string& e) {
@@ -50,52 +41,52 @@ TEST(TensorParallel, HeadRulesPerMethod) {
   const System s = load_system("dgx-h100");
   std::vector<std::string> e;
   // Ulysses needs the query heads divisible by tp x U: 32 / (4 x 8) is whole, 32 / (4 x 16) is not.
-  EXPECT_TRUE(check_plan(m, s, plan(Method::ulysses, 32, 4, 8, 8, 1, 1 << 16), e)) << e.front();
+  EXPECT_TRUE(check_plan(m, s, plan(Method::ulysses, 32, 1 << 16, 8, 8, 1, 4), e)) << e.front();
   e.clear();
-  EXPECT_FALSE(check_plan(m, s, plan(Method::ulysses, 64, 4, 16, 16, 1, 1 << 16), e));
+  EXPECT_FALSE(check_plan(m, s, plan(Method::ulysses, 64, 1 << 16, 16, 16, 1, 4), e));
   EXPECT_TRUE(mentions(e, "heads: 8 query heads per TP rank (32 / tp 4)", "Ulysses degree 16")) << e.front();
   // KV heads: 2 per TP rank at tp 4, replicated over U = 8 (2 divides 8).
   e.clear();
-  EXPECT_TRUE(check_plan(m, s, plan(Method::ulysses, 32, 4, 8, 8, 1, 1 << 16), e));
+  EXPECT_TRUE(check_plan(m, s, plan(Method::ulysses, 32, 1 << 16, 8, 8, 1, 4), e));
   // TP beyond the KV heads replicates them (tp 16 > 8 KV heads; 8 divides 16).
   e.clear();
-  EXPECT_TRUE(check_plan(m, s, plan(Method::ring_zigzag, 32, 16, 2, 1, 2, 1 << 16), e)) << e.front();
+  EXPECT_TRUE(check_plan(m, s, plan(Method::ring_zigzag, 32, 1 << 16, 2, 1, 2, 16), e)) << e.front();
   // Ring and all-gather need the heads divisible by tp alone.
   Model odd = m;
   odd.heads = 24;
   odd.kv_heads = 6;
   odd.head_dim = 4096 / 24;
   e.clear();
-  EXPECT_FALSE(check_plan(odd, s, plan(Method::ring_zigzag, 16, 16, 1, 1, 1, 1 << 16), e));
+  EXPECT_FALSE(check_plan(odd, s, plan(Method::ring_zigzag, 16, 1 << 16, 1, 1, 1, 16), e));
   EXPECT_TRUE(mentions(e, "heads: 24 query heads are not divisible by the tensor-parallel degree 16")) << e.front();
   e.clear();
-  EXPECT_FALSE(check_plan(odd, s, plan(Method::allgather, 16, 4, 4, 1, 4, 1 << 16), e));
+  EXPECT_FALSE(check_plan(odd, s, plan(Method::allgather, 16, 1 << 16, 4, 1, 4, 4), e));
   EXPECT_TRUE(mentions(e, "kv_heads: 6 KV heads and tensor-parallel degree 4", "neither divides")) << e.front();
   // GPUs = tp x sp x dp; the sequence splits over sp and again over tp; the MLP's columns over tp.
   e.clear();
-  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 24, 4, 4, 1, 4, 1 << 16), e));
+  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 24, 1 << 16, 4, 1, 4, 4), e));
   EXPECT_TRUE(mentions(e, "gpus: 24 GPUs are not divisible by tp 4 x sp 4")) << e.front();
   e.clear();
-  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 16, 4, 4, 1, 4, 16 * 3 + 4), e));
+  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 16, 16 * 3 + 4, 4, 1, 4, 4), e));
   EXPECT_TRUE(mentions(e, "seq_len: 52 is not divisible by 16", "tp 4")) << e.front();
   Model ffn = m;
   ffn.ffn_hidden = 14338;
   e.clear();
-  EXPECT_FALSE(check_plan(ffn, s, plan(Method::ring, 16, 4, 4, 1, 4, 1 << 16), e));
+  EXPECT_FALSE(check_plan(ffn, s, plan(Method::ring, 16, 1 << 16, 4, 1, 4, 4), e));
   EXPECT_TRUE(mentions(e, "ffn_hidden: 14338 is not divisible by the tensor-parallel degree 4")) << e.front();
   // Checked arithmetic: a degree beyond the limit is named, never multiplied.
   e.clear();
-  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 8, 1 << 30, 8, 1, 8, 1 << 16), e));
+  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 8, 1 << 16, 8, 1, 8, 1 << 30), e));
   EXPECT_TRUE(mentions(e, "tp:")) << e.front();
   e.clear();
-  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 8, 0, 8, 1, 8, 1 << 16), e));
+  EXPECT_FALSE(check_plan(m, s, plan(Method::ring, 8, 1 << 16, 8, 1, 8, 0), e));
   EXPECT_TRUE(mentions(e, "tp:")) << e.front();
 }
 
 TEST(TensorParallel, CollectivesPerLayerOnTheTpGroupsLink) {
   const Model m = load_model("llama3-8b");
   const System s = load_system("dgx-h100");
-  const Plan p = plan(Method::ulysses, 16, 4, 4, 4, 1, 1 << 17);
+  const Plan p = plan(Method::ulysses, 16, 1 << 17, 4, 4, 1, 4);
   const TensorParallelCost c = tensor_parallel_cost(m, s, p);
   // One all-gather's output: the SP shard's tokens x hidden in bf16.
   EXPECT_DOUBLE_EQ(c.activation_bytes, 2.0 * (1 << 17) / 4 * m.hidden);
@@ -110,7 +101,7 @@ TEST(TensorParallel, CollectivesPerLayerOnTheTpGroupsLink) {
   // SP groups sit outside the TP groups: a Ulysses group of 4 is 4 world ranks apart.
   EXPECT_EQ(place_sp_groups(s, p).ulysses.stride, 4);
   // A TP group larger than a node crosses the NICs and costs more per byte.
-  const Plan wide = plan(Method::ulysses, 16, 16, 1, 1, 1, 1 << 17);
+  const Plan wide = plan(Method::ulysses, 16, 1 << 17, 1, 1, 1, 16);
   EXPECT_GT(crossing_flows_per_nic(s, Collective::all_gather, place_tp_group(s, wide)), 0);
 
   // The step: every layer's forward and backward collectives, the embedding's and the head's,
@@ -126,9 +117,14 @@ TEST(TensorParallel, CollectivesPerLayerOnTheTpGroupsLink) {
   ck.grad_accum_steps = 2;
   r = simulate(m, s, ck);
   EXPECT_NEAR(r.time.tp_comm, 2 * (per_step + L * c.layer_fwd_s), 1e-12 * per_step);
+  // The step timeline lays the TP collectives out on their own track and still ends at the step.
+  const trace::Trace tr = step_trace(r, 0, "predicted");
+  bool tp_track = false;
+  for (const trace::Slice& sl : tr.slices()) tp_track |= sl.tid == trace::stream_tid(trace::Stream::tensor_parallel);
+  EXPECT_TRUE(tp_track);
   // Without TP there is none.
-  EXPECT_EQ(simulate(m, s, plan(Method::ulysses, 16, 1, 16, 16, 1, 1 << 17)).time.tp_comm, 0.0);
-  EXPECT_EQ(tensor_parallel_cost(m, s, plan(Method::ulysses, 16, 1, 16, 16, 1, 1 << 17)).layer_fwd_s, 0.0);
+  EXPECT_EQ(simulate(m, s, plan(Method::ulysses, 16, 1 << 17, 16, 16, 1, 1)).time.tp_comm, 0.0);
+  EXPECT_EQ(tensor_parallel_cost(m, s, plan(Method::ulysses, 16, 1 << 17, 16, 16, 1, 1)).layer_fwd_s, 0.0);
 }
 
 TEST(TensorParallel, GemmsAndThroughputShareTheTpGroup) {
@@ -136,8 +132,8 @@ TEST(TensorParallel, GemmsAndThroughputShareTheTpGroup) {
   const System s = load_system("dgx-h100");
   // tp 2 x sp 4 against sp 4 alone on half the GPUs: the same tokens per rank, half the GEMM
   // FLOPs; tokens/s per GPU counts each token once per TP group.
-  const Result one = simulate(m, s, plan(Method::ulysses, 4, 1, 4, 4, 1, 1 << 16));
-  const Result two = simulate(m, s, plan(Method::ulysses, 8, 2, 4, 4, 1, 1 << 16));
+  const Result one = simulate(m, s, plan(Method::ulysses, 4, 1 << 16, 4, 4, 1, 1));
+  const Result two = simulate(m, s, plan(Method::ulysses, 8, 1 << 16, 4, 4, 1, 2));
   ASSERT_TRUE(one.valid && two.valid);
   EXPECT_NEAR(two.model_flops_per_gpu, one.model_flops_per_gpu / 2, 1e-9 * one.model_flops_per_gpu);
   EXPECT_LT(two.time.gemm, one.time.gemm * 0.55);
@@ -179,7 +175,7 @@ TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
   s.profile = framework_from_json(nlohmann::json::parse(kKorthikantiTable2), "Korthikanti Table 2");
   const std::int64_t seq = 2048;  // the paper's sequence length
   for (int t : {1, 2, 4, 8}) {
-    const Plan p = plan(Method::ulysses, t, t, 1, 1, 1, seq);
+    const Plan p = plan(Method::ulysses, t, seq, 1, 1, 1, t);
     std::vector<std::string> e;
     ASSERT_TRUE(check_plan(m, s, p, e)) << e.front();
     // Per token of the sequence (b = 1): 34 h / t bytes.
@@ -189,7 +185,7 @@ TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
   // every term but the per-token fp32 norm statistics (rsigma, 4 bytes each, two per layer) is 1/t.
   s.profile = load_framework("megatron-core");
   const Model llama = load_model("llama3-70b");  // 64 heads, 8 KV heads
-  const Plan base = plan(Method::ulysses, 8, 1, 1, 1, 1, 8192), tp8 = plan(Method::ulysses, 8, 8, 1, 1, 1, 8192);
+  const Plan base = plan(Method::ulysses, 8, 8192, 1, 1, 1, 1), tp8 = plan(Method::ulysses, 8, 8192, 1, 1, 1, 8);
   const double rsigma = 2 * 4.0;
   const double b1 = stored_bytes_per_token(llama, s, base, Checkpoint::none);
   const double b8 = stored_bytes_per_token(llama, s, tp8, Checkpoint::none);
@@ -210,7 +206,7 @@ TEST(TensorParallel, StatesShardOverTpThenZeroOverTheRest) {
   const Model m = load_model("llama3-70b");
   System s = load_system("dgx-h100");
   s.profile = load_framework("megatron-core");
-  Plan one = plan(Method::ring_zigzag, 16, 1, 16, 1, 16, 1 << 16), tp = plan(Method::ring_zigzag, 16, 8, 2, 1, 2, 1 << 16);
+  Plan one = plan(Method::ring_zigzag, 16, 1 << 16, 16, 1, 16, 1), tp = plan(Method::ring_zigzag, 16, 1 << 16, 2, 1, 2, 8);
   for (int zero : {0, 1}) {
     one.mem.zero = tp.mem.zero = zero;
     const MemoryEstimate a = estimate_memory(m, s, one), b = estimate_memory(m, s, tp);
@@ -262,7 +258,7 @@ TEST(TensorParallel, AdvisePicksTpWhenTheHeadsOrMemoryCapSp) {
 }
 
 TEST(TensorParallel, PlanJsonAndLabelsCarryTp) {
-  Plan p = plan(Method::hybrid, 64, 2, 8, 4, 2, 1 << 17);
+  Plan p = plan(Method::hybrid, 64, 1 << 17, 8, 4, 2, 2);
   const nlohmann::json j = to_json(p);
   EXPECT_EQ(j["tp"], 2);
   EXPECT_EQ(j["dp"], 4);
