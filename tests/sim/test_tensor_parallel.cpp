@@ -283,6 +283,7 @@ TEST(TensorParallelCli, SimulateAdviseSweepMaxlenTakeTp) {
   EXPECT_NE(j["groups"]["label"].get<std::string>().find("TP2 in a node"), std::string::npos);
   r = seqpar("simulate --gpus 16 --tp 2 --seq-len 128K");
   EXPECT_NE(r.out.find("tp=2 ulysses sp=8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensor parallel (all-gather, reduce-scatter)"), std::string::npos) << r.out;
   // Invalid: exit 1 naming the rule.
   r = seqpar("simulate --gpus 64 --tp 4 --sp 16 --seq-len 128K");
   EXPECT_EQ(r.code, 1);
