@@ -40,7 +40,10 @@ void add_attention_kernel(CLI::App* app, std::string& kernel) {
 void add_search(CLI::App* app, SearchOptions& o) {
   app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str();
   app->add_option("--method", o.method, "Only this method (default: all)");
-  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)");
+  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus / --tp)");
+  app->add_option("--tp", o.tp,
+                  "Only this tensor-parallel degree (default: 1, 2, 4, 8, ... up to the GPUs of a node, each dividing "
+                  "the GPUs, the heads and the MLP width)");
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)");
   app->add_option("--micro-batch", o.micro_batch,
                   "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)");
@@ -51,6 +54,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
   sim::SearchSpace space;
   if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
+  if (o.tp) space.tp = {*o.tp};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed();
   space.micro_batch = o.micro_batch;
@@ -61,7 +65,12 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
 
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, method_names(" | "))->capture_default_str();
-  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)");
+  app->add_option("--sp", o.sp,
+                  "Sequence-parallel degree P (default: U x R when both are given, else every GPU --tp leaves)");
+  app->add_option("--tp", o.tp,
+                  "Tensor-parallel degree (Megatron-style, with sequence parallelism in the norm regions; GPUs = tp x "
+                  "sp x dp)")
+      ->capture_default_str();
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");
   app->add_option("--placement", o.placement,

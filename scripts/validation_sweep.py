@@ -111,8 +111,9 @@ def table_plans(seqpar, shape, tmp, degrees=DEGREES, backend="cpu"):
     model.write_text(json.dumps({"name": shape, **COMMON, **shapes_of(backend)[shape]}))
     plans = []
     for sp in degrees:
-        cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--seq-len", "64",
-               "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
+        # --tp 1: the training step runs sequence parallelism alone.
+        cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--tp", "1",
+               "--seq-len", "64", "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode not in (0, 1):
             raise SweepError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")

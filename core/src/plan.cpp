@@ -84,7 +84,9 @@ Plan normalized(Plan p, int gpus_per_node) {
     case Method::hybrid:
       if (p.ulysses_degree == 0 && p.ring_degree == 0 && p.sp > 0) {
         // The largest divisor of P that fits in a node: Ulysses inside, the ring across nodes.
-        for (int u = std::min(p.sp, std::max(1, gpus_per_node)); u >= 1; --u)
+        // TP groups sit innermost, so a node holds gpus_per_node / tp ranks of one SP group.
+        const int in_node = std::max(1, gpus_per_node / std::max(1, p.tp));
+        for (int u = std::min(p.sp, in_node); u >= 1; --u)
           if (p.sp % u == 0) {
             p.ulysses_degree = u;
             break;
@@ -120,7 +122,10 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.method = parse_method(f.method);
   p.gpus = gpus;
   p.seq_len = seq_len;
-  p.sp = implied_sp(f).value_or(gpus);
+  p.tp = f.tp;
+  // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
+  // not divide the GPUs).
+  p.sp = implied_sp(f).value_or(f.tp >= 1 && gpus % f.tp == 0 ? gpus / f.tp : gpus);
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
@@ -150,6 +155,7 @@ nlohmann::json to_json(const Plan& p) {
           {"gpus", p.gpus},
           {"seq_len", p.seq_len},
           {"sp", p.sp},
+          {"tp", p.tp},
           {"dp", p.dp()},
           {"ulysses_degree", p.ulysses_degree},
           {"ring_degree", p.ring_degree},
@@ -188,6 +194,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.gpus = field<int>(j, "gpus", 0, true);
   p.seq_len = field<std::int64_t>(j, "seq_len", 0, true);
   p.sp = field<int>(j, "sp", 0, true);
+  p.tp = field<int>(j, "tp", 1, false);
   p.ulysses_degree = field<int>(j, "ulysses_degree", 0, false);
   p.ring_degree = field<int>(j, "ring_degree", 0, false);
   p.micro_batch = field<int>(j, "micro_batch", 1, false);
@@ -204,11 +211,13 @@ Plan plan_from_json(const nlohmann::json& j) {
 }
 
 std::string describe_structure(const Plan& p) {
-  if (p.sp == 1) return "dp-only sp=1";
+  // TP first: it is the innermost group, and the SP method runs over what it leaves.
+  const std::string tp = p.tp != 1 ? fmt::format("tp={} ", p.tp) : std::string();
+  if (p.sp == 1) return p.tp != 1 ? tp + "sp=1" : "dp-only sp=1";
   if (p.method == Method::hybrid)
-    return fmt::format("hybrid U{}xR{}{}", p.ulysses_degree, p.ring_degree,
+    return fmt::format("{}hybrid U{}xR{}{}", tp, p.ulysses_degree, p.ring_degree,
                        p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{} sp={}", to_string(p.method), p.sp);
+  return fmt::format("{}{} sp={}", tp, to_string(p.method), p.sp);
 }
 
 std::string describe_structure(const nlohmann::json& plan) {
@@ -218,6 +227,7 @@ std::string describe_structure(const nlohmann::json& plan) {
     Plan p;
     p.method = parse_method(field<std::string>(plan, "method", "", true));
     p.sp = field<int>(plan, "sp", 0, true);
+    p.tp = field<int>(plan, "tp", 1, false);
     p.ulysses_degree = field<int>(plan, "ulysses_degree", 0, false);
     p.ring_degree = field<int>(plan, "ring_degree", 0, false);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));
@@ -228,17 +238,21 @@ std::string describe_structure(const nlohmann::json& plan) {
   }
 }
 
+std::string describe(const MemoryOptions& m) {
+  std::string s = fmt::format("zero={} ckpt={}", m.zero, to_string(m.checkpoint));
+  if (m.offload_checkpoints) s += " +offload-ckpt";
+  if (m.offload_optimizer) s += " +offload-opt";
+  if (m.offload_params) s += " +offload-params";
+  if (m.tiled_mlp) s += " +tiled-mlp";
+  if (m.tiled_loss) s += " +tiled-loss";
+  return s;
+}
+
 std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
   if (p.grad_accum_steps != 1) s += fmt::format(" ga={}", p.grad_accum_steps);
-  s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
-  if (p.mem.offload_checkpoints) s += " +offload-ckpt";
-  if (p.mem.offload_optimizer) s += " +offload-opt";
-  if (p.mem.offload_params) s += " +offload-params";
-  if (p.mem.tiled_mlp) s += " +tiled-mlp";
-  if (p.mem.tiled_loss) s += " +tiled-loss";
-  return s;
+  return s + " " + describe(p.mem);
 }
 
 }  // namespace seqpar
