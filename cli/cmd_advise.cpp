@@ -52,6 +52,7 @@ void add_advise_command(CLI::App& app) {
         j["valid"] = a.best() != nullptr;
         j["errors"] = a.best() ? nlohmann::json::array() : nlohmann::json::array({"no plan is valid and fits; see rejected"});
         j["best"] = a.best() ? sim::to_json(a.best()->plan) : nlohmann::json(nullptr);
+        j["reasons"] = a.reasons;
         j["ranked"] = nlohmann::json::array();
         for (const auto& r : a.ranked) j["ranked"].push_back(sim::to_json(m, s, r));
         j["rejected"] = nlohmann::json::array();
@@ -65,6 +66,9 @@ void add_advise_command(CLI::App& app) {
                      "      placement: {}\n\n",
                      seqpar::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
                      gib(b->peak_memory_bytes()), gib(b->capacity_bytes), sim::describe_placement(s, b->plan));
+          fmt::print("why:\n");
+          for (const std::string& why : a.reasons) fmt::print("  - {}\n", why);
+          fmt::print("\n");
           const bool batch = space.global_batch.has_value();
           std::vector<std::string> header{"# plan", "tokens/s/GPU", "MFU", "optimizer step", "exposed comm", "peak GiB"};
           if (batch) header.insert(header.begin() + 1, "dp x mb x ga");

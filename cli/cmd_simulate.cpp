@@ -45,6 +45,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   row("exposed comm", t.exposed_comm);
   row("  attention (all-to-all, ring waits)", t.exposed_attention_comm);
   row("  data parallel", t.exposed_dp_comm);
+  if (r.plan.tp > 1) row("  tensor parallel (all-gather, reduce-scatter)", t.tp_comm);
   row("optimizer", t.optimizer);
   row("exposed offload", t.exposed_offload);
   row("attention incl. exposed comm", t.attention);

@@ -61,8 +61,8 @@ std::string csv_row(const sim::SweepPoint& pt) {
   for (char& c : err)
     if (c == '"') c = '\'';
   auto num = [&](double v) { return r.valid ? fmt::format("{:.6g}", v) : std::string(); };
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
-                     p.seq_len, to_string(p.method), p.sp, p.ulysses_degree, p.ring_degree, p.micro_batch,
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
+                     p.seq_len, to_string(p.method), p.sp, p.tp, p.ulysses_degree, p.ring_degree, p.micro_batch,
                      p.grad_accum_steps, p.mem.zero,
                      to_string(p.mem.checkpoint), int(p.mem.offload_checkpoints), int(p.mem.offload_optimizer),
                      int(p.mem.tiled_mlp), int(p.mem.tiled_loss), int(r.valid), int(r.valid && r.fits),
@@ -71,7 +71,7 @@ std::string csv_row(const sim::SweepPoint& pt) {
 }
 
 struct Opts {
-  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, methods = method_names(",");
+  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, tps, methods = method_names(",");
   std::string out, attention_kernel, framework;
   std::optional<int> ulysses_degree;
   std::optional<int> micro_batch;
@@ -118,6 +118,10 @@ Grid parse_grid(const Opts& o) {
     g.space.sp = parse_list<int>(o.sps, "sp", [](const std::string& s) { return parse_int(s, "sp"); });
     refuse_duplicates(g.space.sp, split_list(o.sps, "sp"), "sp");
   }
+  if (!o.tps.empty()) {
+    g.space.tp = parse_list<int>(o.tps, "tp", [](const std::string& s) { return parse_int(s, "tp"); });
+    refuse_duplicates(g.space.tp, split_list(o.tps, "tp"), "tp");
+  }
   g.space.ulysses_degree = o.ulysses_degree;
   g.space.memory = o.mem.fixed();
   g.space.micro_batch = o.micro_batch;
@@ -160,7 +164,7 @@ nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw) {
 
 std::string sweep_csv(const sim::Sweep& sw) {
   std::string csv =
-      "system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
+      "system,gpus,seq_len,method,sp,tp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
       "offload_checkpoints,"
       "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
       "peak_memory_bytes,exposed_comm_s,errors\n";
@@ -239,6 +243,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus, "GPU counts, comma-separated")->capture_default_str();
   cmd->add_option("--seq-len", o->seq_lens, "Sequence lengths, comma-separated (e.g. 32K,128K,1M)")->required();
   cmd->add_option("--sp", o->sps, "SP degrees, comma-separated (default: every divisor of each GPU count)");
+  cmd->add_option("--tp", o->tps,
+                  "Tensor-parallel degrees, comma-separated (default: 1, 2, 4, 8, ... up to the GPUs of a node, each "
+                  "dividing the GPUs, the heads and the MLP width)");
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
   cmd->add_option("--ulysses-degree", o->ulysses_degree,
                   "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method")

@@ -53,8 +53,12 @@ CLI::Validator at_most(const char* field, std::int64_t max) {
 void add_search(CLI::App* app, SearchOptions& o) {
   app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str()->transform(at_most("gpus", sim::limits::kMaxGpus));
   app->add_option("--method", o.method, "Only this method (default: all)");
-  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus)")
+  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus / --tp)")
       ->transform(at_most("sp", sim::limits::kMaxGpus));
+  app->add_option("--tp", o.tp,
+                  "Only this tensor-parallel degree (default: 1, 2, 4, 8, ... up to the GPUs of a node, each dividing "
+                  "the GPUs, the heads and the MLP width)")
+      ->transform(at_most("tp", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--micro-batch", o.micro_batch,
@@ -67,6 +71,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
   sim::SearchSpace space;
   if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
+  if (o.tp) space.tp = {*o.tp};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed();
   space.micro_batch = o.micro_batch;
@@ -77,8 +82,14 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
 
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, method_names(" | "))->capture_default_str();
-  app->add_option("--sp", o.sp, "Sequence-parallel degree P (default: U x R when both are given, else all GPUs)")
+  app->add_option("--sp", o.sp,
+                  "Sequence-parallel degree P (default: U x R when both are given, else every GPU --tp leaves)")
       ->transform(at_most("sp", sim::limits::kMaxGpus));
+  app->add_option("--tp", o.tp,
+                  "Tensor-parallel degree (Megatron-style, with sequence parallelism in the norm regions; GPUs = tp x "
+                  "sp x dp)")
+      ->capture_default_str()
+      ->transform(at_most("tp", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")

@@ -38,7 +38,7 @@ struct CommonOptions {
   std::string framework;         // empty: the system profile's, else the default (sim/framework.hpp)
 };
 
-// --method, --sp, --ulysses-degree, --ring-degree, --micro-batch as given (seqpar::plan_from_flags
+// --method, --sp, --tp, --ulysses-degree, --ring-degree, --micro-batch as given (seqpar::plan_from_flags
 // turns them into a plan, the same way for every program).
 using PlanOptions = seqpar::PlanFlags;
 
@@ -50,6 +50,7 @@ struct SearchOptions {
   int gpus = 8;
   std::string method;
   std::optional<int> sp, ulysses_degree;  // nullopt: not given, search them all
+  std::optional<int> tp;                  // nullopt: every TP degree sim::tp_degrees gives
   std::optional<int> micro_batch;         // nullopt: 1, or every micro-batch that fills a global batch
   BatchOptions batch;
 };

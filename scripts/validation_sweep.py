@@ -111,8 +111,9 @@ def table_plans(seqpar, shape, tmp, degrees=DEGREES, backend="cpu"):
     model.write_text(json.dumps({"name": shape, **COMMON, **shapes_of(backend)[shape]}))
     plans = []
     for sp in degrees:
-        cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--seq-len", "64",
-               "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
+        # --tp 1: the training step runs sequence parallelism alone.
+        cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--tp", "1",
+               "--seq-len", "64", "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode not in (0, 1):
             raise SweepError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
@@ -140,20 +141,22 @@ def pairs(plans_by_shape, quick):
 
 def cases(lengths_of, seeds, quick):
     """The runs: per (plan, shape), seed i takes length i mod #lengths and memory option i mod 6,
-    so 20 seeds cover every (length, memory option) pair of up to 3 lengths. Quick: one seed, with
-    the length and memory option taking turns over the pairs."""
+    so 20 seeds cover every (length, memory option) pair of up to 3 lengths. Quick: one seed by
+    default, the length and memory option taking turns over the pairs (with more seeds, each pair
+    takes the next options in turn)."""
     out = []
     for k, ((plan, shape), lengths) in enumerate(lengths_of.items()):
-        for i in ([k] if quick else range(seeds)):
+        for i in (range(k, k + seeds) if quick else range(seeds)):
             if lengths:
                 out.append({"plan": plan, "shape": shape, "seq_len": lengths[i % len(lengths)],
                             "memory": MEMORY[i % len(MEMORY)], "seed": 1 + i})
     return out
 
 
-def train_command(train, case, steps, mode, out_json, backend="cpu"):
+def train_command(train, case, steps, mode, out_json, backend="cpu", shapes="cpu"):
+    """seqpar-train's command line; `shapes` names the back end whose shape table sizes the model."""
     argv = [train, "--validate", "--steps", str(steps), "--seed", str(case["seed"]), "--seq-len",
-            str(case["seq_len"]), *plan_flags(case["plan"]), *model_flags(case["shape"], backend), *case["memory"][1],
+            str(case["seq_len"]), *plan_flags(case["plan"]), *model_flags(case["shape"], shapes), *case["memory"][1],
             "--backend", backend, "-J", out_json]
     sp = case["plan"][3]
     if mode == "mpi":
@@ -171,7 +174,7 @@ def run_case(train, case, steps, mode, tmp, timeout, backend="cpu"):
     """One run: {'steps': validated steps, 'failed': reason or None, 'closest': (used, text)}."""
     fd, out_json = tempfile.mkstemp(suffix=".json", dir=tmp)
     os.close(fd)
-    cmd = train_command(train, case, steps, mode, out_json, backend)
+    cmd = train_command(train, case, steps, mode, out_json, backend, backend)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
@@ -182,6 +185,10 @@ def run_case(train, case, steps, mode, tmp, timeout, backend="cpu"):
         val = doc["results"][0]["validation"]
     except (OSError, ValueError, KeyError, IndexError):
         tail = (r.stdout + r.stderr).strip().splitlines()[-5:]
+        if backend != "cpu" and r.returncode == 2 and "error:" in r.stderr and "internal error" not in r.stderr:
+            # The plan's rules were probed on the CPU back end; a clean refusal here is the GPU
+            # back end's own rule (an engine's shape limits), reported beside the refused lengths.
+            return {"steps": 0, "failed": None, "closest": None, "refused": tail[-1] if tail else "exit 2"}
         return {"steps": 0, "failed": f"exit {r.returncode}, no validation JSON: " + " | ".join(tail), "closest": None}
     finally:
         os.unlink(out_json)
@@ -200,11 +207,13 @@ def run_case(train, case, steps, mode, tmp, timeout, backend="cpu"):
 
 def probe(train, plan, shape, seq_len, tmp, backend="cpu"):
     """Does the step run this plan at this length? True when it validates (one step, virtual ranks),
-    False when it refuses cleanly (exit 2, an error naming the rule); SweepError otherwise."""
+    False when it refuses cleanly (exit 2, an error naming the rule); SweepError otherwise. Always on
+    the CPU back end, with `backend`'s shapes: the plan's length rules are the same on every back
+    end, and a GPU probe costs seconds of engine set-up for each of the hundred lengths tried."""
     case = {"plan": plan, "shape": shape, "seq_len": seq_len, "memory": MEMORY[0], "seed": 1}
     fd, out_json = tempfile.mkstemp(suffix=".json", dir=tmp)
     os.close(fd)
-    cmd = train_command(train, case, 1, "virtual", out_json, backend)
+    cmd = train_command(train, case, 1, "virtual", out_json, "cpu", backend)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     os.unlink(out_json)
     if r.returncode == 2 and "error:" in r.stderr and "internal error" not in r.stderr:
@@ -283,7 +292,8 @@ def sweep(args):
         print(f"# {len(runs)} runs of {args.steps} validated steps ({', '.join(modes)}), {args.jobs} at a time",
               flush=True)
         lock = threading.Lock()
-        total = {"steps": 0, "runs": 0, "failed": [], "by_mode": {m: 0 for m in modes}, "closest": (0.0, "")}
+        total = {"steps": 0, "runs": 0, "failed": [], "by_mode": {m: 0 for m in modes}, "closest": (0.0, ""),
+                 "refused_here": []}
 
         def one(item):
             mode, case = item
@@ -295,6 +305,9 @@ def sweep(args):
                 if res["closest"] and res["closest"][0] > total["closest"][0]:
                     total["closest"] = (res["closest"][0], f"{describe(case, mode)}: {res['closest'][1]}")
                 status = "ok" if not res["failed"] else "FAILED: " + res["failed"]
+                if res.get("refused"):
+                    status = "refused by the back end: " + res["refused"]
+                    total["refused_here"].append(f"{describe(case, mode)}: {res['refused']}")
                 if res["failed"]:
                     total["failed"].append(f"{describe(case, mode)}: {res['failed']}")
                 if res["failed"] or args.verbose or total["runs"] % 25 == 0 or total["runs"] == len(runs):
@@ -307,6 +320,11 @@ def sweep(args):
     print(f"# refused (clean errors naming the rule): {len(refusals)} plan/length pairs")
     for plan, shape, n, why in refusals[: 8 if not args.verbose else None]:
         print(f"#   {plan_label(plan)} {shape} seq {n}: {why}")
+    if total["refused_here"]:
+        print(f"# refused by the {args.backend} back end after the plan's rules accepted them: "
+              f"{len(total['refused_here'])} runs")
+        for r in total["refused_here"]:
+            print(f"#   {r}")
     print(f"# closest to its allowance: {100 * total['closest'][0]:.0f}% of it, {total['closest'][1]}")
     by_mode = ", ".join(f"{m} {n}" for m, n in total["by_mode"].items())
     print(f"validated steps: {total['steps']} ({by_mode}) in {total['runs']} runs; false failures: "
@@ -367,7 +385,8 @@ def main(argv):
     ap.add_argument("command", nargs="?", default="sweep", choices=("sweep", "matrix"))
     ap.add_argument("--build", default=os.environ.get("SEQPAR_BUILD_DIR", str(ROOT / "build")))
     ap.add_argument("--quick", action="store_true", help="the reduced sweep CI runs")
-    ap.add_argument("--seeds", type=int, default=20, help="seeds per plan and shape in each mode (default 20)")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="seeds per plan and shape in each mode (default 20; --quick 1)")
     ap.add_argument("--steps", type=int, default=None, help="validated steps per run (default 10; --quick 2)")
     ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"),
                     help="seqpar-train's back end (cuda: virtual ranks sharing the GPU, head dims 64 and 128)")
@@ -385,6 +404,8 @@ def main(argv):
     args = ap.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.quick else 10
+    if args.seeds is None:
+        args.seeds = 1 if args.quick else 20
     if args.min_steps is None:
         args.min_steps = 0 if args.quick else 10000
     if args.seeds < 1 or args.steps < 1 or args.jobs < 1:

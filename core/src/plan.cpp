@@ -87,7 +87,9 @@ Plan normalized(Plan p, int gpus_per_node) {
     case Method::hybrid:
       if (p.ulysses_degree == 0 && p.ring_degree == 0 && p.sp > 0) {
         // The largest divisor of P that fits in a node: Ulysses inside, the ring across nodes.
-        for (int u = std::min(p.sp, std::max(1, gpus_per_node)); u >= 1; --u)
+        // TP groups sit innermost, so a node holds gpus_per_node / tp ranks of one SP group.
+        const int in_node = std::max(1, gpus_per_node / std::max(1, p.tp));
+        for (int u = std::min(p.sp, in_node); u >= 1; --u)
           if (p.sp % u == 0) {
             p.ulysses_degree = u;
             break;
@@ -123,7 +125,10 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.method = parse_method(f.method);
   p.gpus = gpus;
   p.seq_len = seq_len;
-  p.sp = implied_sp(f).value_or(gpus);
+  p.tp = f.tp;
+  // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
+  // not divide the GPUs).
+  p.sp = implied_sp(f).value_or(f.tp >= 1 && gpus % f.tp == 0 ? gpus / f.tp : gpus);
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
@@ -159,6 +164,7 @@ nlohmann::json to_json(const Plan& p) {
           {"gpus", p.gpus},
           {"seq_len", p.seq_len},
           {"sp", p.sp},
+          {"tp", p.tp},
           {"dp", p.dp()},
           {"ulysses_degree", p.ulysses_degree},
           {"ring_degree", p.ring_degree},
@@ -221,6 +227,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.gpus = count_field<int>(j, "gpus", 0, true, 1, limits::kMaxGpus);
   p.seq_len = count_field<std::int64_t>(j, "seq_len", 0, true, 1, limits::kMaxSeqLen);
   p.sp = count_field<int>(j, "sp", 0, true, 1, limits::kMaxGpus);
+  p.tp = count_field<int>(j, "tp", 1, false, 1, limits::kMaxGpus);
   // 0: not given (normalized() fills it in).
   p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
   p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
@@ -238,19 +245,23 @@ Plan plan_from_json(const nlohmann::json& j) {
 }
 
 std::string describe_structure(const Plan& p) {
-  if (p.sp == 1) return "dp-only sp=1";
+  // TP first: it is the innermost group, and the SP method runs over what it leaves.
+  const std::string tp = p.tp != 1 ? fmt::format("tp={} ", p.tp) : std::string();
+  if (p.sp == 1) return p.tp != 1 ? tp + "sp=1" : "dp-only sp=1";
   if (p.method == Method::hybrid)
-    return fmt::format("hybrid U{}xR{}{}", p.ulysses_degree, p.ring_degree,
+    return fmt::format("{}hybrid U{}xR{}{}", tp, p.ulysses_degree, p.ring_degree,
                        p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{} sp={}", to_string(p.method), p.sp);
+  return fmt::format("{}{} sp={}", tp, to_string(p.method), p.sp);
 }
 
 std::string describe_in_words(const Plan& p) {
-  if (p.sp == 1) return "no SP";
+  if (p.sp == 1) return p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : "no SP";
+  // TP first, as in describe_structure: the innermost group.
+  const std::string tp = p.tp != 1 ? fmt::format("TP {} x ", p.tp) : std::string();
   if (p.method == Method::hybrid)
-    return fmt::format("hybrid {}x{}{}", p.ulysses_degree, p.ring_degree,
+    return fmt::format("{}hybrid {}x{}{}", tp, p.ulysses_degree, p.ring_degree,
                        p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{} {}", p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
+  return fmt::format("{}{} {}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
 }
 
 namespace {
@@ -262,6 +273,7 @@ std::string describe_json(const nlohmann::json& plan, std::string (*describe)(co
     Plan p;
     p.method = parse_method(field<std::string>(plan, "method", "", true));
     p.sp = count_field<int>(plan, "sp", 0, true, kIntMin, kIntMax);
+    p.tp = count_field<int>(plan, "tp", 1, false, kIntMin, kIntMax);
     p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
     p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));
@@ -280,17 +292,21 @@ std::string describe_in_words(const nlohmann::json& plan) {
   return describe_json(plan, [](const Plan& p) { return describe_in_words(p); });
 }
 
+std::string describe(const MemoryOptions& m) {
+  std::string s = fmt::format("zero={} ckpt={}", m.zero, to_string(m.checkpoint));
+  if (m.offload_checkpoints) s += " +offload-ckpt";
+  if (m.offload_optimizer) s += " +offload-opt";
+  if (m.offload_params) s += " +offload-params";
+  if (m.tiled_mlp) s += " +tiled-mlp";
+  if (m.tiled_loss) s += " +tiled-loss";
+  return s;
+}
+
 std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
   if (p.grad_accum_steps != 1) s += fmt::format(" ga={}", p.grad_accum_steps);
-  s += fmt::format(" zero={} ckpt={}", p.mem.zero, to_string(p.mem.checkpoint));
-  if (p.mem.offload_checkpoints) s += " +offload-ckpt";
-  if (p.mem.offload_optimizer) s += " +offload-opt";
-  if (p.mem.offload_params) s += " +offload-params";
-  if (p.mem.tiled_mlp) s += " +tiled-mlp";
-  if (p.mem.tiled_loss) s += " +tiled-loss";
-  return s;
+  return s + " " + describe(p.mem);
 }
 
 }  // namespace seqpar

@@ -8,8 +8,10 @@
 namespace seqpar {
 
 std::int64_t seq_granularity(const Plan& p) {
-  const std::int64_t P = p.sp > 0 ? p.sp : 1;
-  return p.zigzag() && p.ring_degree > 1 ? 2 * P : P;
+  const std::int64_t P = p.sp > 0 ? p.sp : 1, T = p.tp > 0 ? p.tp : 1;
+  // TP's sequence-parallel regions split each SP rank's shard again over the TP group (Megatron:
+  // the sequence must divide by the TP size).
+  return (p.zigzag() && p.ring_degree > 1 ? 2 * P : P) * T;
 }
 
 bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
@@ -25,13 +27,18 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   range("micro_batch", p.micro_batch, limits::kMaxMicroBatch);
   range("grad_accum_steps", p.grad_accum_steps, limits::kMaxGradAccumSteps);
   range("sp", p.sp, limits::kMaxGpus);
+  range("tp", p.tp, limits::kMaxGpus);
   range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
   range("ring_degree", p.ring_degree, limits::kMaxGpus);
   if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
   if (errors.size() != before) return false;  // the rules below divide and multiply by these
 
-  if (p.gpus % p.sp != 0)
+  if (p.tp == 1 && p.gpus % p.sp != 0)
     fail(fmt::format("gpus: {} GPUs are not divisible by sp {} (the data-parallel degree gpus/sp must be whole)", p.gpus, p.sp));
+  // In 64 bits: both degrees are at most 2^20.
+  if (p.tp != 1 && p.gpus % (std::int64_t{p.tp} * p.sp) != 0)
+    fail(fmt::format("gpus: {} GPUs are not divisible by tp {} x sp {} (the data-parallel degree gpus/(tp x sp) must be "
+                     "whole)", p.gpus, p.tp, p.sp));
   // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
   if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));
@@ -44,11 +51,13 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   const std::int64_t gran = seq_granularity(p);
   if (p.seq_len % gran != 0) {
     const std::int64_t padded = (p.seq_len / gran + 1) * gran;
-    fail(fmt::format("seq_len: {} is not divisible by {} ({}); pad the sequence to {}", p.seq_len, gran,
+    fail(fmt::format("seq_len: {} is not divisible by {} ({}{}); pad the sequence to {}", p.seq_len, gran,
                      p.zigzag() && p.ring_degree > 1
                          ? (kv_allgather(p.method) ? "head/tail load balancing splits it into 2 x sp chunks"
                                                    : "zigzag splits it into 2 x sp chunks")
                          : "one shard per sp rank",
+                     p.tp != 1 ? fmt::format(", each split again over tp {} ranks by TP's sequence parallelism", p.tp)
+                               : std::string(),
                      padded));
   }
   check_memory_combination(p.mem, errors);
@@ -67,20 +76,49 @@ bool check_memory_combination(const MemoryOptions& m, std::vector<std::string>& 
 }
 
 bool check_heads(int heads, int kv_heads, int ulysses_degree, std::vector<std::string>& errors) {
+  return check_heads(heads, kv_heads, 1, ulysses_degree, errors);
+}
+
+int kv_heads_per_tp_rank(int kv_heads, int tp) {
+  if (tp <= 1 || kv_heads < 1) return kv_heads;
+  return kv_heads % tp == 0 ? kv_heads / tp : 1;
+}
+
+bool check_heads(int heads, int kv_heads, int tp, int ulysses_degree, std::vector<std::string>& errors) {
   const int U = ulysses_degree;
-  // The modulo below needs U >= 1 and kv_heads >= 1; a model or plan check names them first.
+  // The modulo below needs U, tp and kv_heads >= 1; a model or plan check names them first.
   if (U < 1) {
     errors.push_back(fmt::format("ulysses_degree: {} must be at least 1", U));
     return false;
   }
+  if (tp < 1) {
+    errors.push_back(fmt::format("tp: {} must be at least 1", tp));
+    return false;
+  }
   const std::size_t before = errors.size();
-  if (heads % U != 0)
-    errors.push_back(fmt::format("heads: {} query heads are not divisible by the Ulysses degree {}", heads, U));
+  if (tp > 1) {
+    // Megatron's rules: the query heads split evenly over the TP ranks; the KV heads (query groups)
+    // split too, or, fewer than the ranks, each is replicated on tp / kv_heads of them
+    // (Megatron-Core transformer_config.py: "num_query_groups must be a multiple or divisor of
+    // tensor_model_parallel_size"; attention.py gives each rank one KV head then).
+    if (heads % tp != 0)
+      errors.push_back(fmt::format("heads: {} query heads are not divisible by the tensor-parallel degree {} (TP splits "
+                                   "the heads over its ranks)", heads, tp));
+    if (kv_heads >= 1 && kv_heads % tp != 0 && tp % kv_heads != 0)
+      errors.push_back(fmt::format("kv_heads: {} KV heads and tensor-parallel degree {}: neither divides the other, so TP "
+                                   "can neither split nor replicate them (Megatron-Core's rule)", kv_heads, tp));
+    if (errors.size() != before) return false;  // the per-rank counts below would not be whole
+  }
+  const int h = heads / tp, kv = kv_heads_per_tp_rank(kv_heads, tp);
+  const std::string per_rank = tp > 1 ? fmt::format(" per TP rank ({} / tp {})", heads, tp) : std::string();
+  const std::string kv_per_rank = tp > 1 ? " per TP rank" : "";
+  if (h % U != 0)
+    errors.push_back(fmt::format("heads: {} query heads{} are not divisible by the Ulysses degree {}", h, per_rank, U));
   if (kv_heads < 1)
     errors.push_back(fmt::format("kv_heads: {} must be at least 1", kv_heads));
-  else if (kv_heads % U != 0 && U % kv_heads != 0)
-    errors.push_back(fmt::format("kv_heads: {} KV heads and Ulysses degree {}: neither divides the other, so KV heads can be "
-                                 "neither split nor replicated evenly", kv_heads, U));
+  else if (kv % U != 0 && U % kv != 0)
+    errors.push_back(fmt::format("kv_heads: {} KV heads{} and Ulysses degree {}: neither divides the other, so KV heads can "
+                                 "be neither split nor replicated evenly", kv, kv_per_rank, U));
   return errors.size() == before;
 }
 

@@ -24,6 +24,7 @@ std::string_view stream_name(Stream s) {
     case Stream::ring: return "ring send/recv";
     case Stream::data_parallel: return "data-parallel reduction";
     case Stream::offload: return "offload copies";
+    case Stream::tensor_parallel: return "tensor-parallel all-gather/reduce-scatter";
   }
   throw Error(fmt::format("trace stream {}: not a stream of seqpar::trace::Stream", static_cast<int>(s)));
 }

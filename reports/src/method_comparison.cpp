@@ -69,8 +69,11 @@ std::string answer(const json& cell) {
   }
   const json& best = cell["best"];
   const json& plan = best["plan"];
-  const std::int64_t dp = whole(plan, "gpus") / std::max<std::int64_t>(1, whole(plan, "sp"));
-  if (best["method"] == "no SP") out += fmt::format("DP {} only (no SP)", dp);
+  // Documents from before tensor parallelism have no "tp": 1.
+  const std::int64_t tp = std::max<std::int64_t>(1, whole(plan, "tp"));
+  const std::int64_t dp = whole(plan, "gpus") / std::max<std::int64_t>(1, whole(plan, "sp") * tp);
+  if (best["method"] == "no SP")
+    out += tp > 1 ? fmt::format("TP {} x DP {} (no SP)", tp, dp) : fmt::format("DP {} only (no SP)", dp);
   else out += describe_in_words(plan) + (dp > 1 ? fmt::format(" x DP {}", dp) : "");
   out += ", " + memory_words(plan) + ", 1.00";
   for (const auto& m : methods) {

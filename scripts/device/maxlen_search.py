@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""The longest sequence a training step really fits, found by one-step runs, beside the length
+"""The longest sequence a training step really fits, found by short runs, beside the length
 `seqpar maxlen` predicted: PASS when the predicted length runs and 3% more does not (the prediction
 is a length that fits, within 3% of the real maximum), else FAIL with the bracket found.
 
-It runs TRAIN_CMD with `--seq-len L -J DIR/maxlen_L.json` appended, one step each, first at the
+It runs TRAIN_CMD (measure.sh gives two steps: what the first keeps between calls is held through the
+second, as in training) with `--seq-len L -J DIR/maxlen_L.json` appended, first at the
 predicted length, then 3% above it (it ran) or well below it (it ran out of memory), then bisects
 the bracket [longest that ran, shortest that ran out of memory] while the probe count and the time
-budget allow: at about 90 s per step near 512K tokens on an H100, 5 probes fit a 10-minute call.
+budget allow: at about 90 s per step near 512K tokens on an H100, 3 two-step probes fit a 10-minute call.
 A run that fails for any other reason than memory stops the search (its log is named).
 
 Usage: maxlen_search.py --predicted N --dir DIR [--tolerance 0.03] [--max-probes 5] [--budget-s 540]

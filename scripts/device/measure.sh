@@ -5,8 +5,12 @@
 # real maximum length found by one-step runs beside the predicted one), then a short table printed last. Everything it writes goes into one
 # archive under $OUT (the device tool brings back at most 8 files).
 # Usage (on the GPU machine, from the repository root):
-#   scripts/device/measure.sh [check|attention|layer|train|maxlen|fidelity|all] [CARRY_DIR]
+#   scripts/device/measure.sh [check|validate|attention|layer|train|maxlen|fidelity|all] [CARRY_DIR]
 #   (default: all build-device/carry)
+# The simulator's system follows the GPU (H100: dgx-h100, H200: hgx-h200; SEQPAR_SYSTEM overrides).
+# maxlen: MAXLEN_FEATURES replaces the memory options searched (default every ALST feature: a step near
+# 512K tokens on an H100; on an H200 the ALST maximum is near 1.3M tokens, minutes a step, so a shorter
+# plan such as "--checkpoint none" fits one call), MAXLEN_PROBES and MAXLEN_BUDGET_S bound the search.
 # Each phase fits in one 10-minute device call; `all` does not: run the phases one call each.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,6 +30,7 @@ done
 export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 summary=$work/summary.txt
+failed=0  # the exit status: 1 when any step failed
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 # Runs a command, keeps its log, notes its exit status; a failure never stops the session.
@@ -37,6 +42,7 @@ step() {
   local rc=$?
   tail -n 25 "$work/$name.log"
   note "$(printf '%-34s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")"
+  [ "$rc" = 0 ] || failed=1
   return $rc
 }
 finish() {
@@ -47,12 +53,22 @@ finish() {
 trap finish EXIT
 
 model=(--model llama3-8b --layers 4 --vocab 32000)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+case "$gpu_name" in
+  *H200*) system=hgx-h200 ;;
+  *) system=dgx-h100 ;;
+esac
+system=${SEQPAR_SYSTEM:-$system}
 train=("$bin/seqpar-train" "${model[@]}" --backend cuda)
 
 if [[ $phase == check || $phase == all ]]; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$work/gpu.txt"
   step ldd bash -c "ldd $bin/* | grep 'not found' && exit 1 || exit 0"
   step engines "$bin/seqpar-bench-attention" --attention both --seq-lens 1K --head-dims 128 --ops fwd --iters 2
+  # The cuDNN engine's own workspace sizes on the 8B model's heads (workspace_bytes per row): what
+  # `seqpar calibrate` fits the memory model's workspace figures from.
+  step engines_workspace "$bin/seqpar-bench-attention" --attention cudnn --seq-lens 1K,4K,16K,32K --head-dims 128 \
+    --heads 32 --kv-heads 8 --masks full,causal --ops fwd,bwd --iters 3 -J "$work/engines_workspace.json"
   step gpu_tests_kernels "$bin/seqpar_test_kernels_gpu"
   step gpu_tests_train "$bin/test_train" --gtest_filter='CudaVsCpu*:CudnnVsCpu*:*Gemm*Gpu*:*Cuda*'
   # A small model every listed plan is valid on: 8 query heads (Ulysses 8 splits them one per rank)
@@ -66,6 +82,23 @@ if [[ $phase == check || $phase == all ]]; then
     step "$tag" "$bin/seqpar-train" "${shape[@]}" --backend cuda --comm virtual --method $m --seq-len 2K --steps 2 \
       --validate -J "$work/$tag.json"
   done
+fi
+
+# Issue 26 on the GPU: the false-alarm sweep of --validate on virtual ranks sharing the GPU (bf16
+# kernels, cuDNN engine), every plan of the method table at SP 2, 4, 8, in a reduced form (one shape
+# and memory option per plan, VALIDATE_SEEDS seeds), and the GPU validation tests with planted faults.
+if [[ $phase == validate || $phase == all ]]; then
+  [ -f "$work/gpu.txt" ] || nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >"$work/gpu.txt"
+  step gpu_validation_tests "$bin/test_train" --gtest_filter='*CudaValidation*'
+  # validation_sweep.py finds the programs in a build tree's layout.
+  tree=$work/tree
+  mkdir -p "$tree/bench/train" "$tree/cli"
+  abs_bin=$(cd "$bin" && pwd)
+  ln -sf "$abs_bin/seqpar-train" "$tree/bench/train/seqpar-train"
+  ln -sf "$abs_bin/seqpar" "$tree/cli/seqpar"
+  step validation_sweep_gpu timeout "${VALIDATE_TIMEOUT_S:-1800}" python3 "$root/scripts/validation_sweep.py" \
+    --build "$tree" --backend cuda --quick --seeds "${VALIDATE_SEEDS:-2}" --min-steps 1 --timeout 120
+  note "$(grep '^validated steps' "$work/validation_sweep_gpu.log" || echo "validation sweep: no result")"
 fi
 
 if [[ $phase == attention || $phase == all ]]; then
@@ -104,7 +137,8 @@ fi
 if [[ $phase == maxlen || $phase == all ]]; then
   # The longest sequence the simulator predicts for this 4-layer model on one GPU with every ALST
   # feature, and the longest that really runs.
-  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/llama3-8b-4l.json" <<'PY'
+  mkdir -p "$work/models"
+  python3 - "$root/sim/presets/models/llama3-8b.json" "$work/models/llama3-8b-4l.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 m["name"] = "llama3-8b-4l"
@@ -113,19 +147,23 @@ m["vocab"] = {"value": 32000, "source": "measure.sh: 32K vocabulary"}
 json.dump(m, open(sys.argv[2], "w"), indent=1)
 PY
   # seqpar-train's own inventory (sim/presets/frameworks/seqpar-train.json) on the cuDNN engine it runs.
-  alst=(--checkpoint full --offload-checkpoints --tiled-mlp --tiled-loss)
-  "$bin/seqpar" maxlen --model "$work/llama3-8b-4l.json" --system dgx-h100 --framework seqpar-train --attention-kernel cudnn \
+  # shellcheck disable=SC2206
+  alst=(${MAXLEN_FEATURES:---checkpoint full --offload-checkpoints --tiled-mlp --tiled-loss})
+  "$bin/seqpar" maxlen --model "$work/models/llama3-8b-4l.json" --system "$system" --framework seqpar-train --attention-kernel cudnn \
     --gpus 1 --method ulysses --sp 1 --zero 0 "${alst[@]}" --json >"$work/maxlen.json" 2>"$work/maxlen.log"
   maxlen=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("max_seq_len") or d.get("results",[{}])[0].get("max_seq_len",""))' "$work/maxlen.json" 2>/dev/null)
-  note "predicted max length with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
+  note "predicted max length on $system with ${alst[*]}: ${maxlen:-unknown (see maxlen.log)}"
   if [ -n "$maxlen" ]; then
-    # The real maximum by one-step runs: the prediction, then 3% above it (PASS when it runs out of
-    # memory) or well below it, then bisection. A step near 512K tokens takes about 90 s on an H100,
-    # so 5 probes within 540 s fit the 10-minute call beside the prediction.
+    # The real maximum by two-step runs: the prediction, then 3% above it (PASS when it runs out of
+    # memory) or well below it, then bisection. Two steps a probe: what the first keeps between calls
+    # (the attention workspaces' grow-only scratch) is held through the second, as in training; a
+    # one-step run can peak before the backward first allocates it (seen on an H200 at 188,837
+    # tokens: reports/results/h200/maxlen/NOTES.md). Near 512K tokens a step takes about 90 s on an
+    # H100, so 3 probes fit the 10-minute call beside the prediction.
     python3 "$root/scripts/device/maxlen_search.py" --predicted "$maxlen" --dir "$work/probes" --tolerance 0.03 \
-      --max-probes 5 --budget-s 540 -J "$work/maxlen_search.json" -- \
-      "${train[@]}" --method ulysses --sp 1 --comm loopback --steps 1 --warmup 0 "${alst[@]}" \
-      >"$work/maxlen_search.log" 2>&1
+      --max-probes "${MAXLEN_PROBES:-3}" --budget-s "${MAXLEN_BUDGET_S:-540}" -J "$work/maxlen_search.json" -- \
+      "${train[@]}" --method ulysses --sp 1 --comm loopback --steps 2 --warmup 0 "${alst[@]}" \
+      >"$work/maxlen_search.log" 2>&1 || failed=1
     cat "$work/maxlen_search.log"
     note "$(grep '^maxlen ' "$work/maxlen_search.log" | tail -n 1 || echo "maxlen FAIL: no result (see maxlen_search.log)")"
   fi
@@ -197,6 +235,9 @@ if [[ $phase == fidelity || $phase == all ]]; then
 fi
 
 # A report of everything measured, side by side (seqpar-train beside the PyTorch peer).
-jsons=("$work"/*.json)
-[ -e "${jsons[0]}" ] && "$bin/seqpar" report "${jsons[@]}" --out "$work/report" >"$work/report.log" 2>&1
+# Timed documents only: --validate runs time nothing (their verdicts are in the summary above).
+jsons=()
+for f in "$work"/*.json; do [[ -e $f && $(basename "$f") != validate_* ]] && jsons+=("$f"); done
+[ ${#jsons[@]} -gt 0 ] && "$bin/seqpar" report "${jsons[@]}" --out "$work/report" >"$work/report.log" 2>&1
 [ -f "$work/attn_compare.log" ] && { echo; tail -n 60 "$work/attn_compare.log"; }
+exit $failed

@@ -1,6 +1,7 @@
 """scripts/device/: the GPU session's comparison of attention engines against PyTorch SDPA (on the
 H100 measurements and on synthetic files, since no GPU runs here), and the shell scripts' syntax."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -253,8 +254,10 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
                PATH=f"{tmp_path / 'path'}{os.pathsep}{os.environ['PATH']}")
     r = subprocess.run(["bash", str(ROOT / "scripts" / "device" / "measure.sh"), "fidelity", str(tmp_path / "carry")],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    # measure.sh's status is its last check's, not the session's: the phase is judged by what it left.
+    # measure.sh exits 1 when any step of the phase failed (here the made-up steps miss the bands).
     assert (out / "summary-fidelity.txt").exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    status = (out / "summary-fidelity.txt").read_text()
+    assert r.returncode == (1 if re.search(r"rc=[1-9]", status) else 0), status
     calls = [json.loads(x) for x in log.read_text().splitlines()]
     trains = [c[1:] for c in calls if c[0] == "seqpar-train"]
     assert len(trains) == 15
@@ -305,7 +308,7 @@ def test_fidelity_phase_calibrates_predicts_and_checks(tmp_path):
     assert prof["calibration"]["fits"]["attention_engine"] == "cudnn" and len(prof["calibration"]["steps"]) == 3
 
 
-# ---- measure.sh maxlen: the real maximum by one-step runs (scripts/device/maxlen_search.py) ----
+# ---- measure.sh maxlen: the real maximum by short runs (scripts/device/maxlen_search.py) ----
 
 SEARCH = ROOT / "scripts" / "device" / "maxlen_search.py"
 

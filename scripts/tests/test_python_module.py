@@ -160,3 +160,23 @@ def test_a_fixed_global_batch_from_python(seqpar, tmp_path):
         assert b["plan"]["dp"] * b["plan"]["micro_batch"] * b["plan"]["grad_accum_steps"] * b["seq_len"] == 1 << 20
     with pytest.raises(seqpar.Error, match="global_batch_tokens"):
         seqpar.advise(model="llama3-8b", gpus=8, seq_len="64K", global_batch_tokens=100000)
+
+
+def test_tensor_parallelism_from_python(seqpar, tmp_path):
+    # tp= is --tp: the plan's TP degree for simulate, the one TP degree advise and maxlen search, a
+    # list for sweep; the documents carry it in every plan and advise its reasons.
+    kw = dict(model="llama3-8b", gpus=16, seq_len="128K", tp=2)
+    got = seqpar.simulate(**kw)
+    assert without_run(got) == without_run(json.loads(
+        cli("simulate", "--model", "llama3-8b", "--gpus", "16", "--seq-len", "128K", "--tp", "2", "--json").stdout))
+    assert got["plan"]["tp"] == 2 and got["plan"]["sp"] == 8 and got["time"]["tp_comm_s"] > 0
+    advice = seqpar.advise(**kw)
+    assert advice["best"]["tp"] == 2 and advice["reasons"]
+    assert all(r["plan"]["tp"] == 2 for r in advice["ranked"])
+    longest = seqpar.maxlen(model="llama3-8b", gpus=8, tp=4, method="ring-zigzag")
+    assert longest["plan"]["tp"] == 4
+    grid = seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["32K"], tp=[1, 2], method=["ulysses"],
+                        out=str(tmp_path))
+    assert {r["plan"]["tp"] for r in grid["results"]} == {1, 2}
+    with pytest.raises(seqpar.Error, match="tp"):
+        seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["32K"], tp=[2, 2], out=str(tmp_path))

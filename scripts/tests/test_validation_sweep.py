@@ -33,7 +33,8 @@ def plan(method, u, r):
 print(json.dumps({"ranked": [plan("ring", 1, sp)], "rejected": [plan("ulysses", sp, 1)]}))
 """
 
-# A stand-in `seqpar-train`: refuses odd lengths (exit 2, a clean error); on FAKE_TRAIN_FAIL=<seed>
+# A stand-in `seqpar-train`: refuses odd lengths (exit 2, a clean error), and on --backend cuda
+# length 64 (an engine's own limit); appends each back end it runs on to FAKE_TRAIN_LOG; on FAKE_TRAIN_FAIL=<seed>
 # reports a failed check, on FAKE_TRAIN_CRASH=<seed> exits 3 without JSON; else writes the
 # validation JSON of --steps passing steps.
 FAKE_TRAIN = """\
@@ -42,6 +43,12 @@ import json, os, sys
 a = sys.argv[1:]
 val = lambda f: a[a.index(f) + 1]
 n, seed, steps = int(val("--seq-len")), val("--seed"), int(val("--steps"))
+if os.environ.get("FAKE_TRAIN_LOG"):
+    with open(os.environ["FAKE_TRAIN_LOG"], "a") as f:
+        f.write(f"{val('--backend')} {n} {val('--head-dim')}\\n")
+if val("--backend") == "cuda" and n == 64:
+    sys.stderr.write("seqpar-train: error: cudnn: this engine does not take 64 tokens\\n")
+    sys.exit(2)
 if n % 2:
     sys.stderr.write(f"seqpar-train: error: seq_len: {n} is not divisible by 2\\n")
     sys.exit(2)
@@ -81,8 +88,10 @@ def run(*args, env=None):
 
 def test_the_gpu_sweep_asks_for_the_cuda_back_end_and_its_head_dims():
     case = {"plan": ("ring", 1, 2, 2), "shape": "gqa", "seq_len": 64, "memory": vs.MEMORY[0], "seed": 1}
-    cmd = vs.train_command("seqpar-train", case, 2, "virtual", "out.json", "cuda")
+    cmd = vs.train_command("seqpar-train", case, 2, "virtual", "out.json", "cuda", "cuda")
     assert cmd[cmd.index("--backend") + 1] == "cuda" and cmd[cmd.index("--head-dim") + 1] == "64"
+    probe = vs.train_command("seqpar-train", case, 2, "virtual", "out.json", "cpu", "cuda")
+    assert probe[probe.index("--backend") + 1] == "cpu" and probe[probe.index("--head-dim") + 1] == "64"
     assert vs.train_command("seqpar-train", case, 2, "virtual", "out.json")[cmd.index("--head-dim") + 1] == "8"
 
 
@@ -183,3 +192,19 @@ def test_reduced_sweep_has_no_false_failure():
 def test_readme_matrix_is_what_the_test_produces():
     r = run("matrix", "--build", str(BUILD), "--check")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_gpu_sweep_probes_lengths_on_the_cpu_and_reports_the_gpus_own_refusals(fake_build, tmp_path):
+    log = tmp_path / "runs.log"
+    r = run("--build", str(fake_build), "--backend", "cuda", "--quick", "--seeds", "2", "--min-steps", "0",
+            *SMALL, env={"FAKE_TRAIN_LOG": str(log)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = [ln.split() for ln in log.read_text().splitlines()]
+    # Lengths are probed on the CPU back end with the GPU's shapes; only the chosen cases run on the GPU.
+    assert {hd for _, _, hd in runs} == {"64"}
+    probes = [n for be, n, _ in runs if be == "cpu"]
+    gpu = [n for be, n, _ in runs if be == "cuda"]
+    assert probes and gpu and set(gpu) <= set(probes)
+    # Length 64 passes the plan's rules but the fake GPU engine refuses it: reported, not a false failure.
+    assert "refused by the cuda back end after the plan's rules accepted them" in r.stdout
+    assert "does not take 64 tokens" in r.stdout and "false failures: 0" in r.stdout

@@ -1,8 +1,10 @@
 #include "seqpar/sim/advisor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -74,8 +76,22 @@ const std::vector<MemoryOptions>& memory_option_sets() {
   return sets;
 }
 
+std::vector<int> tp_degrees(const Model& m, const System& s, int gpus) {
+  std::vector<int> out{1};
+  for (int t = 2; t <= s.gpus_per_node && t <= gpus; t *= 2) {
+    const bool kv = m.kv_heads >= 1 && (m.kv_heads % t == 0 || t % m.kv_heads == 0);
+    if (gpus % t == 0 && m.heads % t == 0 && m.ffn_hidden % t == 0 && kv) out.push_back(t);
+  }
+  return out;
+}
+
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
+  for (std::size_t i = 0; i < space.tp.size(); ++i) {
+    require_range("tp", space.tp[i], 1, limits::kMaxGpus);
+    for (std::size_t k = 0; k < i; ++k)
+      if (space.tp[i] == space.tp[k]) throw Error(fmt::format("tp: {} is listed twice", space.tp[i]));
+  }
   if (space.micro_batch) require_range("micro_batch", *space.micro_batch, 1, limits::kMaxMicroBatch);
   if (space.global_batch) {
     const GlobalBatch& b = *space.global_batch;
@@ -113,16 +129,21 @@ void check_search(int gpus, const SearchSpace& space) {
                             method_entry(space.methods[0]).name));
 }
 
-std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
-  (void)m;
-  (void)s;
-  check_search(gpus, space);
-  std::vector<Plan> out;
-  const std::vector<int> sps = space.sp.empty() ? divisors(gpus) : space.sp;
+namespace {
+// The structures of one TP degree: SP runs over the GPUs a TP group leaves (a TP degree that does
+// not divide them is kept, for check_plan to name).
+void structures_at_tp(const System& s, int gpus, int tp, std::int64_t seq_len, const SearchSpace& space,
+                      std::vector<Plan>& out) {
+  const int rest = gpus % tp == 0 ? gpus / tp : gpus;
+  std::vector<int> sps = space.sp.empty() ? divisors(rest) : space.sp;
+  // A searched (not given) TP degree pairs only with the given SP degrees it leaves room for.
+  if (space.tp.empty() && tp > 1)
+    sps.erase(std::remove_if(sps.begin(), sps.end(), [&](int sp) { return rest % sp != 0; }), sps.end());
   auto add = [&](Method method, int sp, int u, int r) {
     Plan p;
     p.method = method;
     p.gpus = gpus;
+    p.tp = tp;
     p.seq_len = seq_len;
     p.sp = sp;
     p.ulysses_degree = u;
@@ -145,12 +166,19 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
         add(method, P, u, r);
         // A hybrid over more than one node can put either group inside the nodes; the two
         // placements cost differently (comm_cost.hpp), so both are candidates.
-        if (u > 1 && r > 1 && P > s.gpus_per_node) {
+        if (u > 1 && r > 1 && std::int64_t{P} * tp > s.gpus_per_node) {
           out.push_back(out.back());
           out.back().placement = GroupPlacement::ring_inner;
         }
       }
   }
+}
+}  // namespace
+
+std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
+  check_search(gpus, space);
+  std::vector<Plan> out;
+  for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) structures_at_tp(s, gpus, tp, seq_len, space, out);
   return out;
 }
 
@@ -214,13 +242,17 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
     return {};
   }
   if (sequences % dp != 0) {
+    // dp = gpus / (tp x sp): the degrees that leave it, as the plan has them.
+    const bool tp = structure.tp > 1;
+    const std::string of = tp ? fmt::format("gpus {} / (tp {} x sp {})", structure.gpus, structure.tp, structure.sp)
+                              : fmt::format("gpus {} / sp {}", structure.gpus, structure.sp);
     why = dp > sequences
-              ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas (gpus {} / sp "
-                            "{}): each needs a sequence of its own; raise sp to {} or more",
-                            sequences, sequences == 1 ? "" : "s", dp, structure.gpus, structure.sp,
+              ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas ({}): each "
+                            "needs a sequence of its own; raise {} to {} or more",
+                            sequences, sequences == 1 ? "" : "s", dp, of, tp ? "tp x sp" : "sp",
                             (structure.gpus + sequences - 1) / sequences)
-              : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas "
-                            "(gpus {} / sp {})", sequences, dp, structure.gpus, structure.sp);
+              : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas ({})",
+                            sequences, dp, of);
     return {};
   }
   const std::int64_t share = sequences / dp;  // sequences per replica per optimizer step
@@ -278,6 +310,101 @@ StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& stru
   return out;
 }
 
+namespace {
+
+double slower_pct(const Result& best, const Result& other) {
+  return 100.0 * (best.tokens_per_s_per_gpu / other.tokens_per_s_per_gpu - 1.0);
+}
+
+// The first reason of a rejected plan the predicate picks, labelled with the plan; empty if none.
+template <class Pick>
+std::string first_rejection(const Advice& a, Pick pick) {
+  for (const Rejection& r : a.rejected)
+    if (pick(r.plan) && !r.reasons.empty()) return fmt::format("{}: {}", describe_structure(r.plan), r.reasons.front());
+  return {};
+}
+
+// Advice::reasons (advisor.hpp).
+std::vector<std::string> explain_choice(const Model& m, const System& s, int gpus, const SearchSpace& space,
+                                        const Advice& a) {
+  std::vector<std::string> out;
+  const Result* best = a.best();
+  if (!best) return out;
+  const Plan& b = best->plan;
+  out.push_back(fmt::format("{} is the fastest of {} plans that fit ({} rejected): {:.0f} tokens/s per GPU",
+                            describe_structure(b), a.ranked.size(), a.rejected.size(), best->tokens_per_s_per_gpu));
+  // Tensor parallelism against the best plan of the other side (ranked is fastest first).
+  auto first = [&](auto pick) -> const Result* {
+    for (const Result& r : a.ranked)
+      if (pick(r.plan)) return &r;
+    return nullptr;
+  };
+  const double tp_share = best->step_time_s > 0 ? 100.0 * best->time.tp_comm / best->step_time_s : 0.0;
+  if (b.tp > 1) {
+    const Result* without = first([](const Plan& p) { return p.tp == 1; });
+    const std::string heads = first_rejection(a, [](const Plan& p) { return p.tp == 1 && p.method == Method::ulysses; });
+    if (without) {
+      out.push_back(fmt::format(
+          "tp={}: {:.1f}% faster than the best plan without tensor parallelism ({}, peak {:.1f} GiB against {:.1f}); TP "
+          "shards the weights, gradients, optimizer states and activations {} ways, and its all-gathers and "
+          "reduce-scatters take {:.1f}% of the step",
+          b.tp, slower_pct(*best, *without), describe(without->plan), without->peak_memory_bytes() / kGiB,
+          best->peak_memory_bytes() / kGiB, b.tp, tp_share));
+    } else {
+      const std::string why = first_rejection(a, [](const Plan& p) { return p.tp == 1; });
+      out.push_back(fmt::format("tp={}: no plan without tensor parallelism is valid and fits{}", b.tp,
+                                why.empty() ? std::string() : fmt::format(" (e.g. {})", why)));
+    }
+    if (!heads.empty() && heads.find("heads") != std::string::npos)
+      out.push_back(fmt::format("without TP the head rules cap Ulysses: {}", heads));
+  } else {
+    const std::vector<int> tps = space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp;
+    const Result* with = first([](const Plan& p) { return p.tp > 1; });
+    std::vector<int> above_one;
+    std::copy_if(tps.begin(), tps.end(), std::back_inserter(above_one), [](int t) { return t > 1; });
+    if (above_one.empty()) {
+      out.push_back(space.tp.empty()
+                        ? fmt::format("tp=1: no tensor-parallel degree was searched: none of 2..{} divides the GPUs, "
+                                      "the {} query heads, {} KV heads and MLP width as TP needs",
+                                      s.gpus_per_node, m.heads, m.kv_heads)
+                        : std::string("tp=1: tensor parallelism was not searched (--tp 1)"));
+    } else if (!with && std::none_of(a.rejected.begin(), a.rejected.end(), [](const Rejection& r) { return r.plan.tp > 1; })) {
+      out.push_back(fmt::format("tp=1: no tensor-parallel structure was searched: no TP degree of {} leaves room for "
+                                "the SP degrees searched (tp x sp must divide the {} GPUs)",
+                                fmt::join(above_one, ", "), gpus));
+    } else if (with) {
+      const double share = with->step_time_s > 0 ? 100.0 * with->time.tp_comm / with->step_time_s : 0.0;
+      out.push_back(fmt::format(
+          "tp=1: tensor parallelism not chosen: the best TP plan ({}) is {:.1f}% slower; its all-gathers and "
+          "reduce-scatters take {:.1f}% of its step, and without TP the plan already fits (peak {:.1f} of {:.1f} GiB)",
+          describe(with->plan), slower_pct(*best, *with), share, best->peak_memory_bytes() / kGiB,
+          best->capacity_bytes / kGiB));
+    } else {
+      const std::string why = first_rejection(a, [](const Plan& p) { return p.tp > 1; });
+      out.push_back(fmt::format("tp=1: no tensor-parallel plan is valid and fits{}",
+                                why.empty() ? std::string() : fmt::format(" (e.g. {})", why)));
+    }
+  }
+  // The SP method and degree against the fastest plan of another structure with the same TP.
+  const Result* other = first([&](const Plan& p) {
+    return p.tp == b.tp && (p.method != b.method || p.sp != b.sp || p.ulysses_degree != b.ulysses_degree ||
+                            p.placement != b.placement);
+  });
+  if (other)
+    out.push_back(fmt::format("{} over the next structure, {} ({:.1f}% slower)", describe_structure(b),
+                              describe_structure(other->plan), slower_pct(*best, *other)));
+  if (space.global_batch)
+    out.push_back(fmt::format("fills the global batch of {} sequences as dp {} x micro-batch {} x {} micro-step{}",
+                              b.global_batch_sequences(), b.dp(), b.micro_batch, b.grad_accum_steps,
+                              b.grad_accum_steps == 1 ? "" : "s"));
+  out.push_back(fmt::format("memory options {}: {} (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
+                            space.memory ? "as given" : "the fastest set that fits", best->peak_memory_bytes() / kGiB,
+                            best->capacity_bytes / kGiB));
+  return out;
+}
+
+}  // namespace
+
 Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   check_search(gpus, space);
   if (space.global_batch) {
@@ -297,6 +424,7 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
     }
   }
   std::stable_sort(a.ranked.begin(), a.ranked.end(), ranks_before);
+  a.reasons = explain_choice(m, s, gpus, space, a);
   return a;
 }
 

@@ -20,11 +20,13 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   a.batch = p.micro_batch;
   a.local_tokens = N / p.sp;
   a.attn_tokens = N / R;
-  a.heads_local = double(m.heads) / U;
-  a.kv_heads_sent = kv_heads_sent(m, p.ulysses_degree);
+  a.heads_tp = double(m.heads) / p.tp;
+  a.kv_heads_tp = kv_heads_per_tp_rank(m.kv_heads, p.tp);
+  a.heads_local = a.heads_tp / U;
+  a.kv_heads_sent = kv_heads_sent(m, p);
   a.kv_heads_local = a.kv_heads_sent / U;
-  a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (m.heads + 2.0 * a.kv_heads_sent) * d;
-  a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * m.heads * d;
+  a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (a.heads_tp + 2.0 * a.kv_heads_sent) * d;
+  a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * a.heads_tp * d;
   a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
   a.block_tokens = zigzag_ring(p) && m.causal ? a.attn_tokens / 2 : a.attn_tokens;
   a.key_tokens = a.attn_tokens;
@@ -98,7 +100,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   AttentionCost c;
   const double d = m.head_dim;
   const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
-  c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp;
+  // Per GPU: a sequence's attention shared by its SP group's ranks and, inside each, by the TP ranks' heads.
+  c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp / p.tp;
 
   double a2a_fwd = 0, a2a_bwd = 0;
   const SpGroups groups = place_sp_groups(s, p);  // where the plan puts its Ulysses and ring groups

@@ -33,9 +33,17 @@ Placement place_group(const System& s, int size, int stride) {
 }
 
 SpGroups place_sp_groups(const System& s, const seqpar::Plan& p) {
-  const int U = std::max(1, p.ulysses_degree), R = std::max(1, p.ring_degree);
-  if (p.placement == seqpar::GroupPlacement::ring_inner) return {place_group(s, U, R), place_group(s, R, 1)};
-  return {place_group(s, U, 1), place_group(s, R, U)};
+  // TP innermost: consecutive SP ranks are tp world ranks apart.
+  const int U = std::max(1, p.ulysses_degree), R = std::max(1, p.ring_degree), T = std::max(1, p.tp);
+  if (p.placement == seqpar::GroupPlacement::ring_inner) return {place_group(s, U, R * T), place_group(s, R, T)};
+  return {place_group(s, U, T), place_group(s, R, U * T)};
+}
+
+Placement place_tp_group(const System& s, const seqpar::Plan& p) { return place_group(s, std::max(1, p.tp), 1); }
+
+Placement place_zero_group(const System& s, const seqpar::Plan& p) {
+  const int T = std::max(1, p.tp);
+  return place_group(s, std::max(1, p.gpus / T), T);
 }
 
 int nic_count(const System& s) { return s.nics_per_node > 0 ? s.nics_per_node : std::max(1, s.gpus_per_node); }
@@ -227,9 +235,7 @@ int crossing_flows_per_nic(const System& s, Collective c, const Placement& p) {
 
 std::string describe_placement(const System& s, const seqpar::Plan& p) {
   const std::int64_t g = std::max(1, s.gpus_per_node), nodes = (std::int64_t{p.gpus} + g - 1) / g;
-  if (p.sp <= 1) return fmt::format("no SP group; data parallel over {} node{}", nodes, nodes == 1 ? "" : "s");
-  const SpGroups groups = place_sp_groups(s, p);
-  auto where = [&](char name, const Placement& pl, Collective c) {
+  auto where = [&](std::string_view name, const Placement& pl, Collective c) {
     if (pl.size <= 1) return std::string();
     const int flows = crossing_flows_per_nic(s, c, pl);
     if (flows == 0) return fmt::format("{}{} in a node", name, pl.size);
@@ -237,8 +243,13 @@ std::string describe_placement(const System& s, const seqpar::Plan& p) {
                                             : std::string("across a node boundary");
     return fmt::format("{}{} {}, {} crossing flow{} per NIC", name, pl.size, spread, flows, flows == 1 ? "" : "s");
   };
-  const std::string u = where('U', groups.ulysses, Collective::all_to_all), r = where('R', groups.ring, Collective::send_recv);
-  return u.empty() ? r : r.empty() ? u : u + "; " + r;
+  const std::string tp = where("TP", place_tp_group(s, p), Collective::all_gather);
+  auto join = [](const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; };
+  if (p.sp <= 1)
+    return join(tp, fmt::format("no SP group; data parallel over {} node{}", nodes, nodes == 1 ? "" : "s"));
+  const SpGroups groups = place_sp_groups(s, p);
+  const std::string u = where("U", groups.ulysses, Collective::all_to_all), r = where("R", groups.ring, Collective::send_recv);
+  return join(tp, join(u, r));
 }
 
 CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks) {

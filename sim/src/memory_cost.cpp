@@ -10,6 +10,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
+#include "seqpar/sim/tensor_parallel_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -46,27 +47,35 @@ struct Sizes {
   double tokens = 0, tile = 0, loss_rows = 0;  // rows of Rows::all, tile, loss
 };
 
+// Under tensor parallelism (Megatron with sequence parallelism) a rank holds, per token of its SP
+// shard, 1/tp of every width: the per-head and per-column ones (q, kv, heads, ffn; KV heads
+// replicated when tp exceeds them) inside the TP region, the hidden ones because the norm and
+// residual regions hold 1/tp of the tokens and the GEMM inputs are stored as those shards and
+// gathered again for the backward (Korthikanti et al., arXiv 2205.05198, Sec. 4.2.2: every term
+// of sbh(34 + 5as/h) divided by t), and the logits' vocabulary (vocab-parallel cross entropy).
+// Per-token scalars (`one`: token ids, labels; an fp32 norm statistic) and RoPE's head_dim tables
+// are not divided: the batch enters every TP rank whole.
 Sizes sizes(const Model& m, const Plan& p) {
   Sizes z;
-  const double d = m.head_dim;
+  const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   auto set = [&](Width w, double v) { z.width[static_cast<std::size_t>(w)] = v; };
-  set(Width::hidden, m.hidden);
-  set(Width::ffn, m.ffn_hidden);
-  set(Width::q, double(m.heads) * d);
-  set(Width::kv, double(m.kv_heads) * d);
-  set(Width::kv_attention, double(kv_heads_sent(m, p.ulysses_degree)) * d);
-  set(Width::heads, m.heads);
+  set(Width::hidden, m.hidden / t);
+  set(Width::ffn, m.ffn_hidden / t);
+  set(Width::q, double(m.heads) / t * d);
+  set(Width::kv, double(kv_heads_per_tp_rank(m.kv_heads, p.tp)) * d);
+  set(Width::kv_attention, double(kv_heads_sent(m, p)) * d);
+  set(Width::heads, m.heads / t);
   set(Width::head_dim, m.head_dim);
   set(Width::one, 1);
-  set(Width::vocab, m.vocab);
-  z.layer_params = double(m.params_per_layer());
+  set(Width::vocab, m.vocab / t);
+  z.layer_params = double(m.params_per_layer()) / t;
   z.layers = m.layers;
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
   const double h = m.hidden;
-  con(Constant::hidden_q, h * m.heads * d);
-  con(Constant::hidden_kv, h * m.kv_heads * d);
-  con(Constant::hidden_ffn, h * m.ffn_hidden);
-  con(Constant::vocab_hidden, double(m.vocab) * h);
+  con(Constant::hidden_q, h * m.heads * d / t);
+  con(Constant::hidden_kv, h * kv_heads_per_tp_rank(m.kv_heads, p.tp) * d);
+  con(Constant::hidden_ffn, h * m.ffn_hidden / t);
+  con(Constant::vocab_hidden, double(m.vocab) * h / t);
   con(Constant::layer_params, z.layer_params);
   const AttentionShapes sh = attention_shapes(m, p);
   z.tokens = sh.batch * sh.local_tokens;
@@ -150,15 +159,15 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   double ring = workspace;
   if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
-    const double dq_acc = kF32 * T * m.heads * d;          // = B x (N/R) x (heads/U) x d
+    const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
     // One call's dQ over the longest query segment (query_rows) and dK, dV over a whole group.
     const double block = kBf16 * (query_rows(sh) * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
     ring += (2 + 6) * kvb + dq_acc + block;                // 2: K,V double; 6: 3 fp32 dK,dV
   }
   if (p.ulysses_degree == 1) return ring;
-  const double q = kBf16 * T * m.heads * d, a2a = sh.qkv_a2a_bytes;  // a2a: q, k, v (sent heads)
+  const double q = kBf16 * T * sh.heads_tp * d, a2a = sh.qkv_a2a_bytes;  // a2a: q, k, v (sent heads)
   const double grads = a2a + q;                            // dO, dQ, dK, dV, head-sharded
-  const bool replicated = sh.kv_heads_sent > m.kv_heads;
+  const bool replicated = sh.kv_heads_sent > sh.kv_heads_tp;
   const double wide = replicated ? 2 * kBf16 * T * sh.kv_heads_sent * d : 0;
   const double gather = grads + 2 * q;                     // dO's all-to-all
   const double inside = grads + ring;
@@ -187,7 +196,7 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
     else v.fp32 += values * bytes / kF32;
   };
   if (mode == Checkpoint::full) {
-    add(m.hidden, f.checkpoint_bytes);
+    add(z.width[static_cast<std::size_t>(Width::hidden)], f.checkpoint_bytes);  // the layer input, sharded under TP
     return v;
   }
   for (const TensorTerm& t : f.layer)
@@ -242,9 +251,10 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   MemoryEstimate e;
   const Framework& f = s.profile;
   const Sizes z = sizes(m, p);
-  const double T = z.tokens, L = m.layers, h = m.hidden;
-  const double psi = double(m.total_params()), layer_params = z.layer_params;
-  const double D = p.gpus;  // ZeRO shards over the data x sequence parallel group
+  const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
+  // A rank's parameters: 1/tp of the model's (tensor_parallel_cost.hpp).
+  const double psi = params_per_tp_rank(m, p), layer_params = z.layer_params;
+  const double D = zero_group_size(p);  // ZeRO shards over the data x sequence parallel group
   const int zero = p.mem.zero;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   const bool offload = full && p.mem.offload_checkpoints;
@@ -260,7 +270,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
     else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.push_back({t.name, t.part, bytes});
   }
-  const double head_params = double(m.vocab) * h + h;  // the LM head (the embedding if tied) and final norm
+  const double head_params = double(m.vocab) * h + h;  // the LM head (the embedding if tied) and final norm; h is 1/tp
   auto with_grads = [&](Items v, double params) {
     if (grads > 0) v.push_back({"gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi)});
     return v;
@@ -283,7 +293,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
-    zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h;
+    zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h;  // h: hidden / tp (vocab-parallel)
   }
   const Items through_backward = terms(f.backward_stored, z, p);
 

@@ -74,7 +74,10 @@ json to_json(const Model& m, const System& s, const Result& r) {
   auto group = [](const Placement& p) {
     return json{{"size", p.size}, {"stride", p.stride}, {"per_node", p.per_node}, {"nodes", p.nodes}};
   };
-  j["groups"] = {{"ulysses", group(g.ulysses)}, {"ring", group(g.ring)}, {"label", describe_placement(s, r.plan)}};
+  j["groups"] = {{"tensor", group(place_tp_group(s, r.plan))},
+                 {"ulysses", group(g.ulysses)},
+                 {"ring", group(g.ring)},
+                 {"label", describe_placement(s, r.plan)}};
   // One optimizer step's batch (step_time_s is its time); tokens in floating point, as the product
   // of four limits can pass 2^63.
   j["global_batch_sequences"] = r.plan.global_batch_sequences();
@@ -123,6 +126,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"exposed_attention_comm_s", t.exposed_attention_comm},
                {"dp_comm_s", t.dp_comm},
                {"exposed_dp_comm_s", t.exposed_dp_comm},
+               {"tp_comm_s", t.tp_comm},
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
                {"exposed_offload_s", t.exposed_offload}};

@@ -11,6 +11,7 @@
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
@@ -29,7 +30,8 @@ struct DataParallelCost {
   bool bwd_every_micro_step = false;  // in_bwd runs in every micro-step's backward (ZeRO-2/3), else once
 };
 
-// Gradient and parameter traffic over the data x sequence parallel group, on its own stream,
+// Gradient and parameter traffic over the data x sequence parallel group (the ranks that hold the
+// same TP shard: gpus / tp of them, tp world ranks apart), on its own stream,
 // overlapped with the pass it can hide under: all but the last layer of that pass's elapsed time
 // (kernels and attention communication alike). `fwd` and `bwd` are one micro-step's passes.
 //
@@ -44,9 +46,9 @@ struct DataParallelCost {
 // and backward. The ZeRO-1/2 parameter all-gather follows the optimizer, once.
 DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
   DataParallelCost c;
-  if (p.gpus <= 1) return c;
-  const double bytes = kBf16 * double(m.total_params());
-  const Placement pl = place_group(s, p.gpus, 1);
+  const Placement pl = place_zero_group(s, p);
+  if (pl.size <= 1) return c;
+  const double bytes = kBf16 * params_per_tp_rank(m, p);
   const double hide = double(m.layers - 1) / m.layers;
   auto t = [&](Collective op) { return collective_time(s, op, bytes, pl); };
   switch (p.mem.zero) {
@@ -72,7 +74,7 @@ DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan&
 }
 
 double optimizer_time(const Model& m, const System& s, const Plan& p) {
-  const double shard = double(m.total_params()) / (p.mem.zero >= 1 ? p.gpus : 1);
+  const double shard = params_per_tp_rank(m, p) / (p.mem.zero >= 1 ? zero_group_size(p) : 1);
   if (!p.mem.offload_optimizer) return framework_memory_bound_time(s, kAdamBytesPerParam * shard);
   // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
   const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
@@ -103,6 +105,7 @@ void check_numbers(Result& r) {
       {"time.attention_comm_s", t.attention_comm},
       {"time.exposed_attention_comm_s", t.exposed_attention_comm},
       {"time.dp_comm_s", t.dp_comm},
+      {"time.tp_comm_s", t.tp_comm},
       {"time.exposed_dp_comm_s", t.exposed_dp_comm},
       {"time.comm_s", t.comm},
       {"time.exposed_comm_s", t.exposed_comm},
@@ -141,6 +144,7 @@ struct LayerCosts {
   double gemm_f, gemm_b, elem_f;
   AttentionCost at;
   double head_f, head_b, loss_recompute;
+  TensorParallelCost tp;
 };
 void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& c, const DataParallelCost& dpc) {
   const TimeBreakdown& t = r.time;
@@ -154,6 +158,10 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
   f.attention = c.at;
   f.full_recompute = p.mem.checkpoint == Checkpoint::full;
   f.head_fwd_s = c.head_f;
+  f.tp_layer_fwd_s = c.tp.layer_fwd_s;
+  f.tp_layer_bwd_s = c.tp.layer_bwd_s;
+  f.tp_head_fwd_s = c.tp.head_fwd_s;
+  f.tp_head_bwd_s = c.tp.head_bwd_s;
   f.head_bwd_s = c.head_b;
   f.loss_recompute_s = c.loss_recompute;
   // t.recompute holds each micro-step's L layers' recomputation (the whole forward under full
@@ -183,38 +191,45 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const Gpu& g = s.gpu;
   const double L = m.layers;
   const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
+  // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
+  // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
+  // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
+  // heads' and MLP columns' share).
+  const double tp = p.tp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   const double tile = alst_tile_rows(m, p);
   const double tiles = double(alst_tile_count(p.seq_len / p.sp, m.hidden));
 
   // Per layer.
-  const double gemm_f = gemm_time(g, layer_gemm_flops(m, T), T, kGemmsPerLayer);
-  const double gemm_b = gemm_time(g, 2 * layer_gemm_flops(m, T), T, 2 * kGemmsPerLayer);
-  const double elem_f = framework_memory_bound_time(s, layer_elementwise_bytes_per_token(m) * T);
+  const double gemm_f = gemm_time(g, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+  const double gemm_b = gemm_time(g, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  const double elem_f = framework_memory_bound_time(s, layer_elementwise_bytes_per_token(m) * T / tp);
   const AttentionCost at = attention_layer_cost(m, s, p);
   // The LM head.
-  const double head_f = gemm_time(g, head_gemm_flops(m, T), T, 1);
-  const double head_b = gemm_time(g, 2 * head_gemm_flops(m, T), T, 2);
+  const double head_f = gemm_time(g, head_gemm_flops(m, T) / tp, T, 1);
+  const double head_b = gemm_time(g, 2 * head_gemm_flops(m, T) / tp, T, 2);
+  const TensorParallelCost tpc = tensor_parallel_cost(m, s, p);
 
   TimeBreakdown& t = r.time;
-  double recompute_attention_exposed = 0, recompute_attention_comm = 0;
+  double recompute_attention_exposed = 0, recompute_attention_comm = 0, recompute_tp_comm = 0;
   if (full) {
     // The whole layer forward again, its attention communication included.
     t.recompute = L * (gemm_f + elem_f + at.fwd_kernel_s);
+    recompute_tp_comm = L * tpc.layer_fwd_s;
     recompute_attention_exposed = L * (at.fwd_s - at.fwd_kernel_s);
     recompute_attention_comm = L * at.fwd_comm_s;
   } else {
     if (p.mem.checkpoint == Checkpoint::selective)
-      t.recompute += L * framework_memory_bound_time(s, selective_recompute_bytes_per_token(m) * T);
+      t.recompute += L * framework_memory_bound_time(s, selective_recompute_bytes_per_token(m) * T / tp);
     if (p.mem.tiled_mlp)
-      t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T), tile, int(3 * tiles + 0.5));
+      t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
   }
-  const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T), tile, int(tiles + 0.5)) : 0.0;
+  const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T) / tp, tile, int(tiles + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
   // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
   const double loss_elem = framework_memory_bound_time(
-      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab));
+      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
   t.elementwise = L * 3 * elem_f + loss_elem;  // backward moves about twice the forward's bytes
@@ -226,6 +241,10 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const double exposed_fwd = L * (at.fwd_s - at.fwd_kernel_s);
   const double exposed_bwd = L * (at.bwd_s - at.bwd_kernel_s) + recompute_attention_exposed;
   t.exposed_attention_comm = exposed_fwd + exposed_bwd;
+  // TP's all-gathers and reduce-scatters, each exposed (tensor_parallel_cost.hpp).
+  const double tp_fwd = L * tpc.layer_fwd_s + tpc.head_fwd_s;
+  const double tp_bwd = L * tpc.layer_bwd_s + tpc.head_bwd_s + recompute_tp_comm;
+  t.tp_comm = tp_fwd + tp_bwd;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
   if (full && p.mem.offload_checkpoints) {
@@ -243,30 +262,32 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   // parallel traffic runs per micro-step or once by ZeRO stage (data_parallel_cost), and the
   // optimizer once.
   const double k = p.grad_accum_steps;
-  const DataParallelCost dpc = data_parallel_cost(m, s, p, t.forward + exposed_fwd, t.backward + exposed_bwd);
+  const DataParallelCost dpc =
+      data_parallel_cost(m, s, p, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
   for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
                                  &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
-                                 &t.exposed_offload})
+                                 &t.exposed_offload, &t.tp_comm})
     *per_micro_step *= k;
   t.dp_comm = dpc.total;
   t.exposed_dp_comm = dpc.exposed;
-  t.comm = t.attention_comm + t.dp_comm;
-  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm;
+  t.comm = t.attention_comm + t.dp_comm + t.tp_comm;
+  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm;
   t.optimizer = optimizer_time(m, s, p);
 
   // A calibrated profile's fixed framework overhead (0 otherwise: framework_terms.hpp), once per
   // micro-step: the launches and host work it stands for recur with every forward and backward.
   r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + k * s.framework.step_overhead_s;
-  const double model_flops = k * (3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) + L * 3.5 * at.model_flops_fwd);
+  const double model_flops =
+      k * (3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) / tp + L * 3.5 * at.model_flops_fwd);
   r.model_flops_per_gpu = model_flops;
   r.tflops_per_gpu = model_flops / r.step_time_s / 1e12;
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
-  r.tokens_per_s_per_gpu = k * T / r.step_time_s;
+  r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
 
   r.memory = estimate_memory(m, s, p);
   r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
   // The step timeline draws the loss's memory-bound work with the head's backward.
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute}, dpc);
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
   check_numbers(r);
   return r;
 }

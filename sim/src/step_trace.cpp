@@ -109,26 +109,31 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
     for (int l = 0; l < f.layers; ++l) {
       const std::string pre = ms + fmt::format("L{} fwd ", l);
       check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "forward");
+      lay.blocking(Stream::tensor_parallel, pre + "TP all-gathers and reduce-scatters", f.tp_layer_fwd_s);
       lay.kernel(pre + "gemm (q,k,v,o,mlp)", "gemm", f.gemm_fwd_s, {{"layer", l}});
       lay.kernel(pre + "elementwise", "elementwise", f.elementwise_fwd_s, {{"layer", l}});
     }
+    lay.blocking(Stream::tensor_parallel, ms + "TP embedding and head collectives fwd", f.tp_head_fwd_s);
     lay.kernel(ms + "lm head fwd", "gemm", f.head_fwd_s);
     lay.hidden_under_pass(Stream::data_parallel, ms + "fwd parameter all-gather (ZeRO-3)", f.dp_fwd_s, f.dp_fwd_exposed_s);
     lay.hidden_under_pass(Stream::offload, ms + "checkpoints to host", f.offload_one_way_s, f.offload_fwd_exposed_s);
 
     // ---- backward ----
     lay.kernel(ms + "lm head bwd", "gemm", f.head_bwd_s);
+    lay.blocking(Stream::tensor_parallel, ms + "TP embedding and head collectives bwd", f.tp_head_bwd_s);
     lay.kernel(ms + "loss recompute (tiled)", "recompute", f.loss_recompute_s);
     for (int l = f.layers - 1; l >= 0; --l) {
       if (f.full_recompute) {
         const std::string pre = ms + fmt::format("L{} recompute ", l);
         check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "recomputed");
+        lay.blocking(Stream::tensor_parallel, pre + "TP all-gathers and reduce-scatters", f.tp_layer_fwd_s);
         lay.kernel(pre + "gemm (q,k,v,o,mlp)", "recompute", f.gemm_fwd_s, {{"layer", l}});
         lay.kernel(pre + "elementwise", "recompute", f.elementwise_fwd_s, {{"layer", l}});
       }
       const std::string pre = ms + fmt::format("L{} bwd ", l);
       lay.kernel(pre + "recompute", "recompute", f.layer_recompute_s, {{"layer", l}});
       lay.kernel(pre + "gemm (mlp,o,q,k,v)", "gemm", f.gemm_bwd_s, {{"layer", l}});
+      lay.blocking(Stream::tensor_parallel, pre + "TP reduce-scatters and all-gathers", f.tp_layer_bwd_s);
       check_attention_layout(lay.attention(f.attention, pre, true), f.attention.bwd_s, "backward");
       lay.kernel(pre + "elementwise", "elementwise", f.elementwise_bwd_s, {{"layer", l}});
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "seqpar/core/error.hpp"
@@ -31,21 +32,21 @@ Result structure_point(const Model& m, const System& s, const Plan& st, const Se
 
 bool fits(const Result& r) { return r.valid && r.fits; }
 
-// Whether `r` should replace `held` as its (method, SP degree)'s point: a fitting plan by the
+// Whether `r` should replace `held` as its (TP, method, SP degree)'s point: a fitting plan by the
 // advisor's ranking; among plans that do not fit, the valid one closest to fitting.
 bool replaces(const Result& r, const Result& held) {
   if (fits(r)) return !fits(held) || ranks_before(r, held);
   return !fits(held) && r.valid && (!held.valid || r.peak_memory_bytes() < held.peak_memory_bytes());
 }
 
-// Appends one cell's points (one per method and SP degree) and returns the index of its choice.
+// Appends one cell's points (one per TP degree, method and SP degree) and returns the index of its choice.
 std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus, std::int64_t seq_len,
                                        const SearchSpace& space, std::vector<SweepPoint>& points) {
   const std::size_t first = points.size();
-  std::map<std::pair<Method, int>, std::size_t> slot;
+  std::map<std::tuple<int, Method, int>, std::size_t> slot;
   for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
     Result r = structure_point(m, s, st, space);
-    const auto [it, added] = slot.try_emplace({st.method, st.sp}, points.size());
+    const auto [it, added] = slot.try_emplace({st.tp, st.method, st.sp}, points.size());
     if (added) {
       points.push_back({s.name, gpus, seq_len, std::move(r)});
     } else if (replaces(r, points[it->second].result)) {

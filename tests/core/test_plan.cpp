@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/limits.hpp"
 #include "seqpar/core/plan.hpp"
 #include "seqpar/core/plan_validity.hpp"
 
@@ -49,6 +50,13 @@ TEST(PlanLabels, InWordsForTheReportsAnswers) {
   h.placement = GroupPlacement::ring_inner;
   EXPECT_EQ(describe_in_words(to_json(h)), "hybrid 4x2 ring-inner");
   EXPECT_EQ(describe_in_words(plan(Method::ring, 8, 1 << 16, 1, 1, 1)), "no SP");
+  // Tensor parallelism first, as describe_structure puts it.
+  Plan t = plan(Method::ulysses, 64, 1 << 17, 4, 4, 1);
+  t.tp = 2;
+  EXPECT_EQ(describe_in_words(t), "TP 2 x Ulysses 4");
+  EXPECT_EQ(describe_in_words(to_json(t)), "TP 2 x Ulysses 4");
+  t.sp = 1;
+  EXPECT_EQ(describe_in_words(t), "TP 2, no SP");
   EXPECT_EQ(describe_in_words(nlohmann::json{{"method", "ulysses"}}), "ulysses");  // unreadable: the method alone
 }
 
@@ -291,6 +299,64 @@ TEST(PlanFromFlags, RefusesWhatItCannotInfer) {
     EXPECT_NE(std::string(e.what()).find("above the limit of 1048576"), std::string::npos) << e.what();
   }
   EXPECT_THROW(plan_from_flags(flags("spiral", {}, {}, {}), 8, 1 << 16, 8), Error);
+}
+
+TEST(PlanTensorParallel, HeadRulesOverTheHeadsATpRankHolds) {
+  std::vector<std::string> errors;
+  // Ulysses over the heads of one TP rank: 32 / tp 4 = 8, U 8 divides them, U 16 does not.
+  EXPECT_TRUE(check_heads(32, 8, 4, 8, errors));
+  EXPECT_FALSE(check_heads(32, 8, 4, 16, errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("8 query heads per TP rank (32 / tp 4)"), std::string::npos) << errors[0];
+  // KV heads: split over TP (8 / 4 = 2, replicated over U 8), or replicated when tp exceeds them.
+  EXPECT_EQ(kv_heads_per_tp_rank(8, 4), 2);
+  EXPECT_EQ(kv_heads_per_tp_rank(8, 16), 1);
+  EXPECT_EQ(kv_heads_per_tp_rank(8, 1), 8);
+  errors.clear();
+  EXPECT_TRUE(check_heads(32, 8, 16, 2, errors));  // 2 query heads and 1 KV head per rank, U 2
+  // Neither dividing: named with Megatron-Core's rule; heads not dividing tp: named.
+  EXPECT_FALSE(check_heads(24, 6, 4, 1, errors));
+  EXPECT_NE(errors.back().find("kv_heads: 6 KV heads and tensor-parallel degree 4"), std::string::npos);
+  errors.clear();
+  EXPECT_FALSE(check_heads(24, 8, 16, 1, errors));
+  EXPECT_NE(errors.front().find("not divisible by the tensor-parallel degree 16"), std::string::npos);
+  errors.clear();
+  EXPECT_FALSE(check_heads(24, 8, 0, 1, errors));  // no division by zero: the degree is named
+  EXPECT_NE(errors.front().find("tp: 0"), std::string::npos);
+  // Without TP the rules are the plain ones.
+  errors.clear();
+  EXPECT_EQ(check_heads(32, 8, 1, 16, errors), check_heads(32, 8, 16, errors));
+}
+
+TEST(PlanTensorParallel, StructureFlagsAndNormalization) {
+  Plan p;
+  p.method = Method::ring;
+  p.gpus = 48;
+  p.tp = 4;
+  p.sp = p.ring_degree = 8;
+  p.seq_len = 1 << 16;
+  std::vector<std::string> errors;
+  EXPECT_FALSE(check_plan_structure(p, errors));  // 48 / (4 x 8) is not whole
+  EXPECT_NE(errors.front().find("not divisible by tp 4 x sp 8"), std::string::npos) << errors.front();
+  p.gpus = 64;
+  EXPECT_EQ(p.dp(), 2);
+  EXPECT_EQ(seq_granularity(p), 32);  // one shard per SP rank, split again over the TP ranks
+  errors.clear();
+  p.tp = limits::kMaxGpus + 1;
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_NE(errors.front().find("tp"), std::string::npos);
+  // Flags: without --sp, SP takes the GPUs the TP groups leave; a hybrid's Ulysses stays inside
+  // the node beside its TP group (8 GPUs per node / tp 2 = 4).
+  PlanFlags f;
+  f.method = "hybrid";
+  f.tp = 2;
+  const Plan q = plan_from_flags(f, 32, 1 << 16, 8);
+  EXPECT_EQ(q.tp, 2);
+  EXPECT_EQ(q.sp, 16);
+  EXPECT_EQ(q.ulysses_degree, 4);
+  EXPECT_EQ(q.ring_degree, 4);
+  EXPECT_EQ(q.dp(), 1);
+  EXPECT_EQ(describe(q), "tp=2 hybrid U4xR4 zero=1 ckpt=none");
 }
 
 }  // namespace

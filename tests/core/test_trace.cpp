@@ -64,7 +64,7 @@ TEST(Trace, DocumentFollowsTheTraceEventFormat) {
     if (e["ph"] == "M" && e["name"] == "process_name") ++process_names;
   }
   EXPECT_EQ(x, 2);
-  EXPECT_EQ(thread_names, 5);
+  EXPECT_EQ(thread_names, int(std::size(seqpar::trace::kAllStreams)));
   EXPECT_EQ(process_names, 1);
 }
 

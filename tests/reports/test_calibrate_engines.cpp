@@ -136,7 +136,9 @@ TEST(CalibrateEngines, WorkspaceFiguresComeFromTheEnginesOwnSizes) {
     for (const bool bwd : {false, true})
       for (double L = 2048; L <= 8192; L *= 2) {
         const double rows = 1 * 16 * L, flops = 4 * L * L * 16 * head_dim * (bwd ? 2.5 : 1);
-        const double ws = bwd ? 4 * rows * (2 * head_dim + 1) : 4 * rows * head_dim;
+        // cuDNN 9.19's own sizes (reports/results/h200/check/engines_workspace.json): the backward
+        // 4 x rows x (2 d + 1) bytes, the forward 256 bytes whatever the shape.
+        const double ws = bwd ? 4 * rows * (2 * head_dim + 1) : 256;
         d["results"].push_back({{"name", "ws/" + std::to_string(head_dim) + (bwd ? "/bwd/" : "/fwd/") + std::to_string(int(L))},
                                 {"backend", "seqpar"}, {"attention_engine", "cudnn"}, {"op", bwd ? "bwd" : "fwd"},
                                 {"dtype", "bf16"}, {"head_dim", head_dim}, {"causal", false}, {"seq_len", L},
@@ -147,7 +149,10 @@ TEST(CalibrateEngines, WorkspaceFiguresComeFromTheEnginesOwnSizes) {
   const json& g = r.profile["gpu"];
   EXPECT_NEAR(g["attention_bwd_workspace_per_head_dim"]["value"].get<double>(), 2.0, 1e-9);
   EXPECT_NEAR(g["attention_bwd_workspace_per_row"]["value"].get<double>(), 1.0, 1e-9);
-  EXPECT_NEAR(g["attention_fwd_workspace_per_head_dim"]["value"].get<double>(), 1.0, 1e-9);
+  // The forward figure is not the engine's workspace (the ring step's bf16 staging of fp32 operands,
+  // measured from steps): the engine's tiny forward workspace leaves the base's figure as it was.
+  EXPECT_FALSE(g.contains("attention_fwd_workspace_per_head_dim"));
+  EXPECT_LT(r.profile["calibration"]["fits"]["attention_workspace"]["fwd_engine_per_head_dim_max"].get<double>(), 0.01);
   EXPECT_NE(g["attention_bwd_workspace_per_head_dim"]["source"].get<std::string>().find("own workspace sizes"),
             std::string::npos);
   // seqpar's engine rows carry none: a profile fitted to them keeps the base's figures.

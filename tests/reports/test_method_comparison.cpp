@@ -51,4 +51,16 @@ TEST(MethodComparison, WhatDoesNotFitIsSaidAndAPlanOverCapacityIsNeverTheBest) {
   EXPECT_EQ(method_comparison(points)[0]["answer"], "128K on 64 GPUs: DP 64 only (no SP), full checkpointing, 1.00");
 }
 
+// Tensor parallelism takes its share of the GPUs before DP does, and the words name it first.
+TEST(MethodComparison, TensorParallelPlansCountTheirTpGroup) {
+  json tp = point("ulysses", 4, 4, 1, 1000, true, 60);
+  tp["plan"]["tp"] = 2;
+  json no_sp = point("ulysses", 1, 1, 1, 900, true, 70);
+  no_sp["plan"]["tp"] = 8;
+  json cells = method_comparison(json{tp, no_sp});
+  EXPECT_EQ(cells[0]["answer"], "128K on 64 GPUs: TP 2 x Ulysses 4 x DP 8, selective checkpointing, 1.00; TP 8, no SP: 0.90");
+  cells = method_comparison(json{no_sp});
+  EXPECT_EQ(cells[0]["answer"], "128K on 64 GPUs: TP 8 x DP 8 (no SP), selective checkpointing, 1.00");
+}
+
 }  // namespace

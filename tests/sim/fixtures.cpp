@@ -50,10 +50,11 @@ Model tiny_model() {
   return m;
 }
 
-Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r) {
+Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp) {
   Plan p;
   p.method = m;
   p.gpus = gpus;
+  p.tp = tp;
   p.seq_len = seq;
   p.sp = sp;
   p.ulysses_degree = u;

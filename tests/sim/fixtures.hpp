@@ -15,6 +15,7 @@ System round_pcie_system();
 // L=2, hidden 8, 2 heads of 4, 2 KV heads, SwiGLU 16, vocab 32.
 Model tiny_model();
 
-Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r);
+// A plan of these degrees (tp: tensor parallelism), memory options at their defaults.
+Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp = 1);
 
 }  // namespace seqpar::sim::testing

@@ -186,6 +186,7 @@ TEST(Search, TheDataParallelOnlyPlanStandsForEveryMethodButHybrid) {
   // Divisors of a large GPU count, all of them, ascending.
   space = SearchSpace{};
   space.methods = {Method::ulysses};
+  space.tp = {1};  // the SP degrees alone (TP's own degrees: tests/sim/test_tensor_parallel.cpp)
   std::vector<int> sps;
   for (const Plan& p : structures(m, s, 1 << 20, 1 << 20, space)) sps.push_back(p.sp);
   ASSERT_EQ(sps.size(), 21u);

@@ -57,7 +57,8 @@ TEST(Cli, AdviseMaxlenAndCommJsonHaveTheContractKeys) {
   EXPECT_FALSE(j["ranked"].empty());
   EXPECT_TRUE(j["rejected"].is_array());
 
-  r = seqpar("maxlen --gpus 8 --method ring-zigzag --json");
+  // --tp 1: a TP plan without SP (tp=8 sp=1) would stand for every method, as sp=1 does.
+  r = seqpar("maxlen --gpus 8 --method ring-zigzag --tp 1 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   j = r.json();
   EXPECT_GT(j["max_seq_len"].get<long>(), 0);
@@ -80,7 +81,7 @@ TEST(Cli, AllGatherIsAMethodOfEverySubcommand) {
   EXPECT_EQ(j["plan"]["ring_degree"], 8);
   EXPECT_EQ(j["plan"]["dp"], 2);
   EXPECT_GT(j["time"]["exposed_comm_s"].get<double>(), 0);
-  r = seqpar("maxlen --gpus 8 --method allgather-contiguous --json");
+  r = seqpar("maxlen --gpus 8 --method allgather-contiguous --tp 1 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.json()["plan"]["method"], "allgather-contiguous");
   r = seqpar("advise --gpus 16 --seq-len 32K --method allgather --sp 8 --json");

@@ -259,6 +259,12 @@ TEST_F(CliBadInput, FrameworkAndBatchOptionsKeepTheRules) {
   expect_exit("advise --seq-len 64K --global-batch 99999999999999999999999", 2, "global_batch: '99999999999999999999999' is too large");
   expect_exit("sweep --seq-len 64K --global-batch 0 --out " + (dir_ / "never").string(), 2, "global_batch: 0 must be positive");
   expect_exit("simulate --seq-len 64K --method allgather --placement ring-inner", 2, "--method hybrid only");
+  // --tp as the other degrees.
+  expect_exit("simulate --seq-len 64K --tp 99999999999", 2, "tp: 99999999999 is above the limit of 1048576");
+  expect_exit("advise --seq-len 64K --tp 2147483647", 2, "tp: 2147483647 is above the limit of 1048576");
+  expect_exit("sweep --seq-len 64K --tp 99999999999 --out " + (dir_ / "never").string(), 2,
+              "tp: 99999999999 is above the limit of 1048576");
+  expect_exit("simulate --seq-len 64K --tp ''", 2, "tp: empty value");
 }
 
 TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {

@@ -297,7 +297,9 @@ Outcome run_one(const std::string& model_path, const std::string& system_path) {
       const Plan q = normalized(p, s.gpus_per_node);
       if (auto b = check_result(m, s, simulate(m, s, q), "simulate"); !b.empty()) o.problem = b;
     }
-    const Advice a = advise(m, s, 4, 32 * 1024, SearchSpace{});
+    SearchSpace space;
+    space.tp = {1, 2};  // with and without tensor parallelism, at half the cost of all of 1, 2, 4
+    const Advice a = advise(m, s, 4, 32 * 1024, space);
     for (const Result& r : a.ranked)
       if (auto b = check_result(m, s, r, "advise"); !b.empty()) o.problem = b;
   } catch (const seqpar::Error&) {

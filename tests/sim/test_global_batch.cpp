@@ -187,11 +187,11 @@ TEST(GlobalBatch, AdviseComparesOnlyPlansThatRunTheBatch) {
   ASSERT_NE(fixed.best(), nullptr);
   for (const Result& r : fixed.ranked) {
     EXPECT_EQ(r.plan.global_batch_sequences(), 1) << describe(r.plan);
-    EXPECT_EQ(r.plan.sp, 8) << describe(r.plan);
+    EXPECT_EQ(std::int64_t{r.plan.tp} * r.plan.sp, 8) << describe(r.plan);  // one sequence over all 8 GPUs
   }
   bool dp_only_rejected = false;
   for (const Rejection& r : fixed.rejected)
-    if (r.plan.sp == 1) dp_only_rejected = has(r.reasons, "cannot reach dp 8 replicas");
+    if (r.plan.sp == 1 && r.plan.tp == 1) dp_only_rejected = has(r.reasons, "cannot reach dp 8 replicas");
   EXPECT_TRUE(dp_only_rejected);
   EXPECT_EQ(fixed.ranked.size() + fixed.rejected.size(), structures(m, s, 8, n, space).size());
 
@@ -309,7 +309,7 @@ TEST(GlobalBatchCli, AdviseMaxlenSweepAndSimulateTakeTheBatch) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("global batch 1M tokens"), std::string::npos) << r.out;
   const std::string csv = seqpar::testing::slurp(dir + "/sweep.csv");
-  EXPECT_EQ(csv.rfind("system,gpus,seq_len,method,sp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,", 0), 0u);
+  EXPECT_EQ(csv.rfind("system,gpus,seq_len,method,sp,tp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,", 0), 0u);
   std::filesystem::remove_all(dir);
 }
 

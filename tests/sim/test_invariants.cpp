@@ -98,8 +98,11 @@ std::vector<std::tuple<Model, System, Plan>> plan_sample() {
     for (const std::string& sn : {std::string("dgx-h100"), std::string("l20-pcie"), std::string("dgx-a100-40g")}) {
       const Model m = load_model(mn);
       const System s = load_system(sn);
-      for (const Plan& st : structures(m, s, 16, 1 << 17, SearchSpace{}))
-        out.emplace_back(m, s, st);
+      // TP 1 and 2: every structure with and without tensor parallelism, at twice (not four
+      // times) the cost of the sample without it.
+      SearchSpace space;
+      space.tp = {1, 2};
+      for (const Plan& st : structures(m, s, 16, 1 << 17, space)) out.emplace_back(m, s, st);
     }
   return out;
 }

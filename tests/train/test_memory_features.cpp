@@ -56,11 +56,6 @@ std::vector<seqpar::MemoryOptions> all_combinations() {
   return all;
 }
 
-std::string describe(const seqpar::MemoryOptions& m) {
-  return std::string(seqpar::to_string(m.checkpoint)) + (m.offload_checkpoints ? " offload" : "") +
-         (m.tiled_mlp ? " tiled-mlp" : "") + (m.tiled_loss ? " tiled-loss" : "");
-}
-
 // One gradient computation of `s` on `world` virtual ranks for each memory option combination,
 // each rank checked against the plain unsharded step (same tolerance as SpVirtual: the same sums
 // in another order).

@@ -60,7 +60,10 @@ struct MemoryOptions {
 
 struct Plan {
   Method method = Method::ulysses;
-  int gpus = 8;                // total GPUs; data parallel degree = gpus / sp
+  int gpus = 8;                // total GPUs = tp x sp x dp
+  // Tensor-parallel degree (Megatron-style, with sequence parallelism in the norm/dropout regions):
+  // each layer's weights and heads split over tp consecutive ranks (TP innermost, then SP, then DP).
+  int tp = 1;
   std::int64_t seq_len = 0;    // tokens per sequence (the full, unsharded length)
   int sp = 1;                  // sequence-parallel degree = ulysses_degree * ring_degree
   int ulysses_degree = 1;
@@ -73,7 +76,8 @@ struct Plan {
   MemoryOptions mem;
   bool operator==(const Plan&) const = default;
 
-  int dp() const { return sp > 0 ? gpus / sp : 0; }
+  // Data-parallel degree gpus / (tp x sp); the ZeRO group is dp x sp = gpus / tp ranks.
+  int dp() const { return sp > 0 && tp > 0 ? gpus / (tp * sp) : 0; }
   // Sequences per optimizer step (the global batch): dp x micro_batch x grad_accum_steps. In 64
   // bits: each factor is within its limit, so the product is exact.
   std::int64_t global_batch_sequences() const { return std::int64_t{dp()} * micro_batch * grad_accum_steps; }
@@ -84,15 +88,16 @@ struct Plan {
 
 // Fills ulysses_degree / ring_degree from method and sp where the method fixes them
 // (ulysses: U = P; ring, ring-zigzag, allgather, allgather-contiguous: R = P). For hybrid, a missing (0) degree is derived from the other, and
-// with neither given U = the largest divisor of P not above gpus_per_node, so Ulysses stays
-// inside a node. Does not validate; see plan_validity.hpp.
+// with neither given U = the largest divisor of P not above gpus_per_node / tp, so Ulysses stays
+// inside a node beside its TP groups. Does not validate; see plan_validity.hpp.
 Plan normalized(Plan p, int gpus_per_node);
 
-// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree,
+// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree, --tp,
 // --micro-batch, --grad-accum-steps); nullopt where the flag was not given.
 struct PlanFlags {
   std::string method = "ulysses";
   std::optional<int> sp, ulysses_degree, ring_degree;
+  int tp = 1;                               // --tp
   int micro_batch = 1;
   int grad_accum_steps = 1;                 // --grad-accum-steps
   std::string placement = "ulysses-inner";  // --placement
@@ -104,32 +109,36 @@ struct PlanFlags {
 std::optional<int> implied_sp(const PlanFlags& f);
 
 // The one place flags become a plan, for seqpar simulate and the measuring programs alike:
-// P from implied_sp (else `gpus`), missing degrees from normalized(); a given flag is never
+// P from implied_sp (else gpus / tp, every GPU the TP groups leave), missing degrees from normalized(); a given flag is never
 // overridden. Throws seqpar::Error for an unknown method or a hybrid degree that cannot be
 // derived (P not divisible by the other). Does not validate the rest: check_plan_structure does.
 Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node);
 
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
-inline constexpr std::array<std::string_view, 16> kPlanJsonKeys = {
-    "method", "gpus", "seq_len", "sp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
+// "tp" is the tensor-parallel degree, named like "sp" and "dp" beside it (absent: 1).
+inline constexpr std::array<std::string_view, 17> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "tp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
     "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss"};
 
-// {"method","gpus","seq_len","sp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
+// {"method","gpus","seq_len","sp","tp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss"}
 nlohmann::json to_json(const Plan& p);
-// Inverse of to_json; missing memory options, placement and grad_accum_steps (1) take their defaults;
+// Inverse of to_json; missing memory options, placement, tp (1) and grad_accum_steps (1) take their defaults;
 // bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
 // One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt" (" mb=2 ga=4" where not 1).
 std::string describe(const Plan& p);
+// The memory options alone, as describe() spells them: "zero=3 ckpt=full +offload-ckpt".
+std::string describe(const MemoryOptions& m);
 // The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1"; a hybrid
-// placed ring-inner says so ("hybrid U4xR2 ring-inner"), the default placement is not shown. The one
+// placed ring-inner says so ("hybrid U4xR2 ring-inner"), the default placement is not shown; tensor
+// parallelism comes first ("tp=2 ulysses sp=4", "tp=8 sp=1" without SP). The one
 // spelling of a plan's structure: tables, reports and benchmark output all call this.
 std::string describe_structure(const Plan& p);
 // The same for a plan object read from a document: reads "method", "sp", "ulysses_degree",
-// "ring_degree" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
+// "ring_degree", "tp" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
 // string alone (or "?"), so a report still shows the row.
 std::string describe_structure(const nlohmann::json& plan);
 // The structure in a sentence's words (the report's one-line answers): "Ulysses 8", "ring-zigzag 8",

@@ -24,8 +24,14 @@ bool check_memory_combination(const MemoryOptions& m, std::vector<std::string>& 
 // or dividing U (replicated). Appends one message per broken rule; returns true when both hold.
 // A U below 1 is itself reported (it is the structure rules' to name in a full plan check).
 bool check_heads(int heads, int kv_heads, int ulysses_degree, std::vector<std::string>& errors);
+// The same under tensor parallelism first: query heads divisible by tp; KV heads divisible by tp,
+// or dividing it (Megatron-Core then replicates each KV head on tp / kv_heads ranks); then the
+// Ulysses rules over the heads one TP rank holds (heads / tp, kv_heads_per_tp_rank).
+bool check_heads(int heads, int kv_heads, int tp, int ulysses_degree, std::vector<std::string>& errors);
+// The KV heads one TP rank holds: kv_heads / tp, or 1 when tp > kv_heads (replicated).
+int kv_heads_per_tp_rank(int kv_heads, int tp);
 
-// The sequence granularity of a plan: seq_len must be a multiple of it (P, or 2P for zigzag).
+// The sequence granularity of a plan: seq_len must be a multiple of it (P, or 2P for zigzag; times tp).
 std::int64_t seq_granularity(const Plan& p);
 
 }  // namespace seqpar

@@ -20,10 +20,11 @@ enum class Stream {
   ring,           // ring attention's K,V (and dK,dV) send/recv hops; all-gather KV's K,V gather, dK,dV reduce-scatter
   data_parallel,  // gradient/parameter reduction over the data x sequence parallel group
   offload,        // activation checkpoints to and from host memory
+  tensor_parallel,  // TP's all-gathers and reduce-scatters between its sequence-parallel and TP regions
 };
 inline constexpr Stream kAllStreams[] = {Stream::compute, Stream::ulysses_a2a, Stream::ring,
-                                         Stream::data_parallel, Stream::offload};
-int stream_tid(Stream s);                 // 1 .. 5, in the order above
+                                         Stream::data_parallel, Stream::offload, Stream::tensor_parallel};
+int stream_tid(Stream s);                 // 1 .. 6, in the order above
 std::string_view stream_name(Stream s);   // "compute", "ulysses all-to-all", "ring send/recv", ...
 
 struct Slice {

@@ -1,4 +1,4 @@
-// The advisor: enumerates plans (method x SP degree x Ulysses/Ring split x memory options) for a
+// The advisor: enumerates plans (TP degree x method x SP degree x Ulysses/Ring split x memory options) for a
 // model, system, GPU count and sequence length; ranks those that fit by throughput and says why
 // each rejected plan was rejected. Also searches the longest sequence that fits. With a fixed
 // global batch it fills the batch with data parallelism x micro-batch x gradient accumulation, so
@@ -24,8 +24,10 @@ struct GlobalBatch {
 };
 
 struct SearchSpace {
+  // Tensor-parallel degrees: empty, every one of tp_degrees(); else these only.
+  std::vector<int> tp;
   std::vector<Method> methods = all_methods();  // the method table (methods.hpp), in its order
-  std::vector<int> sp;                     // empty: every divisor of the GPU count
+  std::vector<int> sp;                     // empty: every divisor of gpus / tp
   std::optional<int> ulysses_degree;       // hybrid: this U only; else every U with 1 < U < P
   std::optional<MemoryOptions> memory;     // fixed; else every set from memory_option_sets()
   // Sequences per SP group per micro-step: fixed; else 1, or with a global batch every micro-batch
@@ -54,11 +56,16 @@ std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t 
 std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std::optional<int> micro_batch,
                               std::string& why);
 
+// The TP degrees a search tries by default: 1, 2, 4, 8, ... up to the GPUs of one node (TP's
+// per-layer collectives stay on the node's link), each dividing the GPU count, the query heads
+// and the MLP width, with KV heads that split or replicate over it (Megatron-Core's rules).
+std::vector<int> tp_degrees(const Model& m, const System& s, int gpus);
+
 // Every combination of ZeRO stage, checkpointing (with and without offload), tiled MLP,
 // tiled loss and optimizer offload.
 const std::vector<MemoryOptions>& memory_option_sets();
 
-// Plans that differ only in memory options: method, sp, U, R (memory options at their defaults),
+// Plans that differ only in memory options: tp, method, sp, U, R (memory options at their defaults),
 // and for a hybrid whose SP group spans nodes, both placements (ulysses-inner first).
 // The data-parallel-only plan (sp = 1) stands for every method but hybrid and is listed once.
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);
@@ -92,6 +99,10 @@ bool ranks_before(const Result& a, const Result& b);
 struct Advice {
   std::vector<Result> ranked;       // fitting plans, fastest first (tokens/s per GPU)
   std::vector<Rejection> rejected;
+  // Why the best plan: its TP degree against the best plan of the other TP degrees (or why none of
+  // them runs), its method and SP degree against the runner-up of another structure, how it fills
+  // the global batch, and its memory options. Empty when nothing fits.
+  std::vector<std::string> reasons;
   const Result* best() const { return ranked.empty() ? nullptr : &ranked.front(); }
 };
 Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space);

@@ -7,24 +7,32 @@
 #pragma once
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
+#include "seqpar/core/plan_validity.hpp"
 #include "seqpar/sim/plan.hpp"
 
 namespace seqpar::sim {
 
-// KV heads that enter the Ulysses all-to-all: all of them when U divides kv_heads, else each
-// head replicated up to U heads (valid only when kv_heads divides U; see validity.hpp).
-inline int kv_heads_sent(const Model& m, int ulysses_degree) {
-  return m.kv_heads % ulysses_degree == 0 ? m.kv_heads : ulysses_degree;
+// KV heads that enter the Ulysses all-to-all on one rank: all of its TP rank's KV heads
+// (kv_heads_per_tp_rank) when U divides them, else each head replicated up to U heads (valid only
+// when they divide U; see validity.hpp).
+inline int kv_heads_sent(const Model& m, const Plan& p) {
+  const int kv = kv_heads_per_tp_rank(m.kv_heads, p.tp);
+  return kv % p.ulysses_degree == 0 ? kv : p.ulysses_degree;
 }
 
 // The shapes one rank works on; shared by the time and memory models.
 struct AttentionShapes {
   double batch = 1;
-  double local_tokens = 0;     // N / P: a rank's tokens in the residual stream (per sequence)
+  // N / P: a rank's tokens entering attention and the GEMMs (per sequence). Under tensor
+  // parallelism these are the TP group's tokens, all-gathered; its norm and residual regions hold
+  // N / (P x tp) of them (sequence parallelism).
+  double local_tokens = 0;
   double attn_tokens = 0;      // N / R: tokens per rank inside attention, after the Ulysses all-to-all
-  double heads_local = 0;      // query heads per rank inside attention: heads / U
-  double kv_heads_sent = 0;    // KV heads entering the all-to-all: kv_heads, or U when replicated
-  double kv_heads_local = 0;   // KV heads per rank inside attention: max(kv_heads / U, 1)
+  double heads_tp = 0;         // query heads of one TP rank: heads / tp
+  double kv_heads_tp = 0;      // KV heads of one TP rank: kv_heads / tp, or 1 replicated when tp > kv_heads
+  double heads_local = 0;      // query heads per rank inside attention: heads / (tp x U)
+  double kv_heads_sent = 0;    // KV heads entering the all-to-all: kv_heads_tp, or U when replicated
+  double kv_heads_local = 0;   // KV heads per rank inside attention: max(kv_heads_tp / U, 1)
   double qkv_a2a_bytes = 0;    // per-rank all-to-all buffer for q, k, v (bf16)
   double o_a2a_bytes = 0;      // per-rank all-to-all buffer for the output
   double kv_block_bytes = 0;   // one ring step's K and V block (bf16): a rank's own K,V

@@ -48,11 +48,18 @@ struct Placement {
 Placement place_group(const System& s, int size, int stride);
 
 // The placement of a plan's Ulysses and ring groups (Plan::placement): ulysses_inner puts each
-// Ulysses group on U consecutive ranks and each ring group R ranks U apart; ring_inner the reverse.
+// Ulysses group on U consecutive SP ranks and each ring group R SP ranks U apart; ring_inner the
+// reverse. Tensor parallelism is innermost (Megatron's order tp-cp-dp), so consecutive SP ranks
+// are tp world ranks apart.
 struct SpGroups {
   Placement ulysses, ring;
 };
 SpGroups place_sp_groups(const System& s, const seqpar::Plan& p);
+// A plan's TP group: tp consecutive world ranks (inside a node when tp divides it).
+Placement place_tp_group(const System& s, const seqpar::Plan& p);
+// The group ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks that hold
+// the same TP shard, gpus / tp of them, tp world ranks apart.
+Placement place_zero_group(const System& s, const seqpar::Plan& p);
 
 // The node's NICs as the model uses them (System::nics_per_node, or one per GPU at inter's rate).
 int nic_count(const System& s);
@@ -66,8 +73,8 @@ double collective_time(const System& s, Collective c, double bytes, const Placem
 // runs `c` at once (0 when nothing crosses): the sharing collective_time charges.
 int crossing_flows_per_nic(const System& s, Collective c, const Placement& p);
 
-// Where a plan's SP groups sit, for tables and reports: "U8 in a node; R2 over 2 nodes (1/node), 2
-// crossing flows per NIC"; a data-parallel-only plan says so.
+// Where a plan's TP and SP groups sit, for tables and reports: "TP2 in a node; U4 in a node; R2 over
+// 2 nodes (1/node), 2 crossing flows per NIC"; a plan without SP says so.
 std::string describe_placement(const System& s, const seqpar::Plan& p);
 
 struct CommEstimate {

@@ -18,7 +18,8 @@ struct TimeBreakdown {
   double attention = 0;                    // attention fwd+bwd of all layers with its exposed communication
   double attention_comm = 0, exposed_attention_comm = 0;
   double dp_comm = 0, exposed_dp_comm = 0;
-  double comm = 0, exposed_comm = 0;       // attention + data parallel
+  double tp_comm = 0;                      // tensor parallelism's all-gathers and reduce-scatters, all exposed
+  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel
   double optimizer = 0;
   double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
 };

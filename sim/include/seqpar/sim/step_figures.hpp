@@ -19,6 +19,10 @@ struct StepFigures {
   bool full_recompute = false;
   // Other recomputation in one layer's backward (selective checkpointing, tiled MLP).
   double layer_recompute_s = 0;
+  // Tensor parallelism (tensor_parallel_cost.hpp), exposed on the compute stream's clock: one
+  // layer's forward and backward collectives, and the embedding's and LM head's per pass (full
+  // checkpointing reruns the layer's forward collectives in its recomputation).
+  double tp_layer_fwd_s = 0, tp_layer_bwd_s = 0, tp_head_fwd_s = 0, tp_head_bwd_s = 0;
   // The LM head, and the tiled loss's recomputation in its backward.
   double head_fwd_s = 0, head_bwd_s = 0, loss_recompute_s = 0;
   // Data-parallel traffic on its own stream: during the forward (ZeRO-3 gathers), during the

@@ -1,5 +1,5 @@
 // The sweep search: a grid of systems x GPU counts x sequence lengths, each cell searched over one
-// SearchSpace (methods, SP degrees, memory options). Each (method, SP degree) of a cell keeps one
+// SearchSpace (TP degrees, methods, SP degrees, memory options). Each (TP, method, SP degree) of a cell keeps one
 // point (a hybrid its best Ulysses x Ring split), and each cell names its chosen plan. Both
 // choices use the advisor's own ranking (ranks_before), so a sweep cell and `seqpar advise` on
 // the same inputs choose the same plan.

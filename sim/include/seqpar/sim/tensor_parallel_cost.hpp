@@ -1,0 +1,34 @@
+// Cost of Megatron-style tensor parallelism with its sequence-parallel regions (Korthikanti et
+// al., arXiv 2205.05198, Sec. 4.2.2): per layer, the forward all-gathers the (tokens x hidden)
+// activation before the QKV and fc1 GEMMs and reduce-scatters it after the output projection and
+// fc2; the backward runs the conjugates (a reduce-scatter for each all-gather, an all-gather for
+// each reduce-scatter; the re-gather of the sharded GEMM input for the weight gradient runs
+// beside the input-gradient GEMM, hidden). Around the layers, the vocab-parallel embedding's output is reduce-
+// scattered and the LM head's input all-gathered (and their conjugates in the backward). Megatron
+// runs them on the compute stream: none overlaps the GEMMs (TE's userbuffer overlap aside).
+#pragma once
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+#include "seqpar/core/plan.hpp"
+
+namespace seqpar::sim {
+
+struct TensorParallelCost {
+  double activation_bytes = 0;  // one all-gather's output: micro_batch x (seq_len / sp) x hidden, bf16
+  double all_gather_s = 0, reduce_scatter_s = 0;  // one of each over the plan's TP group
+  double layer_fwd_s = 0, layer_bwd_s = 0;        // one layer: 2 all-gathers + 2 reduce-scatters each
+  double head_fwd_s = 0, head_bwd_s = 0;          // the embedding's and the LM head's, once per pass
+};
+// All zero for tp = 1.
+TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const seqpar::Plan& p);
+
+// The parameters one rank holds before ZeRO: the model's over tp (the norms' weights, replicated
+// over the TP group in Megatron, are counted as sharded: a few hidden-sized vectors per layer).
+inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+  return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
+}
+// The ranks ZeRO shards over and the data-parallel collectives run in: dp x sp = gpus / tp.
+inline int zero_group_size(const seqpar::Plan& p) { return p.tp > 0 ? p.gpus / p.tp : p.gpus; }
+
+}  // namespace seqpar::sim
