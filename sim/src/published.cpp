@@ -9,6 +9,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/attention_kernels.hpp"
+#include "seqpar/sim/framework.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/validity.hpp"
@@ -64,11 +65,12 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
   r.model = *mi;
   r.system = text(j, "system", where);
   if (auto ki = j.find("attention_kernel"); ki != j.end()) r.attention_kernel = text(j, "attention_kernel", where);
+  if (auto fi = j.find("framework"); fi != j.end()) r.framework = text(j, "framework", where);
   if (auto pi = j.find("system_patch"); pi != j.end()) {
     if (!pi->is_object()) throw Error(fmt::format("{}: field 'system_patch' must be an object (a JSON merge patch)", where));
     r.system_patch = *pi;
   }
-  if (!r.attention_kernel.empty() || !r.system_patch.is_null()) {
+  if (!r.attention_kernel.empty() || !r.system_patch.is_null() || !r.framework.empty()) {
     try {  // refused here, naming the run, rather than at the first comparison
       (void)published_system(r);
     } catch (const Error& e) {
@@ -158,11 +160,17 @@ double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq
 }
 
 System published_system(const PublishedRun& run) {
-  if (run.system_patch.is_null()) return load_system(run.system, run.attention_kernel);
-  json doc = preset_document("system", run.system);
-  doc.merge_patch(run.system_patch);
-  return system_from_json(std::move(doc), fmt::format("system '{}' with the run's system_patch", run.system),
-                          run.attention_kernel);
+  System s;
+  if (run.system_patch.is_null()) {
+    s = load_system(run.system, run.attention_kernel);
+  } else {
+    json doc = preset_document("system", run.system);
+    doc.merge_patch(run.system_patch);
+    s = system_from_json(std::move(doc), fmt::format("system '{}' with the run's system_patch", run.system),
+                         run.attention_kernel);
+  }
+  if (!run.framework.empty()) use_framework(s, load_framework(run.framework));
+  return s;
 }
 
 PublishedComparison compare_published(const PublishedRun& run) {
@@ -183,11 +191,12 @@ PublishedComparison compare_published(const PublishedRun& run) {
       if (run.measure == PublishedMeasure::step_time_s) {
         c.predicted = r.step_time_s;
       } else {
-        // Megatron-DeepSpeed divides one step's FLOPs (all dp sequences) by its time and the GPU
-        // count: per GPU that is one sequence's FLOPs shared by the sp GPUs of its group.
+        // Megatron divides one step's FLOPs (all dp sequences) by its time and the GPU count: per
+        // GPU that is one sequence's FLOPs shared by the tp x sp GPUs of its group.
         const double per_seq = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, double(run.plan.seq_len),
                                                            run.plan.mem.checkpoint == Checkpoint::full);
-        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps / run.plan.sp / r.step_time_s / 1e12;
+        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps / (double(run.plan.sp) * run.plan.tp) /
+                      r.step_time_s / 1e12;
       }
       break;
     }

@@ -256,3 +256,59 @@ TEST(Published, ThroughputRatiosCompareStepTimesAtTheSameBatch) {
 
 }  // namespace
 }  // namespace seqpar::sim
+
+namespace seqpar::sim {
+namespace {
+
+// Narayanan et al. (SC21, arXiv:2104.04473) Table 1, the rows without pipeline parallelism: GPT
+// 1.7B to 18.4B at tensor-parallel sizes 1, 2, 4, 8 on DGX A100 nodes, 135-142 TFLOP/s per GPU.
+// The runs (sim/published/runs.json) hold each figure; the 3.6B and 18.4B rows are open findings
+// 16-17% high, like every row, from the A100's uncalibrated compute figures (not TP's cost). This
+// is TP's own check: the throughput at t over the t = 1 row's, where that common compute bias
+// cancels, must follow the table's nearly flat ratios (within 2% today; the band narrowed from
+// 15% to 5%). With FlashAttention-2's figures for the 2021 code's unfused attention it fell to
+// 0.83 at t = 8 against the table's 0.99.
+TEST(Published, MegatronTensorParallelScalingFollowsTheTable) {
+  constexpr double kRatioBand = 0.05;
+  std::map<int, PublishedComparison> by_tp;
+  for (const PublishedRun& run : builtin_published_runs())
+    if (run.id.rfind("megatron-sc21-", 0) == 0) {
+      const PublishedComparison c = compare_published(run);
+      ASSERT_TRUE(c.errors.empty()) << run.id << ": " << c.errors.front();
+      EXPECT_TRUE(c.fits) << run.id << ": ran on 80 GB, predicted not to fit";
+      by_tp[run.plan.tp] = c;
+    }
+  ASSERT_EQ(by_tp.size(), 4u) << "Table 1's rows at t = 1, 2, 4, 8";
+  const PublishedComparison& base = by_tp.at(1);
+  for (const auto& [tp, c] : by_tp) {
+    // The per-GPU figure shares each sequence's FLOPs over its tp x sp GPUs.
+    const Model m = model_from_json(c.run.model, c.run.id);
+    const Result r = simulate(m, published_system(c.run), c.run.plan);
+    const double flops = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, 2048, true);
+    EXPECT_NEAR(c.predicted, flops * c.run.plan.micro_batch * c.run.plan.grad_accum_steps / tp / r.step_time_s / 1e12,
+                1e-9 * c.predicted);
+    if (tp > 1) {
+      EXPECT_GT(r.time.tp_comm, 0) << c.run.id;  // the all-reduces are counted
+    }
+    const double predicted = c.predicted / base.predicted, published = c.published / base.published;
+    const double error = (predicted - published) / published;
+    EXPECT_LE(std::abs(error), kRatioBand) << "t = " << tp << ": predicted " << predicted << " of t = 1's throughput, "
+                                           << "published " << published;
+    std::printf("tp %d: %.1f TFLOP/s predicted, %.1f published (%+.1f%%); ratio to tp 1 %.3f predicted, %.3f published (%+.1f%%)\n",
+                tp, c.predicted, c.published, 100 * c.error, predicted, published, 100 * error);
+  }
+}
+
+// A run's framework profile reaches the system it is predicted on.
+TEST(Published, FrameworkFieldPutsTheProfileOnTheSystem) {
+  auto j = one_run();
+  j["runs"][0]["framework"] = "megatron-core";
+  const PublishedRun run = published_runs_from_json(j, "runs.json").front();
+  EXPECT_EQ(published_system(run).profile.name, "megatron-core");
+  EXPECT_NE(published_system(published_runs_from_json(one_run(), "runs.json").front()).profile.name, "megatron-core");
+  j["runs"][0]["framework"] = "no-such-framework";
+  EXPECT_NE(error_of(j).find("run 'x':"), std::string::npos) << error_of(j);
+}
+
+}  // namespace
+}  // namespace seqpar::sim

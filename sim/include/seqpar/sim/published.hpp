@@ -43,6 +43,7 @@ struct PublishedRun {
   // where the source describes it otherwise, each changed figure with its source. Null: none.
   nlohmann::json system_patch;
   std::string attention_kernel;  // the kernel the run used (attention_kernels.hpp); empty: the preset's default
+  std::string framework;         // the framework profile the run used (framework.hpp); empty: the default
   Plan plan;
   PublishedMeasure measure = PublishedMeasure::step_time_s;
   // attention_iterations_per_s only: the published figure is one GPU's rate divided by `share`
@@ -73,12 +74,13 @@ struct PublishedComparison {
 
 PublishedComparison compare_published(const PublishedRun& run);
 
-// The run's system: its preset with the run's attention kernel and system_patch.
+// The run's system: its preset with the run's attention kernel, system_patch and framework.
 System published_system(const PublishedRun& run);
 
 // Megatron-DeepSpeed's FLOPs per sequence (megatron/utils.py throughput_calculator): GEMMs of a
 // dense GPT with non-causal attention, x4 with activation checkpointing (the recompute counted),
-// x3 without: 24 * f * s * L * h^2 * (1 + s / (6h) + V / (16 L h)).
+// x3 without: 24 * f * s * L * h^2 * (1 + s / (6h) + V / (16 L h)). With f = 4 it is Narayanan
+// et al.'s (arXiv:2104.04473, Sec. 5.1) 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per B sequences.
 double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq_len, bool checkpointing);
 
 }  // namespace seqpar::sim
