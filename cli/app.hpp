@@ -21,6 +21,11 @@ struct Captured {
 // documents and error messages go there instead of stdout/stderr (human tables still print).
 int run(int argc, const char* const* argv, Captured* capture = nullptr);
 
+// What `option` ("--gpus") of subcommand `command` takes: nothing (a flag), a value, or it does not
+// exist. The Python module asks, so True/False go only to flags and a value never becomes a flag.
+enum class OptionKind { flag, value, unknown };
+OptionKind option_kind(const std::string& command, const std::string& option);
+
 // For print_json: true when a run() is capturing, which then holds `j` as its document.
 bool capture_json(const nlohmann::json& j);
 

@@ -2,8 +2,11 @@
 // alternatives, and why each rejected plan was rejected.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "commands.hpp"
 #include "options.hpp"
+#include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
@@ -31,6 +34,7 @@ void add_advise_command(CLI::App& app) {
   cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched.");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar advise", [&] {
+      require_range("top", o->top, 0, std::numeric_limits<int>::max());
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common);
       const std::int64_t n = parse_seq_len(o->seq_len);

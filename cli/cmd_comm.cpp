@@ -25,7 +25,9 @@ void add_comm_command(CLI::App& app) {
   cmd->add_option("--system", o->common.system, "System preset name or path to a system/profile JSON file")->capture_default_str();
   cmd->add_flag("--json", o->common.json, "Print JSON instead of a table");
   cmd->add_option("--op", o->op, "alltoall | sendrecv | allgather | reducescatter | allreduce")->capture_default_str();
-  cmd->add_option("--gpus", o->gpus, "Ranks in the group (consecutive GPUs, filling nodes in order)")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "Ranks in the group (consecutive GPUs, filling nodes in order)")
+      ->capture_default_str()
+      ->transform(at_most("gpus", sim::limits::kMaxGpus));
   cmd->add_option("--size", o->size, "Bytes, nccl-tests convention (e.g. 256M); or use -b/-e/-f");
   cmd->add_option("-b,--minbytes", o->minbytes, "Smallest size of a range");
   cmd->add_option("-e,--maxbytes", o->maxbytes, "Largest size of a range");

@@ -57,7 +57,12 @@ void add_maxlen_command(CLI::App& app) {
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
         j["per_plan"] = nlohmann::json::array();
-        for (const auto& [p, n] : a.per_structure) j["per_plan"].push_back({{"plan", sim::to_json(p)}, {"max_seq_len", n}});
+        for (const auto& [p, n] : a.per_structure) {
+          // The plan at its own longest length (null where no length fits), not the search's start.
+          nlohmann::json plan = sim::to_json(p);
+          plan["seq_len"] = n > 0 ? nlohmann::json(n) : nlohmann::json(nullptr);
+          j["per_plan"].push_back({{"plan", plan}, {"max_seq_len", n}});
+        }
         j["rejected"] = nlohmann::json::array();
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);

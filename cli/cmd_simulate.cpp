@@ -3,8 +3,10 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/step_trace.hpp"
@@ -84,7 +86,7 @@ void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("simulate", "One plan -> time breakdown, throughput, memory breakdown, fits or not");
   add_common(cmd, o->common);
-  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "Total GPUs")->capture_default_str()->transform(at_most("gpus", sim::limits::kMaxGpus));
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);

@@ -198,13 +198,17 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
           return x.system == s.name && x.gpus == gp && x.seq_len == n;
         });
         const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
+        // No best: some plan is valid but none fits, or (a constraint such as --sp 3 on 8 GPUs) none is valid.
+        const bool any_valid = std::any_of(sw.points.begin(), sw.points.end(), [&](const sim::SweepPoint& pt) {
+          return pt.system == s.name && pt.gpus == gp && pt.seq_len == n && pt.result.valid;
+        });
         std::string batch;  // with a global batch: how the plan fills it, and its optimizer step
         if (w && g.space.global_batch)
           batch = fmt::format(" dp{}xmb{}xga{}, step {},", w->plan.dp(), w->plan.micro_batch, w->plan.grad_accum_steps,
                               seconds(w->step_time_s));
         row.push_back(w ? fmt::format("{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan),
                                       to_string(w->plan.mem.checkpoint), batch, w->tokens_per_s_per_gpu)
-                        : "does not fit");
+                        : any_valid ? "does not fit" : "no valid plan");
       }
       t.add(row);
     }
@@ -244,9 +248,11 @@ void add_sweep_command(CLI::App& app) {
                   "dividing the GPUs, the heads and the MLP width)");
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
   cmd->add_option("--ulysses-degree", o->ulysses_degree,
-                  "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method");
+                  "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   cmd->add_option("--micro-batch", o->micro_batch,
-                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)");
+                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)")
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
   add_batch(cmd, o->batch);
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");

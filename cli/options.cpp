@@ -37,16 +37,33 @@ void add_attention_kernel(CLI::App* app, std::string& kernel) {
                   "(default: the preset's; `seqpar presets` shows each GPU's)");
 }
 
+CLI::Validator at_most(const char* field, std::int64_t max) {
+  return CLI::Validator(
+      [field, max](std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        // Empty, negative and zero values are for CLI11 and the plan rules, which name them.
+        if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos)
+          return std::string();
+        text = std::to_string(parse_count(text, field, max));
+        return std::string();
+      },
+      "");
+}
+
 void add_search(CLI::App* app, SearchOptions& o) {
-  app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str();
+  app->add_option("--gpus", o.gpus, "Total GPUs")->capture_default_str()->transform(at_most("gpus", sim::limits::kMaxGpus));
   app->add_option("--method", o.method, "Only this method (default: all)");
-  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus / --tp)");
+  app->add_option("--sp", o.sp, "Only this SP degree (default: every divisor of --gpus / --tp)")
+      ->transform(at_most("sp", sim::limits::kMaxGpus));
   app->add_option("--tp", o.tp,
                   "Only this tensor-parallel degree (default: 1, 2, 4, 8, ... up to the GPUs of a node, each dividing "
-                  "the GPUs, the heads and the MLP width)");
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)");
+                  "the GPUs, the heads and the MLP width)")
+      ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--micro-batch", o.micro_batch,
-                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)");
+                  "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)")
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
   add_batch(app, o.batch);
 }
 
@@ -66,20 +83,27 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
 void add_plan(CLI::App* app, PlanOptions& o) {
   app->add_option("--method", o.method, method_names(" | "))->capture_default_str();
   app->add_option("--sp", o.sp,
-                  "Sequence-parallel degree P (default: U x R when both are given, else every GPU --tp leaves)");
+                  "Sequence-parallel degree P (default: U x R when both are given, else every GPU --tp leaves)")
+      ->transform(at_most("sp", sim::limits::kMaxGpus));
   app->add_option("--tp", o.tp,
                   "Tensor-parallel degree (Megatron-style, with sequence parallelism in the norm regions; GPUs = tp x "
                   "sp x dp)")
-      ->capture_default_str();
-  app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)");
-  app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)");
+      ->capture_default_str()
+      ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
+      ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
+  app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")
+      ->transform(at_most("ring_degree", sim::limits::kMaxGpus));
   app->add_option("--placement", o.placement,
                   "ulysses-inner (Ulysses groups inside nodes, rings across) | ring-inner (the reverse)")
       ->capture_default_str();
-  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per micro-step")->capture_default_str();
+  app->add_option("--micro-batch", o.micro_batch, "Sequences per SP group per micro-step")
+      ->capture_default_str()
+      ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
   app->add_option("--grad-accum-steps", o.grad_accum_steps,
                   "Micro-steps per optimizer step (gradient accumulation; the optimizer steps once)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(at_most("grad_accum_steps", sim::limits::kMaxGradAccumSteps));
 }
 
 void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m); }
@@ -98,7 +122,7 @@ seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std
 }
 
 std::int64_t parse_seq_len(const std::string& text, const char* field) {
-  const std::int64_t n = parse_count(text, field);
+  const std::int64_t n = parse_count(text, field, sim::limits::kMaxSeqLen);
   require_range(field, n, 1, sim::limits::kMaxSeqLen);
   return n;
 }

@@ -73,6 +73,12 @@ void add_framework(CLI::App* app, std::string& framework);
 // A normalized plan from the flags (seqpar::plan_from_flags; validity is the simulator's to check).
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s);
 
+// For an integer option (--gpus, --sp, the degrees, --micro-batch): checks the text before CLI11
+// converts it, so a value above `max` (99999999999 included, which CLI11 would call "Could not
+// convert") is "<field>: <value> is above the limit of <max>" (seqpar::Error, exit 2). Zero and
+// negative values pass on to the plan rules, which name them.
+CLI::Validator at_most(const char* field, std::int64_t max);
+
 // --seq-len: a count (128K, 1M) of at most sim::limits::kMaxSeqLen tokens; `field` names it.
 std::int64_t parse_seq_len(const std::string& text, const char* field = "seq_len");
 

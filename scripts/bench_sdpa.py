@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from measurement_common import environment, parse_count as parse_count_of, run_info
+from progress import Progress
 
 BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
 
@@ -90,6 +91,11 @@ def measure(torch, a):
     import torch.nn.functional as F  # noqa: PLC0415
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.dtype]
     results = []
+    shapes = 1
+    for field, values in (("--ops", a.ops), ("--head-dims", a.head_dims), ("--masks", a.masks),
+                          ("--seq-lens", a.seq_lens), ("--backends", a.backends)):
+        shapes *= len(split_list(values, field))
+    progress = Progress("bench_sdpa.py", shapes)
     for op in split_list(a.ops, "--ops"):
         backward = op == "bwd"
         for d in (parse_count(x, "--head-dims") for x in split_list(a.head_dims, "--head-dims")):
@@ -123,11 +129,13 @@ def measure(torch, a):
                         except RuntimeError as e:  # backend unavailable for this shape/GPU: record why
                             results.append({"name": name, "error": str(e).splitlines()[0], **fields})
                             print(f"{name}: skipped: {str(e).splitlines()[0]}", file=sys.stderr)
+                            progress.update(len(results))
                             continue
                         median = statistics.median(samples)
                         results.append({"name": name, "time_s": median, "samples_s": samples, **fields,
                                         "tflops": flops / median / 1e12})
                         print(f"{name:60s} {median * 1e3:10.3f} ms {flops / median / 1e12:8.1f} TFLOP/s")
+                        progress.update(len(results))
     return results
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs what seqpar needs (Debian packages, Python packages), then configures and builds.
-# Idempotent: installed packages and an up-to-date build are left alone.
-# Usage: scripts/setup.sh [BUILD_DIR]   (default: build)
+# Installs what seqpar needs (Debian packages, Python packages), configures, then builds the
+# targets named (default: everything, as scripts/test.sh needs). scripts/run.sh names only the
+# programs the main job runs, so a fresh machine reaches its answer without compiling every test,
+# benchmark and CUDA kernel. Idempotent: installed packages and an up-to-date build are left alone.
+# Usage: scripts/setup.sh [BUILD_DIR [TARGET...]]   (default: build, every target)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-${SEQPAR_BUILD_DIR:-$root/build}}
+targets=("${@:2}")
 
 debs=(build-essential cmake git pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin)
@@ -77,4 +80,8 @@ fi
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${SEQPAR_CMAKE_ARGS:-}
 fi
-cmake --build "$build" -j "$(nproc)"
+if ((${#targets[@]})); then
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+else
+  cmake --build "$build" -j "$(nproc)"
+fi

@@ -12,8 +12,8 @@ Spec (JSON):
     "json_flag": "-J",       # how the program is told where to write its JSON (default -J)
     "launcher_args": ["--bind-to", "none"]                        # extra mpirun/srun arguments (optional)
   }
-A grid value of true adds the bare flag; false or null leaves the option out. The values of one
-option must be distinct (1024 and "1024" are the same value).
+A grid value is a number or a string (the option's value), true (the bare flag), or false or null
+(the option left out). The values of one option must be distinct (1024 and "1024" are the same value).
 
 A fixed global batch (--global-batch-tokens N or --global-batch N, counts such as 4M) makes every
 point run that many tokens or sequences per step, so the points compare at the same batch: each
@@ -26,23 +26,31 @@ reach it: it is skipped, with the reason, and not run. The spec must then leave 
 Usage: sweep.py SPEC.json --out DIR [--launcher mpirun|srun|local|print] [--dry-run]
                 [--global-batch-tokens N | --global-batch N]
 
+--launcher print runs nothing: it writes DIR/commands.sh for a batch system, one line per point,
+`launch N PROGRAM ARGS...` with N the point's ranks; the script's `launch` runs
+${SEQPAR_LAUNCH:-mpirun -np} N PROGRAM ARGS... (SEQPAR_LAUNCH="srun --ntasks" for Slurm).
+
 DIR/points/<id>.json   each point's output        DIR/state.json    finished and failed points
                                                   (file names relative to DIR: resume from any directory)
 DIR/results.json       every finished point        DIR/commands.sh   the commands (launcher print)
 A point counts as finished when the state file says so and its JSON exists and parses, so a rerun
 after Ctrl-C, a crash or a lost allocation skips finished points and runs the rest. Failed points
-are rerun on the next invocation too. Exit status: 0 when every point finished, 1 otherwise,
-130 when interrupted."""
+are rerun on the next invocation too. On a terminal, a progress line says how many points are done,
+how many are left and about how long they will take. Exit status: 0 when every point finished, 1
+otherwise, 2 for a bad spec or --out, 130 when interrupted."""
 import argparse
 import datetime
 import itertools
 import json
+import math
 import os
 import re
 import shlex
 import socket
 import subprocess
 import sys
+
+from progress import Progress
 
 SCHEMA_VERSION = 1
 POINTS_DIR = "points"
@@ -62,27 +70,59 @@ def argument_of(value):
     return ("value", str(value))
 
 
+def check_grid_value(path, opt, v):
+    """A number, a string, true, false or null: anything else has no command-line spelling."""
+    if v is None or isinstance(v, (bool, str)):
+        return
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise SpecError(f"{path}: grid['{opt}'] has {v}, not a finite number")
+        return
+    raise SpecError(f"{path}: grid['{opt}'] has {json.dumps(v)}: a grid value must be a number, a string, "
+                    "true, false or null")
+
+
+def refuse_nul(path, value, where):
+    """No argument can hold a NUL character: the launch would fail with a traceback."""
+    if isinstance(value, str) and "\0" in value:
+        raise SpecError(f"{path}: {where} contains a NUL character, which no command-line argument can hold")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(key, str):
+            refuse_nul(path, key, f"{where} key {json.dumps(key)}")
+        refuse_nul(path, item, f"{where}[{json.dumps(key)}]")
+
+
 def load_spec(path):
     try:
         with open(path) as f:
             spec = json.load(f)
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror}")
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"{path}: malformed JSON: {e}")
     if not isinstance(spec, dict):
         raise SpecError(f"{path}: the spec must be a JSON object")
+    refuse_nul(path, spec, "spec")
     if not isinstance(spec.get("program"), str) or not spec["program"]:
         raise SpecError(f"{path}: missing field 'program' (the benchmark executable)")
     for key in ("args", "launcher_args"):
-        if not isinstance(spec.get(key, []), list):
+        items = spec.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(a, (str, int, float)) and not isinstance(a, bool)
+                                                  for a in items):
             raise SpecError(f"{path}: field '{key}' must be a list of strings")
+    if not isinstance(spec.get("json_flag", "-J"), str) or not spec.get("json_flag", "-J"):
+        raise SpecError(f"{path}: field 'json_flag' must be a non-empty string (the option that names the JSON file)")
     grid = spec.get("grid", {})
     if not isinstance(grid, dict):
         raise SpecError(f"{path}: field 'grid' must be an object of option -> list of values")
     for opt, values in grid.items():
+        if not opt:
+            raise SpecError(f"{path}: grid has an empty option name")
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: grid['{opt}'] must be a non-empty list")
+        for v in values:
+            check_grid_value(path, opt, v)
         # Two values that give the same command line would run the same point twice and gather two
         # documents with the same benchmark names, which `seqpar gate` rejects as ambiguous.
         seen = {}
@@ -97,7 +137,7 @@ def load_spec(path):
     if isinstance(ranks, str):
         if ranks not in grid:
             raise SpecError(f"{path}: field 'ranks' names '{ranks}', which is not a grid option")
-    elif not isinstance(ranks, int) or ranks < 1:
+    elif not isinstance(ranks, int) or isinstance(ranks, bool) or ranks < 1:
         raise SpecError(f"{path}: field 'ranks' must be a positive integer or a grid option name")
     return spec
 
@@ -119,22 +159,34 @@ def ranks_of(spec, params):
     r = spec.get("ranks", 1)
     value = params[r] if isinstance(r, str) else r
     try:
-        value = int(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"ranks: grid value {value!r} of '{r}' is not a whole number")
+        if isinstance(value, bool) or float(value) != int(float(value)):
+            raise ValueError
+        value = int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        raise SpecError(f"ranks: grid value {json.dumps(value)} of '{r}' is not a whole number")
     if value < 1:
         raise SpecError(f"ranks: {value} must be at least 1")
     return value
 
 
-def parse_count(text, flag):
-    """A count as seqpar takes it: 4096, 512K, 4M, 1G (binary multiples)."""
+# seqpar's input limits (core/include/seqpar/core/limits.hpp, the README's "Input limits"; a test
+# checks that these agree): a larger value is refused here rather than reaching a program as a
+# micro-batch it would refuse at every point.
+MAX_MICRO_BATCH = 1 << 16
+MAX_GLOBAL_BATCH_TOKENS = 1 << 44
+MAX_GLOBAL_BATCH_SEQUENCES = 1 << 40
+
+
+def parse_count(text, flag, limit=None):
+    """A count as seqpar takes it: 4096, 512K, 4M, 1G (binary multiples), at most `limit`."""
     m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)\s*", str(text))
     if not m:
         raise SpecError(f"{flag}: '{text}' is not a count (e.g. 4096, 512K, 4M)")
     n = int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
     if n < 1:
         raise SpecError(f"{flag}: {text} must be at least 1")
+    if limit is not None and n > limit:
+        raise SpecError(f"{flag}: {n} is above the limit of {limit}")
     return n
 
 
@@ -176,6 +228,9 @@ def batch_fill(spec, params, batch):
             return None, (f"{sequences} sequence(s) per step cannot reach dp {dp} (ranks {ranks} / sp {sp}): each "
                           "replica needs a sequence of its own")
         return None, f"{sequences} sequences per step do not split evenly over dp {dp} (ranks {ranks} / sp {sp})"
+    if sequences // dp > MAX_MICRO_BATCH:
+        return None, (f"{sequences} sequences per step over dp {dp} need micro-batch {sequences // dp}, above the "
+                      f"limit of {MAX_MICRO_BATCH} (the measuring programs run no gradient accumulation)")
     return sequences // dp, None
 
 
@@ -196,6 +251,8 @@ def command(spec, params, out_file, launcher, micro_batch=None):
         return ["mpirun", "-np", str(n), *extra, *argv]
     if launcher == "srun":
         return ["srun", "--ntasks", str(n), *extra, *argv]
+    if launcher == "print":
+        return ["launch", str(n), *argv]
     if n != 1 and launcher == "local":
         raise SpecError(f"launcher 'local' runs one process, but the point needs {n} ranks; use mpirun or srun")
     return argv
@@ -262,9 +319,9 @@ def main(argv):
         pts = points(spec)
         batch = None
         if args.global_batch_tokens is not None:
-            batch = (parse_count(args.global_batch_tokens, "--global-batch-tokens"), 0)
+            batch = (parse_count(args.global_batch_tokens, "--global-batch-tokens", MAX_GLOBAL_BATCH_TOKENS), 0)
         elif args.global_batch is not None:
-            batch = (0, parse_count(args.global_batch, "--global-batch"))
+            batch = (0, parse_count(args.global_batch, "--global-batch", MAX_GLOBAL_BATCH_SEQUENCES))
         skipped = {}  # point id -> why it cannot reach the global batch
         fills = {}
         if batch:
@@ -272,7 +329,14 @@ def main(argv):
                 fills[pid], why = batch_fill(spec, params, batch)
                 if why:
                     skipped[pid] = why
-        os.makedirs(os.path.join(args.out, POINTS_DIR), exist_ok=True)
+        if not args.out:
+            raise SpecError("--out: empty; name the output directory")
+        if os.path.exists(args.out) and not os.path.isdir(args.out):
+            raise SpecError(f"--out {args.out}: exists and is not a directory; name a directory (created if missing)")
+        try:
+            os.makedirs(os.path.join(args.out, POINTS_DIR), exist_ok=True)
+        except OSError as e:
+            raise SpecError(f"--out {args.out}: cannot create the output directory: {e.strerror}")
         state_path = os.path.join(args.out, "state.json")
         batch_state = None if batch is None else {"tokens": batch[0], "sequences": batch[1]}
         state = {"spec": spec, "points": {}}
@@ -282,8 +346,11 @@ def main(argv):
             try:
                 with open(state_path) as f:
                     state = json.load(f)
-            except json.JSONDecodeError as e:
-                raise SpecError(f"{state_path}: malformed state file ({e}); remove it to start the sweep afresh")
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise SpecError(f"{state_path}: unreadable or malformed state file ({e}); remove it to start the "
+                                "sweep afresh")
+            if not isinstance(state, dict) or not isinstance(state.get("points"), dict):
+                raise SpecError(f"{state_path}: not a sweep state file; remove it to start the sweep afresh")
             if state.get("spec") != spec:
                 raise SpecError(f"{state_path}: the sweep in this directory was started from a different spec; "
                                 "use another --out or remove the directory")
@@ -295,9 +362,7 @@ def main(argv):
             if pid in skipped:
                 continue
             out_file = point_file(args.out, pid)
-            cmds.append((pid, params, out_file, command(spec, params, out_file,
-                                                        "local" if args.launcher == "print" else args.launcher,
-                                                        fills.get(pid))))
+            cmds.append((pid, params, out_file, command(spec, params, out_file, args.launcher, fills.get(pid))))
         for pid, why in skipped.items():
             print(f"{pid}: SKIPPED, cannot reach the global batch: {why}", flush=True)
         pts = [(pid, params) for pid, params in pts if pid not in skipped]
@@ -308,7 +373,10 @@ def main(argv):
     if args.launcher == "print":
         path = os.path.join(args.out, "commands.sh")
         with open(path, "w") as f:
-            f.write("#!/usr/bin/env bash\n# One line per point; start each under your batch system's launcher.\n")
+            f.write("#!/usr/bin/env bash\n# One line per point: `launch N PROGRAM ARGS...` starts it on N ranks. Set "
+                    "SEQPAR_LAUNCH to your batch\n# system's launcher (default mpirun -np; Slurm: SEQPAR_LAUNCH=\"srun "
+                    "--ntasks\").\n")
+            f.write('launch() { local n=$1; shift; ${SEQPAR_LAUNCH:-mpirun -np} "$n" "$@"; }\n')
             for _, _, _, cmd in cmds:
                 f.write(shlex.join(cmd) + "\n")
         for _, _, _, cmd in cmds:
@@ -317,12 +385,14 @@ def main(argv):
         return 0
 
     n = len(cmds)
-    failed = 0
+    failed = done_earlier = 0
+    progress = Progress("sweep.py", n)
     try:
         for k, (pid, params, out_file, cmd) in enumerate(cmds, 1):
             entry = state["points"].get(pid, {})
             if entry.get("status") == "done" and parses(out_file):
                 print(f"[{k}/{n}] {pid}: done earlier, skipped", flush=True)
+                done_earlier += 1
                 continue
             print(f"[{k}/{n}] {pid}: {shlex.join(cmd)}", flush=True)
             if args.dry_run:
@@ -351,6 +421,7 @@ def main(argv):
                                         "reason": why}
                 print(f"[{k}/{n}] {pid}: FAILED ({why})", flush=True)
             write_json_atomic(state_path, state)
+            progress.update(k, done_earlier)
     except KeyboardInterrupt:
         write_json_atomic(state_path, state)
         results = gather(args.out, pts, state, argv)

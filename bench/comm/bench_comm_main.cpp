@@ -19,6 +19,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/core/progress.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 
@@ -306,8 +307,12 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   if (root) print_header(u, o, gpu);
   std::size_t total_wrong = 0;
   double busbw_sum = 0;
+  // Up to 1000 sizes: how far, and how long is left (rank 0, on a terminal only).
+  seqpar::Progress progress("seqpar-bench-comm: sizes", static_cast<std::int64_t>(u.shapes.size()), root ? stderr : nullptr);
+  std::int64_t done = 0;
   for (const Shape& s : u.shapes) {
     const Row row = run_size(u, o, s, *world, c, buffers, world_rank);
+    progress.update(++done);
     if (o.check) total_wrong += row.wrong.get<std::size_t>();
     const Bandwidth bw = bandwidth(u, s, row);
     busbw_sum += bw.busbw;

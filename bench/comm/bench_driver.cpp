@@ -8,11 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
-#include <sstream>
 
 #include "seqpar/comm/environment.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/measurement.hpp"
+#include "seqpar/core/usage_exit.hpp"
 #include "seqpar/comm/mpi_check.hpp"
 #include "seqpar/comm/mpi_watch.hpp"
 #include "seqpar/comm/same_options.hpp"
@@ -120,9 +120,7 @@ int parse_options(CLI::App& app, int argc, char** argv, int world_rank) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    std::ostringstream null_out, null_err;
-    if (world_rank == 0) return app.exit(e);
-    return app.exit(e, null_out, null_err);
+    return usage_exit(app, e, world_rank != 0);
   }
   return -1;
 }

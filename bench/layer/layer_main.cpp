@@ -16,6 +16,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/stats.hpp"
+#include "seqpar/core/usage_exit.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/model.hpp"
 #include "seqpar/train/sp_attention.hpp"
@@ -181,7 +182,11 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed repetitions first");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return seqpar::usage_exit(app, e);
+  }
   try {
     if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
     if (o.warmup < 0) throw seqpar::Error(fmt::format("--warmup = {}: must be >= 0", o.warmup));

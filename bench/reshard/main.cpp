@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "bench_driver.hpp"
 #include "full_reshard.hpp"
 #include "options.hpp"
 #include "seqpar/comm/watchdog.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/usage_exit.hpp"
 
 #ifdef SEQPAR_HAVE_CUDA
 #include "kernel_bench.hpp"
@@ -77,10 +77,7 @@ int run(int argc, char** argv, int world_rank, bool& started) {
   try {
     app.parse(own);
   } catch (const CLI::ParseError& e) {
-    // --help exits 0; every parse error gets the documented status 2.
-    std::ostringstream null_out, null_err;
-    const int rc = world_rank == 0 ? app.exit(e) : app.exit(e, null_out, null_err);
-    return rc == 0 ? 0 : 2;
+    return usage_exit(app, e, world_rank != 0);
   }
   if (!o.comm.empty()) {
     if (app.count("--modes")) throw Error("--modes picks rows of the kernel-only mode: leave it out with --comm");

@@ -15,7 +15,9 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/dtype.hpp"
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/core/progress.hpp"
 #include "seqpar/core/stats.hpp"
+#include "seqpar/core/usage_exit.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/size_limits.hpp"
@@ -156,7 +158,10 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   std::optional<st::TensorCheck> worst;  // over every step
   int failures = 0, worst_step = 0;
   be.memory().reset_peak();
+  // Over many steps, how far it is and how long is left (rank 0, on a terminal only).
+  seqpar::Progress progress("seqpar-train: steps", o.steps, lead ? stderr : nullptr);
   for (int i = 0; i < o.steps; ++i) {
+    if (i > 0) progress.update(i);
     st::StepResult r;
     if (!o.validate) {
       // --trace records the last step only; the others run with no timeline, at no cost.
@@ -211,6 +216,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                   tps, tf, mfu.c_str(), static_cast<double>(be.memory().peak_bytes()) / (1 << 20),
                   i < o.warmup ? "  (warm-up)" : "");
   }
+  progress.update(o.steps);
   if (lead && !o.validate) std::printf("%s", st::parts_table(be.memory()).c_str());
   const double total_failures = proxy ? failures : st::sum_over(world, be, failures);
   const std::vector<double> peaks = st::gather_over(world, be, static_cast<double>(be.memory().peak_bytes()));
@@ -324,7 +330,11 @@ int main(int argc, char** argv) {
                  "with more than one rank, one file per rank: FILE.rank<r>.json");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return seqpar::usage_exit(app, e);
+  }
   try {
     check_options(o);
     if (o.validate && o.run.comm == "loopback")

@@ -2,6 +2,7 @@
 // CLI's run() with --json, keyword arguments spelled as the flags (seq_len= is --seq-len), and
 // returns the JSON document as a dict with the same keys. Bad input raises seqpar.Error with the
 // CLI's message; an invalid plan is a result (valid False, errors), as `--json` prints it.
+#include <fmt/format.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -21,30 +22,55 @@ struct PyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One flag value: str() of a scalar, a list or tuple joined by commas (the CLI's list syntax).
-std::string flag_value(const nb::handle& v) {
+// A C string ends at NUL: "llama3-8b\0x" would silently become "llama3-8b".
+std::string without_nul(std::string text, const std::string& key) {
+  if (text.find('\0') != std::string::npos)
+    throw PyError(key + ": contains a NUL character, which no command-line argument can hold");
+  return text;
+}
+
+// One option value: str() of a scalar, a list or tuple joined by commas (the CLI's list syntax). A
+// bool is never a value (str(True) is "True"), nor is a nested list.
+std::string flag_value(const nb::handle& v, const std::string& key, bool in_list = false) {
   if (nb::isinstance<nb::list>(v) || nb::isinstance<nb::tuple>(v)) {
+    if (in_list) throw PyError(key + ": a list inside a list has no command-line spelling; give one flat list");
     std::string out;
-    for (nb::handle item : v) out += (out.empty() ? "" : ",") + flag_value(item);
+    for (nb::handle item : v) out += (out.empty() ? "" : ",") + flag_value(item, key, true);
     return out;
   }
-  return nb::cast<std::string>(nb::str(v));
+  if (nb::isinstance<nb::bool_>(v))
+    throw PyError(key + ": takes a value, not " + std::string(nb::cast<bool>(v) ? "True" : "False") +
+                  " (True/False are for on/off flags such as tiled_mlp)");
+  // str() of a dict or bytes would pass "{'a': 1}" or "b'64K'" on as if the user had typed it.
+  if (!nb::isinstance<nb::str>(v) && !nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::float_>(v) &&
+      !nb::hasattr(v, "__fspath__"))
+    throw PyError(key + ": a " + nb::cast<std::string>(nb::str(v.type().attr("__name__"))) +
+                  " has no command-line spelling; give a string, a number, a path or a list of them");
+  return without_nul(nb::cast<std::string>(nb::str(nb::hasattr(v, "__fspath__") ? v.attr("__fspath__")() : v)), key);
 }
 
 nb::object run_command(const char* command, const nb::kwargs& kwargs) {
   std::vector<std::string> args = {"seqpar", command};
   for (auto [key, value] : kwargs) {
-    std::string name = nb::cast<std::string>(key);
-    if (name == "json") throw nb::type_error("json: the results are always dicts (the --json document)");
+    const std::string keyword = without_nul(nb::cast<std::string>(key), "keyword argument");
+    if (keyword == "json") throw PyError("json: the results are always dicts (the --json document)");
+    if (keyword == "help")
+      throw PyError(fmt::format("help: the module returns documents, not help text; see help(seqpar.{}) or "
+                                "`seqpar {} --help`", command, command));
+    std::string name = keyword;
     for (char& c : name)
       if (c == '_') c = '-';
-    if (value.is_none()) continue;                 // not given, as on the command line
-    if (nb::isinstance<nb::bool_>(value)) {        // before int: a Python bool is an int
+    if (value.is_none()) continue;  // not given, as on the command line
+    const seqpar::cli::OptionKind kind = seqpar::cli::option_kind(command, "--" + name);
+    if (nb::isinstance<nb::bool_>(value) && kind != seqpar::cli::OptionKind::value) {
+      // A flag (or an unknown name, which the CLI then reports): True passes it, False leaves it out.
       if (nb::cast<bool>(value)) args.push_back("--" + name);
       continue;
     }
+    if (kind == seqpar::cli::OptionKind::flag)
+      throw PyError(fmt::format("{}: an on/off flag; give True or False, not a value", keyword));
     args.push_back("--" + name);
-    args.push_back(flag_value(value));
+    args.push_back(flag_value(value, keyword));
   }
   args.push_back("--json");
   std::vector<const char*> argv;

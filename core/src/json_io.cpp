@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
 
@@ -39,12 +43,56 @@ void check_depth(std::string_view text, std::string_view where) {
   }
 }
 
+// Refuses an object that names a key twice. nlohmann keeps the last value silently, so
+// {"gpus": 8, "gpus": 64} would run on 64 GPUs while the file, read from the top, says 8.
+class DuplicateKeys {
+ public:
+  explicit DuplicateKeys(std::string_view where) : where_(where) {}
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    switch (event) {
+      case E::object_start: frames_.push_back({true, {}, {}}); break;
+      case E::array_start: frames_.push_back({false, {}, {}}); break;
+      case E::object_end:
+      case E::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case E::key: {
+        Frame& f = frames_.back();
+        f.last = parsed.get<std::string>();
+        if (!f.keys.insert(f.last).second)
+          throw Error(fmt::format("{}: malformed JSON: the key '{}' appears twice in {}; give each key once", where_,
+                                  f.last, path()));
+        break;
+      }
+      case E::value: break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string last;  // the key being read (objects)
+  };
+  // "the object at gpu.curves[]", or "the top-level object".
+  std::string path() const {
+    std::string out;
+    for (std::size_t i = 0; i + 1 < frames_.size(); ++i)
+      out += frames_[i].object ? (out.empty() ? "" : ".") + frames_[i].last : "[]";
+    return out.empty() ? "the top-level object" : "the object at " + out;
+  }
+  std::string_view where_;
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 nlohmann::json parse_json(std::string_view text, std::string_view where) {
   check_depth(text, where);
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(where));
   } catch (const nlohmann::json::out_of_range& e) {
     // 406: a number such as 1e400 that no double holds.
     throw Error(fmt::format("{}: malformed JSON: a number is out of range: {}", where, e.what()));
@@ -54,6 +102,10 @@ nlohmann::json parse_json(std::string_view text, std::string_view where) {
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  // A directory opens as a stream that reads nothing: "unexpected end of input" would hide the mistake.
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("{}: is a directory, not a JSON file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
   std::stringstream ss;

@@ -4,13 +4,14 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 
 #include "seqpar/core/error.hpp"
 
 namespace seqpar {
 
-std::int64_t parse_count(std::string_view text, std::string_view field) {
+std::int64_t parse_count(std::string_view text, std::string_view field, std::int64_t max) {
   std::string_view s = text;
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -26,11 +27,18 @@ std::int64_t parse_count(std::string_view text, std::string_view field) {
   if (mult != 1) s.remove_suffix(1);
   std::int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || ptr != s.data() + s.size())
+  const bool digits = ptr == s.data() + s.size();
+  const auto too_large = [&](std::string_view count) {
+    if (max == std::numeric_limits<std::int64_t>::max()) return Error(fmt::format("{}: '{}' is too large", field, text));
+    return Error(fmt::format("{}: {} is above the limit of {}", field, count, max));
+  };
+  // Digits beyond 64 bits: above any limit, said so rather than "not a count".
+  if (ec == std::errc::result_out_of_range && digits && s.front() != '-') throw too_large(text);
+  if (ec != std::errc{} || !digits)
     throw Error(fmt::format("{}: '{}' is not a count; expected digits with an optional K, M or G suffix", field, text));
   if (v <= 0) throw Error(fmt::format("{}: {} must be positive", field, text));
-  if (v > std::numeric_limits<std::int64_t>::max() / mult)
-    throw Error(fmt::format("{}: '{}' is too large", field, text));
+  if (v > std::numeric_limits<std::int64_t>::max() / mult) throw too_large(text);
+  if (v * mult > max) throw too_large(std::to_string(v * mult));
   return v * mult;
 }
 
@@ -58,6 +66,11 @@ std::string format_count(std::int64_t n) {
     ++i;
   }
   return fmt::format("{}{}", n, kSuffix[i]);
+}
+
+std::string format_number(double x) {
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e18) return fmt::format("{:.0f}", x);
+  return fmt::format("{:g}", x);
 }
 
 }  // namespace seqpar

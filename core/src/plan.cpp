@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
+#include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/limits.hpp"
@@ -131,6 +134,12 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.micro_batch = f.micro_batch;
   p.grad_accum_steps = f.grad_accum_steps;
   p.placement = parse_placement(f.placement);
+  // Placement orders a hybrid's two groups; the other methods have one group, so a ring-inner
+  // placement would be ignored while the user believes it applied.
+  if (p.placement != GroupPlacement::ulysses_inner && p.method != Method::hybrid)
+    throw Error(fmt::format("placement: {} places a hybrid's Ulysses and ring groups; method {} has one group, so "
+                            "--placement applies to --method hybrid only",
+                            to_string(p.placement), to_string(p.method)));
   p = normalized(p, gpus_per_node);
   // A given degree stands as given (check_plan says what is wrong with it), never replaced.
   if (f.ulysses_degree) p.ulysses_degree = *f.ulysses_degree;
@@ -185,22 +194,47 @@ T field(const nlohmann::json& j, const char* key, T fallback, bool required) {
     throw Error(fmt::format("plan: field '{}' has the wrong type ({})", key, it->dump()));
   }
 }
+
+// A whole number in [lo, hi], checked before it is narrowed: nlohmann's get<int>() wraps
+// 1099511627776 to 0 and truncates 8.5 to 8, and a message would then name a number the user never wrote.
+template <typename T>
+T count_field(const nlohmann::json& j, const char* key, T fallback, bool required, std::int64_t lo, std::int64_t hi) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return field<T>(j, key, fallback, required);
+  if (!it->is_number()) throw Error(fmt::format("plan: field '{}' has the wrong type ({})", key, it->dump()));
+  if (it->is_number_float()) {
+    const double x = it->get<double>();
+    if (!std::isfinite(x) || x != std::floor(x))
+      throw Error(fmt::format("plan: field '{}' must be a whole number (got {})", key, it->dump()));
+    if (x > static_cast<double>(hi)) throw Error(fmt::format("plan: field '{}': {} is above the limit of {}", key, it->dump(), hi));
+    if (x < static_cast<double>(lo)) throw Error(fmt::format("plan: field '{}': {} must be at least {}", key, it->dump(), lo));
+    return static_cast<T>(x);
+  }
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    throw Error(fmt::format("plan: field '{}': {} is above the limit of {}", key, it->get<std::uint64_t>(), hi));
+  const std::int64_t v = it->get<std::int64_t>();
+  if (auto e = range_error(fmt::format("plan: field '{}'", key), v, lo, hi)) throw Error(*e);
+  return static_cast<T>(v);
+}
+
+constexpr std::int64_t kIntMin = std::numeric_limits<int>::min(), kIntMax = std::numeric_limits<int>::max();
 }  // namespace
 
 Plan plan_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw Error("plan: expected a JSON object");
   Plan p;
   p.method = parse_method(field<std::string>(j, "method", "", true));
-  p.gpus = field<int>(j, "gpus", 0, true);
-  p.seq_len = field<std::int64_t>(j, "seq_len", 0, true);
-  p.sp = field<int>(j, "sp", 0, true);
-  p.tp = field<int>(j, "tp", 1, false);
-  p.ulysses_degree = field<int>(j, "ulysses_degree", 0, false);
-  p.ring_degree = field<int>(j, "ring_degree", 0, false);
-  p.micro_batch = field<int>(j, "micro_batch", 1, false);
-  p.grad_accum_steps = field<int>(j, "grad_accum_steps", 1, false);
+  p.gpus = count_field<int>(j, "gpus", 0, true, 1, limits::kMaxGpus);
+  p.seq_len = count_field<std::int64_t>(j, "seq_len", 0, true, 1, limits::kMaxSeqLen);
+  p.sp = count_field<int>(j, "sp", 0, true, 1, limits::kMaxGpus);
+  p.tp = count_field<int>(j, "tp", 1, false, 1, limits::kMaxGpus);
+  // 0: not given (normalized() fills it in).
+  p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
+  p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
+  p.micro_batch = count_field<int>(j, "micro_batch", 1, false, 1, limits::kMaxMicroBatch);
+  p.grad_accum_steps = count_field<int>(j, "grad_accum_steps", 1, false, 1, limits::kMaxGradAccumSteps);
   p.placement = parse_placement(field<std::string>(j, "placement", "ulysses-inner", false));
-  p.mem.zero = field<int>(j, "zero", 1, false);
+  p.mem.zero = count_field<int>(j, "zero", 1, false, kIntMin, kIntMax);  // the stage rule: check_plan
   p.mem.checkpoint = parse_checkpoint(field<std::string>(j, "checkpoint", "none", false));
   p.mem.offload_checkpoints = field<bool>(j, "offload_checkpoints", false, false);
   p.mem.offload_optimizer = field<bool>(j, "offload_optimizer", false, false);
@@ -220,22 +254,42 @@ std::string describe_structure(const Plan& p) {
   return fmt::format("{}{} sp={}", tp, to_string(p.method), p.sp);
 }
 
-std::string describe_structure(const nlohmann::json& plan) {
-  // Only the fields the label shows: a plan object cut down to its structure labels the same.
+std::string describe_in_words(const Plan& p) {
+  if (p.sp == 1) return p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : "no SP";
+  // TP first, as in describe_structure: the innermost group.
+  const std::string tp = p.tp != 1 ? fmt::format("TP {} x ", p.tp) : std::string();
+  if (p.method == Method::hybrid)
+    return fmt::format("{}hybrid {}x{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
+  return fmt::format("{}{} {}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
+}
+
+namespace {
+// Only the fields a label shows: a plan object cut down to its structure labels the same. One that
+// does not parse is labelled by its "method" string alone (or "?"), so a report still shows the row.
+std::string describe_json(const nlohmann::json& plan, std::string (*describe)(const Plan&)) {
   try {
     if (!plan.is_object()) throw Error("plan: expected a JSON object");
     Plan p;
     p.method = parse_method(field<std::string>(plan, "method", "", true));
-    p.sp = field<int>(plan, "sp", 0, true);
-    p.tp = field<int>(plan, "tp", 1, false);
-    p.ulysses_degree = field<int>(plan, "ulysses_degree", 0, false);
-    p.ring_degree = field<int>(plan, "ring_degree", 0, false);
+    p.sp = count_field<int>(plan, "sp", 0, true, kIntMin, kIntMax);
+    p.tp = count_field<int>(plan, "tp", 1, false, kIntMin, kIntMax);
+    p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
+    p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));
-    return describe_structure(p);
+    return describe(p);
   } catch (const Error&) {
     auto it = plan.is_object() ? plan.find("method") : plan.end();
     return it != plan.end() && it->is_string() ? it->get<std::string>() : std::string("?");
   }
+}
+}  // namespace
+
+std::string describe_structure(const nlohmann::json& plan) {
+  return describe_json(plan, [](const Plan& p) { return describe_structure(p); });
+}
+std::string describe_in_words(const nlohmann::json& plan) {
+  return describe_json(plan, [](const Plan& p) { return describe_in_words(p); });
 }
 
 std::string describe(const MemoryOptions& m) {

@@ -7,7 +7,7 @@ Usage: stacked_bars.py SPEC.json OUT.png"""
 import json
 import sys
 
-from common import new_figure, save
+from common import new_figure, reference_line, save
 
 
 def draw(spec, path):
@@ -26,7 +26,7 @@ def draw(spec, path):
             ax.barh(ys, vals, left=left, label=stack["label"])
         left = [a + v for a, v in zip(left, vals)]
     if "hline" in spec:
-        ax.axvline(spec["hline"]["y"], color="black", linestyle="--", label=spec["hline"]["label"])
+        reference_line(ax, spec["hline"]["y"], spec["hline"]["label"], vertical=True)
     ax.set_yticks(list(ys))
     ax.set_yticklabels(cats, fontsize="small")
     ax.invert_yaxis()  # first plan on top, as in the table

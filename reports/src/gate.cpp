@@ -65,8 +65,13 @@ double relative_spread(const std::vector<double>& v, double median) {
 
 void validate(const GateOptions& o) {
   if (!(o.alpha > 0 && o.alpha < 1)) throw Error(fmt::format("--alpha {} must lie strictly between 0 and 1", o.alpha));
-  if (!(o.min_effect >= 0)) throw Error(fmt::format("--min-effect {} must be a non-negative fraction (0.05 = 5%)", o.min_effect));
-  if (!(o.noise_factor >= 0)) throw Error(fmt::format("--noise-factor {} must be non-negative", o.noise_factor));
+  // Infinite thresholds are refused: such a gate could never fail.
+  if (!(o.min_effect >= 0) || !std::isfinite(o.min_effect))
+    throw Error(fmt::format("--min-effect {} must be a finite non-negative fraction (0.05 = 5%); an infinite one "
+                            "would never fail the gate", o.min_effect));
+  if (!(o.noise_factor >= 0) || !std::isfinite(o.noise_factor))
+    throw Error(fmt::format("--noise-factor {} must be finite and non-negative; an infinite one would never fail the "
+                            "gate", o.noise_factor));
   if (o.min_repetitions < 2) throw Error(fmt::format("--min-repetitions {} must be at least 2", o.min_repetitions));
 }
 

@@ -1,9 +1,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -220,6 +222,18 @@ json memory_figure(const GroupKey& key, const std::vector<json>& sel, const std:
   return fig;
 }
 
+// One line plot's panel for `gpus` GPUs: a series per (label, curve of x -> y), in the given order.
+template <typename Lines>
+json gpus_panel(std::int64_t gpus, const Lines& lines) {
+  json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
+  for (const auto& [label, curve] : lines) {
+    json s = {{"label", label}, {"x", json::array()}, {"y", json::array()}};
+    for (const auto& [x, y] : curve) { s["x"].push_back(x); s["y"].push_back(y); }
+    panel["series"].push_back(s);
+  }
+  return panel;
+}
+
 // The same model on different systems: best plan's throughput per system, a panel per GPU count.
 void add_systems_figures(const json& points, json& figs) {
   std::map<std::string, std::map<std::int64_t, std::map<std::string, std::map<double, double>>>> by_model;
@@ -235,13 +249,7 @@ void add_systems_figures(const json& points, json& figs) {
     json panels = json::array();
     for (const auto& [gpus, systems] : by_gpus) {
       if (systems.size() < 2) continue;
-      json panel = {{"title", fmt::format("{} GPUs", gpus)}, {"series", json::array()}};
-      for (const auto& [sys, curve] : systems) {
-        json s = {{"label", sys}, {"x", json::array()}, {"y", json::array()}};
-        for (const auto& [x, y] : curve) { s["x"].push_back(x); s["y"].push_back(y); }
-        panel["series"].push_back(s);
-      }
-      panels.push_back(panel);
+      panels.push_back(gpus_panel(gpus, systems));
     }
     if (panels.empty()) continue;
     json fig = figure_spec(kLinesFigure, "systems", "systems-" + slug(model) + ".png");
@@ -250,6 +258,87 @@ void add_systems_figures(const json& points, json& figs) {
                 {"caption", fmt::format("{}: throughput of the best plan at each sequence length on each system "
                                         "(intra-node link; nodes). Sources: {} ({}).", model,
                                         sources_of(model_points[model]), modes_of(model_points[model]))}});
+    figs.push_back(fig);
+  }
+}
+
+// The method comparison's cells of each (system, model), in first-seen order.
+std::vector<std::pair<std::pair<std::string, std::string>, std::vector<json>>> comparison_groups(const json& cells) {
+  std::vector<std::pair<std::pair<std::string, std::string>, std::vector<json>>> out;
+  for (const auto& c : cells) {
+    const std::pair<std::string, std::string> k{c["system"].get<std::string>(), c["model"].get<std::string>()};
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == k; });
+    if (it == out.end()) out.push_back({k, {c}});
+    else it->second.push_back(c);
+  }
+  return out;
+}
+
+// A panel per GPU count, a line per method (in the comparison's method order): `y` of each method
+// at each length where it has one.
+json method_panels(const std::vector<json>& cells, const std::function<json(const json& method)>& y) {
+  std::map<std::int64_t, std::vector<std::pair<std::string, std::map<double, double>>>> by_gpus;
+  for (const auto& c : cells)
+    for (const auto& m : c["methods"]) {
+      const json v = y(m);
+      if (!v.is_number()) continue;
+      auto& lines = by_gpus[int_of(c, "gpus")];
+      const std::string method = m["method"].get<std::string>();
+      auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == method; });
+      if (it == lines.end()) it = lines.insert(lines.end(), {method, {}});
+      it->second[num(c, "seq_len")] = v.get<double>();
+    }
+  json panels = json::array();
+  for (const auto& [gpus, methods] : by_gpus) panels.push_back(gpus_panel(gpus, methods));
+  return panels;
+}
+
+// What each method costs against the best plan, and where each stops fitting: per (system, model),
+// throughput relative to the best plan at each length (the best is the line at 1.0) and peak memory
+// against the capacity, on a log-scaled length axis.
+void add_method_figures(const json& cells, json& figs) {
+  for (const auto& [key, group] : comparison_groups(cells)) {
+    const auto& [system, model] = key;
+    const std::string where = fmt::format("{} on {}", model, system);
+    std::set<std::string> srcs;
+    for (const auto& c : group)
+      for (const auto& m : c["methods"]) srcs.insert(m["source"].get<std::string>());
+    std::string sources;
+    for (const auto& id : srcs) sources += (sources.empty() ? "" : ", ") + id;
+    json rel = method_panels(group, [](const json& m) { return m["relative"]; });
+    if (!rel.empty()) {
+      // The y range starts a little below the worst method shown, so small costs stay visible.
+      double lowest = 1;
+      for (const auto& c : group)
+        for (const auto& m : c["methods"])
+          if (m["relative"].is_number()) lowest = std::min(lowest, m["relative"].get<double>());
+      const double floor = std::clamp(std::floor((lowest - 0.05) * 10) / 10, 0.0, 0.9);
+      json fig = figure_spec(kLinesFigure, "relative", "relative-throughput-" + slug(system + "-" + model) + ".png");
+      fig.update({{"title", "Throughput relative to the best plan: " + where}, {"xlabel", "sequence length (tokens)"},
+                  {"ylabel", "tokens/s per GPU / best plan's"}, {"xscale", "log2"}, {"ylim", {floor, 1.02}},
+                  {"hline", {{"y", 1.0}, {"label", "best plan at each length"}}}, {"panels", rel},
+                  {"caption", fmt::format("{}: each method's fastest plan that fits (any SP degree and memory options), "
+                                          "as a fraction of the fastest plan at that length; the best plan is the line at "
+                                          "1.0 and a missing point means the method does not fit. Modelled by the "
+                                          "simulator. Sources: {}.", where, sources.empty() ? "-" : sources)}});
+      figs.push_back(fig);
+    }
+    json mem = method_panels(group, [](const json& m) {
+      return m["peak_memory_bytes"].is_number() ? json(m["peak_memory_bytes"].get<double>() / (1024.0 * 1024 * 1024)) : json();
+    });
+    double cap = 0;
+    for (const auto& c : group)
+      for (const auto& m : c["methods"]) cap = std::max(cap, num(m, "memory_capacity_bytes"));
+    if (mem.empty() || cap <= 0) continue;
+    json fig = figure_spec(kLinesFigure, "memory_capacity", "memory-capacity-" + slug(system + "-" + model) + ".png");
+    fig.update({{"title", "Peak memory against capacity: " + where}, {"xlabel", "sequence length (tokens)"},
+                {"ylabel", "peak GiB per GPU"}, {"xscale", "log2"}, {"yscale", "log2"},
+                {"hline", {{"y", cap / (1024.0 * 1024 * 1024)}, {"label", "device capacity: above it, no fit"}}},
+                {"panels", mem},
+                {"caption", fmt::format("{}: peak memory per GPU of each method's fastest plan that fits or, where none "
+                                        "fits, of its leanest plan, against the device capacity ({}); a line crossing the "
+                                        "capacity is where the method stops fitting. Modelled by the simulator. "
+                                        "Sources: {}.", where, fmt_gib(cap), sources.empty() ? "-" : sources)}});
     figs.push_back(fig);
   }
 }
@@ -275,6 +364,7 @@ json parity_figure(const json& comparisons) {
 
 json plan_figures(const json& data) {
   json figs = json::array();
+  if (data.contains("method_comparison")) add_method_figures(data["method_comparison"], figs);
   for (const auto& [key, pts] : groups_of(data["points"])) {
     if (json f = throughput_figure(key, pts); !f.is_null()) figs.push_back(f);
     std::int64_t seq = 0;
@@ -293,6 +383,26 @@ namespace {
 
 int count_origin(const json& points, const char* origin) {
   return static_cast<int>(std::count_if(points.begin(), points.end(), [&](const json& p) { return p["origin"] == origin; }));
+}
+
+// The first screen: one line per length and GPU count, the best plan and what each other method's
+// best costs against it (method_comparison.hpp).
+Section answer_section(const json& data) {
+  Section s;
+  s.title = "Answer: the best plan at each length and GPU count";
+  const json cells = data.contains("method_comparison") ? data["method_comparison"] : json::array();
+  if (cells.empty()) {
+    s.paragraph("No predictions in the inputs: no advice.");
+    return s;
+  }
+  for (const auto& [key, group] : comparison_groups(cells)) {
+    s.paragraph(fmt::format("{} on {} (modelled by the simulator): the fastest plan that fits, then each other method's "
+                            "fastest plan as a fraction of its throughput (1.00 = the best).", key.second, key.first));
+    std::vector<std::string> lines;
+    for (const auto& c : group) lines.push_back(c["answer"].get<std::string>());
+    s.list(lines);
+  }
+  return s;
 }
 
 Section inputs_section(const json& data) {
@@ -565,6 +675,11 @@ Section sources_section(const json& data) {
 Document build_document(const json& data, const json& figures, const std::set<std::string>& drawn, const std::string& title) {
   Document doc;
   doc.title = title;
+  doc.sections.push_back(answer_section(data));
+  doc.sections.push_back(figure_section("What each method costs against the best plan", figures, drawn, "relative",
+                                        "No valid plan that fits in memory in the inputs: nothing to plot."));
+  doc.sections.push_back(figure_section("Peak memory against capacity", figures, drawn, "memory_capacity",
+                                        "No predicted memory in the inputs: nothing to plot."));
   doc.sections.push_back(inputs_section(data));
   doc.sections.push_back(figure_section("Throughput against sequence length", figures, drawn, "throughput",
                                         "No valid plan that fits in memory in the inputs: nothing to plot."));

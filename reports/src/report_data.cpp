@@ -5,6 +5,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/method_comparison.hpp"
 #include "seqpar/reports/peer_comparison.hpp"
 #include "seqpar/reports/samples.hpp"
 #include "seqpar/reports/step_comparison.hpp"
@@ -346,6 +347,7 @@ json gather_report_data(const std::vector<InputDocument>& inputs, const std::str
   g.data["peer_comparisons"] = pair_peer_steps(g.peer_steps);
   g.data["step_comparisons"] =
       g.steps.empty() ? no_step_comparisons() : compare_steps(step_system(system, g.steps), g.steps);
+  g.data["method_comparison"] = method_comparison(g.data["points"]);
   return g.data;
 }
 

@@ -10,11 +10,12 @@
 
 namespace seqpar::reports {
 
-void Section::paragraph(std::string text) { blocks.push_back({Block::Kind::paragraph, std::move(text), {}, {}}); }
-void Section::add_table(Table t) { blocks.push_back({Block::Kind::table, {}, std::move(t), {}}); }
+void Section::paragraph(std::string text) { blocks.push_back({Block::Kind::paragraph, std::move(text), {}, {}, {}}); }
+void Section::add_table(Table t) { blocks.push_back({Block::Kind::table, {}, std::move(t), {}, {}}); }
 void Section::image(std::string file, std::string caption) {
-  blocks.push_back({Block::Kind::image, std::move(caption), {}, std::move(file)});
+  blocks.push_back({Block::Kind::image, std::move(caption), {}, std::move(file), {}});
 }
+void Section::list(std::vector<std::string> items) { blocks.push_back({Block::Kind::list, {}, {}, {}, std::move(items)}); }
 
 namespace {
 
@@ -52,6 +53,8 @@ std::string render_markdown(const Document& doc) {
       out += "\n";
       if (b.kind == Block::Kind::paragraph) {
         out += b.text + "\n";
+      } else if (b.kind == Block::Kind::list) {
+        for (const auto& item : b.items) out += "- " + md_cell(item) + "\n";
       } else if (b.kind == Block::Kind::image) {
         out += fmt::format("![{}]({})\n\n*{}*\n", b.image_file, b.image_file, b.text);
       } else {
@@ -85,6 +88,10 @@ std::string render_html(const Document& doc, const std::string& dir) {
     for (const auto& b : s.blocks) {
       if (b.kind == Block::Kind::paragraph) {
         out += "<p>" + html_escape(b.text) + "</p>\n";
+      } else if (b.kind == Block::Kind::list) {
+        out += "<ul>\n";
+        for (const auto& item : b.items) out += "<li>" + html_escape(item) + "</li>\n";
+        out += "</ul>\n";
       } else if (b.kind == Block::Kind::image) {
         std::ifstream in(std::filesystem::path(dir) / b.image_file, std::ios::binary);
         if (!in) {

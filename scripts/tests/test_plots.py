@@ -19,6 +19,7 @@ FIXTURE = os.path.join(HERE, "fixtures", "report-figures.json")
 sys.path.insert(0, PLOTS)
 
 import render  # noqa: E402
+from common import read_axes  # noqa: E402
 
 
 def png_size(path):
@@ -124,3 +125,40 @@ def test_malformed_data_file_is_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(PLOTS, "render.py"), str(bad), str(tmp_path)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and "bad.json" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("spec", [f for f in load_fixture()["figures"] if f["type"] in ("lines", "stacked_bars")],
+                         ids=lambda f: f["file"])
+def test_drawn_axes_follow_the_spec(tmp_path, spec):
+    # The drawn figure's own axes (the seqpar-axes metadata common.save writes), not only that a PNG exists:
+    # the scale of each axis, the reference line (the best plan at 1.0, the device capacity), the lines.
+    path = tmp_path / spec["file"]
+    render.DRAW[spec["type"]](spec, str(path))
+    axes = read_axes(path)
+    scale = {"log2": "log", "linear": "linear", None: "linear"}
+    if spec["type"] == "lines":
+        assert [a["title"] for a in axes] == [p["title"] for p in spec["panels"]]
+        for a, panel in zip(axes, spec["panels"]):
+            assert a["xscale"] == scale[spec.get("xscale")] and a["yscale"] == scale[spec.get("yscale")]
+            assert a["series"] == [s["label"] for s in panel["series"]]
+            expected = [{"axis": "y", "value": spec["hline"]["y"], "label": spec["hline"]["label"]}] if "hline" in spec else []
+            assert a["references"] == expected
+            if "ylim" in spec:
+                assert a["ylim"] == pytest.approx(spec["ylim"])
+    else:
+        (a,) = axes
+        expected = [{"axis": "x", "value": spec["hline"]["y"], "label": spec["hline"]["label"]}] if "hline" in spec else []
+        assert a["references"] == expected
+
+
+def test_relative_throughput_figure_has_the_best_plan_at_one():
+    # The spec as `seqpar report` writes it: the length axis log-scaled, the reference line at 1.0, and at
+    # every length of every panel some method on it (the best plan) and none above it.
+    spec = next(f for f in load_fixture()["figures"] if f["file"].startswith("relative-throughput-"))
+    assert spec["xscale"] == "log2" and spec["hline"]["y"] == 1.0
+    for panel in spec["panels"]:
+        best = {}
+        for s in panel["series"]:
+            for x, y in zip(s["x"], s["y"]):
+                best[x] = max(best.get(x, 0.0), y)
+        assert best and all(v == pytest.approx(1.0) for v in best.values()), panel["title"]

@@ -101,6 +101,46 @@ def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
     assert without_run(grid) == without_run(json.loads((tmp_path / "sweep.json").read_text()))
 
 
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(help=True), "help: the module returns documents"),
+    (dict(json=True), "json: the results are always dicts"),
+    (dict(model="llama3-8b\0tail"), "model: contains a NUL character"),
+    ({"seq\0len": "64K"}, "keyword argument: contains a NUL character"),
+    (dict(gpus=True), "gpus: takes a value, not True"),
+    (dict(gpus=False), "gpus: takes a value, not False"),  # was dropped silently: 8 GPUs instead
+    (dict(sp=[True]), "sp: takes a value, not True"),
+    (dict(gpus=[[8]]), "gpus: a list inside a list"),
+    (dict(tiled_mlp=1), "tiled_mlp: an on/off flag; give True or False"),
+    (dict(gpus=2**40), "gpus: 1099511627776 is above the limit of 1048576"),
+    (dict(model={"name": "x"}), "model: a dict has no command-line spelling"),
+    (dict(seq_len=b"64K"), "seq_len: a bytes has no command-line spelling"),
+    (dict(no_such_flag=True), "--no-such-flag"),
+    (dict(framework=""), "framework: empty value"),  # was the default framework, silently
+    (dict(framework="no-such"), "unknown framework preset 'no-such'"),
+    (dict(offload_params="yes"), "offload_params: an on/off flag; give True or False"),
+    (dict(grad_accum_steps=True), "grad_accum_steps: takes a value, not True"),
+])
+def test_bad_keyword_arguments_raise_seqpar_error(seqpar, kwargs, message):
+    args = dict(seq_len="64K")
+    args.update(kwargs)
+    with pytest.raises(seqpar.Error) as e:
+        seqpar.simulate(**args)
+    assert message in str(e.value)
+
+
+def test_a_path_object_is_a_path(seqpar, tmp_path):
+    import pathlib
+    out = seqpar.sweep(seq_len=["32K"], method="ulysses", out=pathlib.Path(tmp_path) / "grid")
+    assert (tmp_path / "grid" / "sweep.json").exists() and out["best"]
+
+
+def test_flags_take_booleans_and_values_take_values(seqpar):
+    on = seqpar.simulate(seq_len="64K", tiled_mlp=True)
+    off = seqpar.simulate(seq_len="64K", tiled_mlp=False)
+    assert on["plan"]["tiled_mlp"] is True and off["plan"]["tiled_mlp"] is False
+    assert seqpar.simulate(seq_len="64K", gpus=16)["plan"]["gpus"] == 16
+
+
 def test_a_fixed_global_batch_from_python(seqpar, tmp_path):
     # advise, maxlen and sweep take the batch as the CLI does (global_batch_tokens= is
     # --global-batch-tokens); every plan advised runs exactly that batch per optimizer step.

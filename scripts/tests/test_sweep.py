@@ -1,13 +1,18 @@
 """scripts/sweep.py: commands per launcher, progress, resume after an interruption, failures, gathering."""
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = Path(HERE).parent.parent
 SWEEP = os.path.join(HERE, "..", "sweep.py")
+sys.path.insert(0, os.path.join(HERE, ".."))
+import sweep  # noqa: E402
 FAKE = os.path.join(HERE, "fake_bench.py")
 
 
@@ -98,7 +103,7 @@ def test_print_launcher_writes_commands_for_a_batch_system(tmp_path):
     r = run(spec, tmp_path / "out", "--launcher", "print")
     assert r.returncode == 0
     lines = (tmp_path / "out" / "commands.sh").read_text().splitlines()
-    assert len([line for line in lines if not line.startswith("#")]) == 6
+    assert len([line for line in lines if line.startswith("launch 1 ")]) == 6
     assert not (tmp_path / "out" / "state.json").exists()
 
 
@@ -174,6 +179,78 @@ def test_duplicate_grid_values_are_refused(tmp_path, grid, message):
     assert not invocations(log)  # refused before anything ran
 
 
+def test_print_launcher_writes_multi_rank_points_with_their_ranks(tmp_path):
+    # The batch-system mode: each line carries the ranks its point needs, and the script runs as written.
+    spec = write_spec(tmp_path, grid={"--sp": [2, 4]}, ranks="--sp")
+    r = run(spec, tmp_path / "out", "--launcher", "print")
+    assert r.returncode == 0, r.stderr
+    script = tmp_path / "out" / "commands.sh"
+    lines = [line for line in script.read_text().splitlines() if line.startswith("launch ")]
+    assert [line.split()[:2] for line in lines] == [["launch", "2"], ["launch", "4"]]
+    assert all(FAKE in line and "--sp" in line for line in lines)
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, SEQPAR_LAUNCH="echo"))
+    assert ran.returncode == 0, ran.stderr
+    assert [line.split()[:2] for line in ran.stdout.splitlines()] == [["2", FAKE], ["4", FAKE]]
+
+
+def test_out_naming_a_file_is_a_clear_error(tmp_path):
+    target = tmp_path / "results.json"
+    target.write_text("{}")
+    r = run(write_spec(tmp_path), target, "--launcher", "local")
+    assert r.returncode == 2
+    assert f"--out {target}: exists and is not a directory" in r.stderr and "Traceback" not in r.stderr
+    r = run(write_spec(tmp_path), "", "--launcher", "local")
+    assert r.returncode == 2 and "--out: empty" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"grid": {"--seq-len": [[1024, 2048]]}}, "grid['--seq-len'] has [1024, 2048]: a grid value must be a number"),
+    ({"grid": {"--seq-len": [{"v": 1}]}}, "grid['--seq-len'] has {\"v\": 1}: a grid value must be a number"),
+    ({"grid": {"--seq-len": [float("nan")]}}, "grid['--seq-len'] has nan, not a finite number"),
+    ({"grid": {"": [1]}}, "grid has an empty option name"),
+    ({"args": ["--dtype", ["bf16"]]}, "field 'args' must be a list of strings"),
+    ({"json_flag": 7}, "field 'json_flag' must be a non-empty string"),
+    ({"ranks": True}, "field 'ranks' must be a positive integer"),
+    ({"grid": {"--sp": [2.5]}, "ranks": "--sp"}, "ranks: grid value 2.5 of '--sp' is not a whole number"),
+    ({"grid": {"--sp": [True]}, "ranks": "--sp"}, "ranks: grid value true of '--sp' is not a whole number"),
+    ({"args": ["--dtype", "bf\u000016"]}, "spec[\"args\"][1] contains a NUL character"),
+    ({"grid": {"--seq-len": ["1\u00002"]}}, "spec[\"grid\"][\"--seq-len\"][0] contains a NUL character"),
+])
+def test_values_without_a_command_line_spelling_are_refused(tmp_path, extra, message):
+    spec, log = write_spec(tmp_path, **extra), tmp_path / "log"
+    r = run(spec, tmp_path / "out", "--launcher", "local", env={"FAKE_BENCH_LOG": str(log)})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert not invocations(log)
+
+
+def test_progress_line_on_a_terminal_only(tmp_path):
+    import pty
+    spec = write_spec(tmp_path)
+    piped = run(spec, tmp_path / "piped", "--launcher", "local")
+    assert piped.returncode == 0 and "left" not in piped.stdout + piped.stderr
+    # On a terminal (a pseudo-terminal here) the same sweep says what is done, what is left and how long.
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, SWEEP, str(spec), "--out", str(tmp_path / "tty"), "--launcher", "local"],
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    lines = text.decode().replace("\r", "").splitlines()
+    assert any(line.startswith("sweep.py: 1/6 done, 5 left, about ") and line.endswith(" to go") for line in lines), lines
+    assert any(line.startswith("sweep.py: 6/6 done, 0 left, took ") for line in lines), lines
+
+
 def test_a_global_batch_sets_each_points_micro_batch_and_skips_what_cannot_reach_it(tmp_path):
     # 4 ranks at sp 2: dp 2. 4K tokens per step: 4, 2 and 1 sequences of 1K, 2K and 4K; one
     # sequence cannot keep two replicas busy, so the 4K points are skipped with the reason.
@@ -204,6 +281,10 @@ def test_a_global_batch_of_sequences_over_sp_degrees(tmp_path):
     ({"args": [], "grid": {"--sp": [1]}}, ["--global-batch-tokens", "1M"], "need --seq-len"),
     ({}, ["--global-batch-tokens", "4Q"], "is not a count"),
     ({}, ["--global-batch-tokens", "4M", "--global-batch", "2"], "not allowed with argument"),
+    # Beyond seqpar's limits: was passed on as --micro-batch 107374182399999999998926258176.
+    ({}, ["--global-batch", "99999999999999999999G"],
+     "--global-batch: 107374182399999999998926258176 is above the limit of 1099511627776"),
+    ({}, ["--global-batch-tokens", "16385G"], "--global-batch-tokens: 17593259786240 is above the limit of 17592186044416"),
 ])
 def test_bad_global_batches_give_clear_errors(tmp_path, spec_extra, flags, message):
     r = run(write_spec(tmp_path, **spec_extra), tmp_path / "out", "--dry-run", *flags)
@@ -216,3 +297,24 @@ def test_a_sweep_is_resumed_only_with_its_own_global_batch(tmp_path):
     r = run(spec, out, "--launcher", "local", "--global-batch", "2")
     assert r.returncode == 2 and "another global batch" in r.stderr
     assert run(spec, out, "--launcher", "local", "--global-batch", "1").returncode == 0
+
+
+def test_a_micro_batch_above_the_limit_skips_the_point(tmp_path):
+    spec = write_spec(tmp_path, args=[], grid={"--sp": [1]}, ranks=1)
+    r = run(spec, tmp_path / "out", "--launcher", "mpirun", "--dry-run", "--global-batch", "128K")
+    assert r.returncode == 0, r.stderr
+    assert "--micro-batch" not in r.stdout
+    assert "need micro-batch 131072, above the limit of 65536" in r.stdout
+
+
+def test_the_limits_are_seqpars():
+    header = (ROOT / "core" / "include" / "seqpar" / "core" / "limits.hpp").read_text()
+
+    def bound(name):
+        m = re.search(rf"k{name}\s*=\s*(?:std::int64_t\{{1\}}|1)\s*<<\s*(\d+);", header)
+        assert m, name
+        return 1 << int(m.group(1))
+
+    assert sweep.MAX_MICRO_BATCH == bound("MaxMicroBatch")
+    assert sweep.MAX_GLOBAL_BATCH_TOKENS == bound("MaxGlobalBatchTokens")
+    assert sweep.MAX_GLOBAL_BATCH_SEQUENCES == bound("MaxGlobalBatchSequences")

@@ -15,7 +15,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SEQPAR_BUILD_DIR", os.path.join(ROOT, "build"))
 CLI = os.path.abspath(os.environ.get("SEQPAR_CLI", os.path.join(BUILD, "cli", "seqpar")))
 TRAIN = os.path.abspath(os.environ.get("SEQPAR_TRAIN", os.path.join(BUILD, "bench", "train", "seqpar-train")))
-STREAMS = {"compute", "ulysses all-to-all", "ring send/recv", "data-parallel reduction", "offload copies"}
+STREAMS = {"compute", "ulysses all-to-all", "ring send/recv", "data-parallel reduction", "offload copies",
+           "tensor-parallel all-gather/reduce-scatter"}
 
 
 def need(program):
@@ -98,8 +99,8 @@ def test_train_cpu_trace_has_a_track_per_stream_used_and_phases_per_layer(tmp_pa
         doc = json.loads((tmp_path / f"measured.rank{rank}.json").read_text())
         tracks = check_format(doc)
         assert {e["pid"] for e in slices(doc)} == {rank}
-        # Hybrid with dp = 2: every stream but offload.
-        assert set(tracks.values()) == STREAMS - {"offload copies"}
+        # Hybrid with dp = 2 and no tensor parallelism: every stream but offload and TP.
+        assert set(tracks.values()) == STREAMS - {"offload copies", "tensor-parallel all-gather/reduce-scatter"}
         names = {e["name"] for e in slices(doc)}
         for layer in (0, 1):
             for phase in ("fwd", "bwd", "fwd attention", "bwd attention"):

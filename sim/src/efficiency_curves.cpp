@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
 
 namespace seqpar::sim {
 
@@ -27,7 +28,8 @@ double bounded(const json& obj, const char* key, std::string_view what, double l
   if (!v->is_number()) throw Error(fmt::format("{}: field '{}' must be a number", what, key));
   const double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi)
-    throw Error(fmt::format("{}: field '{}' must be between {:g} and {:g} (got {:g})", what, key, lo, hi, x));
+    throw Error(fmt::format("{}: field '{}' must be between {} and {} (got {})", what, key, format_number(lo),
+                            format_number(hi), format_number(x)));
   return x;
 }
 

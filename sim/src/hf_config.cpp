@@ -9,6 +9,8 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {
 
@@ -83,7 +85,10 @@ void refuse_unmodelled(const json& doc, const std::string& file) {
                             "(seqpar costs full causal attention; null turns it off)",
                             file, dump_json(doc["sliding_window"], -1)));
   }
-  if (auto it = doc.find("layer_types"); it != doc.end() && it->is_array()) {
+  if (auto it = doc.find("layer_types"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array())
+      throw Error(fmt::format("{}: field 'layer_types' must be a list with one attention type per layer (got {})", file,
+                              dump_json(*it, -1)));
     for (const auto& t : *it)
       if (!t.is_string() || t.get<std::string>() != "full_attention")
         throw Error(fmt::format("{}: field 'layer_types' has {}: only full_attention layers are modelled", file,
@@ -91,15 +96,25 @@ void refuse_unmodelled(const json& doc, const std::string& file) {
   }
 }
 
-// A positive whole number under `key`, as a figure citing the file and key.
-json size_figure(const json& doc, const char* key, const std::string& file) {
+// layer_types, when given, names every layer once: a list of another length describes another model.
+void check_layer_types_length(const json& doc, const char* k_layers, std::int64_t layers, const std::string& file) {
+  auto it = doc.find("layer_types");
+  if (it == doc.end() || !it->is_array() || static_cast<std::int64_t>(it->size()) == layers) return;
+  throw Error(fmt::format("{}: field 'layer_types' lists {} layers, but '{}' is {}: give one type per layer", file,
+                          it->size(), k_layers, layers));
+}
+
+// A positive whole number under `key`, at most `hi` (the seqpar limit of the size it becomes,
+// named here with the config's own key), as a figure citing the file and key.
+json size_figure(const json& doc, const char* key, const std::string& file, int hi) {
   auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) throw Error(fmt::format("{}: missing field '{}'", file, key));
-  if (!it->is_number())
+  if (!it->is_number() || it->is_boolean())
     throw Error(fmt::format("{}: field '{}' must be a number (got {})", file, key, dump_json(*it, -1)));
   const double x = it->get<double>();
-  if (!std::isfinite(x) || x < 1 || x != std::floor(x) || x > double(std::numeric_limits<int>::max()))
+  if (!std::isfinite(x) || x < 1 || x != std::floor(x))
     throw Error(fmt::format("{}: field '{}' must be a positive whole number (got {})", file, key, dump_json(*it, -1)));
+  if (x > hi) throw Error(fmt::format("{}: field '{}': {} is above the limit of {}", file, key, format_number(x), hi));
   return {{"value", static_cast<std::int64_t>(x)}, {"source", fmt::format("{}: {}", file, key)}};
 }
 
@@ -124,19 +139,28 @@ std::string model_name(const json& doc, const std::string& file) {
 }  // namespace
 
 bool is_hf_config(const json& doc) {
-  return doc.is_object() && doc.contains("model_type") && !doc.contains("layers") && !doc.contains("hidden");
+  if (!doc.is_object() || doc.contains("layers") || doc.contains("hidden")) return false;
+  // model_type names the family; a config without it is still recognised by the keys every
+  // transformers config has, so the message says what is missing rather than "missing 'name'".
+  for (const char* k : {"model_type", "architectures", "transformers_version", "hidden_size", "num_hidden_layers", "n_embd"})
+    if (doc.contains(k)) return true;
+  return false;
 }
 
 json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   const std::string file(file_view);
   if (!doc.is_object()) throw Error(fmt::format("{}: expected a JSON object", file));
-  const json& type = doc["model_type"];
   const Family* fam = nullptr;
   std::string families;
-  for (const auto& f : kFamilies) {
-    families += fmt::format("{}{}", families.empty() ? "" : ", ", f.model_type);
+  for (const auto& f : kFamilies) families += fmt::format("{}{}", families.empty() ? "" : ", ", f.model_type);
+  const auto type_it = doc.find("model_type");
+  if (type_it == doc.end() || type_it->is_null())
+    throw Error(fmt::format("{}: missing field 'model_type': a Hugging Face config names its family there (seqpar "
+                            "reads {}); add it, or write a seqpar model preset instead (sim/presets/README.md)",
+                            file, families));
+  const json& type = *type_it;
+  for (const auto& f : kFamilies)
     if (type.is_string() && type.get<std::string>() == f.model_type) fam = &f;
-  }
   if (!fam)
     throw Error(fmt::format("{}: field 'model_type' = {} is not a family seqpar reads ({}); write a seqpar model "
                             "preset instead (sim/presets/README.md)", file, dump_json(type, -1), families));
@@ -148,19 +172,24 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   json p;
   p["name"] = model_name(doc, file);
   p["description"] = fmt::format("{} ({} config.json)", file, fam->model_type);
-  p["layers"] = size_figure(doc, k_layers, file);
-  p["hidden"] = size_figure(doc, k_hidden, file);
-  p["heads"] = size_figure(doc, k_heads, file);
+  p["layers"] = size_figure(doc, k_layers, file, limits::kMaxLayers);
+  check_layer_types_length(doc, k_layers, p["layers"]["value"].get<std::int64_t>(), file);
+  p["hidden"] = size_figure(doc, k_hidden, file, limits::kMaxHidden);
+  p["heads"] = size_figure(doc, k_heads, file, limits::kMaxHeads);
   if (fam->grouped_query && present(doc, "num_key_value_heads")) {
-    p["kv_heads"] = size_figure(doc, "num_key_value_heads", file);
+    p["kv_heads"] = size_figure(doc, "num_key_value_heads", file, limits::kMaxHeads);
   } else {
     p["kv_heads"] = p["heads"];
     p["kv_heads"]["source"] = fmt::format("{}: {} (no num_key_value_heads: one KV head per query head)", file, k_heads);
   }
   const std::int64_t hidden = p["hidden"]["value"].get<std::int64_t>();
   const std::int64_t heads = p["heads"]["value"].get<std::int64_t>();
+  // Checked again on the preset; here the message names the config's own keys.
+  if (const std::int64_t kv = p["kv_heads"]["value"].get<std::int64_t>(); heads % kv != 0)
+    throw Error(fmt::format("{}: {} {} is not a multiple of num_key_value_heads {} (grouped-query attention shares "
+                            "each KV head among a whole number of query heads)", file, k_heads, heads, kv));
   if (present(doc, "head_dim")) {
-    p["head_dim"] = size_figure(doc, "head_dim", file);
+    p["head_dim"] = size_figure(doc, "head_dim", file, limits::kMaxHeadDim);
   } else {
     if (hidden % heads != 0)
       throw Error(fmt::format("{}: {} {} is not a multiple of {} {} and there is no head_dim", file, k_hidden, hidden,
@@ -172,9 +201,9 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
     // GPT-2's MLP is 4 x n_embd when n_inner is null (transformers' GPT2MLP).
     p["ffn_hidden"] = {{"value", 4 * hidden}, {"source", fmt::format("{}: 4 x n_embd (n_inner null)", file)}};
   } else {
-    p["ffn_hidden"] = size_figure(doc, fam->gpt2_names ? "n_inner" : "intermediate_size", file);
+    p["ffn_hidden"] = size_figure(doc, fam->gpt2_names ? "n_inner" : "intermediate_size", file, limits::kMaxFfnHidden);
   }
-  p["vocab"] = size_figure(doc, "vocab_size", file);
+  p["vocab"] = size_figure(doc, "vocab_size", file, limits::kMaxVocab);
   p["mlp"] = fam->gated_mlp ? "swiglu" : "gelu";
   p["norm"] = fam->gated_mlp ? "rmsnorm" : "layernorm";
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);

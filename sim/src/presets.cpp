@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "presets_data.hpp"
@@ -12,6 +13,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/hf_config.hpp"
 #include "seqpar/core/json_io.hpp"
+#include "seqpar/core/parse.hpp"
 #include "seqpar/sim/limits.hpp"
 
 namespace seqpar::sim {
@@ -55,15 +57,20 @@ double figure(const json& j, const char* key, std::string_view what, Range r,
   const double x = v->get<double>();
   if (!std::isfinite(x)) throw Error(fmt::format("{}: field '{}' must be a finite number (got {})", what, key, x));
   if (x < r.lo || x > r.hi)
-    throw Error(fmt::format("{}: field '{}' must be between {:g} and {:g} (got {:g})", what, key, r.lo, r.hi, x));
+    throw Error(fmt::format("{}: field '{}' must be between {} and {} (got {})", what, key, format_number(r.lo),
+                            format_number(r.hi), format_number(x)));
   return x;
 }
 
 // A count (GPUs, layers, heads...): a whole number in [1, hi]. The bound keeps the int conversion
 // defined and the products of counts (parameters, activations) far from 64-bit overflow.
+// Limits print as the whole numbers they are ("above the limit of 4194304", not "4.1943e+06").
 int count(const json& j, const char* key, std::string_view what, int hi) {
-  const double x = figure(j, key, what, Range{1, double(hi)});
-  if (x != std::floor(x)) throw Error(fmt::format("{}: field '{}' must be a whole number (got {:g})", what, key, x));
+  const double x = figure(j, key, what, Range{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()});
+  const std::string got = format_number(x);
+  if (x != std::floor(x)) throw Error(fmt::format("{}: field '{}' must be a whole number (got {})", what, key, got));
+  if (x < 1) throw Error(fmt::format("{}: field '{}' must be at least 1 (got {})", what, key, got));
+  if (x > hi) throw Error(fmt::format("{}: field '{}': {} is above the limit of {}", what, key, got, hi));
   return static_cast<int>(x);
 }
 
@@ -75,6 +82,14 @@ std::string text(const json& j, const char* key, std::string_view what, const ch
   }
   if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
   return it->get<std::string>();
+}
+
+// A preset's name labels every table and keys every sweep point: it cannot be empty.
+std::string name_of(const json& j, std::string_view what) {
+  std::string name = text(j, "name", what);
+  if (name.find_first_not_of(" \t") == std::string::npos)
+    throw Error(fmt::format("{}: field 'name' is empty; give the preset a name", what));
+  return name;
 }
 
 bool looks_like_path(std::string_view s) {
@@ -157,7 +172,7 @@ const std::vector<PresetEntry>& builtin_presets() {
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Gpu g;
-  g.name = text(j, "name", what);
+  g.name = name_of(j, what);
   g.memory_bytes = figure(j, "memory_gib", what, kMemoryGiB) * kGiB;
   g.bf16_flops = figure(j, "bf16_tflops", what, kRate) * 1e12;
   g.hbm_bytes_per_s = figure(j, "hbm_gbps", what, kRate) * 1e9;
@@ -170,6 +185,11 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   g.attention_half_tokens = figure(j, "attention_half_tokens", what, kTokens);
   g.kernel_overhead_s = figure(j, "kernel_overhead_us", what, kLatencyUs) * 1e-6;
   g.reserved_bytes = figure(j, "reserved_gib", what, Range{0, kMemoryGiB.hi}) * kGiB;
+  // The reserve is held out of the memory: as large as the memory, no plan could ever fit.
+  if (g.reserved_bytes >= g.memory_bytes)
+    throw Error(fmt::format("{}: field 'reserved_gib' ({} GiB) must be below 'memory_gib' ({} GiB): the reserve is "
+                            "part of the GPU's memory", what, format_number(g.reserved_bytes / kGiB),
+                            format_number(g.memory_bytes / kGiB)));
   g.attention_bwd_expands_kv_grads = figure(j, "attention_bwd_expands_kv_grads", what, Range{0, 1}, 0.0) != 0;
   // fp32 values per query row and head of the backward's workspace: a x head_dim + b (hardware.hpp).
   g.attention_bwd_workspace_per_head_dim = figure(j, "attention_bwd_workspace_per_head_dim", what, Range{0, 64}, 1.0);
@@ -182,7 +202,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
 System system_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   System s;
-  s.name = text(j, "name", what);
+  s.name = name_of(j, what);
   auto gi = j.find("gpu");
   if (gi == j.end()) throw Error(fmt::format("{}: missing field 'gpu'", what));
   if (gi->is_string()) s.gpu = load_gpu(gi->get<std::string>());
@@ -204,7 +224,7 @@ System system_from_json(const json& j, std::string_view what) {
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Model m;
-  m.name = text(j, "name", what);
+  m.name = name_of(j, what);
   m.layers = count(j, "layers", what, limits::kMaxLayers);
   m.hidden = count(j, "hidden", what, limits::kMaxHidden);
   m.heads = count(j, "heads", what, limits::kMaxHeads);

@@ -42,6 +42,24 @@ TEST(PlanLabels, OneSpellingPerStructure) {
   EXPECT_EQ(describe(p), "hybrid U4xR2 zero=1 ckpt=full +tiled-mlp");
 }
 
+TEST(PlanLabels, InWordsForTheReportsAnswers) {
+  EXPECT_EQ(describe_in_words(plan(Method::ulysses, 64, 1 << 17, 8, 8, 1)), "Ulysses 8");
+  EXPECT_EQ(describe_in_words(plan(Method::ring_zigzag, 64, 1 << 17, 8, 1, 8)), "ring-zigzag 8");
+  Plan h = plan(Method::hybrid, 64, 1 << 17, 8, 4, 2);
+  EXPECT_EQ(describe_in_words(h), "hybrid 4x2");
+  h.placement = GroupPlacement::ring_inner;
+  EXPECT_EQ(describe_in_words(to_json(h)), "hybrid 4x2 ring-inner");
+  EXPECT_EQ(describe_in_words(plan(Method::ring, 8, 1 << 16, 1, 1, 1)), "no SP");
+  // Tensor parallelism first, as describe_structure puts it.
+  Plan t = plan(Method::ulysses, 64, 1 << 17, 4, 4, 1);
+  t.tp = 2;
+  EXPECT_EQ(describe_in_words(t), "TP 2 x Ulysses 4");
+  EXPECT_EQ(describe_in_words(to_json(t)), "TP 2 x Ulysses 4");
+  t.sp = 1;
+  EXPECT_EQ(describe_in_words(t), "TP 2, no SP");
+  EXPECT_EQ(describe_in_words(nlohmann::json{{"method", "ulysses"}}), "ulysses");  // unreadable: the method alone
+}
+
 TEST(PlanLabels, JsonPlansLabelTheSameAsPlans) {
   const Plan p = plan(Method::hybrid, 16, 1 << 16, 8, 2, 4);
   EXPECT_EQ(describe_structure(to_json(p)), describe_structure(p));

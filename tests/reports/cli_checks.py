@@ -11,6 +11,8 @@ import tempfile
 
 CLI, SRC = sys.argv[1], sys.argv[2]
 FIX = os.path.join(SRC, "tests", "reports", "fixtures")
+sys.path.insert(0, os.path.join(SRC, "reports", "plots"))
+from common import read_axes  # noqa: E402  the drawn axes a report PNG records
 failures = []
 
 
@@ -58,6 +60,85 @@ with tempfile.TemporaryDirectory() as tmp:
         check("mpirun -np 8 seqpar-train" in html, "report.html shows the command behind the measurement")
     r = run("report", os.path.join(FIX, "sweep.json"), "--out", os.path.join(tmp, "r2"), "--no-plots", "--json")
     check(r.returncode == 0 and json.loads(r.stdout)["images"] == [], "report --no-plots --json", r)
+
+    # The first screen answers the question: one line per length and GPU count, the best plan at 1.00 and
+    # each other method's best as a fraction of it, checked against the sweep's own points.
+    sweep_doc = json.load(open(os.path.join(FIX, "sweep.json")))
+    best_rate, method_rate = {}, {}
+    for p in sweep_doc["results"]:
+        if p["valid"] and p["fits"]:
+            plan = p["plan"]
+            cell = (p["system"]["name"], plan["gpus"], plan["seq_len"])
+            method = "no SP" if plan["sp"] == 1 else plan["method"]
+            best_rate[cell] = max(best_rate.get(cell, 0), p["tokens_per_s_per_gpu"])
+            method_rate[cell + (method,)] = max(method_rate.get(cell + (method,), 0), p["tokens_per_s_per_gpu"])
+    cells = {(p["system"]["name"], p["plan"]["gpus"], p["plan"]["seq_len"]) for p in sweep_doc["results"] if p["valid"]}
+    answers_dir = os.path.join(tmp, "answers")
+    r = run("report", os.path.join(FIX, "sweep.json"), "--out", answers_dir)
+    check(r.returncode == 0, "report on the sweep fixture", r)
+    md = open(os.path.join(answers_dir, "report.md")).read() if r.returncode == 0 else ""
+    sections = md.split("\n## ")
+    first = sections[1] if len(sections) > 1 else ""
+    answer_lines = [line[2:] for line in first.splitlines() if line.startswith("- ")]
+    check(first.startswith("Answer: the best plan at each length and GPU count") and len(answer_lines) == len(cells),
+          f"report.md opens with one answer per length and GPU count ({len(answer_lines)} lines for {len(cells)} cells)")
+    data = json.load(open(os.path.join(answers_dir, "report-data.json"))) if r.returncode == 0 else {"method_comparison": []}
+    for c in data["method_comparison"]:
+        cell = (c["system"], c["gpus"], c["seq_len"])
+        line = c["answer"]
+        check(line in answer_lines, f"answer of {cell} is in report.md: {line}")
+        if cell not in best_rate:
+            check("no plan fits" in line, f"{cell}: nothing fits and the answer says so: {line}")
+            continue
+        check(c["best"]["tokens_per_s_per_gpu"] == best_rate[cell] and ", 1.00" in line.split(";")[0],
+              f"{cell}: the best plan is the fastest fitting point, at 1.00: {line}")
+        for m in c["methods"]:
+            key = cell + (m["method"],)
+            if key in method_rate:
+                rel = method_rate[key] / best_rate[cell]
+                check(abs(m["relative"] - rel) < 1e-9, f"{cell} {m['method']}: relative {m['relative']} against {rel}")
+                if m["method"] != c["best"]["method"]:
+                    check(f": {rel:.2f}" in line, f"{cell}: the answer gives {m['method']} at {rel:.2f}: {line}")
+            else:
+                check(m["relative"] is None and f"{m['method']}: does not fit" in line,
+                      f"{cell} {m['method']}: does not fit, and the answer says so: {line}")
+    # The relative plot: a log-scaled length axis, the reference line at 1.0, and at every length the
+    # best method on it; the memory plot: the capacity drawn, a log-scaled length axis. Both from the
+    # figure specs and from the drawn PNGs' own axes (their seqpar-axes metadata).
+    figs = {f["file"]: f for f in data.get("figures", [])}
+    for system in ("dgx-h100", "l20-pcie"):
+        rel_file, mem_file = f"relative-throughput-{system}-llama3-8b.png", f"memory-capacity-{system}-llama3-8b.png"
+        rel = figs.get(rel_file)
+        check(rel is not None and rel["xscale"] == "log2" and rel["hline"]["y"] == 1.0,
+              f"{rel_file}: spec with a log2 length axis and the line at 1.0")
+        for panel in (rel or {}).get("panels", []):
+            by_x = {}
+            for series in panel["series"]:
+                check(series["x"] == sorted(series["x"]), f"{rel_file} {series['label']}: lengths in order")
+                for x, y in zip(series["x"], series["y"]):
+                    by_x[x] = max(by_x.get(x, 0), y)
+            check(by_x and all(abs(v - 1.0) < 1e-12 for v in by_x.values()),
+                  f"{rel_file} {panel['title']}: the best method is at 1.0 at every length: {by_x}")
+        mem = figs.get(mem_file)
+        caps = {m["memory_capacity_bytes"] for c in data["method_comparison"] if c["system"] == system
+                for m in c["methods"]}
+        check(mem is not None and len(caps) == 1 and abs(mem["hline"]["y"] - caps.pop() / 2**30) < 1e-9
+              and mem["xscale"] == "log2", f"{mem_file}: spec with the capacity line and a log2 length axis")
+        for f, ref in ((rel_file, 1.0), (mem_file, mem["hline"]["y"] if mem else None)):
+            path = os.path.join(answers_dir, f)
+            axes = (read_axes(path) or []) if os.path.exists(path) else []
+            check(len(axes) == 2 and all(a["xscale"] == "log" and [x["value"] for x in a["references"]] == [ref]
+                                         and a["series"] for a in axes),
+                  f"{f}: drawn with a log length axis and the reference line at {ref} on each GPU count's panel: {axes}")
+        mem_path = os.path.join(answers_dir, mem_file)
+        mem_axes = (read_axes(mem_path) or []) if os.path.exists(mem_path) else []
+        check(mem_axes and all(a["yscale"] == "log" for a in mem_axes), f"{mem_file}: memory on a log scale: {mem_axes}")
+        for g in (8, 16):
+            check(os.path.exists(os.path.join(answers_dir, f"throughput-{system}-llama3-8b-g{g}.png")),
+                  f"the absolute throughput plot of {system}, {g} GPUs, is kept")
+    html = open(os.path.join(answers_dir, "report.html")).read() if r.returncode == 0 else ""
+    check(html.find("<h2>Answer") < html.find("<img") and "<li>" + answer_lines[0] in html if answer_lines else False,
+          "report.html opens with the answers, before any plot")
 
     bad = write("bad.json", "{\"kind\": ")
     r = run("report", bad, "--out", os.path.join(tmp, "r3"))

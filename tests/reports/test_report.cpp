@@ -55,7 +55,8 @@ TEST(ReportData, ReadsTheSimulatorsOwnOutput) {
   }
   std::set<std::string> sections;
   for (const auto& f : plan_figures(d)) sections.insert(f["section"].get<std::string>());
-  for (const char* s : {"throughput", "step_time", "memory", "systems"}) EXPECT_TRUE(sections.count(s)) << s;
+  for (const char* s : {"relative", "memory_capacity", "throughput", "step_time", "memory", "systems"})
+    EXPECT_TRUE(sections.count(s)) << s;
 }
 
 TEST(ReportData, PlanLabels) {
@@ -104,16 +105,23 @@ TEST(ReportFigures, SweepAloneGivesTheRequiredSections) {
   json figs = plan_figures(d);
   std::set<std::string> sections;
   for (const auto& f : figs) sections.insert(f["section"].get<std::string>());
-  for (const char* s : {"throughput", "step_time", "memory", "systems"}) EXPECT_TRUE(sections.count(s)) << s;
+  for (const char* s : {"relative", "memory_capacity", "throughput", "step_time", "memory", "systems"})
+    EXPECT_TRUE(sections.count(s)) << s;
   EXPECT_FALSE(sections.count("validation"));
   for (const auto& f : figs) {
     EXPECT_NE(f["caption"].get<std::string>().find("S1"), std::string::npos);  // every plot names its source
-    if (f["section"] == "memory") {
-      EXPECT_TRUE(f.contains("hline"));
+    if (f["section"] == "memory" || f["section"] == "memory_capacity" || f["section"] == "relative") {
+      EXPECT_TRUE(f.contains("hline")) << f["file"];
+    }
+    if (f["section"] == "relative") {
+      EXPECT_EQ(f["hline"]["y"], 1.0);
+      EXPECT_EQ(f["xscale"], "log2");
     }
   }
   Document doc = build_document(d, figs, {}, "t");
   std::string md = render_markdown(doc);
+  EXPECT_EQ(md.find("## Answer: the best plan at each length and GPU count"), md.find("## "));  // the first section
+  EXPECT_NE(md.find("- 128K on 16 GPUs: "), std::string::npos);
   EXPECT_NE(md.find("## Best plan over sequence length and GPU count"), std::string::npos);
   EXPECT_NE(md.find("none fits"), std::string::npos);
   EXPECT_NE(md.find("No measurement in the inputs matches"), std::string::npos);  // empty section: one-line note

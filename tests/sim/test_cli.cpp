@@ -241,10 +241,11 @@ TEST(CliLimits, OverflowingSizesAreErrorsNamingTheBound) {
   expect_error("comm --gpus 2147483647 --size 1M", "gpus: 2147483647 is above the limit of 1048576");
   expect_error("sweep --gpus 2147483647 --seq-len 1M --out /tmp/seqpar_never_written", "gpus: 2147483647 is above the limit");
   expect_error("simulate --seq-len 2T", "seq_len: 2199023255552 is above the limit of 1099511627776");
-  // An invalid plan's document still describes the system: never a negative node count.
+  // Bad input like every other limit (exit 2), with --json as a document: never a negative node count.
   const CliRun big = seqpar("simulate --gpus 2147483647 --seq-len 1M --json");
-  EXPECT_EQ(big.code, 1) << big.err;
-  EXPECT_EQ(big.json()["system"]["nodes"], 268435456) << big.out;
+  EXPECT_EQ(big.code, 2) << big.err;
+  EXPECT_FALSE(big.json()["valid"].get<bool>()) << big.out;
+  EXPECT_EQ(big.json()["errors"][0], "gpus: 2147483647 is above the limit of 1048576") << big.out;
   // 4 x 1073741825 is 4 in 32 bits: this passed as a valid plan.
   const CliRun r = seqpar("simulate --seq-len 128K --method hybrid --ulysses-degree 4 --ring-degree 1073741825 --json");
   EXPECT_EQ(r.code, 2) << r.out;

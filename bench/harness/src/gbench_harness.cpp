@@ -10,6 +10,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/core/stats.hpp"
+#include "seqpar/core/usage_exit.hpp"
 
 namespace seqpar::bench {
 
@@ -52,11 +53,20 @@ void Recorder::add(const std::string& name, Setup setup, Rates rates, const Timi
       entry.error = e.what();
       state.SkipWithError(e.what());
     }
+    count_finished(entry);
   };
   benchmark::RegisterBenchmark(name.c_str(), body)
       ->UseManualTime()
       ->Iterations(timing.iterations)
       ->Unit(benchmark::kMillisecond);
+}
+
+void Recorder::count_finished(Entry& entry) {
+  if (entry.ran) return;  // a repetition (--benchmark_repetitions) of a benchmark counted already
+  entry.ran = true;
+  // Counted against every registered benchmark: a --benchmark_filter run ends before the total.
+  if (!progress_) progress_ = std::make_unique<Progress>("benchmarks", static_cast<std::int64_t>(entries_.size()));
+  progress_->update(++finished_);
 }
 
 nlohmann::json Recorder::results() const {
@@ -134,7 +144,7 @@ int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions
   try {
     app.parse(own);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return usage_exit(app, e);
   }
   if (timing.iterations <= 0 || timing.warmup < 0) throw Error("--iters must be positive and --warmup non-negative");
   return -1;

@@ -15,7 +15,9 @@ inline constexpr int kMaxJsonDepth = 256;
 
 // Parses `text`; `where` (a file name, "--system", ...) starts every error message:
 // "<where>: malformed JSON: ...", "<where>: a number is out of range ...", "<where>: JSON nested
-// deeper than 256 levels ...". The depth is checked before the parser runs.
+// deeper than 256 levels ...", "<where>: malformed JSON: the key 'gpus' appears twice in ..." (an
+// object that names a key twice is refused: the parser would keep the last value silently). The
+// depth is checked before the parser runs.
 nlohmann::json parse_json(std::string_view text, std::string_view where);
 
 // Reads and parses a file: the errors of parse_json, or "<path>: cannot open the file for reading".

@@ -141,5 +141,9 @@ std::string describe_structure(const Plan& p);
 // "ring_degree", "tp" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
 // string alone (or "?"), so a report still shows the row.
 std::string describe_structure(const nlohmann::json& plan);
+// The structure in a sentence's words (the report's one-line answers): "Ulysses 8", "ring-zigzag 8",
+// "hybrid 4x2" ("hybrid 4x2 ring-inner"), "no SP" for sp = 1; from a plan object as describe_structure reads it.
+std::string describe_in_words(const Plan& p);
+std::string describe_in_words(const nlohmann::json& plan);
 
 }  // namespace seqpar

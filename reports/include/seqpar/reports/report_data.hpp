@@ -12,7 +12,9 @@ namespace seqpar::reports {
 
 // {"sources": [...], "points": [...], "best": [...], "comparisons": [...], "benchmarks": [...],
 //  "peer_comparisons": [...] (seqpar-train beside bench_torch_step: peer_comparison.hpp),
-//  "step_comparisons": {...} (measured training steps beside the simulator: step_comparison.hpp)}
+//  "step_comparisons": {...} (measured training steps beside the simulator: step_comparison.hpp),
+//  "method_comparison": [...] (per predicted length and GPU count, the best plan and each method
+//  against it: method_comparison.hpp)}
 // Sources get ids S1, S2, ... and every other entry names its source id. Measured training steps
 // (documents with a top-level plan and step_time_s) are predicted on `system` (a preset name or
 // profile path; empty: the preset of the measured GPU) instead of being listed as benchmark rows.

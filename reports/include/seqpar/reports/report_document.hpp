@@ -12,10 +12,11 @@ struct Table {
 };
 
 struct Block {
-  enum class Kind { paragraph, table, image } kind = Kind::paragraph;
+  enum class Kind { paragraph, table, image, list } kind = Kind::paragraph;
   std::string text;       // paragraph text, or the image caption
   Table table;
   std::string image_file; // image: file name relative to the report directory
+  std::vector<std::string> items;  // list: one line each
 };
 
 struct Section {
@@ -24,6 +25,7 @@ struct Section {
   void paragraph(std::string text);
   void add_table(Table t);
   void image(std::string file, std::string caption);
+  void list(std::vector<std::string> items);
 };
 
 struct Document {

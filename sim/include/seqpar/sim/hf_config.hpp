@@ -9,13 +9,17 @@
 
 namespace seqpar::sim {
 
-// True when `doc` is a Hugging Face config rather than a seqpar preset: it carries "model_type"
-// and none of the preset's own "layers"/"hidden".
+// True when `doc` is a Hugging Face config rather than a seqpar preset: none of the preset's own
+// "layers"/"hidden", and "model_type" or a key every transformers config has ("architectures",
+// "transformers_version", "hidden_size", "num_hidden_layers", "n_embd"), so a config missing its
+// model_type is told so.
 bool is_hf_config(const nlohmann::json& doc);
 
 // The seqpar model preset document (the schema of sim/presets/models/*.json, figures as
 // {"value", "source"}) of a Hugging Face config read from `file`. Throws seqpar::Error naming the
-// file and the key: an unknown model_type, a missing or malformed size, a field not modelled.
+// file and the key: a missing or unknown model_type, a missing or malformed size, a size above the
+// seqpar limit (named by the config's key), layer_types not a list of one type per layer, a field
+// not modelled.
 nlohmann::json model_preset_from_hf_config(const nlohmann::json& doc, std::string_view file);
 
 }  // namespace seqpar::sim

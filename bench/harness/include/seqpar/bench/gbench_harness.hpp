@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/bench/timer.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/progress.hpp"
 
 namespace seqpar::bench {
 
@@ -60,9 +62,14 @@ class Recorder {
     std::vector<double> samples;
     nlohmann::json fields;
     std::string error;
+    bool ran = false;
   };
+  // After a benchmark's first run: the shape list's progress line (seqpar::Progress, on a terminal only).
+  void count_finished(Entry& entry);
   TimerFactory make_timer_;
   std::vector<Entry> entries_;  // registration order; Google Benchmark runs them after all are added
+  std::unique_ptr<Progress> progress_;  // made at the first run, when every benchmark is registered
+  std::int64_t finished_ = 0;
 };
 
 // The MEASUREMENT JSON of the team contract (run_info fields, kind, program, mode, device, environment,
