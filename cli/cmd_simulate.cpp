@@ -67,7 +67,8 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded)", gib(r.memory.host_bytes)});
   fmt::print("{}\n", mt.str());
   Table terms({"peak, term by term", "part", "GiB"});
-  for (const sim::MemoryTerm& t : r.memory.terms) terms.add({t.name, std::string(sim::to_string(t.part)), gib(t.bytes)});
+  for (const sim::MemoryTerm& term : r.memory.terms)
+    terms.add({term.name, std::string(sim::to_string(term.part)), gib(term.bytes)});
   terms.add({"reserve (device, allocator, calibrated)", "reserved", gib(b.reserved)});
   fmt::print("{}", terms.str());
 }

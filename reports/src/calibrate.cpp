@@ -187,7 +187,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       if (dtype != "bf16" && dtype != "fp16" && dtype != "f16") continue;  // the profile's peak is bf16/fp16
       // seqpar-bench-attention names the engine that ran (seqpar or cudnn); rows before it did are seqpar's.
       KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0,
-                    optional_string(r, "attention_engine", w).value_or("seqpar")};
+                    optional_string(r, "attention_engine", w).value_or("seqpar"), std::nullopt, 0};
       p.flops_per_s = require_number(r, "tflops", w) * 1e12;
       p.tokens = require_number(r, "seq_len", w);
       if (auto d = optional_number(r, "head_dim", w)) p.head_dim = static_cast<int>(*d);
@@ -211,7 +211,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
       double m = require_number(r, "m", w);
-      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0, ""};
+      KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0, "", std::nullopt, 0};
       p.flops = 2 * m * require_number(r, "n", w) * require_number(r, "k", w);
       if (auto tf = optional_number(r, "tflops", w)) p.flops_per_s = *tf * 1e12;
       else p.flops_per_s = p.flops / require_number(r, "time_s", w);
