@@ -76,15 +76,6 @@ double number(const json& j, const char* key, std::string_view what, double lo, 
   return j.contains(key) ? bounded_figure(j, key, what, lo, hi) : fallback;
 }
 
-std::string text(const json& j, const char* key, std::string_view what, const char* fallback = nullptr) {
-  auto it = j.find(key);
-  if (it == j.end()) {
-    if (fallback) return fallback;
-    throw Error(fmt::format("{}: missing field '{}'", what, key));
-  }
-  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
-  return it->get<std::string>();
-}
 
 bool flag(const json& j, const char* key, std::string_view what, bool fallback) {
   auto it = j.find(key);
@@ -178,9 +169,9 @@ Condition read_condition(const json& e, std::string_view what) {
 TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_part) {
   if (!e.is_object()) throw Error(fmt::format("{}: expected an object", what));
   TensorTerm t;
-  t.name = text(e, "name", what);
+  t.name = string_field(e, "name", what);
   const std::string w = fmt::format("{} ('{}')", what, t.name);
-  t.source = text(e, "source", w, "");
+  t.source = string_field(e, "source", w, "");
   read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
   read_symbols<Constant, kConstants>(e, "constant", w, t.constant);
   double any = 0;
@@ -226,10 +217,10 @@ const json& object(const json& parent, const char* key, std::string_view what) {
 Framework framework_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Framework f;
-  f.name = text(j, "name", what);
-  f.description = text(j, "description", what, "");
-  f.source = text(j, "source", what, "");
-  f.attention_kernel = text(j, "attention_kernel", what, "");
+  f.name = string_field(j, "name", what);
+  f.description = string_field(j, "description", what, "");
+  f.source = string_field(j, "source", what, "");
+  f.attention_kernel = string_field(j, "attention_kernel", what, "");
   auto st = j.find("states");
   if (st == j.end() || !st->is_array() || st->empty())
     throw Error(fmt::format("{}: field 'states' must be a non-empty list (weights, gradients, optimizer states)", what));
@@ -238,8 +229,8 @@ Framework framework_from_json(const json& j, std::string_view what) {
     const std::string w = fmt::format("{}: states[{}]", what, i);
     if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
     StateTerm s;
-    s.name = text(e, "name", w);
-    s.source = text(e, "source", w, "");
+    s.name = string_field(e, "name", w);
+    s.source = string_field(e, "source", w, "");
     s.part = one_of(e, "part", w, kParts, MemPart::parameters);
     s.bytes_per_param = bounded_figure(e, "bytes_per_param", w, 0, kMaxBytesPerParam);
     const double z = number(e, "zero_stage", w, 1, 3, 1);

@@ -74,19 +74,9 @@ int count(const json& j, const char* key, std::string_view what, int hi) {
   return static_cast<int>(x);
 }
 
-std::string text(const json& j, const char* key, std::string_view what, const char* fallback = nullptr) {
-  auto it = j.find(key);
-  if (it == j.end()) {
-    if (fallback) return fallback;
-    throw Error(fmt::format("{}: missing field '{}'", what, key));
-  }
-  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
-  return it->get<std::string>();
-}
-
 // A preset's name labels every table and keys every sweep point: it cannot be empty.
 std::string name_of(const json& j, std::string_view what) {
-  std::string name = text(j, "name", what);
+  std::string name = string_field(j, "name", what);
   if (name.find_first_not_of(" \t") == std::string::npos)
     throw Error(fmt::format("{}: field 'name' is empty; give the preset a name", what));
   return name;
@@ -113,7 +103,7 @@ const json& builtin(std::string_view kind, std::string_view name) {
 Link link_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected an object", what));
   Link l;
-  std::string kind = text(j, "link", what, "nvswitch");
+  std::string kind = string_field(j, "link", what, "nvswitch");
   if (kind == "nvswitch") l.kind = LinkKind::nvswitch;
   else if (kind == "nvlink") l.kind = LinkKind::nvlink;
   else if (kind == "pcie") l.kind = LinkKind::pcie;
@@ -155,6 +145,16 @@ void read_nics(const json& inter, std::string_view what, System& s) {
 
 }  // namespace
 
+std::string string_field(const json& j, const char* key, std::string_view what, const char* fallback) {
+  auto it = j.find(key);
+  if (it == j.end()) {
+    if (fallback) return fallback;
+    throw Error(fmt::format("{}: missing field '{}'", what, key));
+  }
+  if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
+  return it->get<std::string>();
+}
+
 const std::vector<PresetEntry>& builtin_presets() {
   static const std::vector<PresetEntry> all = [] {
     std::vector<PresetEntry> out;
@@ -162,7 +162,7 @@ const std::vector<PresetEntry>& builtin_presets() {
       const json doc = parse_json(e.content, e.path);
       std::string kind = e.kind;
       if (!kind.empty() && kind.back() == 's') kind.pop_back();
-      out.push_back({kind, text(doc, "name", e.path), text(doc, "description", e.path, ""), doc});
+      out.push_back({kind, string_field(doc, "name", e.path), string_field(doc, "description", e.path, ""), doc});
     }
     return out;
   }();
@@ -232,11 +232,11 @@ Model model_from_json(const json& j, std::string_view what) {
   m.head_dim = count(j, "head_dim", what, limits::kMaxHeadDim);
   m.ffn_hidden = count(j, "ffn_hidden", what, limits::kMaxFfnHidden);
   m.vocab = count(j, "vocab", what, limits::kMaxVocab);
-  std::string mlp = text(j, "mlp", what, "swiglu");
+  std::string mlp = string_field(j, "mlp", what, "swiglu");
   if (mlp == "swiglu") m.mlp = MlpKind::swiglu;
   else if (mlp == "gelu") m.mlp = MlpKind::gelu;
   else throw Error(fmt::format("{}: field 'mlp' must be swiglu or gelu (got '{}')", what, mlp));
-  std::string norm = text(j, "norm", what, "rmsnorm");
+  std::string norm = string_field(j, "norm", what, "rmsnorm");
   if (norm == "rmsnorm") m.norm = NormKind::rmsnorm;
   else if (norm == "layernorm") m.norm = NormKind::layernorm;
   else throw Error(fmt::format("{}: field 'norm' must be rmsnorm or layernorm (got '{}')", what, norm));

@@ -97,13 +97,7 @@ Breakdown predict(const sim::Model& m, const Plan& p) {
 TrainSetup setup_of(const sim::Model& m, const Plan& p) {
   TrainSetup s;
   s.model = from_sim(m);
-  s.seq_len = p.seq_len;
-  s.ulysses = p.ulysses_degree;
-  s.ring = p.ring_degree;
-  s.zigzag = p.zigzag();
-  s.kv = kv_exchange(p.method);
-  s.micro_batch = p.micro_batch;
-  s.mem = p.mem;
+  apply_plan(s, p);
   return s;
 }
 

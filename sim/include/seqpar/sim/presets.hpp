@@ -28,6 +28,10 @@ void use_framework(System& s, const Framework& f);
 nlohmann::json preset_document(std::string_view kind, std::string_view name_or_path);
 
 // From already-parsed JSON (for calibrated profiles and tests). `what` names the document in errors.
+// A string field of a preset document: `fallback` when absent (seqpar::Error naming `what` and the
+// field without one), seqpar::Error when it is not a string.
+std::string string_field(const nlohmann::json& j, const char* key, std::string_view what,
+                         const char* fallback = nullptr);
 Gpu gpu_from_json(const nlohmann::json& j, std::string_view what);
 System system_from_json(const nlohmann::json& j, std::string_view what);
 Model model_from_json(const nlohmann::json& j, std::string_view what);
