@@ -42,6 +42,9 @@ rm -rf "$logs" && mkdir -p "$logs"
 asan_options="log_path=$logs/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$root/cmake/lsan-openmpi.supp:print_suppressions=0"
+# Property tests over large samples (the simulator's invariants, the preset fuzzer) take every 8th
+# case here: each runs about ten times slower under the sanitizers, and the pass above ran them all.
+export SEQPAR_TEST_SAMPLE=8
 status=0
 # Whole test folders, so tests added to them are included. The suites that start MPI programs
 # unwind every allocation in full (slower) so that Open MPI's own leaks reach its libraries'

@@ -1,6 +1,16 @@
 #include "fixtures.hpp"
 
+#include <cstdlib>
+#include <string>
+
 namespace seqpar::sim::testing {
+
+int sample_stride() {
+  const char* v = std::getenv("SEQPAR_TEST_SAMPLE");
+  if (!v || !*v) return 1;
+  const int k = std::atoi(v);
+  return k >= 1 ? k : 1;
+}
 
 Gpu round_gpu() {
   Gpu g;

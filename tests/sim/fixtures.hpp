@@ -18,4 +18,9 @@ Model tiny_model();
 // A plan of these degrees (tp: tensor parallelism), memory options at their defaults.
 Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp = 1);
 
+// Property tests over large samples take every k-th case, k = $SEQPAR_TEST_SAMPLE (default 1: all).
+// scripts/test.sh sets it for the sanitizer pass, where each case runs ten times slower and the
+// Release pass has already checked them all.
+int sample_stride();
+
 }  // namespace seqpar::sim::testing
