@@ -52,7 +52,7 @@ status=0
 for suite in core sim reports train comm reshard bench gemm kernels layering; do
   [ -d "$asan/tests/$suite" ] || continue
   unwind=1
-  case $suite in train | comm | reshard) unwind=0 ;; esac
+  case $suite in train | comm | reshard | bench) unwind=0 ;; esac
   phase "sanitizer suite tests/$suite"
   ASAN_OPTIONS="$asan_options:fast_unwind_on_malloc=$unwind" \
     ctest --test-dir "$asan/tests/$suite" --output-on-failure -j "$(nproc)" || status=1

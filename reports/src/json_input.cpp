@@ -84,4 +84,12 @@ json run_info_of_this_process() {
   return run_info(static_cast<int>(argv.size()), argv.data());
 }
 
+double number_or(const json& obj, const char* key, double fallback) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_number() ? obj[key].get<double>() : fallback;
+}
+
+std::string string_or(const json& obj, const char* key, std::string fallback) {
+  return obj.is_object() && obj.contains(key) && obj[key].is_string() ? obj[key].get<std::string>() : fallback;
+}
+
 }  // namespace seqpar::reports

@@ -9,6 +9,7 @@
 
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/plan.hpp"
+#include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report_data.hpp"
 
 namespace seqpar::reports {
@@ -17,14 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0; }
-std::int64_t whole(const json& j, const char* key) { return static_cast<std::int64_t>(num(j, key)); }
-std::string text(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
+std::int64_t whole(const json& j, const char* key) { return static_cast<std::int64_t>(number_or(j, key)); }
 
 // Plans with sp = 1 are data parallel only, whatever method they were asked for.
-std::string method_of(const json& plan) { return whole(plan, "sp") == 1 ? "no SP" : text(plan, "method"); }
+std::string method_of(const json& plan) { return whole(plan, "sp") == 1 ? "no SP" : string_or(plan, "method"); }
 // The answers list the methods in core's order (kAllMethods), data parallelism alone last.
 int method_rank(const std::string& m) {
   for (std::size_t i = 0; i < kAllMethods.size(); ++i)
@@ -38,9 +35,9 @@ bool fits(const json& p) {
 
 // The checkpointing and the memory options that are not the defaults, in words.
 std::string memory_words(const json& plan) {
-  const std::string ckpt = text(plan, "checkpoint");
+  const std::string ckpt = string_or(plan, "checkpoint");
   std::string out = ckpt.empty() || ckpt == "none" ? "no checkpointing" : ckpt + " checkpointing";
-  if (plan.contains("zero") && plan["zero"].is_number() && num(plan, "zero") != 1)
+  if (plan.contains("zero") && plan["zero"].is_number() && number_or(plan, "zero") != 1)
     out += fmt::format(", ZeRO-{}", whole(plan, "zero"));
   const std::pair<const char*, const char*> flags[] = {{"offload_checkpoints", "checkpoints offloaded"},
                                                        {"offload_optimizer", "optimizer offloaded"},
@@ -48,7 +45,7 @@ std::string memory_words(const json& plan) {
                                                        {"tiled_loss", "tiled loss"}};
   for (const auto& [key, words] : flags)
     if (plan.contains(key) && plan[key].is_boolean() && plan[key].get<bool>()) out += std::string(", ") + words;
-  if (plan.contains("micro_batch") && num(plan, "micro_batch") > 1) out += fmt::format(", micro-batch {}", whole(plan, "micro_batch"));
+  if (plan.contains("micro_batch") && number_or(plan, "micro_batch") > 1) out += fmt::format(", micro-batch {}", whole(plan, "micro_batch"));
   return out;
 }
 
@@ -61,11 +58,11 @@ std::string answer(const json& cell) {
     // Nothing fits: the leanest plan says how far off it is.
     const json* leanest = nullptr;
     for (const auto& m : methods)
-      if (m["peak_memory_bytes"].is_number() && (!leanest || num(m, "peak_memory_bytes") < num(*leanest, "peak_memory_bytes")))
+      if (m["peak_memory_bytes"].is_number() && (!leanest || number_or(m, "peak_memory_bytes") < number_or(*leanest, "peak_memory_bytes")))
         leanest = &m;
     if (!leanest) return out + "no plan is valid";
     return out + fmt::format("no plan fits (the leanest, {}, needs {} of {} GiB per GPU)", describe_in_words((*leanest)["plan"]),
-                             gib(num(*leanest, "peak_memory_bytes")), gib(num(*leanest, "memory_capacity_bytes")));
+                             gib(number_or(*leanest, "peak_memory_bytes")), gib(number_or(*leanest, "memory_capacity_bytes")));
   }
   const json& best = cell["best"];
   const json& plan = best["plan"];
@@ -78,8 +75,8 @@ std::string answer(const json& cell) {
   out += ", " + memory_words(plan) + ", 1.00";
   for (const auto& m : methods) {
     if (m["method"] == best["method"]) continue;
-    out += "; " + (m["fits"].get<bool>() ? fmt::format("{}: {:.2f}", describe_in_words(m["plan"]), num(m, "relative"))
-                                          : fmt::format("{}: does not fit", text(m, "method")));
+    out += "; " + (m["fits"].get<bool>() ? fmt::format("{}: {:.2f}", describe_in_words(m["plan"]), number_or(m, "relative"))
+                                          : fmt::format("{}: does not fit", string_or(m, "method")));
   }
   return out;
 }
@@ -92,8 +89,8 @@ json method_comparison(const json& points) {
   std::map<Key, std::map<std::string, std::vector<const json*>>> cells;  // method -> its valid points
   for (const auto& p : points) {
     if (p["origin"] != "prediction" || !p["valid"].get<bool>()) continue;
-    const Key k{p["system"].get<std::string>(), p["model"].get<std::string>(), static_cast<std::int64_t>(num(p["plan"], "gpus")),
-                static_cast<std::int64_t>(num(p["plan"], "seq_len"))};
+    const Key k{p["system"].get<std::string>(), p["model"].get<std::string>(), static_cast<std::int64_t>(number_or(p["plan"], "gpus")),
+                static_cast<std::int64_t>(number_or(p["plan"], "seq_len"))};
     if (!cells.count(k)) order.push_back(k);
     cells[k][method_of(p["plan"])].push_back(&p);
   }
@@ -106,8 +103,8 @@ json method_comparison(const json& points) {
       for (const json* p : pts) {
         if (!pick) { pick = p; continue; }
         if (fits(*p) != fits(*pick)) { if (fits(*p)) pick = p; continue; }
-        if (fits(*p) ? num(*p, "tokens_per_s_per_gpu") > num(*pick, "tokens_per_s_per_gpu")
-                     : num(*p, "peak_memory_bytes") < num(*pick, "peak_memory_bytes"))
+        if (fits(*p) ? number_or(*p, "tokens_per_s_per_gpu") > number_or(*pick, "tokens_per_s_per_gpu")
+                     : number_or(*p, "peak_memory_bytes") < number_or(*pick, "peak_memory_bytes"))
           pick = p;
       }
       chosen.push_back({method, pick});
@@ -115,7 +112,7 @@ json method_comparison(const json& points) {
     std::stable_sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return method_rank(a.first) < method_rank(b.first); });
     const json* best = nullptr;
     for (const auto& [method, p] : chosen)
-      if (fits(*p) && (!best || num(*p, "tokens_per_s_per_gpu") > num(*best, "tokens_per_s_per_gpu"))) best = p;
+      if (fits(*p) && (!best || number_or(*p, "tokens_per_s_per_gpu") > number_or(*best, "tokens_per_s_per_gpu"))) best = p;
     json cell = {{"system", std::get<0>(k)}, {"model", std::get<1>(k)}, {"gpus", std::get<2>(k)}, {"seq_len", std::get<3>(k)}};
     cell["best"] = best ? json{{"method", method_of((*best)["plan"])}, {"plan", (*best)["plan"]}, {"plan_label", (*best)["plan_label"]},
                                {"tokens_per_s_per_gpu", (*best)["tokens_per_s_per_gpu"]}, {"source", (*best)["source"]}}
@@ -126,7 +123,7 @@ json method_comparison(const json& points) {
       cell["methods"].push_back(
           {{"method", method}, {"fits", ok}, {"plan", (*p)["plan"]}, {"plan_label", (*p)["plan_label"]},
            {"tokens_per_s_per_gpu", ok ? (*p)["tokens_per_s_per_gpu"] : json(nullptr)},
-           {"relative", ok ? json(num(*p, "tokens_per_s_per_gpu") / num(*best, "tokens_per_s_per_gpu")) : json(nullptr)},
+           {"relative", ok ? json(number_or(*p, "tokens_per_s_per_gpu") / number_or(*best, "tokens_per_s_per_gpu")) : json(nullptr)},
            {"peak_memory_bytes", (*p)["peak_memory_bytes"]}, {"memory_capacity_bytes", (*p)["memory_capacity_bytes"]},
            {"source", (*p)["source"]}});
     }

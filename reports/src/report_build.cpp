@@ -31,13 +31,7 @@ std::string slug(const std::string& s) {
   return out;
 }
 
-double num(const json& j, const char* key, double fallback = 0) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
-}
-std::string str(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-std::int64_t int_of(const json& j, const char* key) { return static_cast<std::int64_t>(num(j, key)); }
+std::int64_t int_of(const json& j, const char* key) { return static_cast<std::int64_t>(number_or(j, key)); }
 std::string dash_if_empty(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string fmt_seconds(double s) {
@@ -109,26 +103,26 @@ std::vector<json> breakdown_selection(const std::vector<json>& pts, std::int64_t
 std::vector<std::pair<std::string, double>> time_parts(const json& p) {
   const json& t = p["time"];
   std::vector<std::pair<std::string, double>> parts;
-  parts.push_back({"compute", num(t, "compute_s")});
+  parts.push_back({"compute", number_or(t, "compute_s")});
   if (t.contains("exposed_attention_comm_s")) {
-    parts.push_back({"exposed attention comm", num(t, "exposed_attention_comm_s")});
-    parts.push_back({"exposed data-parallel comm", num(t, "exposed_dp_comm_s")});
+    parts.push_back({"exposed attention comm", number_or(t, "exposed_attention_comm_s")});
+    parts.push_back({"exposed data-parallel comm", number_or(t, "exposed_dp_comm_s")});
   } else {
-    parts.push_back({"exposed comm", num(t, "exposed_comm_s")});
+    parts.push_back({"exposed comm", number_or(t, "exposed_comm_s")});
   }
-  parts.push_back({"optimizer", num(t, "optimizer_s")});
-  parts.push_back({"exposed offload", num(t, "exposed_offload_s")});
+  parts.push_back({"optimizer", number_or(t, "optimizer_s")});
+  parts.push_back({"exposed offload", number_or(t, "exposed_offload_s")});
   double sum = 0;
   for (auto& [k, v] : parts) sum += v;
-  double step = num(p, "step_time_s");
+  double step = number_or(p, "step_time_s");
   if (step - sum > 0.005 * step) parts.push_back({"other", step - sum});
   return parts;
 }
 
 std::string link_label(const json& p) {
-  std::string link = str(p, "intra_link");
+  std::string link = string_or(p, "intra_link");
   std::string intra = link == "pcie" ? "PCIe" : (link == "nvswitch" || link == "nvlink") ? "NVLink" : link.empty() ? "link unknown" : link;
-  double nodes = num(p, "nodes", 1);
+  double nodes = number_or(p, "nodes", 1);
   if (nodes > 1) return fmt::format("{} nodes: {} + InfiniBand", nodes, intra);
   return intra;
 }
@@ -149,7 +143,7 @@ json throughput_figure(const GroupKey& key, const std::vector<json>& pts) {
     // One line per method and split; each point carries its own fastest memory options.
     std::string label = structure_label(p["plan"]);
     if (p["origin"] == "measurement") label += " (measured)";
-    panels[int_of(p["plan"], "sp")][label].push_back({num(p["plan"], "seq_len"), num(p, "tokens_per_s_per_gpu")});
+    panels[int_of(p["plan"], "sp")][label].push_back({number_or(p["plan"], "seq_len"), number_or(p, "tokens_per_s_per_gpu")});
   }
   if (panels.empty()) return nullptr;
   json fig = figure_spec(kLinesFigure, "throughput", group_file("throughput-", key));
@@ -207,7 +201,7 @@ json memory_figure(const GroupKey& key, const std::vector<json>& sel, const std:
   json mstacks = json::array();
   for (const auto& n : mnames) {
     json vals = json::array();
-    for (const auto& p : sel) vals.push_back(num(p["memory"], n.c_str()) / (1024.0 * 1024 * 1024));
+    for (const auto& p : sel) vals.push_back(number_or(p["memory"], n.c_str()) / (1024.0 * 1024 * 1024));
     std::string label = n.size() > 6 && n.ends_with("_bytes") ? n.substr(0, n.size() - 6) : n;
     std::replace(label.begin(), label.end(), '_', ' ');
     mstacks.push_back({{"label", label}, {"values", vals}});
@@ -217,7 +211,7 @@ json memory_figure(const GroupKey& key, const std::vector<json>& sel, const std:
               {"stacks", mstacks},
               {"caption", fmt::format("Peak memory per GPU by part against the device capacity, {}. Sources: {} ({}).",
                                       where, sources_of(sel), modes_of(sel))}});
-  double cap = num(sel.front(), "memory_capacity_bytes");
+  double cap = number_or(sel.front(), "memory_capacity_bytes");
   if (cap > 0) fig["hline"] = {{"y", cap / (1024.0 * 1024 * 1024)}, {"label", "device capacity"}};
   return fig;
 }
@@ -241,8 +235,8 @@ void add_systems_figures(const json& points, json& figs) {
   for (const auto& p : points) {
     if (p["origin"] != "prediction" || !plottable(p)) continue;
     std::string sys = p["system"].get<std::string>() + " (" + link_label(p) + ")";
-    double& best = by_model[p["model"].get<std::string>()][int_of(p["plan"], "gpus")][sys][num(p["plan"], "seq_len")];
-    best = std::max(best, num(p, "tokens_per_s_per_gpu"));
+    double& best = by_model[p["model"].get<std::string>()][int_of(p["plan"], "gpus")][sys][number_or(p["plan"], "seq_len")];
+    best = std::max(best, number_or(p, "tokens_per_s_per_gpu"));
     model_points[p["model"].get<std::string>()].push_back(p);
   }
   for (const auto& [model, by_gpus] : by_model) {
@@ -286,7 +280,7 @@ json method_panels(const std::vector<json>& cells, const std::function<json(cons
       const std::string method = m["method"].get<std::string>();
       auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == method; });
       if (it == lines.end()) it = lines.insert(lines.end(), {method, {}});
-      it->second[num(c, "seq_len")] = v.get<double>();
+      it->second[number_or(c, "seq_len")] = v.get<double>();
     }
   json panels = json::array();
   for (const auto& [gpus, methods] : by_gpus) panels.push_back(gpus_panel(gpus, methods));
@@ -328,7 +322,7 @@ void add_method_figures(const json& cells, json& figs) {
     });
     double cap = 0;
     for (const auto& c : group)
-      for (const auto& m : c["methods"]) cap = std::max(cap, num(m, "memory_capacity_bytes"));
+      for (const auto& m : c["methods"]) cap = std::max(cap, number_or(m, "memory_capacity_bytes"));
     if (mem.empty() || cap <= 0) continue;
     json fig = figure_spec(kLinesFigure, "memory_capacity", "memory-capacity-" + slug(system + "-" + model) + ".png");
     fig.update({{"title", "Peak memory against capacity: " + where}, {"xlabel", "sequence length (tokens)"},
@@ -348,7 +342,7 @@ json parity_figure(const json& comparisons) {
   std::vector<json> srcs;
   for (const auto& c : comparisons) {
     pts.push_back({{"x", c["predicted_step_time_s"]}, {"y", c["measured_step_time_s"]},
-                   {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(num(c, "seq_len"))}});
+                   {"label", c["plan_label"].get<std::string>() + " " + fmt_seq(number_or(c, "seq_len"))}});
     srcs.push_back({{"source", c["prediction_source"]}, {"mode", to_string(Mode::modelled)}});
     srcs.push_back({{"source", c["measurement_source"]}, {"mode", c["measurement_mode"]}});
   }
@@ -453,15 +447,15 @@ std::pair<Section, Section> breakdown_sections(const json& data, const json& fig
     for (const auto& p : breakdown_selection(pts, &seq)) {
       const json& t = p["time"];
       st_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
-                               p["plan_label"], dash_if_empty(str(p, "placement")), fmt_seconds(num(p, "step_time_s")),
-                               fmt_seconds(num(t, "compute_s")),
-                               fmt_seconds(num(t, "exposed_comm_s")),
-                               p["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(p, "tokens_per_s_per_gpu")) : "-",
+                               p["plan_label"], dash_if_empty(string_or(p, "placement")), fmt_seconds(number_or(p, "step_time_s")),
+                               fmt_seconds(number_or(t, "compute_s")),
+                               fmt_seconds(number_or(t, "exposed_comm_s")),
+                               p["tokens_per_s_per_gpu"].is_number() ? fmt_rate(number_or(p, "tokens_per_s_per_gpu")) : "-",
                                p["source"], p["mode"]});
       if (p["peak_memory_bytes"].is_number())
         mem_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
-                                  p["plan_label"], fmt_gib(num(p, "peak_memory_bytes")),
-                                  p["memory_capacity_bytes"].is_number() ? fmt_gib(num(p, "memory_capacity_bytes")) : "-",
+                                  p["plan_label"], fmt_gib(number_or(p, "peak_memory_bytes")),
+                                  p["memory_capacity_bytes"].is_number() ? fmt_gib(number_or(p, "memory_capacity_bytes")) : "-",
                                   p["fits"].get<bool>() ? "yes" : "no", p["source"], p["mode"]});
     }
   }
@@ -481,14 +475,14 @@ BestGrid best_plan_grid(const json& data) {
   BestGrid grid;
   std::set<std::string> from_sweep;
   for (const auto& b : data["best"]) {
-    std::string sys = b["system"].get<std::string>() + (str(b, "model").empty() ? "" : " / " + str(b, "model"));
+    std::string sys = b["system"].get<std::string>() + (string_or(b, "model").empty() ? "" : " / " + string_or(b, "model"));
     BestCell c;
     if (b["plan_label"].is_string())
       c = {fmt::format("{} ({} tok/s/GPU) [{}]", b["plan_label"].get<std::string>(),
-                       b["tokens_per_s_per_gpu"].is_number() ? fmt_rate(num(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
-           num(b, "tokens_per_s_per_gpu")};
+                       b["tokens_per_s_per_gpu"].is_number() ? fmt_rate(number_or(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
+           number_or(b, "tokens_per_s_per_gpu")};
     else
-      c = {fmt::format("none fits{} [{}]", str(b, "reason").empty() ? "" : ": " + str(b, "reason"), b["source"].get<std::string>()), 0};
+      c = {fmt::format("none fits{} [{}]", string_or(b, "reason").empty() ? "" : ": " + string_or(b, "reason"), b["source"].get<std::string>()), 0};
     grid[sys][int_of(b, "seq_len")][int_of(b, "gpus")] = c;
     from_sweep.insert(sys);
   }
@@ -498,9 +492,9 @@ BestGrid best_plan_grid(const json& data) {
     std::string sys_plain = p["system"].get<std::string>();
     if (from_sweep.count(sys) || from_sweep.count(sys_plain)) continue;
     BestCell& c = grid[sys][int_of(p["plan"], "seq_len")][int_of(p["plan"], "gpus")];
-    if (plottable(p) && num(p, "tokens_per_s_per_gpu") > c.rate)
-      c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), fmt_rate(num(p, "tokens_per_s_per_gpu")),
-                       p["source"].get<std::string>()), num(p, "tokens_per_s_per_gpu")};
+    if (plottable(p) && number_or(p, "tokens_per_s_per_gpu") > c.rate)
+      c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), fmt_rate(number_or(p, "tokens_per_s_per_gpu")),
+                       p["source"].get<std::string>()), number_or(p, "tokens_per_s_per_gpu")};
     else if (c.rate < 0)
       c = {"none fits [" + p["source"].get<std::string>() + "]", 0};
   }
@@ -539,9 +533,9 @@ Section validation_section(const json& data, const json& figures, const std::set
   add_figures(val, figures, drawn, "validation");
   Table t{{"model", "system", "plan", "GPUs", "seq", "predicted", "measured", "error", "prediction", "measurement", "measurement mode"}, {}};
   for (const auto& c : data["comparisons"])
-    t.rows.push_back({c["model"], c["system"], c["plan_label"], std::to_string(int_of(c, "gpus")), fmt_seq(num(c, "seq_len")),
-                      fmt_seconds(num(c, "predicted_step_time_s")), fmt_seconds(num(c, "measured_step_time_s")),
-                      fmt::format("{:+.1f}%", num(c, "error") * 100), c["prediction_source"], c["measurement_source"],
+    t.rows.push_back({c["model"], c["system"], c["plan_label"], std::to_string(int_of(c, "gpus")), fmt_seq(number_or(c, "seq_len")),
+                      fmt_seconds(number_or(c, "predicted_step_time_s")), fmt_seconds(number_or(c, "measured_step_time_s")),
+                      fmt::format("{:+.1f}%", number_or(c, "error") * 100), c["prediction_source"], c["measurement_source"],
                       describe_mode(c["measurement_mode"].get<std::string>())});
   val.add_table(t);
   val.paragraph("Error = predicted / measured - 1. Communication in a single-rank-proxy measurement runs over a loopback, "
@@ -562,7 +556,7 @@ Section benchmarks_section(const json& data) {
     for (const char* k : {"tflops", "busbw_gbps", "algbw_gbps", "gbps", "tokens_per_s", "peak_memory_bytes"})
       if (b["fields"].contains(k) && b["fields"][k].is_number())
         figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", fmt_rate(b["fields"][k].get<double>()), k);
-    t.rows.push_back({b["program"], b["name"], fmt_seconds(num(b, "time_s")),
+    t.rows.push_back({b["program"], b["name"], fmt_seconds(number_or(b, "time_s")),
                       b.contains("repetitions") ? std::to_string(int_of(b, "repetitions")) : "-", figs.empty() ? "-" : figs,
                       b["device"], b["mode"], b["source"]});
   }
@@ -586,14 +580,14 @@ Section step_section(const json& data) {
            "predicted peak", "measured peak", "memory error", "source"}, {}};
   bool proxy = false, other_dtype = false, time_only = false;
   for (const auto& r : sc["rows"]) {
-    proxy = proxy || str(r, "mode") == "single-rank-proxy";
-    other_dtype = other_dtype || (str(r, "dtype") != "bf16" && str(r, "dtype") != "fp16");
+    proxy = proxy || string_or(r, "mode") == "single-rank-proxy";
+    other_dtype = other_dtype || (string_or(r, "dtype") != "bf16" && string_or(r, "dtype") != "fp16");
     time_only = time_only || r["measured_peak_memory_bytes"].is_null();
-    t.rows.push_back({r["name"], r["model"], r["plan_label"], std::to_string(int_of(r, "gpus")), fmt_seq(num(r, "seq_len")),
-                      dash_if_empty(str(r, "mode")), fmt_seconds(num(r, "predicted_step_time_s")),
-                      fmt_seconds(num(r, "measured_step_time_s")), percent_or_dash(r["time_error"]),
-                      fmt_gib(num(r, "predicted_peak_memory_bytes")),
-                      r["measured_peak_memory_bytes"].is_number() ? fmt_gib(num(r, "measured_peak_memory_bytes")) : "-",
+    t.rows.push_back({r["name"], r["model"], r["plan_label"], std::to_string(int_of(r, "gpus")), fmt_seq(number_or(r, "seq_len")),
+                      dash_if_empty(string_or(r, "mode")), fmt_seconds(number_or(r, "predicted_step_time_s")),
+                      fmt_seconds(number_or(r, "measured_step_time_s")), percent_or_dash(r["time_error"]),
+                      fmt_gib(number_or(r, "predicted_peak_memory_bytes")),
+                      r["measured_peak_memory_bytes"].is_number() ? fmt_gib(number_or(r, "measured_peak_memory_bytes")) : "-",
                       percent_or_dash(r["memory_error"]), r["source"]});
   }
   st.add_table(t);
@@ -634,7 +628,7 @@ Section peer_section(const json& data) {
   for (const auto& r : rows) {
     const json &sq = r["seqpar"], &pt = r["pytorch"];
     if (sq.is_null() || pt.is_null()) ++unmatched;
-    t.rows.push_back({r["model"], r["plan_label"], fmt_seq(num(r, "seq_len")), dash_if_empty(str(r, "gpu")),
+    t.rows.push_back({r["model"], r["plan_label"], fmt_seq(number_or(r, "seq_len")), dash_if_empty(string_or(r, "gpu")),
                       side(sq, "step_time_s", fmt_seconds), side(pt, "step_time_s", fmt_seconds), ratio(r, "step_time_ratio"),
                       side(sq, "tflops_per_gpu", fmt_rate), side(pt, "tflops_per_gpu", fmt_rate), ratio(r, "tflops_ratio"),
                       side(sq, "peak_memory_bytes", fmt_gib), side(pt, "peak_memory_bytes", fmt_gib),
@@ -660,9 +654,9 @@ Section sources_section(const json& data) {
   Table t{{"id", "file", "kind", "program", "mode", "command", "tool version", "created (UTC)", "host", "GPU / driver / CUDA / NCCL / MPI"}, {}};
   for (const auto& s : data["sources"]) {
     const json& v = s["versions"];
-    std::string versions = fmt::format("{} / {} / {} / {} / {}", dash_if_empty(str(v, "gpu")), dash_if_empty(str(v, "driver_version")),
-                                       dash_if_empty(str(v, "cuda_runtime_version")), dash_if_empty(str(v, "nccl_version")),
-                                       dash_if_empty(str(v, "mpi_version")));
+    std::string versions = fmt::format("{} / {} / {} / {} / {}", dash_if_empty(string_or(v, "gpu")), dash_if_empty(string_or(v, "driver_version")),
+                                       dash_if_empty(string_or(v, "cuda_runtime_version")), dash_if_empty(string_or(v, "nccl_version")),
+                                       dash_if_empty(string_or(v, "mpi_version")));
     t.rows.push_back({s["id"], s["file"], s["kind"], s["program"], s["mode_description"], s["command"], s["tool_version"],
                       s["created_utc"], s["host"], versions});
   }

@@ -21,11 +21,6 @@ namespace {
 const char* const kFigureKeys[] = {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
                                    "peak_memory_bytes", "memory_capacity_bytes"};
 
-std::string string_or(const json& j, const char* key, std::string fallback) {
-  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
-  return fallback;
-}
-
 // A number, or null; anything else is an error naming the field.
 json number_or_null(const json& obj, const char* key, std::string_view where) {
   auto v = optional_number(obj, key, where);

@@ -7,12 +7,9 @@
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/methods.hpp"
+#include "element_bytes.hpp"
 
 namespace seqpar::sim {
-
-namespace {
-constexpr double kBf16 = 2.0;
-}
 
 AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   AttentionShapes a;

@@ -2,11 +2,9 @@
 
 #include <cmath>
 
-namespace seqpar::sim {
+#include "element_bytes.hpp"
 
-namespace {
-constexpr double kBf16 = 2.0;
-}  // namespace
+namespace seqpar::sim {
 
 double curve_efficiency(const EfficiencyCurve& c, double tokens) {
   if (tokens <= 0) return 0.0;

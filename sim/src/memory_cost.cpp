@@ -11,11 +11,11 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
+#include "element_bytes.hpp"
 
 namespace seqpar::sim {
 
 namespace {
-constexpr double kBf16 = 2.0, kF32 = 4.0;
 
 // The named terms a phase holds; a phase's total is their sum, and its breakdown their sum by part.
 struct Item {

@@ -13,12 +13,12 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
+#include "element_bytes.hpp"
 
 namespace seqpar::sim {
 
 namespace {
 
-constexpr double kBf16 = 2.0;
 // AdamW on the GPU reads and writes fp32 master weight, both moments, the bf16 gradient and
 // writes the bf16 weight: 4+4+4+2 read, 4+4+4+2 written.
 constexpr double kAdamBytesPerParam = 28.0;

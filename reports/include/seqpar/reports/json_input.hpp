@@ -27,6 +27,11 @@ const nlohmann::json& require_array(const nlohmann::json& obj, std::string_view 
 std::optional<double> optional_number(const nlohmann::json& obj, std::string_view key, std::string_view where);
 std::optional<std::string> optional_string(const nlohmann::json& obj, std::string_view key, std::string_view where);
 
+// Lenient readers of documents the report itself wrote (report-data rows): the field's value, or the
+// fallback when the document is not an object or the field is absent or of another type.
+double number_or(const nlohmann::json& obj, const char* key, double fallback = 0);
+std::string string_or(const nlohmann::json& obj, const char* key, std::string fallback = "");
+
 // The argv of this process (from /proc/self/cmdline), for run_info() in subcommand callbacks
 // that are not handed argc/argv. Falls back to {"seqpar"} where /proc is unavailable.
 nlohmann::json run_info_of_this_process();
