@@ -165,19 +165,14 @@ TEST(MaxLen, TiledCurveThatFallsIsSearchedToItsLongestFittingLength) {
 TEST(MaxLen, TheIssuesCasesNoLongerStopAtTheFirstLengthThatDoesNotFit) {
   const Model m70 = load_model("llama3-70b");
   const System l20 = load_system("l20-pcie");
-  Plan p;
-  p.method = Method::ulysses;
-  p.gpus = p.sp = p.ulysses_degree = 8;
+  Plan p = testing::plan(Method::ulysses, 8, 65536, 8, 8, 1);
   p.mem = {3, Checkpoint::full, true, true, false, true};
-  p.seq_len = 65536;
   const double before = simulate(m70, l20, p).peak_memory_bytes();
   p.seq_len = 65544;
   EXPECT_LT(simulate(m70, l20, p).peak_memory_bytes(), before);
   const Model m8 = load_model("llama3-8b");
   const System a100 = load_system("dgx-a100-40g");
-  Plan q;
-  q.method = Method::ulysses;
-  q.gpus = q.sp = q.ulysses_degree = 4;
+  Plan q = testing::plan(Method::ulysses, 4, 0, 4, 4, 1);
   q.mem = {3, Checkpoint::full, false, false, false, true};
   const MaxLenSearch r = max_seq_len_search(m8, a100, q);
   q.seq_len = r.max_seq_len;
