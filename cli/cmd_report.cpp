@@ -63,6 +63,27 @@ std::string step_table(const nlohmann::json& sc) {
                      abs_pct(sc["max_abs_memory_error"]));
 }
 
+// The seqpar-train --validate verdicts, the failed count in the first line.
+std::string verdict_table(const nlohmann::json& rows) {
+  Table t({"plan", "seq", "arithmetic", "verdict", "failed", "steps", "closest check", "used", "source"});
+  int failed = 0;
+  for (const auto& v : rows) {
+    const nlohmann::json& c = v["closest"];
+    failed += v["passed"].get<bool>() ? 0 : 1;
+    const std::string overrides = v["overrides"].get<std::string>();
+    t.add({v["plan_label"].get<std::string>(),
+           seqpar::format_count(static_cast<std::int64_t>(v["plan"]["seq_len"].get<double>())),
+           v["arithmetic"].get<std::string>(),
+           std::string(v["passed"].get<bool>() ? "PASS" : "FAIL") + (overrides.empty() ? "" : " (" + overrides + ")"),
+           fmt::format("{:.0f}", v["failures"].get<double>()), std::to_string(v["steps"].get<std::int64_t>()),
+           c["name"].get<std::string>(),
+           c["used"].is_number() ? fmt::format("{:.0f}%", c["used"].get<double>() * 100) : "not finite",
+           v["source"].get<std::string>()});
+  }
+  return fmt::format("validation verdicts (seqpar-train --validate): {} of {} FAIL (used: the closest check's sharded "
+                     "error / allowed error)\n{}", failed, rows.size(), t.str());
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app) {
@@ -70,8 +91,9 @@ void add_report_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Write report.md, report.html (self-contained, plots embedded) and report-data.json from prediction "
                 "and measurement JSON");
-  cmd->add_option("files", args->files, "JSON files: seqpar simulate/sweep/advise output, benchmark -J output, "
-                                        "scripts/sweep.py results, Google Benchmark output")->required();
+  cmd->add_option("files", args->files, "JSON files: seqpar simulate/sweep/advise output, benchmark -J output "
+                                        "(seqpar-train --validate: its verdict), scripts/sweep.py results, Google "
+                                        "Benchmark output")->required();
   cmd->add_option("--out", args->options.out_dir, "output directory (created)")->required();
   cmd->add_option("--title", args->options.title, "report title")->capture_default_str();
   cmd->add_option("--python", args->options.python, "Python interpreter with matplotlib")->capture_default_str();
@@ -93,12 +115,14 @@ void add_report_command(CLI::App& app) {
     if (args->json) {
       nlohmann::json j = {{"markdown", out.markdown_path}, {"html", out.html_path}, {"data", out.data_path},
                           {"images", out.images}, {"warnings", out.warnings},
-                          {"peer_comparisons", out.peer_comparisons}, {"step_comparisons", out.step_comparisons}};
+                          {"peer_comparisons", out.peer_comparisons}, {"step_comparisons", out.step_comparisons},
+                          {"validations", out.validations}};
       std::cout << dump_json(j) << "\n";
       return;
     }
     std::cout << fmt::format("wrote {}\n      {}\n      {}\n      {} plots\n", out.markdown_path, out.html_path,
                              out.data_path, out.images.size());
+    if (!out.validations.empty()) std::cout << verdict_table(out.validations);
     if (!out.peer_comparisons.empty()) std::cout << peer_table(out.peer_comparisons);
     if (!out.step_comparisons["rows"].empty()) std::cout << step_table(out.step_comparisons);
   });

@@ -402,11 +402,14 @@ Section answer_section(const json& data) {
 Section inputs_section(const json& data) {
   Section intro;
   intro.title = "Inputs";
-  intro.paragraph(fmt::format("{} source documents, {} plan points ({} predicted, {} measured), {} benchmark rows. Every "
-                              "table row names its source (S1, S2, ...); the Sources section gives each source's command, "
-                              "versions and measurement mode.",
+  const json& verdicts = data["validations"];
+  const auto fails = std::count_if(verdicts.begin(), verdicts.end(), [](const json& v) { return !v["passed"].get<bool>(); });
+  intro.paragraph(fmt::format("{} source documents, {} plan points ({} predicted, {} measured), {} benchmark rows, {} "
+                              "validation verdicts ({} FAIL). Every table row names its source (S1, S2, ...); the "
+                              "Sources section gives each source's command, versions and measurement mode.",
                               data["sources"].size(), data["points"].size(), count_origin(data["points"], "prediction"),
-                              count_origin(data["points"], "measurement"), data["benchmarks"].size()));
+                              count_origin(data["points"], "measurement"), data["benchmarks"].size(), verdicts.size(),
+                              fails));
   return intro;
 }
 
@@ -645,6 +648,66 @@ Section peer_section(const json& data) {
   return peer;
 }
 
+// The seqpar-train --validate verdicts (validation_verdict.hpp): any FAIL in the section's first
+// lines with its worst check in words, then one row per run and what a verdict means.
+Section verdict_section(const json& data) {
+  Section s;
+  s.title = "Validation verdicts (seqpar-train --validate)";
+  const json& rows = data["validations"];
+  if (rows.empty()) {
+    s.paragraph("No seqpar-train --validate document in the inputs: no verdict.");
+    return s;
+  }
+  auto error = [](const json& v) { return v.is_number() ? fmt::format("{:.3g}", v.get<double>()) : "not finite"; };
+  std::vector<std::string> failed;
+  std::set<std::string> rules;
+  bool overridden = false;
+  Table t{{"plan", "seq", "model", "arithmetic", "verdict", "failed checks", "steps validated", "closest check (step)",
+           "sharded error", "allowed error", "allowance used", "source"}, {}};
+  for (const auto& v : rows) {
+    const json& c = v["closest"];
+    const bool passed = v["passed"].get<bool>();
+    const std::string overrides = string_or(v, "overrides");
+    const std::string where = fmt::format("{} at {} [{}]", v["plan_label"].get<std::string>(),
+                                          fmt_seq(number_or(v["plan"], "seq_len")), v["source"].get<std::string>());
+    if (!passed)
+      failed.push_back(fmt::format("{}: {} failed checks; worst: {}", where, int_of(v, "failures"),
+                                   string_or(c, "explanation").empty() ? c["name"].get<std::string>() : string_or(c, "explanation")));
+    overridden = overridden || !overrides.empty();
+    rules.insert(v["rule"].get<std::string>());
+    t.rows.push_back({v["plan_label"], fmt_seq(number_or(v["plan"], "seq_len")), v["model"], v["arithmetic"],
+                      std::string(passed ? "PASS" : "FAIL") + (overrides.empty() ? "" : " (rule overridden: " + overrides + ")"),
+                      std::to_string(int_of(v, "failures")), std::to_string(int_of(v, "steps")),
+                      c["step"].is_number() ? fmt::format("{} ({})", c["name"].get<std::string>(), int_of(c, "step"))
+                                            : c["name"].get<std::string>(),
+                      error(c["sharded_error"]), error(c["allowed_error"]),
+                      c["used"].is_number() ? fmt::format("{:.0f}%", c["used"].get<double>() * 100) : "not finite",
+                      v["source"]});
+  }
+  if (!failed.empty()) {
+    s.paragraph(fmt::format("FAIL: {} of {} validated runs failed. Their sharded step is less accurate than the rule "
+                            "allows: a sharding bug until shown otherwise.", failed.size(), rows.size()));
+    s.list(failed);
+  } else {
+    s.paragraph(fmt::format("PASS: all {} validated runs passed.", rows.size()));
+  }
+  s.add_table(t);
+  s.paragraph("Each validated step runs three ways from the same parameters: the sharded step (the plan), the "
+              "unsharded step (SP = 1, same back end and precision) and an fp32 reference on the CPU (README, "
+              "Validation). The loss and every gradient tensor are checked against the rule. PASS: every check of "
+              "every step held, so the plan computes what the unsharded step computes, up to the rounding sharding "
+              "may add. FAIL: at least one check went past its allowance, which that rounding does not explain (a "
+              "planted sharding bug goes past it 2.4 to thousands of times). The closest check is the one that used "
+              "the largest fraction of its allowance over the run (sharded error / allowed error; past 100% it "
+              "failed).");
+  for (const auto& rule : rules) s.paragraph("Rule: " + rule + ".");
+  if (overridden)
+    s.paragraph("'rule overridden': the run replaced the derived factor or floor (--error-factor, --error-atol), an "
+                "experiment: a run that passes only with them is not validated.");
+  s.paragraph("These runs time nothing (each step also ran the unsharded and reference steps): they are in no "
+              "timing table or figure.");
+  return s;
+}
 
 Section sources_section(const json& data) {
   Section src;
@@ -670,6 +733,7 @@ Document build_document(const json& data, const json& figures, const std::set<st
   Document doc;
   doc.title = title;
   doc.sections.push_back(answer_section(data));
+  doc.sections.push_back(verdict_section(data));
   doc.sections.push_back(figure_section("What each method costs against the best plan", figures, drawn, "relative",
                                         "No valid plan that fits in memory in the inputs: nothing to plot."));
   doc.sections.push_back(figure_section("Peak memory against capacity", figures, drawn, "memory_capacity",
@@ -730,6 +794,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   ReportOutput out;
   out.peer_comparisons = data["peer_comparisons"];
   out.step_comparisons = data["step_comparisons"];
+  out.validations = data["validations"];
   fs::path dir(opt.out_dir);
   out.data_path = (dir / "report-data.json").string();
   write_file(out.data_path, dump_json(doc) + "\n");

@@ -10,6 +10,7 @@
 #include "seqpar/reports/samples.hpp"
 #include "seqpar/reports/step_comparison.hpp"
 #include "seqpar/reports/step_input.hpp"
+#include "seqpar/reports/validation_verdict.hpp"
 #include "seqpar/core/plan.hpp"
 
 namespace seqpar::reports {
@@ -71,7 +72,8 @@ bool same_gpu(const std::string& reported, const std::string& preset) {
 
 struct Gatherer {
   json data = {{"sources", json::array()}, {"points", json::array()}, {"best", json::array()},
-               {"comparisons", json::array()}, {"benchmarks", json::array()}};
+               {"comparisons", json::array()}, {"benchmarks", json::array()},
+               {"validations", json::array()}};
   // seqpar-train and bench_torch_step steps, paired after every input is read (pair_peer_steps).
   json peer_steps = json::array();
   // Measured training steps, predicted on one system after every input is read (compare_steps).
@@ -196,6 +198,13 @@ struct Gatherer {
       std::string w = fmt::format("{}: results[{}]", where, i);
       const json& r = results[i];
       std::string name = require_string(r, "name", w);
+      if (is_validation_result(r)) {  // a verdict, not a time: kept out of every timing table and figure
+        add_validation(doc, config, r, w, where, src);
+        continue;
+      }
+      if (!r.contains("time_s"))
+        throw Error(fmt::format("{}: missing field 'time_s' (a timed result's seconds; a seqpar-train --validate "
+                                "result carries 'validation' instead)", w));
       double time_s = require_number(r, "time_s", w);
       if (is_peer_step_program(program)) peer_steps.push_back(peer_step_record(doc, r, w, src));
       if (r.contains("plan") && r["plan"].is_object()) {
@@ -236,6 +245,22 @@ struct Gatherer {
       if (r.contains("samples_s") && r["samples_s"].is_array()) row["repetitions"] = r["samples_s"].size();
       data["benchmarks"].push_back(row);
     }
+  }
+
+  // One row per `seqpar-train --validate` result: the plan (the result's, else the document's),
+  // the run's arithmetic and the verdict (validation_verdict.hpp).
+  void add_validation(const json& doc, const json& config, const json& r, const std::string& w,
+                      const std::string& where, const std::string& src) {
+    json row = read_validation_verdict(r, w);
+    if (r.contains("plan")) row["plan"] = plan_fields(r["plan"], w);
+    else if (doc.contains("plan")) row["plan"] = plan_fields(doc["plan"], where);
+    else throw Error(fmt::format("{}: missing field 'plan' (the plan validated, beside 'results')", where));
+    row["plan_label"] = plan_label(row["plan"]);
+    std::string model = model_name(r);
+    if (model.empty()) model = model_name(config);
+    row.update({{"source", src}, {"name", r["name"]}, {"model", model.empty() ? "unnamed model" : model},
+                {"mode", doc["mode"]}, {"backend", string_or(config, "backend", "")}});
+    data["validations"].push_back(row);
   }
 
   void add_google_benchmark(const json& doc, const std::string& where, const std::string& src) {

@@ -6,6 +6,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/json_input.hpp"
+#include "seqpar/reports/validation_verdict.hpp"
 
 namespace seqpar::reports {
 
@@ -31,6 +32,9 @@ void read_seqpar(const json& doc, const std::string& where, SampleSet& set) {
     std::string w = fmt::format("{}: results[{}]", where, i);
     BenchmarkSamples b;
     b.name = require_string(results[i], "name", w);
+    if (is_validation_result(results[i]))
+      throw Error(fmt::format("{} ('{}'): a seqpar-train --validate result (field 'validation') records a verdict, not "
+                              "a time; the gate compares timings (seqpar report shows verdicts)", w, b.name));
     if (results[i].contains("samples_s") && !results[i]["samples_s"].is_null()) {
       const json& s = require_array(results[i], "samples_s", w);
       for (std::size_t k = 0; k < s.size(); ++k) {

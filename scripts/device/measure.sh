@@ -234,10 +234,10 @@ if [[ $phase == fidelity || $phase == all ]]; then
   fi
 fi
 
-# A report of everything measured, side by side (seqpar-train beside the PyTorch peer).
-# Timed documents only: --validate runs time nothing (their verdicts are in the summary above).
+# A report of everything measured, side by side (seqpar-train beside the PyTorch peer), and the
+# --validate verdicts (they time nothing: the report lists them apart from every timing).
 jsons=()
-for f in "$work"/*.json; do [[ -e $f && $(basename "$f") != validate_* ]] && jsons+=("$f"); done
+for f in "$work"/*.json; do [[ -e $f ]] && jsons+=("$f"); done
 [ ${#jsons[@]} -gt 0 ] && "$bin/seqpar" report "${jsons[@]}" --out "$work/report" >"$work/report.log" 2>&1
 [ -f "$work/attn_compare.log" ] && { echo; tail -n 60 "$work/attn_compare.log"; }
 exit $failed

@@ -394,26 +394,76 @@ def test_maxlen_search_bad_arguments_exit_2(tmp_path):
 
 # ---- measure.sh check: every --validate case is a valid plan of the model it names ----
 
-def test_check_phase_validate_cases_run_on_one_model_shape(tmp_path):
-    """The check phase's --validate cases, as the phase gives them, run by the real seqpar-train on
-    the CPU back end (where it is built): every plan is accepted and passes (on the H100, Ulysses 8
-    was rejected on the 4-head default model before it ran)."""
+# A stand-in for seqpar-train --validate: logs its arguments and writes the H200 run's document
+# (reports/results/h200/check/) with the plan it was given; FAIL_METHOD's runs fail 2 checks.
+FAKE_VALIDATE = r'''#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+open(os.environ["CALLS"], "a").write(json.dumps([os.path.basename(sys.argv[0])] + args) + "\n")
+def opt(name):
+    return int(args[args.index(name) + 1]) if name in args else None
+method = args[args.index("--method") + 1]
+u, r = {"hybrid": (opt("--ulysses-degree"), opt("--ring-degree")), "ulysses": (opt("--sp"), 1)}.get(method, (1, opt("--sp")))
+doc = json.load(open(os.environ["VALIDATE_DOC"]))
+doc["plan"].update(method=method, sp=u * r, gpus=u * r, ulysses_degree=u, ring_degree=r)
+if method == os.environ.get("FAIL_METHOD"):
+    doc["results"][0]["validation"].update(passed=False, failures=2.0)
+json.dump(doc, open(args[args.index("-J") + 1], "w"))
+'''
+
+
+def run_check_phase(tmp_path, seqpar=None, fail_method=""):
+    """measure.sh check with stand-ins for the GPU programs (and the real seqpar when given);
+    returns the seqpar-train calls it made."""
     bindir = tmp_path / "carry" / "bin"
     bindir.mkdir(parents=True)
     log = tmp_path / "calls.log"
     record = ("#!/usr/bin/env python3\nimport json, os, sys\n"
               "open(os.environ['CALLS'], 'a').write(json.dumps([os.path.basename(sys.argv[0])] + sys.argv[1:]) + '\\n')\n")
     for prog in ("seqpar-train", "seqpar-bench-attention", "seqpar_test_kernels_gpu", "test_train"):
-        (bindir / prog).write_text(record)
+        (bindir / prog).write_text(FAKE_VALIDATE if prog == "seqpar-train" else record)
         (bindir / prog).chmod(0o755)
+    if seqpar:
+        (bindir / "seqpar").symlink_to(Path(seqpar).resolve())
     (tmp_path / "path").mkdir()
     (tmp_path / "path" / "nvidia-smi").write_text("#!/bin/sh\necho name\necho fake\n")
     (tmp_path / "path" / "nvidia-smi").chmod(0o755)
-    env = dict(os.environ, OUT=str(tmp_path / "out"), CALLS=str(log),
+    env = dict(os.environ, OUT=str(tmp_path / "out"), CALLS=str(log), FAIL_METHOD=fail_method,
+               VALIDATE_DOC=str(ROOT / "reports" / "results" / "h200" / "check" / "validate_ring_sp_4.json"),
                PATH=f"{tmp_path / 'path'}{os.pathsep}{os.environ['PATH']}")
     subprocess.run(["bash", str(ROOT / "scripts" / "device" / "measure.sh"), "check", str(tmp_path / "carry")],
                    capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    cases = [json.loads(x)[1:] for x in log.read_text().splitlines() if json.loads(x)[0] == "seqpar-train"]
+    return [json.loads(x)[1:] for x in log.read_text().splitlines() if json.loads(x)[0] == "seqpar-train"]
+
+
+def test_check_phase_report_holds_the_validate_verdicts(tmp_path):
+    """The closing report reads the --validate documents: a verdict per case, a FAIL first, no timing."""
+    seqpar = seqpar_cli()
+    if seqpar is None:
+        pytest.skip("seqpar is not built (set SEQPAR_BUILD_DIR)")
+    cases = run_check_phase(tmp_path, seqpar, fail_method="ring-zigzag")
+    assert len(cases) == 8
+    (tmp_path / "x").mkdir()
+    subprocess.run(["tar", "-xzf", str(tmp_path / "out" / "measure-check.tar.gz"), "-C", str(tmp_path / "x")], check=True)
+    report = tmp_path / "x" / "report"
+    assert (report / "report-data.json").exists(), (tmp_path / "x" / "report.log").read_text()
+    data = json.loads((report / "report-data.json").read_text())
+    verdicts = {v["plan_label"]: v["passed"] for v in data["validations"]}
+    assert verdicts == {"ulysses sp=2": True, "ulysses sp=4": True, "ulysses sp=8": True, "ring sp=4": True,
+                        "ring-zigzag sp=4": False, "ring-zigzag sp=8": False, "hybrid U2xR2": True,
+                        "hybrid U4xR2": True}
+    assert data["points"] == [] and data["benchmarks"] == [] and data["peer_comparisons"] == []
+    md = (report / "report.md").read_text()
+    section = md[md.index("## Validation verdicts"):]
+    assert section.split("\n\n")[1].startswith("FAIL: 2 of 8 validated runs failed."), section[:500]
+    assert "2 of 8 FAIL" in (tmp_path / "x" / "report.log").read_text()
+
+
+def test_check_phase_validate_cases_run_on_one_model_shape(tmp_path):
+    """The check phase's --validate cases, as the phase gives them, run by the real seqpar-train on
+    the CPU back end (where it is built): every plan is accepted and passes (on the H100, Ulysses 8
+    was rejected on the 4-head default model before it ran)."""
+    cases = run_check_phase(tmp_path)
     assert len(cases) == 8 and all("--validate" in c for c in cases)
 
     def opt(c, name):

@@ -147,6 +147,24 @@ with tempfile.TemporaryDirectory() as tmp:
     check(r.returncode == 2 and "kind.json: unknown kind 'forecast'" in r.stderr, "report names an unknown kind", r)
     r = run("report", os.path.join(tmp, "absent.json"), "--out", os.path.join(tmp, "r5"))
     check(r.returncode == 2 and "absent.json: cannot open" in r.stderr, "report names a missing file", r)
+    # report: the H200 seqpar-train --validate documents, a verdict each (printed and in --json);
+    # the gate refuses them as timings; a result neither timed nor validated is refused naming 'time_s'.
+    h200 = os.path.join(SRC, "reports", "results", "h200", "check")
+    validated = sorted(os.path.join(h200, f) for f in os.listdir(h200) if f.startswith("validate_") and f.endswith(".json"))
+    r = run("report", *validated, "--out", os.path.join(tmp, "validate1"), "--no-plots", "--json")
+    rows = json.loads(r.stdout)["validations"] if r.returncode == 0 else []
+    check(len(rows) == len(validated) == 8 and all(v["passed"] for v in rows),
+          "report reads the --validate documents, a verdict each", r)
+    r = run("report", *validated, "--out", os.path.join(tmp, "validate2"), "--no-plots")
+    check(r.returncode == 0 and "validation verdicts (seqpar-train --validate): 0 of 8 FAIL" in r.stdout,
+          "report prints the verdicts", r)
+    r = run("gate", validated[0], validated[0])
+    check(r.returncode == 2 and "records a verdict, not a time" in r.stderr, "gate refuses a --validate document", r)
+    neither = json.load(open(validated[0]))
+    del neither["results"][0]["validation"]
+    r = run("report", write("neither.json", neither), "--out", os.path.join(tmp, "validate3"))
+    check(r.returncode == 2 and "neither.json: results[0]: missing field 'time_s'" in r.stderr,
+          "report refuses a result neither timed nor validated", r)
     # report: seqpar-train beside bench_torch_step, printed with the ratios and in --json.
     peers = [os.path.join(FIX, "peer", f) for f in ("seqpar_train_16k.json", "torch_step_16k.json", "torch_step_32k.json")]
     # The fixtures' GPU is made up: their steps are predicted on the system given.

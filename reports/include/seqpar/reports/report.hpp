@@ -28,6 +28,8 @@ struct ReportOutput {
   nlohmann::json peer_comparisons = nlohmann::json::array();
   // Measured training steps beside the simulator (report-data.json's "step_comparisons": step_comparison.hpp).
   nlohmann::json step_comparisons;
+  // The seqpar-train --validate verdicts (report-data.json's "validations": validation_verdict.hpp).
+  nlohmann::json validations = nlohmann::json::array();
 };
 
 // The figures to draw for this data (type, drawer, file, title, and the series to plot); each kind

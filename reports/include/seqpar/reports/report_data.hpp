@@ -1,6 +1,7 @@
 // The report's tidy data: every input document (prediction, measurement, sweep collection, Google
 // Benchmark) normalised into sources (provenance), points (plans with their figures), best plans,
-// predicted-against-measured pairs and plain benchmark rows. Written beside the report as JSON.
+// predicted-against-measured pairs, plain benchmark rows and validation verdicts. Written beside
+// the report as JSON.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,7 +15,9 @@ namespace seqpar::reports {
 //  "peer_comparisons": [...] (seqpar-train beside bench_torch_step: peer_comparison.hpp),
 //  "step_comparisons": {...} (measured training steps beside the simulator: step_comparison.hpp),
 //  "method_comparison": [...] (per predicted length and GPU count, the best plan and each method
-//  against it: method_comparison.hpp)}
+//  against it: method_comparison.hpp),
+//  "validations": [...] (one verdict per seqpar-train --validate result: read_validation_verdict's
+//  fields plus source, name, model, mode, backend, plan and plan_label; never a timing)}
 // Sources get ids S1, S2, ... and every other entry names its source id. Measured training steps
 // (documents with a top-level plan and step_time_s) are predicted on `system` (a preset name or
 // profile path; empty: the preset of the measured GPU) instead of being listed as benchmark rows.
