@@ -36,7 +36,7 @@ void add_maxlen_command(CLI::App& app) {
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common);
+      const sim::System s = load_system(o->common, m);
       const int gpus = o->search.gpus;
       const sim::SearchSpace space = search_space(o->search, o->mem);
       const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space);

@@ -96,7 +96,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->callback([o] {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common);
+      const sim::System s = load_system(o->common, m);
       const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       const sim::Result r = sim::simulate(m, s, p);
       if (!o->trace.empty() && r.valid)

@@ -21,6 +21,7 @@
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/sweep.hpp"
+#include "seqpar/sim/validity.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -108,6 +109,8 @@ Grid parse_grid(const Opts& o) {
   Grid g;
   g.model = sim::load_model(o.model);
   g.systems = parse_systems(o.systems, o.attention_kernel, o.framework);
+  for (const sim::System& s : g.systems)
+    if (std::string why = sim::profile_mismatch(g.model, s); !why.empty()) throw Error(why);
   g.gpus = parse_list<int>(o.gpus, "gpus", [](const std::string& s) { return parse_int(s, "gpus"); });
   refuse_duplicates(g.gpus, split_list(o.gpus, "gpus"), "gpus");
   g.seq_lens = parse_list<std::int64_t>(o.seq_lens, "seq_len", [](const std::string& s) { return parse_seq_len(s); });

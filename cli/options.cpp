@@ -10,6 +10,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/core/run_info.hpp"
+#include "seqpar/sim/validity.hpp"
 #include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -113,6 +114,12 @@ sim::System load_system(const std::string& name) { return sim::load_system(name)
 sim::System load_system(const CommonOptions& o) {
   if (o.framework.empty()) return sim::load_system(o.system, o.attention_kernel);
   return sim::load_system(o.system, o.attention_kernel, sim::load_framework(o.framework));
+}
+
+sim::System load_system(const CommonOptions& o, const sim::Model& m) {
+  sim::System s = load_system(o);
+  if (std::string why = sim::profile_mismatch(m, s); !why.empty()) throw Error(why);
+  return s;
 }
 
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {

@@ -66,6 +66,9 @@ sim::Model load_model(const CommonOptions& o);
 sim::System load_system(const std::string& name_or_path);
 // --system with --attention-kernel's figures (an unknown kernel is refused naming the GPU's kernels).
 sim::System load_system(const CommonOptions& o);
+// The system with its framework profile, refused (seqpar::Error) when the profile does not
+// describe the model's block: one message, before any plan is searched.
+sim::System load_system(const CommonOptions& o, const sim::Model& m);
 // Registers --attention-kernel (add_common does; sweep, with its own options, calls it itself).
 void add_attention_kernel(CLI::App* app, std::string& kernel);
 void add_framework(CLI::App* app, std::string& framework);

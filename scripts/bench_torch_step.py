@@ -62,9 +62,10 @@ def load_model_preset(name):
     except (OSError, json.JSONDecodeError) as e:
         fail(f"--model {name}: cannot read {path}: {e}")
     where = f"--model {name} ({path})"
-    mlp = doc.get("mlp", "swiglu")
-    if mlp != "swiglu":
-        fail(f"{where}: mlp must be swiglu for the training step (a Llama-style decoder), not '{mlp}'")
+    for field, llama in (("mlp", "swiglu"), ("norm", "rmsnorm"), ("positions", "rope")):
+        kind = doc.get(field, llama)
+        if kind != llama:
+            fail(f"{where}: {field} must be {llama} for the training step (a Llama-style decoder), not '{kind}'")
     cfg = {"name": doc.get("name", path.stem)}
     for k in SIZE_FIELDS:
         v = preset_value(doc, k, where)

@@ -66,9 +66,11 @@ double attention_time(const Gpu& g, double flops, double block_tokens, bool back
 double memory_bound_time(const Gpu& g, double bytes) { return bytes / g.hbm_bytes_per_s; }
 
 double layer_elementwise_bytes_per_token(const Model& m) {
-  // Two norms (read + write), two residual adds (two reads + a write), RoPE on q and k,
-  // and the activation (SwiGLU reads gate and up, writes one; GELU reads one, writes one).
-  const double h = m.hidden, qk = double(m.heads + m.kv_heads) * m.head_dim;
+  // Two norms (read + write), two residual adds (two reads + a write), RoPE on q and k (none
+  // with learned positions, added once at the embedding), and the activation (SwiGLU reads gate
+  // and up, writes one; GELU reads one, writes one).
+  const double h = m.hidden;
+  const double qk = m.positions == PositionKind::rope ? double(m.heads + m.kv_heads) * m.head_dim : 0.0;
   const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.ffn_hidden : 2.0 * m.ffn_hidden;
   return kBf16 * (4.0 * h + 6.0 * h + 2.0 * qk + act);
 }

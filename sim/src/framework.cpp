@@ -38,6 +38,8 @@ std::string_view to_string(Width w) {
     case Width::head_dim: return "head_dim";
     case Width::one: return "one";
     case Width::vocab: return "vocab";
+    case Width::fc1: return "fc1";
+    case Width::rope: return "rope";
   }
   return "unknown";
 }
@@ -49,6 +51,7 @@ std::string_view to_string(Constant c) {
     case Constant::hidden_ffn: return "hidden*ffn";
     case Constant::vocab_hidden: return "vocab*hidden";
     case Constant::layer_params: return "layer_params";
+    case Constant::hidden_fc1: return "hidden*fc1";
   }
   return "unknown";
 }
@@ -276,6 +279,18 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.memory_bound_efficiency = number(time, "memory_bound_efficiency", ts, 1e-3, 1, 1);
   f.step_overhead_s = number(time, "step_overhead_s", ts, 0, 1e4, 0);
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
+  if (auto it = j.find("mlp"); it != j.end()) {
+    const json* kinds = &*it;
+    if (kinds->is_object() && kinds->contains("value")) kinds = &(*kinds)["value"];
+    if (!kinds->is_array() || kinds->empty())
+      throw Error(fmt::format("{}: field 'mlp' must be a non-empty list of the MLP kinds the inventory counts "
+                              "(swiglu, gelu)", what));
+    for (const json& k : *kinds) {
+      if (k == "swiglu") f.mlp_kinds.push_back(MlpKind::swiglu);
+      else if (k == "gelu") f.mlp_kinds.push_back(MlpKind::gelu);
+      else throw Error(fmt::format("{}: field 'mlp' lists {}: the MLP kinds are swiglu and gelu", what, dump_json(k, -1)));
+    }
+  }
   return f;
 }
 

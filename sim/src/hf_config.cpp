@@ -25,14 +25,15 @@ struct Family {
   bool gated_mlp;       // SwiGLU (gate, up, down) vs a plain GELU MLP (up, down)
   bool grouped_query;   // num_key_value_heads exists in the family
   bool tied_default;    // tie_word_embeddings when the config leaves it out (transformers' default)
+  bool learned_positions;  // a learned position table (GPT-2's wpe) instead of rotary embeddings
 };
 
 constexpr Family kFamilies[] = {
-    {"llama", false, true, true, false},   {"mistral", false, true, true, false},
-    {"qwen2", false, true, true, false},   {"qwen3", false, true, true, false},
-    {"gpt_neox", false, false, false, false},
+    {"llama", false, true, true, false, false},   {"mistral", false, true, true, false, false},
+    {"qwen2", false, true, true, false, false},   {"qwen3", false, true, true, false, false},
+    {"gpt_neox", false, false, false, false, false},  // rotary (on rotary_pct of head_dim)
     // GPT-2 ties its LM head to the token embedding unless the config says otherwise.
-    {"gpt2", true, false, false, true},
+    {"gpt2", true, false, false, true, true},
 };
 
 bool present(const json& doc, const char* key) {
@@ -206,6 +207,7 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   p["vocab"] = size_figure(doc, "vocab_size", file, limits::kMaxVocab);
   p["mlp"] = fam->gated_mlp ? "swiglu" : "gelu";
   p["norm"] = fam->gated_mlp ? "rmsnorm" : "layernorm";
+  p["positions"] = fam->learned_positions ? "learned" : "rope";
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
   return p;
 }

@@ -68,6 +68,8 @@ Sizes sizes(const Model& m, const Plan& p) {
   set(Width::head_dim, m.head_dim);
   set(Width::one, 1);
   set(Width::vocab, m.vocab / t);
+  set(Width::fc1, double(m.fc1_columns()) / t);
+  set(Width::rope, m.positions == PositionKind::rope ? m.head_dim : 0);
   z.layer_params = double(m.params_per_layer()) / t;
   z.layers = m.layers;
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
@@ -77,6 +79,7 @@ Sizes sizes(const Model& m, const Plan& p) {
   con(Constant::hidden_ffn, h * m.ffn_hidden / t);
   con(Constant::vocab_hidden, double(m.vocab) * h / t);
   con(Constant::layer_params, z.layer_params);
+  con(Constant::hidden_fc1, h * double(m.fc1_columns()) / t);
   const AttentionShapes sh = attention_shapes(m, p);
   z.tokens = sh.batch * sh.local_tokens;
   z.tile = std::min(z.tokens, alst_tile_rows(m, p));

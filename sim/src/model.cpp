@@ -10,12 +10,17 @@ std::int64_t mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b, "mod
 std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add(a, b, "model: parameter count"); }
 }  // namespace
 
+std::string_view to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" : "gelu"; }
+std::string_view to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
+
+std::int64_t Model::fc1_columns() const { return mul(mlp == MlpKind::swiglu ? 2 : 1, ffn_hidden); }
+
 std::int64_t Model::norm_params() const { return norm == NormKind::layernorm ? 2 * std::int64_t{hidden} : hidden; }
 
 std::int64_t Model::params_per_layer() const {
   const std::int64_t h = hidden, q = mul(heads, head_dim), kv = mul(kv_heads, head_dim);
   const std::int64_t attention = add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
-  const std::int64_t mlp_params = mul(mlp == MlpKind::swiglu ? 3 : 2, mul(h, ffn_hidden));
+  const std::int64_t mlp_params = add(mul(h, fc1_columns()), mul(h, ffn_hidden));  // fc1 and fc2
   return add(add(attention, mlp_params), 2 * norm_params());
 }
 

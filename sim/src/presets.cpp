@@ -236,6 +236,10 @@ Model model_from_json(const json& j, std::string_view what) {
   if (mlp == "swiglu") m.mlp = MlpKind::swiglu;
   else if (mlp == "gelu") m.mlp = MlpKind::gelu;
   else throw Error(fmt::format("{}: field 'mlp' must be swiglu or gelu (got '{}')", what, mlp));
+  const std::string positions = string_field(j, "positions", what, "rope");
+  if (positions == "rope") m.positions = PositionKind::rope;
+  else if (positions == "learned") m.positions = PositionKind::learned;
+  else throw Error(fmt::format("{}: field 'positions' must be rope or learned (got '{}')", what, positions));
   std::string norm = string_field(j, "norm", what, "rmsnorm");
   if (norm == "rmsnorm") m.norm = NormKind::rmsnorm;
   else if (norm == "layernorm") m.norm = NormKind::layernorm;

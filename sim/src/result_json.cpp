@@ -13,7 +13,7 @@ json to_json(const Model& m) {
   json j = {{"name", m.name},          {"layers", m.layers},     {"hidden", m.hidden},
           {"heads", m.heads},        {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
           {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
-          {"mlp", m.mlp == MlpKind::swiglu ? "swiglu" : "gelu"},
+          {"mlp", to_string(m.mlp)}, {"positions", to_string(m.positions)},
           {"norm", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"},
           {"tied_embeddings", m.tied_embeddings},
           {"causal", m.causal}, {"params", m.total_params()}};

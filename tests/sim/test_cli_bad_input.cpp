@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli_runner.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -265,6 +266,18 @@ TEST_F(CliBadInput, FrameworkAndBatchOptionsKeepTheRules) {
   expect_exit("sweep --seq-len 64K --tp 99999999999 --out " + (dir_ / "never").string(), 2,
               "tp: 99999999999 is above the limit of 1048576");
   expect_exit("simulate --seq-len 64K --tp ''", 2, "tp: empty value");
+  // A profile derived from a SwiGLU block is refused for a GELU model once, up front, in every
+  // subcommand that predicts memory (not as one rejection per searched plan).
+  const std::string mismatch = "mlp: model 'gpt-1.3b' has a gelu MLP, but framework profile 'hf-transformers' counts "
+                               "the saved tensors of a swiglu MLP only";
+  const std::vector<std::string> commands = {"simulate --seq-len 64K", "advise --seq-len 64K", "maxlen",
+                                             "sweep --seq-len 64K --out " + (dir_ / "never").string()};
+  for (const std::string& cmd : commands) {
+    const CliRun r = expect_exit(cmd + " --model gpt-1.3b --framework hf-transformers", 2, mismatch);
+    EXPECT_EQ(r.err.find("rejected"), std::string::npos) << cmd;
+  }
+  expect_exit("simulate --seq-len 64K --model gpt-1.3b --framework megatron-core --gpus 8 --sp 8 --method ulysses", 0,
+              "gpt-1.3b");
 }
 
 TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {

@@ -5,11 +5,13 @@
 #include <cmath>
 
 #include "fixtures.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 
 namespace seqpar::sim {
@@ -101,6 +103,30 @@ TEST(ComputeCost, LayerGemmFlopsAreTwicePerTokenTheLinearWeights) {
   EXPECT_DOUBLE_EQ(head_gemm_flops(m, 10), 2.0 * 10 * 8 * 32);
   EXPECT_EQ(m.params_per_layer(), 656);   // 640 + two norms of 8
   EXPECT_EQ(m.total_params(), 2 * 656 + 2 * 32 * 8 + 8);
+}
+
+// RoPE rotates q and k in every layer (a read and a write of each, bf16); a learned position table
+// is added once at the embedding, so GPT-style blocks move none of those bytes.
+TEST(ComputeCost, ElementwiseBytesChargeRopeOnlyToRotaryModels) {
+  Model m = tiny_model();  // 2 heads, 2 KV heads, head_dim 4, hidden 8, SwiGLU ffn 16
+  const double rope = layer_elementwise_bytes_per_token(m);
+  m.positions = PositionKind::learned;
+  EXPECT_DOUBLE_EQ(rope - layer_elementwise_bytes_per_token(m), 2.0 * 2 * (2 + 2) * 4);
+  EXPECT_DOUBLE_EQ(layer_elementwise_bytes_per_token(m), 2.0 * (10 * 8 + 3 * 16));
+  // Presets say which: the GPT presets learned, the Llama ones rotary; anything else is refused.
+  EXPECT_EQ(load_model("gpt-1.3b").positions, PositionKind::learned);
+  EXPECT_EQ(load_model("llama3-8b").positions, PositionKind::rope);
+  nlohmann::json j = to_json(load_model("gpt-30b"));
+  EXPECT_EQ(j.at("positions"), "learned");
+  j["positions"] = "alibi";
+  try {
+    model_from_json(j, "gpt.json");
+    ADD_FAILURE() << "positions 'alibi' accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt.json: field 'positions' must be rope or learned (got 'alibi')"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(AttentionShapes, GqaHeadsAreSplitOrReplicated) {

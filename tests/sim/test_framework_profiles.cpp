@@ -14,6 +14,7 @@
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
 namespace {
@@ -68,6 +69,45 @@ TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
   j["allocator"] = {{"fragmentation", 1.5}};
   expect_refused(j, "fragmentation");
   EXPECT_THROW(load_framework("pytorch-lightning"), Error);
+  j = minimal_profile();
+  j["mlp"] = {"relu"};
+  expect_refused(j, "field 'mlp' lists \"relu\"");
+  j = minimal_profile();
+  j["mlp"] = "swiglu";
+  expect_refused(j, "field 'mlp' must be a non-empty list");
+}
+
+// The widths that depend on the block's kind: fc1 (the first MLP GEMM's output) is gate and up
+// for SwiGLU, the up projection alone for GELU; rope is RoPE's table width, none for learned
+// positions. A profile derived from one MLP kind refuses the other rather than guess a fit.
+TEST(FrameworkProfiles, BlockKindWidthsAndTheProfilesMlpKinds) {
+  json j = minimal_profile();
+  j["layer"] = json::parse(R"([{"name": "fc1 out", "per_token": {"fc1": 1}, "bytes": 2, "until": "mlp"},
+                                {"name": "rope tables", "per_token": {"rope": 2}, "bytes": 4, "until": "qkv"}])");
+  System s = testing::round_system();
+  s.profile = framework_from_json(j, "profile.json");
+  Model m = testing::tiny_model();  // SwiGLU, ffn 16, head_dim 4, RoPE
+  const Plan p = testing::plan(Method::ulysses, 1, 64, 1, 1, 1, 1);
+  const double swiglu = stored_bytes_per_token(m, s, p, Checkpoint::none);
+  EXPECT_DOUBLE_EQ(swiglu, 2.0 * 2 * m.ffn_hidden + 4.0 * 2 * m.head_dim);
+  m.mlp = MlpKind::gelu;
+  m.positions = PositionKind::learned;
+  EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, s, p, Checkpoint::none), 2.0 * m.ffn_hidden);
+  // hf-transformers is LlamaMLP's inventory: a GELU model is refused, naming the rule.
+  s.profile = load_framework("hf-transformers");
+  ASSERT_EQ(s.profile.mlp_kinds, std::vector<MlpKind>{MlpKind::swiglu});
+  std::vector<std::string> e;
+  EXPECT_FALSE(check_plan(m, s, p, e));
+  ASSERT_FALSE(e.empty());
+  EXPECT_NE(e.back().find("mlp: model 'tiny' has a gelu MLP, but framework profile 'hf-transformers' counts the "
+                          "saved tensors of a swiglu MLP only"),
+            std::string::npos)
+      << e.back();
+  e.clear();
+  m.mlp = MlpKind::swiglu;
+  EXPECT_TRUE(check_plan(m, s, p, e)) << e.front();
+  // The profiles that count either kind through fc1 take both.
+  for (const char* f : {"seqpar-train", "deepspeed-alst", "megatron-core"}) EXPECT_TRUE(load_framework(f).mlp_kinds.empty()) << f;
 }
 
 // Values per token of the layer inventory by width symbol, as bytes (checkpointing none, no

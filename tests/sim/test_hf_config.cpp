@@ -140,6 +140,7 @@ TEST(HfConfig, Gpt2StyleNamesAndGeluMlp) {
   EXPECT_EQ(m.mlp, MlpKind::gelu);
   EXPECT_EQ(m.norm, NormKind::layernorm);
   EXPECT_TRUE(m.tied_embeddings);
+  EXPECT_EQ(m.positions, PositionKind::learned);  // GPT-2's wpe table, no RoPE
   EXPECT_EQ(m.sources.at("layers"), path + ": n_layer");
   EXPECT_EQ(load_model(write_config("gpt2-inner", with(gpt2, "n_inner", "1000"))).ffn_hidden, 1000);
   const char* neox = R"({"model_type": "gpt_neox", "hidden_size": 2048, "intermediate_size": 8192,
@@ -147,6 +148,7 @@ TEST(HfConfig, Gpt2StyleNamesAndGeluMlp) {
                           "tie_word_embeddings": false, "use_parallel_residual": true})";
   const Model n = load_model(write_config("pythia", neox));
   EXPECT_EQ(n.mlp, MlpKind::gelu);
+  EXPECT_EQ(n.positions, PositionKind::rope);  // GPT-NeoX rotates (part of) each head
   EXPECT_EQ(n.head_dim, 128);
   EXPECT_EQ(n.ffn_hidden, 8192);
 }

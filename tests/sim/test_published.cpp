@@ -262,10 +262,10 @@ namespace {
 
 // Narayanan et al. (SC21, arXiv:2104.04473) Table 1, the rows without pipeline parallelism: GPT
 // 1.7B to 18.4B at tensor-parallel sizes 1, 2, 4, 8 on DGX A100 nodes, 135-142 TFLOP/s per GPU.
-// The runs (sim/published/runs.json) hold each figure; the 3.6B and 18.4B rows are open findings
-// 16-17% high, like every row, from the A100's uncalibrated compute figures (not TP's cost). This
-// is TP's own check: the throughput at t over the t = 1 row's, where that common compute bias
-// cancels, must follow the table's nearly flat ratios (within 2% today; the band narrowed from
+// The runs (sim/published/runs.json) hold each figure; the 1.7B, 3.6B and 18.4B rows are open
+// findings 16-17% high, like every row 13-17%, from the A100's uncalibrated compute figures (not
+// TP's cost). This is TP's own check: the throughput at t over the t = 1 row's, where that common
+// compute bias cancels, must follow the table's nearly flat ratios (within 2.4% today; the band narrowed from
 // 15% to 5%). With FlashAttention-2's figures for the 2021 code's unfused attention it fell to
 // 0.83 at t = 8 against the table's 0.99.
 TEST(Published, MegatronTensorParallelScalingFollowsTheTable) {

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/train/model_config.hpp"
 #include "seqpar/train/size_limits.hpp"
 #include "seqpar/train/trainer.hpp"
 
@@ -21,6 +23,28 @@ std::string error_of(const TrainSetup& s) {
 }
 
 TEST(SizeLimits, TheDefaultStepPasses) { EXPECT_EQ(error_of(TrainSetup{}), ""); }
+
+// The step builds a Llama block: a model preset of another block is refused, naming the field,
+// rather than trained as a different model under its name.
+TEST(SizeLimits, OnlyLlamaStyleBlocksBecomeTrainingSteps) {
+  auto refusal = [](const sim::Model& m) -> std::string {
+    try {
+      from_sim(m);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const sim::Model llama = sim::load_model("llama3-8b");
+  EXPECT_EQ(refusal(llama), "");
+  EXPECT_NE(refusal(sim::load_model("gpt-1.3b")).find("mlp must be swiglu"), std::string::npos);
+  sim::Model m = llama;
+  m.norm = sim::NormKind::layernorm;
+  EXPECT_NE(refusal(m).find("model 'llama3-8b': norm must be rmsnorm"), std::string::npos) << refusal(m);
+  m = llama;
+  m.positions = sim::PositionKind::learned;
+  EXPECT_NE(refusal(m).find("model 'llama3-8b': positions must be rope"), std::string::npos) << refusal(m);
+}
 
 TEST(SizeLimits, HugeSizesNameTheirFieldsAndTheBound) {
   TrainSetup s;

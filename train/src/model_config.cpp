@@ -34,8 +34,15 @@ std::int64_t ModelConfig::total_params() const {
 }
 
 ModelConfig from_sim(const sim::Model& m) {
+  // The step's block is Llama's: anything else would train a different model under this one's name.
   if (m.mlp != sim::MlpKind::swiglu)
     throw Error(fmt::format("model '{}': mlp must be swiglu for the training step (a Llama-style decoder)",
+                            m.name));
+  if (m.norm != sim::NormKind::rmsnorm)
+    throw Error(fmt::format("model '{}': norm must be rmsnorm for the training step (a Llama-style decoder)",
+                            m.name));
+  if (m.positions != sim::PositionKind::rope)
+    throw Error(fmt::format("model '{}': positions must be rope for the training step (a Llama-style decoder)",
                             m.name));
   ModelConfig c;
   c.name = m.name;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "seqpar/core/plan.hpp"
+#include "seqpar/sim/model.hpp"
 
 namespace seqpar::sim {
 
@@ -24,16 +25,19 @@ std::string_view to_string(MemPart p);
 // Per-token width symbols: a tensor holds sum(coef x symbol) values per local token.
 //   hidden, ffn, q (heads x head_dim), kv (kv_heads x head_dim, as the model has them),
 //   kv_attention (KV heads x head_dim as the attention holds them: replicated up to U under
-//   Ulysses when U > kv_heads), heads (query heads), head_dim (e.g. RoPE's tables), one, vocab.
-enum class Width { hidden, ffn, q, kv, kv_attention, heads, head_dim, one, vocab };
-inline constexpr int kWidths = 9;
+//   Ulysses when U > kv_heads), heads (query heads), head_dim, one, vocab, fc1 (the first MLP
+//   GEMM's output: gate and up, 2 x ffn, for SwiGLU; ffn for GELU, so one profile counts either
+//   MLP), rope (head_dim for rotary positions, whose cos/sin tables it sizes; 0 for learned ones).
+enum class Width { hidden, ffn, q, kv, kv_attention, heads, head_dim, one, vocab, fc1, rope };
+inline constexpr int kWidths = 11;
 std::string_view to_string(Width w);
 
 // Constant sizes (values that do not grow with the tokens): one layer's weight matrices, the
 // LM head's, a whole layer's parameters.
-enum class Constant { hidden_q, hidden_kv, hidden_ffn, vocab_hidden, layer_params };
-inline constexpr int kConstants = 5;
-std::string_view to_string(Constant c);  // "hidden*q", "hidden*kv", "hidden*ffn", "vocab*hidden", "layer_params"
+enum class Constant { hidden_q, hidden_kv, hidden_ffn, vocab_hidden, layer_params, hidden_fc1 };
+inline constexpr int kConstants = 6;
+// "hidden*q", "hidden*kv", "hidden*ffn", "vocab*hidden", "layer_params", "hidden*fc1" (fc1's weight)
+std::string_view to_string(Constant c);
 
 // The backward sub-phase after which a stored tensor of a layer is freed: the MLP's backward, the
 // attention's, or the QKV projections' (the end of the layer's backward).
@@ -106,6 +110,9 @@ struct Framework {
   // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
   double loss_elementwise_bytes_per_logit = 0;
   std::string source;  // what the profile as a whole describes (framework version, settings)
+  // The MLP kinds whose saved tensors the inventory counts (a profile derived from one framework's
+  // SwiGLU module says nothing of its GELU one); empty: any, through the fc1 width.
+  std::vector<MlpKind> mlp_kinds;
   // The attention kernel family the framework runs (a GPU preset's attention_kernels name), used
   // where --attention-kernel is not given and the GPU lists it; empty: the GPU's default.
   std::string attention_kernel;

@@ -3,11 +3,17 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace seqpar::sim {
 
 enum class MlpKind { swiglu, gelu };
 enum class NormKind { rmsnorm, layernorm };  // layernorm also has a bias
+// Rotary embeddings (applied to q and k in every layer, with cos/sin tables) or a learned position
+// table added to the token embedding once (GPT-2, GPT-3, Megatron's GPT).
+enum class PositionKind { rope, learned };
+std::string_view to_string(MlpKind k);       // "swiglu", "gelu"
+std::string_view to_string(PositionKind k);  // "rope", "learned"
 
 struct Model {
   std::string name;
@@ -19,6 +25,7 @@ struct Model {
   int ffn_hidden = 0;
   int vocab = 0;
   MlpKind mlp = MlpKind::swiglu;
+  PositionKind positions = PositionKind::rope;
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;
   bool causal = true;  // decoder LMs; false for encoders: no mask, no ring imbalance
@@ -28,6 +35,8 @@ struct Model {
 
   // Parameter counts: weights and norms; linear-layer biases are not modelled (< 0.1% of GPT's).
   // Computed with checked arithmetic: a count beyond 64 bits throws seqpar::Error.
+  // The first MLP GEMM's output columns: gate and up (2 x ffn) for SwiGLU, ffn for GELU.
+  std::int64_t fc1_columns() const;
   std::int64_t norm_params() const;
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm

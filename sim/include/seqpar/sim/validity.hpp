@@ -16,4 +16,8 @@ namespace seqpar::sim {
 // Returns true when the plan is valid. Cheap when the plan is valid (no allocation).
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors);
 
+// The system's framework profile must describe the model's block (Framework::mlp_kinds): the
+// broken rule's message, or empty. check_plan applies it; the CLI refuses the pair up front with it.
+std::string profile_mismatch(const Model& m, const System& s);
+
 }  // namespace seqpar::sim
