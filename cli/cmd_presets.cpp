@@ -59,25 +59,28 @@ void add_presets_command(CLI::App& app) {
         fmt::print("Systems (achievable rates: nominal x efficiency)\n{}\n", t.str());
       }
       if (o->kind.empty() || o->kind == "model") {
-        Table t({"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab"});
+        Table t({"model", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab", "block"});
         for (const auto& p : all)
           if (p.kind == "model") {
             sim::Model m = sim::model_from_json(p.document, p.name);
             t.add({p.name, fmt::format("{:.2f}B", double(m.total_params()) / 1e9), std::to_string(m.layers),
                    std::to_string(m.hidden), std::to_string(m.heads), std::to_string(m.kv_heads),
-                   std::to_string(m.ffn_hidden), std::to_string(m.vocab)});
+                   std::to_string(m.ffn_hidden), std::to_string(m.vocab),
+                   fmt::format("{} {} {}", sim::to_string(m.mlp), sim::to_string(m.norm), sim::to_string(m.positions))});
           }
         fmt::print("Models\n{}\n", t.str());
       }
       if (o->kind.empty() || o->kind == "framework") {
-        Table t({"framework", "state bytes/param", "gradients", "description"});
+        Table t({"framework", "state bytes/param", "gradients", "MLPs", "description"});
         for (const auto& p : all)
           if (p.kind == "framework") {
             const sim::Framework f = sim::framework_from_json(p.document, p.name);
             double per_param = 0;
             for (const sim::StateTerm& st : f.states) per_param += st.bytes_per_param;
+            std::string mlps;
+            for (sim::MlpKind k : f.mlp_kinds) mlps += (mlps.empty() ? "" : ", ") + std::string(sim::to_string(k));
             t.add({p.name, fmt::format("{:g}", per_param), f.gradients_during_backward ? "during backward" : "kept",
-                   p.description});
+                   mlps.empty() ? "any (fc1)" : mlps, p.description});
           }
         fmt::print("Frameworks (memory inventories: seqpar presets --kind framework --json)\n{}\n", t.str());
       }

@@ -11,6 +11,7 @@ std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add(a, b, "mod
 }  // namespace
 
 std::string_view to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" : "gelu"; }
+std::string_view to_string(NormKind k) { return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
 std::string_view to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
 
 std::int64_t Model::fc1_columns() const { return mul(mlp == MlpKind::swiglu ? 2 : 1, ffn_hidden); }

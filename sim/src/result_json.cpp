@@ -14,7 +14,7 @@ json to_json(const Model& m) {
           {"heads", m.heads},        {"kv_heads", m.kv_heads}, {"head_dim", m.head_dim},
           {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
           {"mlp", to_string(m.mlp)}, {"positions", to_string(m.positions)},
-          {"norm", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm"},
+          {"norm", to_string(m.norm)},
           {"tied_embeddings", m.tied_embeddings},
           {"causal", m.causal}, {"params", m.total_params()}};
   if (!m.sources.empty()) j["sources"] = m.sources;  // each figure's provenance, as the preset cites it

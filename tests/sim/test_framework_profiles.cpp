@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "cli_runner.hpp"
 #include "fixtures.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -108,6 +109,22 @@ TEST(FrameworkProfiles, BlockKindWidthsAndTheProfilesMlpKinds) {
   EXPECT_TRUE(check_plan(m, s, p, e)) << e.front();
   // The profiles that count either kind through fc1 take both.
   for (const char* f : {"seqpar-train", "deepspeed-alst", "megatron-core"}) EXPECT_TRUE(load_framework(f).mlp_kinds.empty()) << f;
+}
+
+// `seqpar presets` shows both sides of that rule: each model's block, each profile's MLP kinds.
+TEST(FrameworkProfiles, PresetsListEachModelsBlockAndEachProfilesMlps) {
+  auto line_of = [](const std::string& text, const std::string& first) {
+    std::size_t at = text.find("\n" + first + " ");
+    return at == std::string::npos ? std::string() : text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  const seqpar::testing::CliRun models = seqpar::testing::seqpar("presets --kind model");
+  ASSERT_EQ(models.code, 0) << models.err;
+  EXPECT_NE(line_of(models.out, "gpt-1.3b").find("gelu layernorm learned"), std::string::npos) << models.out;
+  EXPECT_NE(line_of(models.out, "llama3-8b").find("swiglu rmsnorm rope"), std::string::npos) << models.out;
+  const seqpar::testing::CliRun frameworks = seqpar::testing::seqpar("presets --kind framework");
+  ASSERT_EQ(frameworks.code, 0) << frameworks.err;
+  EXPECT_NE(line_of(frameworks.out, "hf-transformers").find(" swiglu "), std::string::npos) << frameworks.out;
+  EXPECT_NE(line_of(frameworks.out, "megatron-core").find("any (fc1)"), std::string::npos) << frameworks.out;
 }
 
 // Values per token of the layer inventory by width symbol, as bytes (checkpointing none, no

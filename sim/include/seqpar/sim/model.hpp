@@ -13,6 +13,7 @@ enum class NormKind { rmsnorm, layernorm };  // layernorm also has a bias
 // table added to the token embedding once (GPT-2, GPT-3, Megatron's GPT).
 enum class PositionKind { rope, learned };
 std::string_view to_string(MlpKind k);       // "swiglu", "gelu"
+std::string_view to_string(NormKind k);      // "rmsnorm", "layernorm"
 std::string_view to_string(PositionKind k);  // "rope", "learned"
 
 struct Model {
