@@ -40,6 +40,7 @@ std::string_view to_string(Width w) {
     case Width::vocab: return "vocab";
     case Width::fc1: return "fc1";
     case Width::rope: return "rope";
+    case Width::norm_stats: return "norm_stats";
   }
   return "unknown";
 }

@@ -53,7 +53,7 @@ struct Sizes {
 // residual regions hold 1/tp of the tokens and the GEMM inputs are stored as those shards and
 // gathered again for the backward (Korthikanti et al., arXiv 2205.05198, Sec. 4.2.2: every term
 // of sbh(34 + 5as/h) divided by t), and the logits' vocabulary (vocab-parallel cross entropy).
-// Per-token scalars (`one`: token ids, labels; an fp32 norm statistic) and RoPE's head_dim tables
+// Per-token scalars (`one`: token ids, labels; `norm_stats`: the norms' fp32 statistics) and RoPE's tables
 // are not divided: the batch enters every TP rank whole.
 Sizes sizes(const Model& m, const Plan& p) {
   Sizes z;
@@ -70,6 +70,7 @@ Sizes sizes(const Model& m, const Plan& p) {
   set(Width::vocab, m.vocab / t);
   set(Width::fc1, double(m.fc1_columns()) / t);
   set(Width::rope, m.positions == PositionKind::rope ? m.head_dim : 0);
+  set(Width::norm_stats, m.norm == NormKind::layernorm ? 2 : 1);
   z.layer_params = double(m.params_per_layer()) / t;
   z.layers = m.layers;
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };

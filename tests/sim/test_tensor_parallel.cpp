@@ -205,7 +205,7 @@ TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
 // The same profile on the paper's own block (GPT: GELU MLP, MHA, ffn = 4h) is Table 2's 34 sbh/t
 // term for term, less the two dropout masks (sbh each; the profile's flash attention and Megatron-
 // Core runs have no dropout) and plus what flash attention and the fused norms keep instead (the
-// fp32 log-sum-exp per head, rsigma per norm). Its fc1 output is the GeLU input, ffn wide: the
+// fp32 log-sum-exp per head; each LayerNorm's mean and rsigma, fp32). Its fc1 output is the GeLU input, ffn wide: the
 // SwiGLU block's gate and up would be 2 x ffn, 8 sbh/t more at ffn = 4h.
 TEST(TensorParallel, MegatronCoreOnAGeluBlockIsKorthikantisTableLessDropout) {
   Model gpt = load_model("gpt-30b");
@@ -216,12 +216,13 @@ TEST(TensorParallel, MegatronCoreOnAGeluBlockIsKorthikantisTableLessDropout) {
   ASSERT_EQ(gpt.mlp, MlpKind::gelu);
   System s = load_system("dgx-a100-80g");
   s.profile = load_framework("megatron-core");
-  const double h = gpt.hidden, rsigma = 2 * 4.0;
+  ASSERT_EQ(gpt.norm, NormKind::layernorm);
+  const double h = gpt.hidden, stats = 2 * 2 * 4.0;  // two norms, mean and rsigma
   for (int t : {1, 2, 4, 8}) {
     const Plan p = plan(Method::ulysses, t, 2048, 1, 1, 1, t);
     std::vector<std::string> e;
     ASSERT_TRUE(check_plan(gpt, s, p, e)) << e.front();
-    EXPECT_DOUBLE_EQ(stored_bytes_per_token(gpt, s, p, Checkpoint::none), (34.0 - 2.0) * h / t + rsigma + 4.0 * gpt.heads / t)
+    EXPECT_DOUBLE_EQ(stored_bytes_per_token(gpt, s, p, Checkpoint::none), (34.0 - 2.0) * h / t + stats + 4.0 * gpt.heads / t)
         << "t=" << t;
     Model gated = gpt;
     gated.mlp = MlpKind::swiglu;

@@ -27,9 +27,10 @@ std::string_view to_string(MemPart p);
 //   kv_attention (KV heads x head_dim as the attention holds them: replicated up to U under
 //   Ulysses when U > kv_heads), heads (query heads), head_dim, one, vocab, fc1 (the first MLP
 //   GEMM's output: gate and up, 2 x ffn, for SwiGLU; ffn for GELU, so one profile counts either
-//   MLP), rope (head_dim for rotary positions, whose cos/sin tables it sizes; 0 for learned ones).
-enum class Width { hidden, ffn, q, kv, kv_attention, heads, head_dim, one, vocab, fc1, rope };
-inline constexpr int kWidths = 11;
+//   MLP), rope (head_dim for rotary positions, whose cos/sin tables it sizes; 0 for learned ones),
+//   norm_stats (a norm's saved statistics per token: rsigma for RMSNorm, mean and rsigma for LayerNorm).
+enum class Width { hidden, ffn, q, kv, kv_attention, heads, head_dim, one, vocab, fc1, rope, norm_stats };
+inline constexpr int kWidths = 12;
 std::string_view to_string(Width w);
 
 // Constant sizes (values that do not grow with the tokens): one layer's weight matrices, the
