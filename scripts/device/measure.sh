@@ -238,6 +238,7 @@ fi
 # --validate verdicts (they time nothing: the report lists them apart from every timing).
 jsons=()
 for f in "$work"/*.json; do [[ -e $f ]] && jsons+=("$f"); done
-[ ${#jsons[@]} -gt 0 ] && "$bin/seqpar" report "${jsons[@]}" --out "$work/report" >"$work/report.log" 2>&1
+# A report that cannot read a document is a failed step, in the summary like the others.
+[ ${#jsons[@]} -gt 0 ] && step report "$bin/seqpar" report "${jsons[@]}" --out "$work/report"
 [ -f "$work/attn_compare.log" ] && { echo; tail -n 60 "$work/attn_compare.log"; }
 exit $failed
