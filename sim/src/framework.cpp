@@ -270,6 +270,8 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.ulysses_per_tensor =
       one_of(attn, "ulysses_all_to_all", fmt::format("{}: attention", what),
              std::array<std::pair<const char*, bool>, 2>{{{"packed", false}, {"per_tensor", true}}}, false);
+  f.ring_backward_given = attn.contains("ring_backward");
+  f.ring_backward = read_tensors(attn, "ring_backward", fmt::format("{}: attention", what), MemPart::attention_buffers);
   f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);

@@ -153,15 +153,19 @@ double all_gather_backward_buffers(const Model& m, const Plan& p, const Attentio
 //   all-gather KV (R > 1): all_gather_backward_buffers;
 //   ring (R > 1): the travelling K,V and the next block (bf16), the dK,dV accumulator double buffer
 //     and the incoming dK,dV (fp32), the dQ accumulator (fp32), and one block's dQ, dK, dV (bf16);
+//     or the framework's own (Framework::ring_backward), per token of the rank;
 //   Ulysses (U > 1): dO, dQ, dK, dV in the head-sharded layout, plus one all-to-all's send and
 //     receive buffers at a time (dO in; dQ, dK, dV out, packed or per tensor as the framework
 //     moves them, with the replicated KV heads' gradients before their reduction).
-double method_buffers(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh, double T,
+double method_buffers(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh, const Sizes& z,
                       double workspace) {
+  const double T = z.tokens;
   if (kv_all_gather(p)) return all_gather_backward_buffers(m, p, sh, workspace);
   const double d = m.head_dim;
   double ring = workspace;
-  if (p.ring_degree > 1) {
+  if (p.ring_degree > 1 && f.ring_backward_given) {
+    ring += total(terms(f.ring_backward, z, p));
+  } else if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
     // One call's dQ over the longest query segment (query_rows) and dK, dV over a whole group.
@@ -251,6 +255,12 @@ double attention_forward_workspace_bytes(const Model& m, const System& s, const 
 //   Optimizer: the states with every gradient.
 // The peak of a phase is the largest of its sub-phases, never their sum: what one sub-phase frees
 // is gone before the next allocates.
+double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p) {
+  const Framework& f = s.profile;
+  const double workspace = f.attention_workspace_persistent ? 0.0 : attention_kernel_workspace_bytes(m, s, p);
+  return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, p), workspace);
+}
+
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   MemoryEstimate e;
   const Framework& f = s.profile;
@@ -304,8 +314,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
   // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
   // input aside.
-  const AttentionShapes sh = attention_shapes(m, p);
-  const double method = method_buffers(m, f, p, sh, T, f.attention_workspace_persistent ? 0.0 : workspace);
+  const double method = attention_method_buffer_bytes(m, s, p);
   auto current = [&](Until sub) {
     Items c = terms(f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
     if (full) c.push_back({"this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes});

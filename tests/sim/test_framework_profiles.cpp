@@ -111,6 +111,29 @@ TEST(FrameworkProfiles, BlockKindWidthsAndTheProfilesMlpKinds) {
   for (const char* f : {"seqpar-train", "deepspeed-alst", "megatron-core"}) EXPECT_TRUE(load_framework(f).mlp_kinds.empty()) << f;
 }
 
+// A profile may give its ring implementation's backward buffers: megatron-core's are Transformer
+// Engine's P2P ring (bf16: K,V and dK,dV double-buffered, dQ, one step's gradients), less than
+// seqpar-train's (fp32 dK,dV and dQ accumulators: here 1.46 times as much), which profiles without
+// the list keep.
+TEST(FrameworkProfiles, RingBackwardBuffersAreTheFrameworksOwn) {
+  const Model m = load_model("llama3-8b");
+  System s = load_system("dgx-h100");
+  s.profile = load_framework("megatron-core");
+  ASSERT_TRUE(s.profile.ring_backward_given);
+  const Plan p = testing::plan(Method::ring_zigzag, 4, 1 << 18, 4, 1, 4, 1);
+  auto method_bytes = [&](const System& sys) { return attention_method_buffer_bytes(m, sys, p); };
+  const double T = (1 << 18) / 4, q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
+  const double te = method_bytes(s);
+  EXPECT_DOUBLE_EQ(te, attention_kernel_workspace_bytes(m, s, p) + 2.0 * T * (8 * kv + q + q + 2 * kv));
+  System seq = s;
+  seq.profile.ring_backward_given = false;  // seqpar-train's buffers
+  EXPECT_GT(method_bytes(seq), 1.4 * te);
+  EXPECT_FALSE(load_framework("seqpar-train").ring_backward_given);
+  json j = minimal_profile();
+  j["attention"] = {{"ring_backward", json::parse(R"([{"name": "x", "per_token": {"kvv": 1}, "bytes": 2}])")}};
+  expect_refused(j, "unknown symbol 'kvv'");
+}
+
 // `seqpar presets` shows both sides of that rule: each model's block, each profile's MLP kinds.
 TEST(FrameworkProfiles, PresetsListEachModelsBlockAndEachProfilesMlps) {
   auto line_of = [](const std::string& text, const std::string& first) {

@@ -102,6 +102,11 @@ struct Framework {
   // way (seqpar-train: one send and one receive buffer of all three), or one all-to-all per tensor
   // (DeepSpeed's Ulysses: a buffer pair of one tensor at a time).
   bool ulysses_per_tensor = false;
+  // The ring's attention-backward buffers (R > 1) as the framework's ring implementation allocates
+  // them, per token of the rank (e.g. Transformer Engine's bf16 KV/dKV double buffer); not given:
+  // seqpar-train's (fp32 dK,dV and dQ accumulators: sim/src/memory_cost.cpp, method_buffers).
+  std::vector<TensorTerm> ring_backward;
+  bool ring_backward_given = false;
   double zero3_gathered_layers = 3;         // ZeRO-3: layers' weights gathered at once (prefetch)
   // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
   double reserve_bytes = 0, fragmentation = 0;

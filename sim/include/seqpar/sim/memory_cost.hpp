@@ -75,6 +75,11 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
 // from position 0 (ring steps, all-gather prefixes, non-causal models): per_head_dim x head_dim fp32
 // values per query row and local head (cuDNN; 0 for kernels that need none).
 double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p);
+// The SP method's attention-backward buffers on the rank that holds the most (the ring's, the
+// all-to-alls', the all-gather's; the framework's own ring buffers where its profile gives them),
+// with the kernel's workspace where the framework allocates it per call: the memory report's
+// "SP method's attention buffers".
+double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p);
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
 
