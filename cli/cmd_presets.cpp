@@ -77,8 +77,7 @@ void add_presets_command(CLI::App& app) {
             const sim::Framework f = sim::framework_from_json(p.document, p.name);
             double per_param = 0;
             for (const sim::StateTerm& st : f.states) per_param += st.bytes_per_param;
-            std::string mlps;
-            for (sim::MlpKind k : f.mlp_kinds) mlps += (mlps.empty() ? "" : ", ") + std::string(sim::to_string(k));
+            const std::string mlps = sim::to_string(f.mlp_kinds);
             t.add({p.name, fmt::format("{:g}", per_param), f.gradients_during_backward ? "during backward" : "kept",
                    mlps.empty() ? "any (fc1)" : mlps, p.description});
           }

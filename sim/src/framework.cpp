@@ -289,9 +289,10 @@ Framework framework_from_json(const json& j, std::string_view what) {
       throw Error(fmt::format("{}: field 'mlp' must be a non-empty list of the MLP kinds the inventory counts "
                               "(swiglu, gelu)", what));
     for (const json& k : *kinds) {
-      if (k == "swiglu") f.mlp_kinds.push_back(MlpKind::swiglu);
-      else if (k == "gelu") f.mlp_kinds.push_back(MlpKind::gelu);
-      else throw Error(fmt::format("{}: field 'mlp' lists {}: the MLP kinds are swiglu and gelu", what, dump_json(k, -1)));
+      MlpKind kind{};
+      if (!k.is_string() || !kind_named(k.get<std::string>(), kind))
+        throw Error(fmt::format("{}: field 'mlp' lists {}: the MLP kinds are swiglu and gelu", what, dump_json(k, -1)));
+      f.mlp_kinds.push_back(kind);
     }
   }
   return f;

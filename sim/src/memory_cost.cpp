@@ -314,7 +314,8 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
   // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
   // input aside.
-  const double method = attention_method_buffer_bytes(m, s, p);
+  const double method =
+      method_buffers(m, f, p, attention_shapes(m, p), z, f.attention_workspace_persistent ? 0.0 : workspace);
   auto current = [&](Until sub) {
     Items c = terms(f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
     if (full) c.push_back({"this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes});

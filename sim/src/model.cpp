@@ -14,6 +14,31 @@ std::string_view to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" :
 std::string_view to_string(NormKind k) { return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
 std::string_view to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
 
+namespace {
+// Each enum has two kinds; the name of each is its to_string.
+template <class E>
+bool named(std::string_view name, E a, E b, E& out) {
+  for (E k : {a, b})
+    if (name == to_string(k)) {
+      out = k;
+      return true;
+    }
+  return false;
+}
+}  // namespace
+
+bool kind_named(std::string_view name, MlpKind& out) { return named(name, MlpKind::swiglu, MlpKind::gelu, out); }
+bool kind_named(std::string_view name, NormKind& out) { return named(name, NormKind::rmsnorm, NormKind::layernorm, out); }
+bool kind_named(std::string_view name, PositionKind& out) {
+  return named(name, PositionKind::rope, PositionKind::learned, out);
+}
+
+std::string to_string(const std::vector<MlpKind>& kinds) {
+  std::string out;
+  for (MlpKind k : kinds) out += (out.empty() ? "" : ", ") + std::string(to_string(k));
+  return out;
+}
+
 std::int64_t Model::fc1_columns() const { return mul(mlp == MlpKind::swiglu ? 2 : 1, ffn_hidden); }
 
 std::int64_t Model::norm_params() const { return norm == NormKind::layernorm ? 2 * std::int64_t{hidden} : hidden; }

@@ -155,6 +155,19 @@ std::string string_field(const json& j, const char* key, std::string_view what, 
   return it->get<std::string>();
 }
 
+namespace {
+// A two-kind field (mlp, norm, positions): its name, `first` when absent.
+template <class E>
+E kind_field(const json& j, const char* key, std::string_view what, E first, E second) {
+  const std::string name = string_field(j, key, what, std::string(to_string(first)).c_str());
+  E k = first;
+  if (!kind_named(name, k))
+    throw Error(fmt::format("{}: field '{}' must be {} or {} (got '{}')", what, key, to_string(first), to_string(second),
+                            name));
+  return k;
+}
+}  // namespace
+
 const std::vector<PresetEntry>& builtin_presets() {
   static const std::vector<PresetEntry> all = [] {
     std::vector<PresetEntry> out;
@@ -232,18 +245,9 @@ Model model_from_json(const json& j, std::string_view what) {
   m.head_dim = count(j, "head_dim", what, limits::kMaxHeadDim);
   m.ffn_hidden = count(j, "ffn_hidden", what, limits::kMaxFfnHidden);
   m.vocab = count(j, "vocab", what, limits::kMaxVocab);
-  std::string mlp = string_field(j, "mlp", what, "swiglu");
-  if (mlp == "swiglu") m.mlp = MlpKind::swiglu;
-  else if (mlp == "gelu") m.mlp = MlpKind::gelu;
-  else throw Error(fmt::format("{}: field 'mlp' must be swiglu or gelu (got '{}')", what, mlp));
-  const std::string positions = string_field(j, "positions", what, "rope");
-  if (positions == "rope") m.positions = PositionKind::rope;
-  else if (positions == "learned") m.positions = PositionKind::learned;
-  else throw Error(fmt::format("{}: field 'positions' must be rope or learned (got '{}')", what, positions));
-  std::string norm = string_field(j, "norm", what, "rmsnorm");
-  if (norm == "rmsnorm") m.norm = NormKind::rmsnorm;
-  else if (norm == "layernorm") m.norm = NormKind::layernorm;
-  else throw Error(fmt::format("{}: field 'norm' must be rmsnorm or layernorm (got '{}')", what, norm));
+  m.mlp = kind_field(j, "mlp", what, MlpKind::swiglu, MlpKind::gelu);
+  m.positions = kind_field(j, "positions", what, PositionKind::rope, PositionKind::learned);
+  m.norm = kind_field(j, "norm", what, NormKind::rmsnorm, NormKind::layernorm);
   if (auto c = j.find("causal"); c != j.end()) {
     if (!c->is_boolean()) throw Error(fmt::format("{}: field 'causal' must be true or false", what));
     m.causal = c->get<bool>();

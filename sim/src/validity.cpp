@@ -15,12 +15,10 @@ namespace seqpar::sim {
 std::string profile_mismatch(const Model& m, const System& s) {
   const auto& kinds = s.profile.mlp_kinds;
   if (kinds.empty() || std::find(kinds.begin(), kinds.end(), m.mlp) != kinds.end()) return {};
-  std::string counted;
-  for (MlpKind k : kinds) counted += (counted.empty() ? "" : ", ") + std::string(to_string(k));
   return fmt::format("mlp: model '{}' has a {} MLP, but framework profile '{}' counts the saved tensors of a {} MLP "
                      "only; choose a profile that covers it (--framework seqpar-train or megatron-core count either "
                      "through the fc1 width) or write one",
-                     m.name, to_string(m.mlp), s.profile.name, counted);
+                     m.name, to_string(m.mlp), s.profile.name, to_string(kinds));
 }
 
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace seqpar::sim {
 
@@ -15,6 +16,11 @@ enum class PositionKind { rope, learned };
 std::string_view to_string(MlpKind k);       // "swiglu", "gelu"
 std::string_view to_string(NormKind k);      // "rmsnorm", "layernorm"
 std::string_view to_string(PositionKind k);  // "rope", "learned"
+// The kind a name spells (each kind's to_string), or false for another name.
+bool kind_named(std::string_view name, MlpKind& out);
+bool kind_named(std::string_view name, NormKind& out);
+bool kind_named(std::string_view name, PositionKind& out);
+std::string to_string(const std::vector<MlpKind>& kinds);  // "swiglu, gelu"
 
 struct Model {
   std::string name;
