@@ -10,6 +10,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
+#include "seqpar/reports/validation_verdict.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -77,7 +78,7 @@ std::string verdict_table(const nlohmann::json& rows) {
            std::string(v["passed"].get<bool>() ? "PASS" : "FAIL") + (overrides.empty() ? "" : " (" + overrides + ")"),
            fmt::format("{:.0f}", v["failures"].get<double>()), std::to_string(v["steps"].get<std::int64_t>()),
            c["name"].get<std::string>(),
-           c["used"].is_number() ? fmt::format("{:.0f}%", c["used"].get<double>() * 100) : "not finite",
+           seqpar::reports::allowance_used_text(c),
            v["source"].get<std::string>()});
   }
   return fmt::format("validation verdicts (seqpar-train --validate): {} of {} FAIL (used: the closest check's sharded "

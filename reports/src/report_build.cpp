@@ -17,6 +17,7 @@
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 #include "seqpar/reports/report_data.hpp"
+#include "seqpar/reports/validation_verdict.hpp"
 
 namespace seqpar::reports {
 
@@ -681,7 +682,7 @@ Section verdict_section(const json& data) {
                       c["step"].is_number() ? fmt::format("{} ({})", c["name"].get<std::string>(), int_of(c, "step"))
                                             : c["name"].get<std::string>(),
                       error(c["sharded_error"]), error(c["allowed_error"]),
-                      c["used"].is_number() ? fmt::format("{:.0f}%", c["used"].get<double>() * 100) : "not finite",
+                      allowance_used_text(c),
                       v["source"]});
   }
   if (!failed.empty()) {

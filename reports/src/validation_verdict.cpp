@@ -33,6 +33,11 @@ std::string overrides_of(const json& v, std::string_view where) {
 
 }  // namespace
 
+std::string allowance_used_text(const json& closest) {
+  const json& used = closest["used"];
+  return used.is_number() ? fmt::format("{:.0f}%", used.get<double>() * 100) : "not finite";
+}
+
 bool is_validation_result(const json& result) { return result.is_object() && result.contains("validation"); }
 
 json read_validation_verdict(const json& result, std::string_view where) {

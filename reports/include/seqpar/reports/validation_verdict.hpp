@@ -4,6 +4,7 @@
 // run also computed the unsharded and reference steps, so it is never read as a timing.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace seqpar::reports {
@@ -22,5 +23,8 @@ bool is_validation_result(const nlohmann::json& result);
 // Throws seqpar::Error naming where and the field for anything missing or of the wrong type, and
 // for a verdict that contradicts itself ('passed' true with failed checks, or false with none).
 nlohmann::json read_validation_verdict(const nlohmann::json& result, std::string_view where);
+
+// A verdict's closest check's "used" as the tables print it: "52%", or "not finite".
+std::string allowance_used_text(const nlohmann::json& closest);
 
 }  // namespace seqpar::reports
