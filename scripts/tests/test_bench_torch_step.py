@@ -89,6 +89,18 @@ def test_bad_options_are_refused_naming_the_flag(args, message):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("field, kind, llama", [("norm", "layernorm", "rmsnorm"), ("positions", "learned", "rope")])
+def test_a_preset_whose_block_is_not_llamas_is_refused(tmp_path, field, kind, llama):
+    preset = json.loads((ROOT / "sim" / "presets" / "models" / "llama3-8b.json").read_text())
+    preset[field] = kind
+    path = tmp_path / "block.json"
+    path.write_text(json.dumps(preset))
+    r = run("--model", str(path), "--device", "cpu")
+    assert r.returncode != 0
+    assert f"{field} must be {llama} for the training step (a Llama-style decoder), not '{kind}'" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_flops_equal_seqpar_trains_on_the_h100_measurement():
     # A seqpar-train JSON from the H100 (Llama-3-8B shapes, 4 layers, 32K vocab, 16K tokens).
     doc = json.loads(TRAIN_SP1.read_text())
