@@ -59,8 +59,8 @@ void add_advise_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n", m.name, s.name, gpus, format_count(n),
-                   batch_text(space.global_batch, n));
+        fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n{}\n", m.name, s.name, gpus, format_count(n),
+                   batch_text(space.global_batch, n), inferred_text(s));
         if (const sim::Result* b = a.best()) {
           fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
                      "      placement: {}\n\n",

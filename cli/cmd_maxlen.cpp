@@ -53,6 +53,9 @@ void add_maxlen_command(CLI::App& app) {
         j["gaps"] = nlohmann::json::array();
         for (const sim::LengthGap& g : a.gaps) j["gaps"].push_back({{"first", g.first}, {"last", g.last}});
         j["gap_count"] = a.gap_count;
+        // What ends the answer: the next length's GPU or host memory, or a rule it breaks.
+        j["limit"] = a.max_seq_len > 0 ? nlohmann::json{{"kind", std::string(sim::to_string(a.limit))}, {"why", a.limit_why}}
+                                       : nlohmann::json(nullptr);
         j["global_batch"] = batch_json(space.global_batch, a.max_seq_len);
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
@@ -67,13 +70,15 @@ void add_maxlen_command(CLI::App& app) {
         for (const auto& r : a.rejected) j["rejected"].push_back({{"plan", sim::to_json(r.plan)}, {"reasons", r.reasons}});
         print_json(j);
       } else {
-        fmt::print("{} on {}, {} GPUs{}\n", m.name, s.name, gpus, batch_text(space.global_batch, a.max_seq_len));
+        fmt::print("{} on {}, {} GPUs{}\n{}\n", m.name, s.name, gpus, batch_text(space.global_batch, a.max_seq_len),
+                   inferred_text(s));
         if (a.result) {
           fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, optimizer step {}, "
                      "peak {} of {} GiB\n\n",
                      a.max_seq_len, double(a.max_seq_len) / (1 << 20), seqpar::describe(a.result->plan),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
+          if (!a.limit_why.empty()) fmt::print("ended by {}\n\n", a.limit_why);
           if (a.gap_count > 0) {
             fmt::print("shorter lengths that do not fit ({} range{}; the peak falls where the tile count steps up):\n",
                        a.gap_count, a.gap_count == 1 ? "" : "s");

@@ -58,9 +58,11 @@ std::string step_table(const nlohmann::json& sc) {
            pct(r["time_error"]), bytes(r["predicted_peak_memory_bytes"]), bytes(r["measured_peak_memory_bytes"]),
            pct(r["memory_error"])});
   auto abs_pct = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.1f}%", v.get<double>() * 100) : "- (no peak measured)"; };
-  return fmt::format("training steps, predicted on '{}' (per rank) against measured (error = predicted / measured - 1)\n{}"
-                     "largest |error|: step time {}, peak memory {}\n",
-                     sc["system"].get<std::string>(), t.str(), abs_pct(sc["max_abs_time_error"]),
+  std::string ran;
+  for (const auto& rt : sc["runtimes"]) ran += "  " + rt["text"].get<std::string>() + "\n";
+  return fmt::format("training steps, predicted on '{}' (per rank) against measured (error = predicted / measured - 1)\n"
+                     "predicted as they ran:\n{}{}largest |error|: step time {}, peak memory {}\n",
+                     sc["system"].get<std::string>(), ran, t.str(), abs_pct(sc["max_abs_time_error"]),
                      abs_pct(sc["max_abs_memory_error"]));
 }
 
@@ -104,6 +106,10 @@ void add_report_command(CLI::App& app) {
   cmd->add_option("--system", args->options.system,
                   "system preset name or calibrated profile (seqpar calibrate) to predict measured training steps on "
                   "(default: the preset of the GPU the steps ran on)");
+  cmd->add_option("--framework", args->options.framework,
+                  "framework profile to predict the measured training steps with (a preset or a path; default: the "
+                  "one each step's document names: seqpar-train's program, bench_torch_step's implementation, a "
+                  "minimal step's \"framework\"; else a calibrated --system's, else deepspeed-alst)");
   cmd->add_flag("--no-plots", args->no_plots, "tables only");
   cmd->add_flag("--json", args->json, "print the written files and warnings as JSON");
   cmd->callback([args] {

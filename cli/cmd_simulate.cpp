@@ -23,9 +23,14 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   fmt::print("plan: {}  (dp={}; {} sequence{} of {} tokens per optimizer step)\nplacement: {}\n", seqpar::describe(p),
              p.dp(), p.global_batch_sequences(), p.global_batch_sequences() == 1 ? "" : "s", format_count(p.seq_len),
              sim::describe_placement(s, p));
-  fmt::print("framework: {}\n", s.profile.name);
-  fmt::print("fits: {} (peak {} of {} GiB, at {}: {})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
-             gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase);
+  fmt::print("{}\n", inferred_text(s));
+  fmt::print("fits: {} (peak {} of {} GiB, at {}: {}{})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
+             gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase,
+             r.host_node_bytes <= 0 ? std::string()
+             : r.host_capacity_bytes > 0
+                 ? fmt::format("; host {} of {} GiB per node{}", gib(r.host_node_bytes), gib(r.host_capacity_bytes),
+                               r.host_fits ? "" : ": the offloaded bytes do NOT fit in host memory")
+                 : fmt::format("; host {} GiB per node, not checked: the system gives no host memory", gib(r.host_node_bytes)));
   Table k({"metric", "value"});
   k.add({"step time (one optimizer step)", seconds(r.step_time_s)});
   k.add({"tokens/s per GPU", fmt::format("{:.0f}", r.tokens_per_s_per_gpu)});
@@ -48,8 +53,10 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   if (r.plan.tp > 1) row("  tensor parallel (all-gather, reduce-scatter)", t.tp_comm);
   row("optimizer", t.optimizer);
   row("exposed offload", t.exposed_offload);
+  if (t.first_step > 0) row("first step only: pinning host buffers (not in the step)", t.first_step);
   row("attention incl. exposed comm", t.attention);
   row("all comm (hidden or not)", t.comm);
+  if (t.offload > 0) row("host traffic over PCIe (hidden or not)", t.offload);
   fmt::print("{}\n", tt.str());
   const sim::MemoryBreakdown& b = r.memory.peak;
   Table mt({"memory at peak", "GiB"});
@@ -64,7 +71,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   mt.add({"reserved", gib(b.reserved)});
   mt.add({"total (peak)", gib(b.total())});
   mt.add({"capacity", gib(r.capacity_bytes)});
-  if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded)", gib(r.memory.host_bytes)});
+  if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded, this GPU's)", gib(r.memory.host_bytes)});
   fmt::print("{}\n", mt.str());
   Table terms({"peak, term by term", "part", "GiB"});
   for (const sim::MemoryTerm& term : r.memory.terms)

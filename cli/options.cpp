@@ -112,8 +112,19 @@ void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m
 sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model); }
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
 sim::System load_system(const CommonOptions& o) {
-  if (o.framework.empty()) return sim::load_system(o.system, o.attention_kernel);
-  return sim::load_system(o.system, o.attention_kernel, sim::load_framework(o.framework));
+  sim::System s = o.framework.empty() ? sim::load_system(o.system, o.attention_kernel)
+                                      : sim::load_system(o.system, o.attention_kernel, sim::load_framework(o.framework));
+  s.framework_why = !o.framework.empty()     ? "--framework"
+                    : s.framework_calibrated ? "the calibrated profile's"
+                                             : "the default; --framework names another";
+  return s;
+}
+
+std::string inferred_text(const sim::System& s) {
+  auto why = [](const std::string& w) { return w.empty() ? std::string() : " (" + w + ")"; };
+  return fmt::format("framework {}{}, attention kernel {}{}", s.profile.name, why(s.framework_why),
+                     s.gpu.attention_kernel.empty() ? "as the GPU preset's figures describe" : s.gpu.attention_kernel,
+                     why(s.attention_kernel_why));
 }
 
 sim::System load_system(const CommonOptions& o, const sim::Model& m) {

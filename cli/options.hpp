@@ -69,6 +69,9 @@ sim::System load_system(const CommonOptions& o);
 // The system with its framework profile, refused (seqpar::Error) when the profile does not
 // describe the model's block: one message, before any plan is searched.
 sim::System load_system(const CommonOptions& o, const sim::Model& m);
+// What the commands inferred, printed once: "framework seqpar-train (--framework), attention kernel
+// cudnn (seqpar-train runs it)".
+std::string inferred_text(const sim::System& s);
 // Registers --attention-kernel (add_common does; sweep, with its own options, calls it itself).
 void add_attention_kernel(CLI::App* app, std::string& kernel);
 void add_framework(CLI::App* app, std::string& framework);

@@ -1,5 +1,6 @@
 #include "seqpar/reports/calibrate.hpp"
 #include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
 #include "seqpar/sim/framework_terms.hpp"
@@ -556,6 +557,75 @@ void fit_attention(const Collected& c, Base& b, KernelFitter& kf, Fitted& out, c
   ++out.groups;
 }
 
+// What ran the measured steps, as the profile is fitted over it and keeps it.
+struct StepsRan {
+  sim::Framework framework;
+  json document;               // the framework profile, whole, as the calibrated profile keeps it
+  std::string framework_from;  // where the framework was read
+  std::string kernel;          // the steps' attention kernel where the GPU has its figures; empty: the framework's choice
+};
+
+// The framework: --framework, else the one the steps name (one per profile), else the base
+// system's (a calibrated base's, or the default). The kernel: the one the steps name where the
+// profile's GPU has figures for it (then kept in the framework document, so that the profile
+// predicts what the steps ran), else the framework's own choice on that GPU.
+StepsRan steps_ran(const std::vector<MeasuredStep>& steps, const CalibrateOptions& opt, const sim::System& base,
+                   const json& profile, std::vector<std::string>& notes) {
+  StepsRan r;
+  std::map<std::string, std::vector<const MeasuredStep*>> named;
+  for (const auto& s : steps)
+    if (!s.framework.empty()) named[s.framework].push_back(&s);
+  std::string name;
+  if (!opt.framework.empty()) {
+    name = opt.framework;
+    r.framework_from = "--framework";
+  } else if (named.size() > 1) {
+    std::string list;
+    for (const auto& [f, ss] : named)
+      list += fmt::format("{}{} ({}: {})", list.empty() ? "" : "; ", f, ss.front()->file, ss.front()->framework_from);
+    throw Error(fmt::format("calibrate: the steps ran different frameworks: {}; a profile's terms describe one "
+                            "framework: calibrate each apart, or give --framework", list));
+  } else if (named.size() == 1) {
+    name = named.begin()->first;
+    const MeasuredStep& s = *named.begin()->second.front();
+    r.framework_from = fmt::format("the steps ({}: {})", s.file, s.framework_from);
+    if (named.begin()->second.size() < steps.size())
+      notes.push_back(fmt::format("{} of {} steps name no framework: fitted as '{}', which the others name",
+                                  steps.size() - named.begin()->second.size(), steps.size(), name));
+  } else {
+    name = base.profile.name;
+    r.framework_from = base.framework_calibrated ? "the base system's (calibrated over it); the steps name none"
+                                                 : "the default; the steps name none (give --framework)";
+  }
+  // A calibrated base keeps its framework whole; use that document for its own framework.
+  const json* kept = profile.contains("framework") ? &profile["framework"] : nullptr;
+  if (base.framework_calibrated && name == base.profile.name && kept && kept->contains("profile") &&
+      (*kept)["profile"].is_object())
+    r.document = (*kept)["profile"];
+  else
+    r.document = sim::preset_document("framework", name);
+  std::map<std::string, const MeasuredStep*> kernels;
+  for (const auto& s : steps)
+    if (!s.attention_kernel.empty()) kernels.emplace(s.attention_kernel, &s);
+  const std::vector<std::string> known = sim::attention_kernel_names(profile["gpu"]);
+  if (kernels.size() == 1) {
+    const auto& [k, s] = *kernels.begin();
+    if (std::find(known.begin(), known.end(), k) != known.end()) {
+      r.kernel = k;
+      r.document["attention_kernel"] = {
+          {"value", k}, {"source", fmt::format("the attention kernel the calibrated steps ran ({}: {})", s->file,
+                                               s->attention_kernel_from)}};
+    } else {
+      notes.push_back(fmt::format("the steps ran attention kernel '{}' ({}: {}), for which the profile's GPU has no "
+                                  "figures: fitted with the framework's own kernel", k, s->file, s->attention_kernel_from));
+    }
+  } else if (kernels.size() > 1) {
+    notes.push_back(fmt::format("the steps ran {} attention kernels: fitted with the framework's own", kernels.size()));
+  }
+  r.framework = sim::framework_from_json(r.document, fmt::format("framework '{}'", name));
+  return r;
+}
+
 // The framework terms from measured training steps (step_fit.hpp), fitted on the profile as the
 // kernel and link fits above left it, and each step's leave-one-out error. The base system's own
 // framework terms are the priors (a term the steps cannot determine keeps its value) and its
@@ -571,14 +641,13 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const
   if (bf16.empty()) return;
   json prof = b.system;
   prof["gpu"] = b.gpu;
-  sim::System sys = sim::system_from_json(prof, "calibrated profile");
-  // The terms are fitted over the inventory of the framework the steps ran (its time terms the priors).
-  if (!opt.framework.empty()) {
-    const bool calibrated = sys.framework_calibrated;
-    sys.framework_calibrated = false;
-    sim::use_framework(sys, sim::load_framework(opt.framework));
-    sys.framework_calibrated = calibrated;
-  }
+  // The terms are fitted over the framework the steps ran (its time terms the priors) and its
+  // attention kernel on this GPU: --framework, else the steps', else the base system's.
+  const sim::System base = sim::system_from_json(prof, "calibrated profile");
+  const StepsRan ran = steps_ran(bf16, opt, base, prof, c.notes);
+  // A base calibrated over another framework lends it no priors: its terms describe that one.
+  if (base.framework_calibrated && base.profile.name != ran.framework.name) prof.erase("framework");
+  sim::System sys = sim::system_from_json(prof, "calibrated profile", ran.kernel, ran.framework);
   const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
   const StepFit f = fit_framework_terms(sys, used);
   for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
@@ -592,7 +661,7 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const
       "term within its physical range; time RMS relative residual {:.2f}%, peak memory {:.2f}%{}", join(files), f.points,
       f.time_rel_residual * 100, f.memory_rel_residual * 100,
       held.empty() ? "" : fmt::format("; not determined by these steps, held at the base's: {}", held));
-  b.system["framework"] = sim::framework_terms_json(f.terms, sys.profile.name, src);
+  b.system["framework"] = sim::framework_terms_json(f.terms, ran.document, src);
   res.steps = step_rows(sys, f, used);
   for (const auto& row : res.steps) {
     if (row["loo_time_error"].is_null()) continue;
@@ -600,6 +669,8 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const
     res.max_abs_loo_memory_error = std::max(res.max_abs_loo_memory_error, std::fabs(row["loo_memory_error"].get<double>()));
   }
   json fit = sim::framework_terms_json(f.terms, sys.profile.name, src);
+  fit["attention_kernel"] = sys.gpu.attention_kernel;
+  fit["framework_from"] = ran.framework_from;
   fit.erase("source");
   fit["points"] = f.points;
   json terms = json::object();

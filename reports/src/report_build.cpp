@@ -786,7 +786,7 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   fs::create_directories(opt.out_dir, ec);
   if (ec) throw Error(fmt::format("--out {}: cannot create the directory: {}", opt.out_dir, ec.message()));
 
-  json data = gather_report_data(inputs, opt.system);
+  json data = gather_report_data(inputs, opt.system, opt.framework);
   json figures = plan_figures(data);
   json doc = run_info_of_this_process();
   doc["kind"] = "report-data";

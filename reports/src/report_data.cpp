@@ -360,13 +360,13 @@ std::string describe_mode(const std::string& mode) {
   return "mode '" + mode + "'";
 }
 
-json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system) {
+json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system, const std::string& framework) {
   Gatherer g;
   for (const auto& in : inputs) g.add(in.doc, in.file, in.file);
   g.pair_up();
   g.data["peer_comparisons"] = pair_peer_steps(g.peer_steps);
-  g.data["step_comparisons"] =
-      g.steps.empty() ? no_step_comparisons() : compare_steps(step_system(system, g.steps), g.steps);
+  StepSystems systems(system, framework);
+  g.data["step_comparisons"] = g.steps.empty() ? no_step_comparisons() : compare_steps(systems, g.steps);
   g.data["method_comparison"] = method_comparison(g.data["points"]);
   return g.data;
 }

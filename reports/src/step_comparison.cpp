@@ -9,45 +9,27 @@
 #include "seqpar/core/plan.hpp"
 #include "seqpar/reports/report_data.hpp"
 #include "seqpar/reports/step_fit.hpp"
-#include "seqpar/sim/presets.hpp"
 
 namespace seqpar::reports {
 
 using nlohmann::json;
 
-sim::System step_system(const std::string& option, const std::vector<StepRecord>& steps) {
-  if (!option.empty()) {
-    try {
-      return sim::load_system(option);
-    } catch (const Error& e) {
-      throw Error(fmt::format("--system {}: {}", option, e.what()));
-    }
-  }
-  if (steps.empty()) throw Error("report: no measured training steps to choose a system for");
-  // The first step that names its GPU decides: one report compares steps on one system.
-  for (const auto& r : steps) {
-    if (!r.gpu_name) continue;
-    if (auto name = sim::system_for_device_name(*r.gpu_name)) return sim::load_system(*name);
-    throw Error(fmt::format("{}: {}: measured on GPU '{}', which matches no built-in system preset; give the system to "
-                            "predict the training steps on with --system NAME|profile.json",
-                            r.step.file, r.step.name, *r.gpu_name));
-  }
-  throw Error(fmt::format("{}: {}: the measured training step does not record its GPU; give the system to predict the "
-                          "training steps on with --system NAME|profile.json",
-                          steps.front().step.file, steps.front().step.name));
-}
-
 json no_step_comparisons() {
-  return {{"system", nullptr}, {"rows", json::array()}, {"max_abs_time_error", nullptr}, {"max_abs_memory_error", nullptr}};
+  return {{"system", nullptr},
+          {"runtimes", json::array()},
+          {"rows", json::array()},
+          {"max_abs_time_error", nullptr},
+          {"max_abs_memory_error", nullptr}};
 }
 
-json compare_steps(const sim::System& sys, const std::vector<StepRecord>& steps) {
+json compare_steps(StepSystems& systems, const std::vector<StepRecord>& steps) {
   if (steps.empty()) return no_step_comparisons();
   json rows = json::array();
   double max_time = 0, max_memory = 0;
   bool any_memory = false;
   for (const auto& r : steps) {
     const MeasuredStep& s = r.step;
+    const sim::System& sys = systems.of(s, r.gpu_name);
     const StepPrediction p = predict_step(sys, s);  // the simulator's own simulate(), per rank
     const double time_error = p.step_time_s / s.step_time_s - 1;
     max_time = std::max(max_time, std::fabs(time_error));
@@ -57,6 +39,9 @@ json compare_steps(const sim::System& sys, const std::vector<StepRecord>& steps)
                 {"model", s.model.name},
                 {"mode", r.mode},
                 {"dtype", s.dtype},
+                {"system", sys.name},
+                {"framework", sys.profile.name},
+                {"attention_kernel", sys.gpu.attention_kernel},
                 {"plan_label", plan_label(to_json(normalized(s.plan, sys.gpus_per_node)))},
                 {"gpus", s.plan.gpus},
                 {"seq_len", s.plan.seq_len},
@@ -75,7 +60,13 @@ json compare_steps(const sim::System& sys, const std::vector<StepRecord>& steps)
     }
     rows.push_back(std::move(row));
   }
-  return {{"system", sys.name}, {"rows", rows}, {"max_abs_time_error", max_time},
+  std::string names;
+  for (const StepRuntime& rt : systems.runtimes())
+    if (names.find(rt.system) == std::string::npos) names += (names.empty() ? "" : ", ") + rt.system;
+  return {{"system", names},
+          {"runtimes", to_json(systems.runtimes())},
+          {"rows", rows},
+          {"max_abs_time_error", max_time},
           {"max_abs_memory_error", any_memory ? json(max_memory) : json()}};
 }
 

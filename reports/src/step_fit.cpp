@@ -9,6 +9,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/fit.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/simulate.hpp"
 
 namespace seqpar::reports {
@@ -31,7 +32,9 @@ sim::System with_terms(const sim::System& base, const sim::FrameworkTerms& f) {
 
 sim::Result simulate_step(const sim::System& sys, const MeasuredStep& s) {
   const Plan plan = normalized(s.plan, sys.gpus_per_node);
-  sim::Result r = sim::simulate(s.model, sys, plan);
+  // A single-rank proxy's collectives were loopback copies: predicted as it ran.
+  sim::Result r = s.comm == "loopback" ? sim::simulate(s.model, sim::loopback_system(sys), plan)
+                                       : sim::simulate(s.model, sys, plan);
   if (!r.valid) {
     std::string why;
     for (const auto& e : r.errors) why += (why.empty() ? "" : "; ") + e;
@@ -271,8 +274,9 @@ void fit_quantity(const Quantity& q, sim::FrameworkTerms& out, std::vector<TermF
 
 StepPrediction predict_step(const sim::System& sys, const MeasuredStep& s) {
   const sim::Result r = simulate_step(sys, s);
-  // A step's measured peak is what its framework's allocator handed out (memory_cost.hpp).
-  return {r.step_time_s, r.memory.allocated_bytes()};
+  // A step's measured peak is what its framework's allocator handed out (memory_cost.hpp); a step
+  // measured cold includes what the first step does once.
+  return {r.step_time_s + s.cold_share * r.time.first_step, r.memory.allocated_bytes()};
 }
 
 std::vector<MeasuredStep> distinct_steps(const sim::System& base, const std::vector<MeasuredStep>& steps,

@@ -67,6 +67,43 @@ double positive(const json& step, const char* key, const std::string& where) {
   return x;
 }
 
+// A string field, or nothing; seqpar::Error naming `where` when it is there but not a non-empty string.
+std::optional<std::string> string_named(const json* v, const std::string& where, const char* key) {
+  if (!v) return std::nullopt;
+  if (!v->is_string() || v->get<std::string>().empty())
+    throw Error(fmt::format("{}: field '{}' must be a non-empty string", where, key));
+  return v->get<std::string>();
+}
+
+// The framework and attention kernel the step ran: the minimal format's fields, else what the
+// measuring programs record (step_input.hpp).
+void read_runtime(const json& step, const json& outer, const std::string& where, MeasuredStep& s) {
+  const std::optional<std::string> program = string_named(find_field(step, outer, "program"), where, "program");
+  const json* impl = config_field(outer, "implementation");
+  if (auto f = string_named(find_field(step, outer, "framework"), where, "framework")) {
+    s.framework = *f;
+    s.framework_from = "the document's 'framework'";
+  } else if (program == "seqpar-train") {
+    s.framework = "seqpar-train";
+    s.framework_from = "program seqpar-train";
+  } else if (program == "bench_torch_step" && impl && impl->is_string() && impl->get<std::string>() == "transformers") {
+    s.framework = "hf-transformers";
+    s.framework_from = "program bench_torch_step, implementation transformers";
+  }
+  if (const json* comm = config_field(outer, "comm"); comm && comm->is_string()) s.comm = comm->get<std::string>();
+  const json* warmup = config_field(outer, "warmup");
+  const json* steps = config_field(outer, "steps");
+  if (warmup && steps && warmup->is_number() && steps->is_number() && warmup->get<double>() == 0)
+    s.cold_share = steps->get<double>() <= 1 ? 1.0 : steps->get<double>() == 2 ? 0.5 : 0.0;
+  if (auto k = string_named(find_field(step, outer, "attention_kernel"), where, "attention_kernel")) {
+    s.attention_kernel = *k;
+    s.attention_kernel_from = "the document's 'attention_kernel'";
+  } else if (auto e = string_named(config_field(outer, "attention_engine"), where, "config.attention_engine")) {
+    s.attention_kernel = *e;
+    s.attention_kernel_from = "its config.attention_engine";
+  }
+}
+
 MeasuredStep read_step(const json& step, const json& outer, const std::string& where, const std::string& file,
                        const std::string& fallback_name, PeakMemory peak) {
   if (!step.is_object()) throw Error(fmt::format("{}: a step must be a JSON object", where));
@@ -89,6 +126,7 @@ MeasuredStep read_step(const json& step, const json& outer, const std::string& w
   else
     s.peak_memory_bytes = positive(step, "peak_memory_bytes", where);
   s.name = optional_string(step, "name", where).value_or(fallback_name);
+  read_runtime(step, outer, where, s);
   // seqpar-train names its step in its single result row.
   if (!step.contains("name") && step.contains("results") && step["results"].is_array() && !step["results"].empty() &&
       step["results"][0].is_object() && step["results"][0].contains("name") && step["results"][0]["name"].is_string())

@@ -441,6 +441,46 @@ std::int64_t last_true(std::int64_t lo, std::int64_t hi, Ok ok) {
 }
 }  // namespace
 
+std::string_view to_string(LengthLimit l) {
+  switch (l) {
+    case LengthLimit::none: return "none";
+    case LengthLimit::gpu_memory: return "gpu-memory";
+    case LengthLimit::host_memory: return "host-memory";
+    case LengthLimit::rule: return "rule";
+    case LengthLimit::search_limit: return "search-limit";
+  }
+  return "none";
+}
+
+namespace {
+// What stops `p` at the next length after `last` (a multiple of its granularity): a rule it breaks
+// there, or the memory that no longer holds it.
+void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std::int64_t gran, MaxLenSearch& out) {
+  if (last > limits::kMaxSeqLen - gran) {
+    out.limit = LengthLimit::search_limit;
+    out.limit_why = fmt::format("the search stops at {} tokens", limits::kMaxSeqLen);
+    return;
+  }
+  p.seq_len = last + gran;
+  std::vector<std::string> errors;
+  if (!check_plan(m, s, p, errors)) {
+    out.limit = LengthLimit::rule;
+    out.limit_why = errors.front();
+    return;
+  }
+  const Result r = simulate(m, s, p);
+  if (!r.gpu_fits) {
+    out.limit = LengthLimit::gpu_memory;
+    out.limit_why = fmt::format("GPU memory: {} tokens need {:.2f} of {:.2f} GiB", p.seq_len, r.peak_memory_bytes() / kGiB,
+                                r.capacity_bytes / kGiB);
+  } else if (!r.host_fits) {
+    out.limit = LengthLimit::host_memory;
+    out.limit_why = fmt::format("host memory: {} tokens offload {:.1f} of the node's {:.1f} GiB", p.seq_len,
+                                r.host_node_bytes / kGiB, r.host_capacity_bytes / kGiB);
+  }
+}
+}  // namespace
+
 MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan) {
   Plan p = plan;
   const std::int64_t gran = seq_granularity(p);
@@ -487,6 +527,7 @@ MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& pla
     return last_true(a, std::min(b, end + 1) - 1, ok);
   };
   out.max_seq_len = grow(run_start(run), run_end(run)) * gran;
+  name_limit(m, s, p, out.max_seq_len, gran, out);
   // Runs below whose longest lengths do not fit: a suffix of them (their last lengths' peaks grow
   // with the run). Each gap runs from the first length of its run that does not fit to the run's end.
   if (run > 1) {
@@ -587,6 +628,8 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       out.max_seq_len = n;
       out.gaps = search.gaps;
       out.gap_count = search.gap_count;
+      out.limit = search.limit;
+      out.limit_why = search.limit_why;
       winner = st;
     }
   }

@@ -6,6 +6,7 @@
 
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "element_bytes.hpp"
 
@@ -40,11 +41,12 @@ namespace {
 
 // One kernel call over a query chunk and its key prefix: the causal diagonal part at the causal
 // kernel's rate, the unmasked part before it at the unmasked rate, one launch.
-double prefix_call_time(const Gpu& g, double diagonal_flops, double prefix_flops, double tokens, bool backward,
+double prefix_call_time(const System& s, double diagonal_flops, double prefix_flops, double tokens, bool backward,
                         int head_dim) {
+  const Gpu& g = s.gpu;
   auto part = [&](double flops, bool causal) {
-    return flops > 0 ? flops / (g.bf16_flops * curve_efficiency(attention_curve(g, backward, {head_dim, causal}), tokens))
-                     : 0.0;
+    const double eff = curve_efficiency(attention_curve(g, backward, {head_dim, causal}), tokens);
+    return flops > 0 ? flops / (g.bf16_flops * eff * s.framework.attention_step_efficiency) : 0.0;
   };
   return part(diagonal_flops, true) + part(prefix_flops, false) + g.kernel_overhead_s;
 }
@@ -58,7 +60,6 @@ double prefix_call_time(const Gpu& g, double diagonal_flops, double prefix_flops
 // and dK,dV of the whole sequence are reduce-scattered after it; none of it overlaps compute.
 AttentionCost all_gather_attention_cost(const Model& m, const System& s, const Plan& p, const AttentionShapes& a,
                                         AttentionCost c) {
-  const Gpu& g = s.gpu;
   const double d = m.head_dim, R = p.ring_degree, N = double(p.seq_len);
   const bool head_tail = zigzag_ring(p);
   // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
@@ -73,8 +74,8 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
     calls.emplace_back(0.5 * block(rows), block((R - 1) * rows));
   }
   for (const auto& [diagonal, prefix] : calls) {
-    c.fwd_kernel_s += prefix_call_time(g, diagonal, prefix, rows, false, m.head_dim);
-    c.bwd_kernel_s += prefix_call_time(g, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
+    c.fwd_kernel_s += prefix_call_time(s, diagonal, prefix, rows, false, m.head_dim);
+    c.bwd_kernel_s += prefix_call_time(s, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
   }
   const Placement& ring = place_sp_groups(s, p).ring;
   c.kv_gather_s = collective_time(s, Collective::all_gather, a.kv_gathered_bytes, ring);
@@ -93,7 +94,6 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
 
 AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p) {
   const AttentionShapes a = attention_shapes(m, p);
-  const Gpu& g = s.gpu;
   AttentionCost c;
   const double d = m.head_dim;
   const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
@@ -117,8 +117,8 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   if (R == 1) {
     const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
     const AttentionKernel kernel{m.head_dim, m.causal};
-    c.fwd_kernel_s = attention_time(g, flops, a.attn_tokens, false, kernel);
-    c.bwd_kernel_s = attention_time(g, 2.5 * flops, a.attn_tokens, true, kernel);
+    c.fwd_kernel_s = framework_attention_time(s, flops, a.attn_tokens, false, kernel);
+    c.bwd_kernel_s = framework_attention_time(s, 2.5 * flops, a.attn_tokens, true, kernel);
     c.fwd_s = c.fwd_kernel_s + a2a_fwd;
     c.bwd_s = c.bwd_kernel_s + a2a_bwd;
     c.fwd_comm_s = a2a_fwd;
@@ -140,12 +140,12 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // The diagonal step applies the model's mask; every later step is an unmasked block.
   const bool zigzag = zigzag_ring(p) && m.causal;  // the method table's ring layout
   const AttentionKernel diagonal{m.head_dim, m.causal}, unmasked{m.head_dim, false};
-  const double step0_f = attention_time(g, mask * block, a.attn_tokens, false, diagonal);
-  const double step0_b = attention_time(g, 2.5 * mask * block, a.attn_tokens, true, diagonal);
-  const double step_f = zigzag ? attention_time(g, block / 2, a.block_tokens, false, unmasked)
-                               : attention_time(g, block, a.attn_tokens, false, unmasked);
-  const double step_b = zigzag ? attention_time(g, 2.5 * block / 2, a.block_tokens, true, unmasked)
-                               : attention_time(g, 2.5 * block, a.attn_tokens, true, unmasked);
+  const double step0_f = framework_attention_time(s, mask * block, a.attn_tokens, false, diagonal);
+  const double step0_b = framework_attention_time(s, 2.5 * mask * block, a.attn_tokens, true, diagonal);
+  const double step_f = zigzag ? framework_attention_time(s, block / 2, a.block_tokens, false, unmasked)
+                               : framework_attention_time(s, block, a.attn_tokens, false, unmasked);
+  const double step_b = zigzag ? framework_attention_time(s, 2.5 * block / 2, a.block_tokens, true, unmasked)
+                               : framework_attention_time(s, 2.5 * block, a.attn_tokens, true, unmasked);
   const double steps_after0 = R - 1;
   c.fwd_kernel_s = step0_f + steps_after0 * step_f;
   c.bwd_kernel_s = step0_b + steps_after0 * step_b;

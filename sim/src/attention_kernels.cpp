@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 
@@ -81,41 +83,67 @@ json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view ke
   return out;
 }
 
-System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework) {
-  std::string kernel(attention_kernel);
-  if (kernel.empty() && !framework.attention_kernel.empty()) {
-    const json sys = preset_document("system", name_or_path);
-    auto gi = sys.is_object() ? sys.find("gpu") : sys.end();
-    if (gi != sys.end() && (gi->is_string() || gi->is_object())) {
-      const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
-      for (const std::string& k : attention_kernel_names(gpu_doc))
-        if (k == framework.attention_kernel) kernel = k;
-    }
+KernelSelection select_attention_kernel(const json& gpu_doc, std::string_view requested, const Framework& framework) {
+  const std::vector<std::string> names = attention_kernel_names(gpu_doc);
+  if (!requested.empty()) return {std::string(requested), "as asked (--attention-kernel)"};
+  const std::string gpu = gpu_doc.is_object() ? gpu_doc.value("name", std::string("the GPU")) : std::string("the GPU");
+  std::string cc;
+  if (auto it = gpu_doc.find("compute_capability"); it != gpu_doc.end())
+    cc = compute_capability_text(*it, fmt::format("gpu '{}': compute_capability", gpu));
+  std::string missing;  // a kernel the framework runs here that the GPU preset has no figures for
+  for (const AttentionChoice& c : framework.attention_choices) {
+    if (!c.compute_capability.empty() && (cc.empty() || !c.applies_to(cc))) continue;
+    if (std::find(names.begin(), names.end(), c.kernel) != names.end())
+      return {c.kernel, c.compute_capability.empty()
+                            ? fmt::format("{} runs it", framework.name)
+                            : fmt::format("{} runs it on compute capability {}", framework.name, cc)};
+    if (missing.empty()) missing = c.kernel;
   }
-  System s = load_system(name_or_path, kernel);
-  use_framework(s, framework);
-  return s;
+  const std::string def = names.empty() ? std::string() : names.front();
+  if (!missing.empty())
+    return {def, fmt::format("the GPU preset's default: {} runs {}, for which gpu '{}' has no figures", framework.name,
+                             missing, gpu)};
+  return {def, "the GPU preset's default"};
 }
 
-System load_system(std::string_view name_or_path, std::string_view attention_kernel) {
-  json sys = preset_document("system", name_or_path);
-  auto gi = sys.is_object() ? sys.find("gpu") : sys.end();
-  if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return load_system(name_or_path);  // the loader says what is wrong
-  return system_from_json(std::move(sys), fmt::format("system '{}'", name_or_path), attention_kernel);
-}
-
-System system_from_json(json sys, std::string_view what, std::string_view attention_kernel) {
+namespace {
+// The system document with the selected kernel's figures on its GPU: the framework is `framework`,
+// else the one the document itself names (a calibrated profile's), else the default.
+System system_with_kernel(json sys, std::string_view what, std::string_view requested, const Framework* framework) {
   if (!sys.is_object()) return system_from_json(sys, what);  // the reader says what is wrong
   auto gi = sys.find("gpu");
   if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return system_from_json(sys, what);
   const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
   const std::string gpu_what = gi->is_string() ? fmt::format("gpu preset '{}'", gi->get<std::string>())
                                                : fmt::format("{}: gpu", what);
-  sys["gpu"] = gpu_document_with_attention_kernel(gpu_doc, attention_kernel, gpu_what);
+  (void)kernels_of(gpu_doc, gpu_what);  // a malformed kernel table is named before anything is chosen from it
+  const Framework own = framework ? Framework{} : system_from_json(sys, what).profile;
+  const KernelSelection k = select_attention_kernel(gpu_doc, requested, framework ? *framework : own);
+  sys["gpu"] = gpu_document_with_attention_kernel(gpu_doc, k.kernel, gpu_what);
   System s = system_from_json(sys, what);
-  const std::vector<std::string> names = attention_kernel_names(sys["gpu"]);
-  if (!names.empty()) s.gpu.attention_kernel = attention_kernel.empty() ? names.front() : std::string(attention_kernel);
+  if (framework) use_framework(s, *framework);
+  s.gpu.attention_kernel = k.kernel;
+  s.attention_kernel_why = k.why;
   return s;
+}
+}  // namespace
+
+System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework) {
+  return system_with_kernel(preset_document("system", name_or_path), preset_label("system", name_or_path),
+                            attention_kernel, &framework);
+}
+
+System load_system(std::string_view name_or_path, std::string_view attention_kernel) {
+  return system_with_kernel(preset_document("system", name_or_path), preset_label("system", name_or_path),
+                            attention_kernel, nullptr);
+}
+
+System system_from_json(json sys, std::string_view what, std::string_view attention_kernel) {
+  return system_with_kernel(std::move(sys), what, attention_kernel, nullptr);
+}
+
+System system_from_json(json sys, std::string_view what, std::string_view attention_kernel, const Framework& framework) {
+  return system_with_kernel(std::move(sys), what, attention_kernel, &framework);
 }
 
 }  // namespace seqpar::sim

@@ -46,6 +46,21 @@ Placement place_zero_group(const System& s, const seqpar::Plan& p) {
   return place_group(s, std::max(1, p.gpus / T), T);
 }
 
+System loopback_system(const System& s) {
+  System out = s;
+  Link copy;
+  copy.kind = LinkKind::nvswitch;
+  copy.bytes_per_s = s.gpu.hbm_bytes_per_s / 2;
+  copy.latency_s = s.gpu.kernel_overhead_s;
+  out.intra = copy;
+  out.inter = copy;
+  out.nics_per_node = 0;
+  out.nic_bytes_per_s = 0;
+  out.gpus_per_node = limits::kMaxGpusPerNode;
+  out.name = s.name + " (loopback)";
+  return out;
+}
+
 int nic_count(const System& s) { return s.nics_per_node > 0 ? s.nics_per_node : std::max(1, s.gpus_per_node); }
 double nic_rate(const System& s) { return s.nics_per_node > 0 ? s.nic_bytes_per_s : s.inter.bytes_per_s; }
 

@@ -53,14 +53,15 @@ double attention_flops(double batch, double seq_q, double seq_k, double heads, d
   return 4.0 * batch * seq_q * seq_k * heads * head_dim;
 }
 
-double gemm_time(const Gpu& g, double flops, double tokens, int launches) {
+double gemm_time(const Gpu& g, double flops, double tokens, int launches, double rate_scale) {
   const double eff = curve_efficiency(gemm_curve(g), tokens);
-  return flops / (g.bf16_flops * eff) + launches * g.kernel_overhead_s;
+  return flops / (g.bf16_flops * eff * rate_scale) + launches * g.kernel_overhead_s;
 }
 
-double attention_time(const Gpu& g, double flops, double block_tokens, bool backward, const AttentionKernel& kernel) {
+double attention_time(const Gpu& g, double flops, double block_tokens, bool backward, const AttentionKernel& kernel,
+                      double rate_scale) {
   const double eff = curve_efficiency(attention_curve(g, backward, kernel), block_tokens);
-  return flops / (g.bf16_flops * eff) + g.kernel_overhead_s;
+  return flops / (g.bf16_flops * eff * rate_scale) + g.kernel_overhead_s;
 }
 
 double memory_bound_time(const Gpu& g, double bytes) { return bytes / g.hbm_bytes_per_s; }

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
+#include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace seqpar::sim {
@@ -216,7 +218,55 @@ const json& object(const json& parent, const char* key, std::string_view what) {
   return *it;
 }
 
+// "attention_kernel": a kernel name (any GPU), {"value": name, "source": ...}, or
+// {"choices": [{"kernel": name, "compute_capability": ["9.0", ...]}, ...], "source": ...} in the
+// framework's order of preference.
+void read_attention_choices(const json& j, std::string_view what, Framework& f) {
+  auto it = j.find("attention_kernel");
+  if (it == j.end()) return;
+  const std::string w = fmt::format("{}: attention_kernel", what);
+  auto name = [&](const json& v, const std::string& where) {
+    if (!v.is_string() || v.get<std::string>().empty())
+      throw Error(fmt::format("{}: must be the name of an attention kernel (a GPU preset's attention_kernels, e.g. "
+                              "cudnn, flash-attention-2)", where));
+    return v.get<std::string>();
+  };
+  if (it->is_string()) {
+    f.attention_choices.push_back({name(*it, w), {}});
+    return;
+  }
+  if (!it->is_object())
+    throw Error(fmt::format("{}: must be a kernel name or an object with 'choices' (or 'value') and 'source'", w));
+  f.attention_source = string_field(*it, "source", w, "");
+  if (auto v = it->find("value"); v != it->end()) {
+    f.attention_choices.push_back({name(*v, w + ".value"), {}});
+    return;
+  }
+  auto cs = it->find("choices");
+  if (cs == it->end() || !cs->is_array() || cs->empty())
+    throw Error(fmt::format("{}: field 'choices' must be a non-empty list of {{\"kernel\", \"compute_capability\"}}", w));
+  for (std::size_t i = 0; i < cs->size(); ++i) {
+    const json& c = (*cs)[i];
+    const std::string cw = fmt::format("{}: choices[{}]", w, i);
+    if (!c.is_object()) throw Error(fmt::format("{}: expected an object", cw));
+    AttentionChoice choice{name(c.contains("kernel") ? c["kernel"] : json(), cw + ".kernel"), {}};
+    if (auto cc = c.find("compute_capability"); cc != c.end()) {
+      if (!cc->is_array() || cc->empty())
+        throw Error(fmt::format("{}: field 'compute_capability' must be a non-empty list such as [\"9.0\"]", cw));
+      for (const json& v : *cc) choice.compute_capability.push_back(compute_capability_text(v, cw + ".compute_capability"));
+    }
+    f.attention_choices.push_back(std::move(choice));
+  }
+}
+
 }  // namespace
+
+std::string_view to_string(IndexedTensor t) { return t == IndexedTensor::hidden ? "hidden" : "attention"; }
+
+bool AttentionChoice::applies_to(std::string_view gpu) const {
+  if (compute_capability.empty()) return true;
+  return std::find(compute_capability.begin(), compute_capability.end(), gpu) != compute_capability.end();
+}
 
 Framework framework_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
@@ -224,7 +274,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.name = string_field(j, "name", what);
   f.description = string_field(j, "description", what, "");
   f.source = string_field(j, "source", what, "");
-  f.attention_kernel = string_field(j, "attention_kernel", what, "");
+  read_attention_choices(j, what, f);
   auto st = j.find("states");
   if (st == j.end() || !st->is_array() || st->empty())
     throw Error(fmt::format("{}: field 'states' must be a non-empty list (weights, gradients, optimizer states)", what));
@@ -273,15 +323,46 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.ring_backward_given = attn.contains("ring_backward");
   f.ring_backward = read_tensors(attn, "ring_backward", fmt::format("{}: attention", what), MemPart::attention_buffers);
   f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
+  const json& off = object(j, "offload", what);
+  const std::string os = fmt::format("{}: offload", what);
+  f.params_prefetched = one_of(off, "params", os,
+                               std::array<std::pair<const char*, bool>, 2>{{{"prefetch", true}, {"on_demand", false}}}, true);
+  f.checkpoints_overlapped =
+      one_of(off, "checkpoints", os,
+             std::array<std::pair<const char*, bool>, 2>{{{"double_buffer", true}, {"synchronous", false}}}, true);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);
   f.reserve_bytes = number(alloc, "reserve_bytes", as, 0, kMaxReserve, 0);
   f.fragmentation = number(alloc, "fragmentation", as, 0, 1, 0);
   const json& time = object(j, "time", what);
   const std::string ts = fmt::format("{}: time", what);
-  f.memory_bound_efficiency = number(time, "memory_bound_efficiency", ts, 1e-3, 1, 1);
-  f.step_overhead_s = number(time, "step_overhead_s", ts, 0, 1e4, 0);
+  // The step-time terms, each within its physical range (hardware.hpp: kFrameworkTerms).
+  for (const FrameworkTermSpec& t : kFrameworkTerms) {
+    if (t.target != FrameworkTarget::step_time || !time.contains(t.key)) continue;
+    f.time.*t.field = bounded_figure(time, t.key, ts, t.lo, t.hi);
+    const json& v = time[t.key];
+    if (v.is_object() && v.contains("source") && v["source"].is_string())
+      f.time_sources.emplace_back(t.key, v["source"].get<std::string>());
+  }
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
+  if (auto it = j.find("index_limits"); it != j.end()) {
+    if (!it->is_array()) throw Error(fmt::format("{}: field 'index_limits' must be a list of {{tensor, max_elements, kernel, source}}", what));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& e = (*it)[i];
+      const std::string w = fmt::format("{}: index_limits[{}]", what, i);
+      if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+      IndexLimit l;
+      l.tensor = one_of(e, "tensor", w,
+                        std::array<std::pair<const char*, IndexedTensor>, 2>{
+                            {{"hidden", IndexedTensor::hidden}, {"attention", IndexedTensor::attention}}},
+                        IndexedTensor::hidden);
+      if (!e.contains("tensor")) throw Error(fmt::format("{}: missing field 'tensor' (hidden or attention)", w));
+      l.max_elements = bounded_figure(e, "max_elements", w, 1, 9.3e18);
+      l.kernel = string_field(e, "kernel", w);
+      l.source = string_field(e, "source", w, "");
+      f.index_limits.push_back(std::move(l));
+    }
+  }
   if (auto it = j.find("mlp"); it != j.end()) {
     const json* kinds = &*it;
     if (kinds->is_object() && kinds->contains("value")) kinds = &(*kinds)["value"];

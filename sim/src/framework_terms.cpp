@@ -29,12 +29,13 @@ void read_framework_terms(const json& system, std::string_view what, System& s) 
   s.framework_calibrated = true;
   // The framework profile the terms were fitted over (framework.hpp); absent: the default.
   if (auto p = it->find("profile"); p != it->end()) {
-    if (!p->is_string()) throw Error(fmt::format("{}: field 'profile' must be a framework preset name or path", w));
-    s.profile = load_framework(p->get<std::string>());
+    if (p->is_object()) s.profile = framework_from_json(*p, fmt::format("{}: profile", w));
+    else if (p->is_string()) s.profile = load_framework(p->get<std::string>());
+    else throw Error(fmt::format("{}: field 'profile' must be a framework profile (an object) or a preset name or path", w));
   }
 }
 
-json framework_terms_json(const FrameworkTerms& f, const std::string& profile, const std::string& source) {
+json framework_terms_json(const FrameworkTerms& f, const json& profile, const std::string& source) {
   json j = json::object();
   j["profile"] = profile;
   for (const FrameworkTermSpec& t : kFrameworkTerms) j[t.key] = f.*t.field;
@@ -44,6 +45,15 @@ json framework_terms_json(const FrameworkTerms& f, const std::string& profile, c
 
 double framework_memory_bound_time(const System& s, double bytes) {
   return memory_bound_time(s.gpu, bytes) / s.framework.memory_bound_efficiency;
+}
+
+double framework_gemm_time(const System& s, double flops, double tokens, int launches) {
+  return gemm_time(s.gpu, flops, tokens, launches, s.framework.gemm_step_efficiency);
+}
+
+double framework_attention_time(const System& s, double flops, double block_tokens, bool backward,
+                                const AttentionKernel& kernel) {
+  return attention_time(s.gpu, flops, block_tokens, backward, kernel, s.framework.attention_step_efficiency);
 }
 
 double framework_reserved_bytes(const FrameworkTerms& f, double local_tokens) {

@@ -182,10 +182,24 @@ const std::vector<PresetEntry>& builtin_presets() {
   return all;
 }
 
+std::string compute_capability_text(const json& v, std::string_view what) {
+  const json& x = v.is_object() && v.contains("value") ? v["value"] : v;
+  const std::string t = x.is_string() ? x.get<std::string>() : std::string();
+  const auto dot = t.find('.');
+  const bool digits = dot != std::string::npos && dot > 0 && dot + 1 < t.size() &&
+                      t.find_first_not_of("0123456789.") == std::string::npos && t.find('.', dot + 1) == std::string::npos;
+  if (!digits)
+    throw Error(fmt::format("{}: a compute capability is \"major.minor\" as CUDA names it, e.g. \"9.0\" (got {})", what,
+                            dump_json(x, -1)));
+  return t;
+}
+
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Gpu g;
   g.name = name_of(j, what);
+  if (auto cc = j.find("compute_capability"); cc != j.end())
+    g.compute_capability = compute_capability_text(*cc, fmt::format("{}: compute_capability", what));
   g.memory_bytes = figure(j, "memory_gib", what, kMemoryGiB) * kGiB;
   g.bf16_flops = figure(j, "bf16_tflops", what, kRate) * 1e12;
   g.hbm_bytes_per_s = figure(j, "hbm_gbps", what, kRate) * 1e9;
@@ -230,7 +244,9 @@ System system_from_json(const json& j, std::string_view what) {
                            fmt::format("{}: inter_node", what));
   read_nics(*inter, fmt::format("{}: inter_node", what), s);
   s.host_adam_params_per_s = figure(j, "host_adam_gparams_per_s", what, kHostGparams) * 1e9;
+  s.host_memory_bytes = figure(j, "host_memory_gib", what, Range{0, kMemoryGiB.hi}, 0.0) * kGiB;
   read_framework_terms(j, what, s);  // calibrated from measured steps (optional): framework_terms.hpp
+  if (!s.framework_calibrated) use_framework(s, s.profile);  // the default framework's time terms
   return s;
 }
 
@@ -289,16 +305,13 @@ json preset_document(std::string_view kind, std::string_view s) {
   return doc;
 }
 
-namespace {
-// Errors name the file for a path and the preset for a name.
-std::string label(std::string_view kind, std::string_view s) {
+std::string preset_label(std::string_view kind, std::string_view s) {
   return looks_like_path(s) ? std::string(s) : fmt::format("{} preset '{}'", kind, s);
 }
-}  // namespace
 
-Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), label("gpu", s)); }
-System load_system(std::string_view s) { return system_from_json(preset_document("system", s), label("system", s)); }
-Model load_model(std::string_view s) { return model_from_json(preset_document("model", s), label("model", s)); }
+Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), preset_label("gpu", s)); }
+System load_system(std::string_view s) { return system_from_json(preset_document("system", s), preset_label("system", s)); }
+Model load_model(std::string_view s) { return model_from_json(preset_document("model", s), preset_label("model", s)); }
 
 void use_framework(System& s, const Framework& f) {
   if (s.framework_calibrated && s.profile.name != f.name)
@@ -308,8 +321,8 @@ void use_framework(System& s, const Framework& f) {
   const bool calibrated = s.framework_calibrated;
   s.profile = f;
   if (calibrated) return;  // the fitted time terms stand
-  s.framework.memory_bound_efficiency = f.memory_bound_efficiency;
-  s.framework.step_overhead_s = f.step_overhead_s;
+  for (const FrameworkTermSpec& t : kFrameworkTerms)
+    if (t.target == FrameworkTarget::step_time) s.framework.*t.field = f.time.*t.field;
 }
 
 }  // namespace seqpar::sim

@@ -36,7 +36,9 @@ json to_json(const System& s, int gpus) {
           {"nic_gbps", nic_rate(s) / 1e9},
           {"memory_capacity_bytes", s.gpu.memory_bytes},
           {"bf16_tflops", s.gpu.bf16_flops / 1e12},
-          {"framework", s.profile.name}};
+          {"framework", s.profile.name},
+          {"framework_why", s.framework_why},
+          {"attention_kernel_why", s.attention_kernel_why}};
 }
 
 std::string point_name(const Model& m, const System& s, const Plan& p) {
@@ -61,7 +63,8 @@ json to_json(const Model& m, const System& s, const Result& r) {
                           "peak_memory_bytes", "memory", "time"})
       j[k] = nullptr;
     for (const char* k : {"memory_peak_phase", "memory_peak_subphase", "memory_phases", "memory_terms",
-                          "host_memory_bytes"})
+                          "host_memory_bytes", "host_memory_per_node_bytes", "host_memory_capacity_bytes", "fits_gpu",
+                          "fits_host"})
       j.erase(k);
   };
   if (!r.valid) {
@@ -83,6 +86,8 @@ json to_json(const Model& m, const System& s, const Result& r) {
   j["global_batch_sequences"] = r.plan.global_batch_sequences();
   j["global_batch_tokens"] = double(r.plan.global_batch_sequences()) * double(r.plan.seq_len);
   j["fits"] = r.fits;
+  j["fits_gpu"] = r.gpu_fits;  // peak_memory_bytes against memory_capacity_bytes
+  j["fits_host"] = r.host_fits;  // host_memory_per_node_bytes against host_memory_capacity_bytes (null: not given)
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
   j["tflops_per_gpu"] = r.tflops_per_gpu;
@@ -110,7 +115,9 @@ json to_json(const Model& m, const System& s, const Result& r) {
     terms.push_back({{"name", t.name}, {"part", std::string(to_string(t.part))}, {"bytes", t.bytes}});
   terms.push_back({{"name", "reserve (device, allocator, calibrated)"}, {"part", "reserved"}, {"bytes", b.reserved}});
   j["memory_terms"] = terms;
-  j["host_memory_bytes"] = r.memory.host_bytes;
+  j["host_memory_bytes"] = r.memory.host_bytes;  // one GPU's offloaded bytes
+  j["host_memory_per_node_bytes"] = r.host_node_bytes;
+  j["host_memory_capacity_bytes"] = r.host_capacity_bytes > 0 ? json(r.host_capacity_bytes) : json();
   const TimeBreakdown& t = r.time;
   j["time"] = {{"compute_s", t.compute},
                {"comm_s", t.comm},
@@ -129,7 +136,8 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"tp_comm_s", t.tp_comm},
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
-               {"exposed_offload_s", t.exposed_offload}};
+               {"exposed_offload_s", t.exposed_offload},
+               {"first_step_s", t.first_step}};
   // simulate() checks its own numbers; this catches the rest (system and model figures built in
   // code rather than loaded), because nlohmann would print a NaN or an infinity as a silent null.
   if (const std::string bad = first_bad_number(j); !bad.empty()) {

@@ -73,9 +73,24 @@ DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan&
   return c;
 }
 
+// Bytes of the weights a rank keeps in host memory under --offload-params (the framework's states
+// that move with them: DeepSpeed's bf16 partition, Hugging Face's fp32 parameters), its ZeRO-3
+// partition: what crosses its PCIe link each time a pass fetches them.
+double offloaded_param_bytes(const Model& m, const System& s, const Plan& p) {
+  if (!p.mem.offload_params) return 0;
+  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
+  double bytes = 0;
+  for (const StateTerm& t : s.profile.states)
+    if (t.offloaded_with_params) bytes += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
+  return bytes;
+}
+
 double optimizer_time(const Model& m, const System& s, const Plan& p) {
   const double shard = params_per_tp_rank(m, p) / (p.mem.zero >= 1 ? zero_group_size(p) : 1);
-  if (!p.mem.offload_optimizer) return framework_memory_bound_time(s, kAdamBytesPerParam * shard);
+  // Offloaded weights updated on the GPU go back to the host after the step.
+  const double params_back =
+      p.mem.offload_params && !p.mem.offload_optimizer ? offloaded_param_bytes(m, s, p) / s.gpu.pcie_bytes_per_s : 0.0;
+  if (!p.mem.offload_optimizer) return framework_memory_bound_time(s, kAdamBytesPerParam * shard) + params_back;
   // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
   const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
   return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
@@ -112,6 +127,7 @@ void check_numbers(Result& r) {
       {"time.optimizer_s", t.optimizer},
       {"time.offload_s", t.offload},
       {"time.exposed_offload_s", t.exposed_offload},
+      {"time.first_step_s", t.first_step},
       {"memory.parameters_bytes", b.parameters},
       {"memory.gradients_bytes", b.gradients},
       {"memory.optimizer_states_bytes", b.optimizer_states},
@@ -125,6 +141,7 @@ void check_numbers(Result& r) {
       {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
       {"memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes},
       {"host_memory_bytes", r.memory.host_bytes},
+      {"host_memory_per_node_bytes", r.host_node_bytes},
   };
   for (const auto& [name, v] : quantities)
     if (!std::isfinite(v) || v < 0)
@@ -201,13 +218,13 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   const double tiles = double(alst_tile_count(p.seq_len / p.sp, m.hidden));
 
   // Per layer.
-  const double gemm_f = gemm_time(g, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
-  const double gemm_b = gemm_time(g, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  const double gemm_f = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+  const double gemm_b = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
   const double elem_f = framework_memory_bound_time(s, layer_elementwise_bytes_per_token(m) * T / tp);
   const AttentionCost at = attention_layer_cost(m, s, p);
   // The LM head.
-  const double head_f = gemm_time(g, head_gemm_flops(m, T) / tp, T, 1);
-  const double head_b = gemm_time(g, 2 * head_gemm_flops(m, T) / tp, T, 2);
+  const double head_f = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
+  const double head_b = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
   const TensorParallelCost tpc = tensor_parallel_cost(m, s, p);
 
   TimeBreakdown& t = r.time;
@@ -222,9 +239,9 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     if (p.mem.checkpoint == Checkpoint::selective)
       t.recompute += L * framework_memory_bound_time(s, selective_recompute_bytes_per_token(m) * T / tp);
     if (p.mem.tiled_mlp)
-      t.recompute += L * gemm_time(g, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
+      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
   }
-  const double loss_recompute = p.mem.tiled_loss ? gemm_time(g, head_gemm_flops(m, T) / tp, tile, int(tiles + 0.5)) : 0.0;
+  const double loss_recompute = p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile, int(tiles + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
   // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
@@ -247,14 +264,31 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   t.tp_comm = tp_fwd + tp_bwd;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
+  // Host traffic over the GPU's PCIe link, hidden under a pass as far as the framework overlaps it
+  // (Framework::checkpoints_overlapped, params_prefetched).
   if (full && p.mem.offload_checkpoints) {
     const double bytes = L * stored_bytes_per_token(m, s, p, Checkpoint::full) * T;
     const double one_way = bytes / g.pcie_bytes_per_s;
+    const bool overlapped = s.profile.checkpoints_overlapped;
     t.offload = 2 * one_way;
     r.figures.offload_one_way_s = one_way;
-    r.figures.offload_fwd_exposed_s = std::max(0.0, one_way - t.forward);
-    r.figures.offload_bwd_exposed_s = std::max(0.0, one_way - t.backward);
+    r.figures.offload_fwd_exposed_s = overlapped ? std::max(0.0, one_way - t.forward) : one_way;
+    r.figures.offload_bwd_exposed_s = overlapped ? std::max(0.0, one_way - t.backward) : one_way;
     t.exposed_offload = r.figures.offload_fwd_exposed_s + r.figures.offload_bwd_exposed_s;
+  }
+  // Offloaded parameters: each pass fetches every layer's weights from the host before the ZeRO-3
+  // all-gather (the full checkpointing recompute runs on the backward's fetch). Prefetched, a
+  // layer's fetch hides under the layers before it, the first layer's never.
+  if (const double param_bytes = offloaded_param_bytes(m, s, p); param_bytes > 0) {
+    const double fetch = param_bytes / g.pcie_bytes_per_s;
+    auto exposed = [&](double pass) {
+      return s.profile.params_prefetched ? std::max(fetch / L, fetch - pass * (L - 1) / L) : fetch;
+    };
+    r.figures.params_fetch_s = fetch;
+    r.figures.params_fwd_exposed_s = exposed(t.forward);
+    r.figures.params_bwd_exposed_s = exposed(t.backward);
+    t.offload += 2 * fetch;
+    t.exposed_offload += r.figures.params_fwd_exposed_s + r.figures.params_bwd_exposed_s;
   }
 
   // Everything above is one micro-step; an optimizer step runs grad_accum_steps of them, each its
@@ -285,7 +319,12 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
 
   r.memory = estimate_memory(m, s, p);
-  r.fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  t.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
+  r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  r.host_node_bytes = r.memory.host_bytes * double(std::min(p.gpus, s.gpus_per_node));
+  r.host_capacity_bytes = s.host_memory_bytes;
+  r.host_fits = s.host_memory_bytes <= 0 || r.host_node_bytes <= s.host_memory_bytes;
+  r.fits = r.gpu_fits && r.host_fits;
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
   check_numbers(r);

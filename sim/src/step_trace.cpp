@@ -117,6 +117,7 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
     lay.kernel(ms + "lm head fwd", "gemm", f.head_fwd_s);
     lay.hidden_under_pass(Stream::data_parallel, ms + "fwd parameter all-gather (ZeRO-3)", f.dp_fwd_s, f.dp_fwd_exposed_s);
     lay.hidden_under_pass(Stream::offload, ms + "checkpoints to host", f.offload_one_way_s, f.offload_fwd_exposed_s);
+    lay.hidden_under_pass(Stream::offload, ms + "parameters from host (fwd)", f.params_fetch_s, f.params_fwd_exposed_s);
 
     // ---- backward ----
     lay.kernel(ms + "lm head bwd", "gemm", f.head_bwd_s);
@@ -140,6 +141,7 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
     if (last || f.dp_bwd_every_micro_step)
       lay.hidden_under_pass(Stream::data_parallel, ms + "bwd gradient reduction", f.dp_bwd_s, f.dp_bwd_exposed_s);
     lay.hidden_under_pass(Stream::offload, ms + "checkpoints from host", f.offload_one_way_s, f.offload_bwd_exposed_s);
+    lay.hidden_under_pass(Stream::offload, ms + "parameters from host (bwd)", f.params_fetch_s, f.params_bwd_exposed_s);
   }
 
   // ---- after the backward ----

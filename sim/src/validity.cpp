@@ -7,6 +7,7 @@
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/limits.hpp"
+#include "seqpar/sim/attention_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -21,6 +22,26 @@ std::string profile_mismatch(const Model& m, const System& s) {
                      m.name, to_string(m.mlp), s.profile.name, to_string(kinds));
 }
 
+// The framework's kernels index some tensors in 32 bits (Framework::index_limits): a plan whose
+// tensor is larger cannot run, which ends maxlen before memory does (ALST's 3.7M on 8 H100s).
+void check_index_limits(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
+  if (s.profile.index_limits.empty() || p.sp < 1 || p.tp < 1 || p.ring_degree < 1 || p.ulysses_degree < 1) return;
+  const AttentionShapes a = attention_shapes(m, p);
+  for (const IndexLimit& l : s.profile.index_limits) {
+    const double elements = l.tensor == IndexedTensor::hidden
+                                ? a.batch * a.local_tokens * double(m.hidden) / p.tp
+                                : a.batch * a.attn_tokens * a.heads_local * m.head_dim;
+    if (elements > l.max_elements)
+      errors.push_back(fmt::format(
+          "seq_len: {} tokens make the {} tensor {:.0f} elements on a rank ({}), above the {:.0f} that {} indexes "
+          "in 32 bits (framework '{}'); use more sequence parallelism or a shorter sequence",
+          p.seq_len, to_string(l.tensor), elements,
+          l.tensor == IndexedTensor::hidden ? "micro-batch x local tokens x hidden / tp"
+                                            : "micro-batch x attention tokens x local heads x head_dim",
+          l.max_elements, l.kernel, s.profile.name));
+  }
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -33,6 +54,7 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
+  if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;
 }
 

@@ -20,6 +20,7 @@
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/step_fit.hpp"
 #include "seqpar/reports/step_input.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -36,6 +37,7 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 seqpar::sim::FrameworkTerms hidden_terms() {
   seqpar::sim::FrameworkTerms f;
   f.memory_bound_efficiency = 0.45;
+  f.attention_step_efficiency = 0.8;
   f.step_overhead_s = 0.06;
   f.reserve_bytes = 2.5 * kGiB;
   f.bytes_per_token = 4.0 * 32000;  // fp32 logits of a 32000-entry vocabulary
@@ -54,9 +56,12 @@ seqpar::Plan sp1_plan(std::int64_t seq_len, seqpar::Checkpoint ckpt) {
 
 // A step of the synthetic framework in the minimal format, its time and memory off by up to
 // `noise` (relative), drawn from `rng`.
-json framework_step(const seqpar::Plan& plan, double noise, std::mt19937& rng) {
-  seqpar::sim::System sys = seqpar::sim::load_system("dgx-h100");
-  sys.framework = hidden_terms();
+json framework_step(const seqpar::Plan& plan, double noise, std::mt19937& rng,
+                    const seqpar::sim::FrameworkTerms& terms = hidden_terms()) {
+  // As calibrate predicts steps that name no framework: the default one, with its kernel.
+  seqpar::sim::System sys =
+      seqpar::sim::load_system("dgx-h100", "", seqpar::sim::load_framework(seqpar::sim::kDefaultFramework));
+  sys.framework = terms;
   json doc = {{"model", "llama3-8b"}, {"layers", 4}, {"vocab", 32000}, {"plan", seqpar::to_json(plan)}};
   const seqpar::sim::Model m = seqpar::sim::model_from_json(
       [] { json j = seqpar::sim::preset_document("model", "llama3-8b"); j["layers"] = 4; j["vocab"] = 32000; return j; }(),
@@ -101,6 +106,7 @@ TEST(StepCalibration, RecoversKnownTermsFromNoisySimulatedSteps) {
   const json& f = r.profile["framework"];
   const auto h = hidden_terms();
   EXPECT_NEAR(f["memory_bound_efficiency"].get<double>(), h.memory_bound_efficiency, 0.05 * h.memory_bound_efficiency);
+  EXPECT_NEAR(f["attention_step_efficiency"].get<double>(), h.attention_step_efficiency, 0.02);
   EXPECT_NEAR(f["step_overhead_s"].get<double>(), h.step_overhead_s, 0.01);
   EXPECT_NEAR(f["reserve_bytes"].get<double>(), h.reserve_bytes, 0.3 * kGiB);
   EXPECT_NEAR(f["bytes_per_token"].get<double>(), h.bytes_per_token, 0.1 * h.bytes_per_token);
@@ -116,17 +122,21 @@ TEST(StepCalibration, RecoversKnownTermsFromNoisySimulatedSteps) {
 
 // The goal: three steps of one framework at different lengths and checkpointing predict
 // its other steps on the same GPU within 5% (time) and 3% (peak memory), through the profile as
-// `seqpar simulate --system PROFILE.json` loads it.
+// `seqpar simulate --system PROFILE.json` loads it. Three steps fit two time terms, the first two
+// of kFrameworkTerms (a fixed overhead, the attention kernels' efficiency in the steps): the
+// hidden framework here differs from the priors in those and in both memory terms.
 TEST(StepCalibration, ThreeStepsPredictTheFrameworksOtherSteps) {
   std::mt19937 rng(11);
-  const CalibrationResult r = calibrate_steps({framework_step(sp1_plan(8192, Checkpoint::none), 0.003, rng),
-                                               framework_step(sp1_plan(16384, Checkpoint::selective), 0.003, rng),
-                                               framework_step(sp1_plan(32768, Checkpoint::full), 0.003, rng)});
-  const seqpar::sim::System profile = seqpar::sim::system_from_json(r.profile, "profile");
+  seqpar::sim::FrameworkTerms two = hidden_terms();
+  two.memory_bound_efficiency = 1;
+  const CalibrationResult r = calibrate_steps({framework_step(sp1_plan(8192, Checkpoint::none), 0.003, rng, two),
+                                               framework_step(sp1_plan(16384, Checkpoint::selective), 0.003, rng, two),
+                                               framework_step(sp1_plan(32768, Checkpoint::full), 0.003, rng, two)});
+  const seqpar::sim::System profile = seqpar::sim::system_from_json(r.profile, "profile", "");
   for (std::int64_t s : {2048, 12288, 24576, 65536})
     for (Checkpoint c : {Checkpoint::none, Checkpoint::selective, Checkpoint::full}) {
       std::mt19937 none(0);
-      const MeasuredStep truth = read_one(framework_step(sp1_plan(s, c), 0.0, none));
+      const MeasuredStep truth = read_one(framework_step(sp1_plan(s, c), 0.0, none, two));
       const StepPrediction p = predict_step(profile, truth);
       EXPECT_LE(std::fabs(p.step_time_s / truth.step_time_s - 1), 0.05) << s << " " << seqpar::to_string(c);
       EXPECT_LE(std::fabs(p.peak_memory_bytes / truth.peak_memory_bytes - 1), 0.03) << s << " " << seqpar::to_string(c);
@@ -135,7 +145,7 @@ TEST(StepCalibration, ThreeStepsPredictTheFrameworksOtherSteps) {
   seqpar::sim::System bare = profile;
   bare.framework = {};
   std::mt19937 none(0);
-  const MeasuredStep far = read_one(framework_step(sp1_plan(65536, Checkpoint::full), 0.0, none));
+  const MeasuredStep far = read_one(framework_step(sp1_plan(65536, Checkpoint::full), 0.0, none, two));
   EXPECT_GT(std::fabs(predict_step(bare, far).step_time_s / far.step_time_s - 1), 0.05);
 }
 
@@ -388,8 +398,9 @@ TEST(StepCalibration, CopiesOfAStepAreFittedOnceAndLeftOutTogether) {
   const CalibrationResult weighted = calibrate(skewed, {}, sim_preset_lookup());
   EXPECT_EQ(framework_of(three), framework_of(weighted));
   ASSERT_EQ(weighted.steps.size(), 3u);
+  // (loaded as the commands load it: its framework's attention kernel, as the steps ran)
   const seqpar::sim::System others =
-      seqpar::sim::system_from_json(calibrate({b, c}, {}, sim_preset_lookup()).profile, "b+c");
+      seqpar::sim::system_from_json(calibrate({b, c}, {}, sim_preset_lookup()).profile, "b+c", "");
   const StepPrediction loo = predict_step(others, read_one(a.doc));
   EXPECT_DOUBLE_EQ(weighted.steps[0]["loo_predicted_step_time_s"].get<double>(), loo.step_time_s);
   EXPECT_DOUBLE_EQ(weighted.steps[0]["loo_predicted_peak_memory_bytes"].get<double>(), loo.peak_memory_bytes);
@@ -474,7 +485,9 @@ TEST(StepCalibration, UndeterminedTermsKeepTheBasesValueAndSaySo) {
                                          committed("zigzag4_32K_none.json")}, {"fw-base"}, lookup);
   const json& f = r.profile["framework"];
   EXPECT_EQ(f["bytes_per_token"].get<double>(), 1000.0);
-  EXPECT_EQ(f["profile"].get<std::string>(), "seqpar-train");  // the framework the terms are fitted over stays
+  // The framework the terms are fitted over stays, whole (its document), with the kernel the steps ran.
+  EXPECT_EQ(f["profile"]["name"].get<std::string>(), "seqpar-train");
+  EXPECT_EQ(f["profile"]["attention_kernel"]["value"].get<std::string>(), "cudnn");
   EXPECT_TRUE(noted(r, "bytes_per_token not fitted, held at its prior 1000", "one per-rank token count"));
   const std::string src = f["source"].get<std::string>();
   EXPECT_NE(src.find("bytes_per_token", src.find("held at the base's: ")), std::string::npos) << src;

@@ -15,6 +15,8 @@
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/report.hpp"
 #include "seqpar/reports/report_data.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
+#include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
 
@@ -36,9 +38,14 @@ seqpar::sim::Model model(int layers, int vocab) {
   return seqpar::sim::model_from_json(shape, "test model");
 }
 
-// The simulator asked directly, as the test's own reference.
-seqpar::sim::Result direct(const seqpar::sim::Model& m, const std::string& system, const json& plan) {
-  const seqpar::sim::System sys = seqpar::sim::load_system(system);
+// The simulator asked directly, as the test's own reference: the step as it ran (step_system.hpp):
+// the framework and its attention kernel on `system`, and for a single-rank proxy (seqpar-train's
+// --comm loopback) the loopback copies in place of links.
+seqpar::sim::Result direct(const seqpar::sim::Model& m, const std::string& system, const json& plan,
+                           const std::string& framework = std::string(seqpar::sim::kDefaultFramework),
+                           bool loopback = false) {
+  seqpar::sim::System sys = seqpar::sim::load_system(system, "", seqpar::sim::load_framework(framework));
+  if (loopback) sys = seqpar::sim::loopback_system(sys);
   seqpar::sim::Result r = seqpar::sim::simulate(m, sys, seqpar::normalized(seqpar::plan_from_json(plan), sys.gpus_per_node));
   EXPECT_TRUE(r.valid);
   return r;
@@ -71,8 +78,9 @@ TEST(StepComparison, H100StepsBesideTheSimulatorPerRank) {
   for (std::size_t i = 0; i < in.size(); ++i) {
     const json& doc = in[i].doc;
     const json& row = sc["rows"][i];
-    // The proxy's document records the plan it stands for (U8 on 8 GPUs): predicted as that plan's rank.
-    const seqpar::sim::Result r = direct(model(4, 32000), system, doc["plan"]);
+    // The proxy's document records the plan it stands for (U8 on 8 GPUs): predicted as that plan's
+    // rank, with seqpar-train's framework (its program) and the loopback copies it ran on.
+    const seqpar::sim::Result r = direct(model(4, 32000), system, doc["plan"], "seqpar-train", true);
     const double measured_t = doc["step_time_s"].get<double>(), measured_m = doc["peak_memory_bytes"].get<double>();
     EXPECT_EQ(row["file"], in[i].file);
     EXPECT_EQ(row["source"], i == 0 ? "S1" : "S2");
@@ -87,6 +95,13 @@ TEST(StepComparison, H100StepsBesideTheSimulatorPerRank) {
     max_memory = std::max(max_memory, std::fabs(r.memory.allocated_bytes() / measured_m - 1));
   }
   EXPECT_EQ(sc["rows"][1]["gpus"], 8);
+  // What ran them is said once: seqpar-train (its program), its kernel on the H100 (these older
+  // documents do not record their engine), on the GPU's preset.
+  ASSERT_EQ(sc["runtimes"].size(), 1u);
+  EXPECT_EQ(sc["runtimes"][0]["framework"], "seqpar-train");
+  EXPECT_EQ(sc["runtimes"][0]["framework_from"], "program seqpar-train");
+  EXPECT_EQ(sc["runtimes"][0]["attention_kernel"], "cudnn");
+  EXPECT_EQ(sc["runtimes"][0]["steps"], 2);
   EXPECT_NE(sc["rows"][1]["plan_label"].get<std::string>().find("ulysses sp=8"), std::string::npos) << sc["rows"][1];
   EXPECT_NEAR(sc["max_abs_time_error"].get<double>(), max_time, 1e-12);
   EXPECT_NEAR(sc["max_abs_memory_error"].get<double>(), max_memory, 1e-12);

@@ -31,16 +31,78 @@ std::string error_of(const std::string& system, const std::string& kernel) {
 }
 
 TEST(AttentionKernels, DefaultIsThePresetsOwnFiguresAndNamed) {
+  // The preset as written: its default kernel's figures.
   const System plain = load_system("dgx-h100");
-  const System def = load_system("dgx-h100", "");
-  EXPECT_EQ(def.gpu.attention_kernel, preset_document("gpu", "h100-sxm")["attention_kernel"].get<std::string>());
-  EXPECT_EQ(def.gpu.attention_fwd_efficiency, plain.gpu.attention_fwd_efficiency);
-  EXPECT_EQ(def.gpu.attention_bwd_efficiency, plain.gpu.attention_bwd_efficiency);
-  // Naming the default is the same as naming none.
-  const System named = load_system("dgx-h100", def.gpu.attention_kernel);
+  const std::string preset_default = preset_document("gpu", "h100-sxm")["attention_kernel"].get<std::string>();
+  const System named = load_system("dgx-h100", preset_default);
+  EXPECT_EQ(named.gpu.attention_kernel, preset_default);
   EXPECT_EQ(named.gpu.attention_fwd_efficiency, plain.gpu.attention_fwd_efficiency);
+  EXPECT_EQ(named.gpu.attention_bwd_efficiency, plain.gpu.attention_bwd_efficiency);
+  EXPECT_EQ(named.attention_kernel_why, "as asked (--attention-kernel)");
+  // Asking for none is the system's framework's kernel (the default framework, DeepSpeed ALST,
+  // runs FlashAttention-2), not the preset's own default.
+  const System def = load_system("dgx-h100", "");
+  EXPECT_EQ(def.profile.name, kDefaultFramework);
+  EXPECT_EQ(def.gpu.attention_kernel, "flash-attention-2");
+  EXPECT_DOUBLE_EQ(def.gpu.attention_fwd_efficiency, figure("h100-sxm", "flash-attention-2", "attention_fwd_efficiency"));
+  EXPECT_EQ(def.attention_kernel_why, "deepspeed-alst runs it");
   // The A100 presets' own figures are FlashAttention-2's.
   EXPECT_EQ(load_system("dgx-a100-40g", "").gpu.attention_kernel, "flash-attention-2");
+}
+
+// A framework names its attention kernel per GPU (framework.hpp: AttentionChoice), so --framework
+// alone predicts the kernel it runs: PyTorch's SDPA (Hugging Face) and Transformer Engine
+// (Megatron-Core) pick cuDNN on Hopper and FlashAttention-2 on Ampere; seqpar-train runs cuDNN, and
+// on a GPU preset without cuDNN figures the preset's default is used and the reason says so.
+TEST(AttentionKernels, AFrameworkPicksItsKernelByComputeCapability) {
+  struct Case {
+    const char *system, *framework, *kernel, *why;
+  };
+  const Case cases[] = {
+      {"dgx-h100", "hf-transformers", "cudnn", "hf-transformers runs it on compute capability 9.0"},
+      {"hgx-h200", "hf-transformers", "cudnn", "hf-transformers runs it on compute capability 9.0"},
+      {"dgx-a100-80g", "hf-transformers", "flash-attention-2", "hf-transformers runs it"},
+      {"l20-pcie", "hf-transformers", "flash-attention-2", "hf-transformers runs it"},
+      {"dgx-h100", "megatron-core", "cudnn", "megatron-core runs it on compute capability 9.0"},
+      {"dgx-a100-80g", "megatron-core", "flash-attention-2", "megatron-core runs it"},
+      {"dgx-h100", "seqpar-train", "cudnn", "seqpar-train runs it"},
+      {"dgx-a100-80g", "seqpar-train", "flash-attention-2",
+       "the GPU preset's default: seqpar-train runs cudnn, for which gpu 'a100-80g' has no figures"},
+      {"dgx-h100", "deepspeed-alst", "flash-attention-2", "deepspeed-alst runs it"},
+  };
+  for (const Case& c : cases) {
+    const System s = load_system(c.system, "", load_framework(c.framework));
+    EXPECT_EQ(s.gpu.attention_kernel, c.kernel) << c.system << " " << c.framework;
+    EXPECT_EQ(s.attention_kernel_why, c.why) << c.system << " " << c.framework;
+  }
+  // --attention-kernel still wins.
+  const System asked = load_system("dgx-h100", "flash-attention-3", load_framework("hf-transformers"));
+  EXPECT_EQ(asked.gpu.attention_kernel, "flash-attention-3");
+  EXPECT_DOUBLE_EQ(asked.gpu.attention_fwd_efficiency, load_system("dgx-h100").gpu.attention_fwd_efficiency);
+}
+
+// A framework file's kernel choices are checked: a name, a list of choices, each with a kernel and
+// compute capabilities in CUDA's "major.minor" spelling.
+TEST(AttentionKernels, AFrameworksKernelChoicesAreChecked) {
+  json f = preset_document("framework", "hf-transformers");
+  auto message = [&](const json& choice) {
+    json g = f;
+    g["attention_kernel"] = choice;
+    try {
+      (void)framework_from_json(g, "fw.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(json::array()).find("fw.json: attention_kernel: must be a kernel name or an object"), std::string::npos);
+  EXPECT_NE(message(json{{"choices", json::array()}}).find("field 'choices' must be a non-empty list"), std::string::npos);
+  EXPECT_NE(message(json{{"choices", {{{"kernel", "cudnn"}, {"compute_capability", {"9"}}}}}}).find("\"major.minor\""),
+            std::string::npos);
+  EXPECT_NE(message(json{{"choices", {{{"compute_capability", {"9.0"}}}}}}).find("choices[0].kernel: must be the name"),
+            std::string::npos);
+  EXPECT_EQ(message(json{{"choices", {{{"kernel", "cudnn"}, {"compute_capability", {"9.0"}}}}}}), "no error");
+  EXPECT_EQ(message("cudnn"), "no error");
 }
 
 TEST(AttentionKernels, ChosenKernelCarriesItsFigures) {

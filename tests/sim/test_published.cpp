@@ -50,6 +50,70 @@ TEST(Published, AlstMaximumSequenceLengthsOnH100) {
   }
 }
 
+// What ended ALST's lengths (issue 33): not host memory for Llama-8B (about 1.1 TB offloaded at
+// 3.7M on a node of 2 TB), but Liger-Kernel's RMSNorm and RoPE, which before 0.6.1 computed their
+// row offsets in 32 bits: a rank's [1, S, 4096] hidden tensor of 2^31 elements is 524,288 tokens,
+// where the 1-GPU recipe's 555,000 crashed ("an illegal memory access"; Liger-Kernel issue 803,
+// fixed in PR 804; ArcticTraining run-h100-sp1-llama-8b.yml). With that limit, as the paper's
+// software had it, on deepspeed-alst: maxlen ends on the rule, not on memory, and names it; on 8
+// GPUs at 8 x 524,288 = 4,194,304 tokens, 13% above the published 3.7M (the recipe's 3.8M).
+TEST(Published, AlstLengthsEndOnLigersThirtyTwoBitRowOffsets) {
+  const Model m = load_model("llama3-8b");
+  nlohmann::json fw = preset_document("framework", "deepspeed-alst");
+  fw["index_limits"] = nlohmann::json::array(
+      {{{"tensor", "hidden"}, {"max_elements", 2147483648.0}, {"kernel", "Liger-Kernel's RMSNorm and RoPE before 0.6.1"},
+        {"source", "Liger-Kernel issue 803 and PR 804"}}});
+  const System s = load_system("dgx-h100", "", framework_from_json(fw, "deepspeed-alst as ALST's paper ran it"));
+  for (auto [gpus, published] : {std::pair{1, std::int64_t{500'000}}, {8, std::int64_t{3'700'000}}}) {
+    Plan p;
+    p.method = Method::ulysses;
+    p.gpus = p.sp = p.ulysses_degree = gpus;
+    p.mem = {3, Checkpoint::full, true, true, true, true};
+    p.mem.offload_params = gpus == 1;
+    const MaxLenSearch found = max_seq_len_search(m, s, p);
+    EXPECT_EQ(found.max_seq_len, std::int64_t{524'288} * gpus) << gpus << " GPUs";
+    EXPECT_EQ(found.limit, LengthLimit::rule) << gpus << " GPUs: " << found.limit_why;
+    EXPECT_NE(found.limit_why.find("Liger-Kernel's RMSNorm and RoPE before 0.6.1"), std::string::npos) << found.limit_why;
+    EXPECT_LE(double(found.max_seq_len), 1.15 * double(published)) << gpus << " GPUs";
+    // Host memory is checked and holds: the offloaded checkpoints and states of one node at that length.
+    p.seq_len = found.max_seq_len;
+    const Result r = simulate(m, s, p);
+    EXPECT_GT(r.host_node_bytes, 0);
+    EXPECT_TRUE(r.host_fits) << r.host_node_bytes / (1 << 30) << " GiB of " << r.host_capacity_bytes / (1 << 30);
+  }
+  // Without the limit (Liger 0.6.1 and later, the built-in profile) the 8-GPU length is memory's.
+  Plan p;
+  p.method = Method::ulysses;
+  p.gpus = p.sp = p.ulysses_degree = 8;
+  p.mem = {3, Checkpoint::full, true, true, true, true};
+  const MaxLenSearch current = max_seq_len_search(m, load_system("dgx-h100", "", load_framework("deepspeed-alst")), p);
+  EXPECT_EQ(current.limit, LengthLimit::gpu_memory) << current.limit_why;
+  EXPECT_GT(current.max_seq_len, std::int64_t{524'288} * 8);
+}
+
+// Host memory ends a length where the offloaded bytes outgrow the node: the same plan on a node
+// with a quarter of DGX H100's 2 TB.
+TEST(Published, HostMemoryEndsALengthWhereTheNodeIsSmall) {
+  const Model m = load_model("llama3-8b");
+  nlohmann::json sys = preset_document("system", "dgx-h100");
+  sys["host_memory_gib"] = 512;
+  const System s = system_from_json(sys, "small host", "", load_framework("deepspeed-alst"));
+  Plan p;
+  p.method = Method::ulysses;
+  p.gpus = p.sp = p.ulysses_degree = 8;
+  p.mem = {3, Checkpoint::full, true, true, true, true};
+  const MaxLenSearch found = max_seq_len_search(m, s, p);
+  EXPECT_EQ(found.limit, LengthLimit::host_memory) << found.limit_why;
+  EXPECT_NE(found.limit_why.find("of the node's 512.0 GiB"), std::string::npos) << found.limit_why;
+  p.seq_len = found.max_seq_len;
+  EXPECT_TRUE(simulate(m, s, p).fits);
+  p.seq_len += seq_granularity(p);
+  const Result over = simulate(m, s, p);
+  EXPECT_TRUE(over.gpu_fits);
+  EXPECT_FALSE(over.host_fits);
+  EXPECT_FALSE(over.fits);
+}
+
 TEST(Published, EveryRunIsPredictedAndInBandUnlessAnOpenFinding) {
   const std::vector<PublishedRun> runs = builtin_published_runs();
   ASSERT_FALSE(runs.empty());

@@ -18,6 +18,7 @@ struct ReportOptions {
   std::string python = "python3";
   std::string plots_dir;            // empty: $SEQPAR_PLOTS_DIR, else the source tree's reports/plots/
   std::string system;               // measured training steps are predicted on it; empty: the measured GPU's preset
+  std::string framework;            // ... with this framework profile; empty: the one each step's document names
 };
 
 struct ReportOutput {

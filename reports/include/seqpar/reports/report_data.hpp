@@ -19,11 +19,13 @@ namespace seqpar::reports {
 //  "validations": [...] (one verdict per seqpar-train --validate result: read_validation_verdict's
 //  fields plus source, name, model, mode, backend, plan and plan_label; never a timing)}
 // Sources get ids S1, S2, ... and every other entry names its source id. Measured training steps
-// (documents with a top-level plan and step_time_s) are predicted on `system` (a preset name or
-// profile path; empty: the preset of the measured GPU) instead of being listed as benchmark rows.
+// (documents with a top-level plan and step_time_s) are predicted as they ran (step_system.hpp):
+// on `system` (a preset name or profile path; empty: the preset of each step's GPU) with `framework`
+// (empty: the one each step's document names) instead of being listed as benchmark rows.
 // Throws seqpar::Error naming the file and field for malformed input, and naming --system when
 // the steps' system cannot be told.
-nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system = "");
+nlohmann::json gather_report_data(const std::vector<InputDocument>& inputs, const std::string& system = "",
+                                  const std::string& framework = "");
 
 // "ulysses sp=8", "hybrid U4xR2", "ring-zigzag sp=4" (+ memory options when not the defaults).
 std::string plan_label(const nlohmann::json& plan);

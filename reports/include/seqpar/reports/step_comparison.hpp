@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seqpar/reports/step_input.hpp"
+#include "seqpar/reports/step_system.hpp"
 #include "seqpar/sim/hardware.hpp"
 
 namespace seqpar::reports {
@@ -22,18 +23,16 @@ struct StepRecord {
   std::optional<std::string> gpu_name;  // the GPU the step ran on, when recorded
 };
 
-// The system to predict on: `option` (`--system NAME|profile.json`) when given, else the built-in
-// preset of the first recorded GPU. seqpar::Error naming the step file, the GPU and the missing
-// flag when neither says.
-sim::System step_system(const std::string& option, const std::vector<StepRecord>& steps);
-
-// {"system": name, "rows": [row...], "max_abs_time_error": x, "max_abs_memory_error": x or null}
+// {"system": name(s), "runtimes": [what ran the steps: step_system.hpp's to_json], "rows": [row...],
+//  "max_abs_time_error": x, "max_abs_memory_error": x or null}
 // with each row {"source", "file", "name", "model", "mode", "dtype", "plan_label", "gpus", "seq_len",
 // "measured_step_time_s", "predicted_step_time_s", "time_error", "measured_peak_memory_bytes",
 // "predicted_peak_memory_bytes", "memory_error"} (errors predicted / measured - 1; the memory
-// fields null for a step without a measured peak). With no steps: system null, rows empty.
-// seqpar::Error naming the step when the simulator refuses its plan on `sys`.
-nlohmann::json compare_steps(const sim::System& sys, const std::vector<StepRecord>& steps);
+// fields null for a step without a measured peak), each step predicted on `systems.of(step)`: as it
+// ran (its GPU, framework and attention kernel) unless --system / --framework say otherwise.
+// With no steps: system null, rows empty. seqpar::Error naming the step when the simulator refuses
+// its plan, or when no system can be chosen for it.
+nlohmann::json compare_steps(StepSystems& systems, const std::vector<StepRecord>& steps);
 
 // The same document with no steps (a report without training-step measurements).
 nlohmann::json no_step_comparisons();

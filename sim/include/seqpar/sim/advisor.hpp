@@ -114,10 +114,18 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
 struct LengthGap {
   std::int64_t first = 0, last = 0;  // lengths [first, last] (multiples of the granularity) that do not fit
 };
+// What ends a maximum length: the next length the plan takes breaks a rule (a kernel's 32-bit
+// index limit: validity.hpp), or does not fit the GPU's memory or the node's host memory, or the
+// search reached its own limit.
+enum class LengthLimit { none, gpu_memory, host_memory, rule, search_limit };
+std::string_view to_string(LengthLimit l);
+
 struct MaxLenSearch {
   std::int64_t max_seq_len = 0;      // 0: not even the shortest length fits
   std::vector<LengthGap> gaps;       // below max_seq_len, lowest first; at most kMaxGapsListed
   std::int64_t gap_count = 0;        // every gap, listed or not
+  LengthLimit limit = LengthLimit::none;
+  std::string limit_why;             // the next length's broken rule or its memory against the capacity
 };
 inline constexpr std::size_t kMaxGapsListed = 16;
 
@@ -136,6 +144,8 @@ struct MaxLenAdvice {
   std::int64_t max_seq_len = 0;
   std::vector<LengthGap> gaps;      // the winner's lengths below max_seq_len that do not fit
   std::int64_t gap_count = 0;
+  LengthLimit limit = LengthLimit::none;  // what ends the winner's length (MaxLenSearch)
+  std::string limit_why;
   std::optional<Result> result;     // the plan at that length, with its fastest fitting memory options
   std::vector<std::pair<Plan, std::int64_t>> per_structure;  // each structure's own maximum
   std::vector<Rejection> rejected;

@@ -29,15 +29,29 @@ std::vector<std::string> attention_kernel_names(const nlohmann::json& gpu_doc);
 nlohmann::json gpu_document_with_attention_kernel(const nlohmann::json& gpu_doc, std::string_view kernel,
                                                   std::string_view what);
 
-// load_system (presets.hpp) with the named attention kernel; empty: the preset's default.
-// The returned System's gpu.attention_kernel names the kernel whose figures it carries.
-System load_system(std::string_view name_or_path, std::string_view attention_kernel);
-// The same from a system document already read (a preset changed by a published run's patch);
-// `what` names it in errors.
-System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view attention_kernel);
+// The kernel whose figures a GPU takes, and why (System::attention_kernel_why): `requested`
+// (--attention-kernel) when given; else the framework's first choice for the GPU's compute
+// capability that the GPU document has figures for (framework.hpp: AttentionChoice); else the
+// GPU's default, saying which kernel the framework runs that the preset has no figures for.
+struct KernelSelection {
+  std::string kernel;  // empty: the GPU names no kernels
+  std::string why;
+};
+KernelSelection select_attention_kernel(const nlohmann::json& gpu_doc, std::string_view requested,
+                                        const Framework& framework);
 
-// The same with a training framework (framework.hpp) put on the system (use_framework): without an
-// attention kernel named, the framework's own where the GPU lists it, else the GPU's default.
-System load_system(std::string_view name_or_path, std::string_view attention_kernel, const Framework& framework);
+// load_system (presets.hpp) with the attention kernel select_attention_kernel picks for the
+// system's own framework (a calibrated profile's, else the default) or `requested`. The returned
+// System's gpu.attention_kernel names the kernel whose figures it carries.
+System load_system(std::string_view name_or_path, std::string_view requested);
+// The same from a system document already read (a preset changed by a published run's patch, a
+// profile being calibrated); `what` names it in errors.
+System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view requested);
+
+// The same with a training framework (framework.hpp) put on the system (use_framework), whose
+// attention kernels are chosen from.
+System load_system(std::string_view name_or_path, std::string_view requested, const Framework& framework);
+System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view requested,
+                        const Framework& framework);
 
 }  // namespace seqpar::sim

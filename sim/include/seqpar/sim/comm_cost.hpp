@@ -61,6 +61,13 @@ Placement place_tp_group(const System& s, const seqpar::Plan& p);
 // the same TP shard, gpus / tp of them, tp world ranks apart.
 Placement place_zero_group(const System& s, const seqpar::Plan& p);
 
+// The system a single-rank proxy runs on (seqpar-train --comm loopback: rank 0's shapes, every
+// peer the device itself): each collective is a device-to-device copy of its buffer, so every link
+// moves bytes at half the HBM bandwidth (each byte read and written) after one launch, and no flow
+// leaves the node. Predicting a proxy's measured step on the real links would charge it traffic it
+// never sent.
+System loopback_system(const System& s);
+
 // The node's NICs as the model uses them (System::nics_per_node, or one per GPU at inter's rate).
 int nic_count(const System& s);
 double nic_rate(const System& s);

@@ -25,7 +25,9 @@ inline constexpr int kGemmsPerLayer = 7;
 double curve_efficiency(const EfficiencyCurve& c, double tokens);
 EfficiencyCurve gemm_curve(const Gpu& g);
 
-double gemm_time(const Gpu& g, double flops, double tokens, int launches);
+// `rate_scale`: the share of the figures' rate the kernels reach where they run (1 for the kernels
+// alone; a framework's step efficiencies inside its steps: framework_terms.hpp).
+double gemm_time(const Gpu& g, double flops, double tokens, int launches, double rate_scale = 1.0);
 
 // What an attention kernel call computes, beyond its FLOPs: the head dimension (0: unspecified)
 // and whether it applies a causal mask (the diagonal block of a causal model; ring steps after the
@@ -39,7 +41,7 @@ struct AttentionKernel {
 EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKernel& kernel);
 // One attention kernel call over a block whose key (and query) length is `block_tokens`.
 double attention_time(const Gpu& g, double flops, double block_tokens, bool backward,
-                      const AttentionKernel& kernel = {});
+                      const AttentionKernel& kernel = {}, double rate_scale = 1.0);
 double memory_bound_time(const Gpu& g, double bytes);
 
 // Bytes that one layer's elementwise ops (norms, RoPE, residuals, activation) move per token,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "seqpar/core/plan.hpp"
@@ -78,6 +79,41 @@ struct StateTerm {
   bool offloaded_with_params = false;     // --offload-params moves it to host memory
 };
 
+// What a training framework adds beyond the kernels the cost models time, fitted by `seqpar
+// calibrate` from measured steps (sim/framework_terms.hpp has the JSON and the functions the cost
+// models call). The defaults change no prediction: dividing by 1 and adding 0 are exact.
+struct FrameworkTerms {
+  double memory_bound_efficiency = 1;  // elementwise and optimizer work: achieved / HBM bandwidth
+  double step_overhead_s = 0;          // fixed per step (launches, Python, synchronisation)
+  double gemm_step_efficiency = 1;       // GEMMs inside the steps: achieved / the GPU figures' rate
+  double attention_step_efficiency = 1;  // attention kernels inside the steps: achieved / the GPU figures' rate
+  double host_pin_s_per_gib = 0;       // a cold first step only: seconds to pin each GiB of host buffers it keeps
+  double reserve_bytes = 0;            // memory kept beyond the modelled parts (allocator, context)
+  double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
+};
+
+// One of a framework's attention kernels: the kernel, and the GPU compute capabilities ("9.0") on
+// which the framework picks it (none listed: any GPU), as PyTorch's SDPA prefers cuDNN on Hopper and
+// FlashAttention-2 elsewhere.
+struct AttentionChoice {
+  std::string kernel;
+  std::vector<std::string> compute_capability;
+  bool applies_to(std::string_view gpu_compute_capability) const;
+};
+
+// A tensor whose elements one of the framework's kernels indexes in 32 bits: a plan that makes it
+// larger cannot run (the kernel reads out of bounds), whatever the memory says.
+enum class IndexedTensor {
+  hidden,     // a layer's input as the norms and RoPE get it: micro-batch x local tokens x hidden / tp
+  attention,  // q as the attention kernel gets it: micro-batch x attention tokens x local heads x head_dim
+};
+struct IndexLimit {
+  IndexedTensor tensor = IndexedTensor::hidden;
+  double max_elements = 0;
+  std::string kernel, source;  // the kernel that indexes it, and why the limit is what it is
+};
+std::string_view to_string(IndexedTensor t);
+
 struct Framework {
   std::string name, description;
   std::vector<StateTerm> states;
@@ -108,10 +144,18 @@ struct Framework {
   std::vector<TensorTerm> ring_backward;
   bool ring_backward_given = false;
   double zero3_gathered_layers = 3;         // ZeRO-3: layers' weights gathered at once (prefetch)
+  // How the framework overlaps its host traffic with compute: offloaded parameters prefetched
+  // ahead of the layers that need them (DeepSpeed ZeRO-3's prefetch buckets) or fetched when each
+  // layer starts; offloaded checkpoints copied on a side stream, at most two on the device (ALST's
+  // and seqpar-train's double buffer), or synchronously.
+  bool params_prefetched = true, checkpoints_overlapped = true;
   // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
   double reserve_bytes = 0, fragmentation = 0;
-  // Time terms (priors; `seqpar calibrate` fits them from measured steps).
-  double memory_bound_efficiency = 1, step_overhead_s = 0;
+  // Time terms (its step-time FrameworkTerms; the rest stay at their defaults): fitted once from
+  // measured steps and kept in the profile with their source, or priors; `seqpar calibrate` fits
+  // them again from a user's steps. time_sources holds each given term's source, by key.
+  FrameworkTerms time;
+  std::vector<std::pair<std::string, std::string>> time_sources;
   // Memory-bound bytes the loss moves per logit, forward and backward (its casts, softmax and
   // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
   double loss_elementwise_bytes_per_logit = 0;
@@ -119,9 +163,12 @@ struct Framework {
   // The MLP kinds whose saved tensors the inventory counts (a profile derived from one framework's
   // SwiGLU module says nothing of its GELU one); empty: any, through the fc1 width.
   std::vector<MlpKind> mlp_kinds;
-  // The attention kernel family the framework runs (a GPU preset's attention_kernels name), used
-  // where --attention-kernel is not given and the GPU lists it; empty: the GPU's default.
-  std::string attention_kernel;
+  std::vector<IndexLimit> index_limits;  // its kernels' 32-bit index limits (validity.hpp applies them)
+  // The attention kernel family the framework runs, in its own order of preference (a GPU preset's
+  // attention_kernels names): the first choice made for the GPU's compute capability whose figures
+  // the GPU preset has (attention_kernels.hpp: select_attention_kernel). Empty: the GPU's default.
+  std::vector<AttentionChoice> attention_choices;
+  std::string attention_source;  // why the framework runs those kernels (its dispatch code, its recipe)
 };
 
 // Name of a built-in framework profile (sim/presets/frameworks/NAME.json) or a path to one;

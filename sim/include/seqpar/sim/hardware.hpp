@@ -33,6 +33,9 @@ struct Gpu {
   // The attention kernel family the attention figures describe (attention_kernels.hpp); empty when
   // the preset names none.
   std::string attention_kernel;
+  // The CUDA compute capability ("9.0"), on which frameworks choose their attention kernel
+  // (framework.hpp: AttentionChoice); empty when the preset does not give it.
+  std::string compute_capability;
   double memory_bytes = 0;
   double bf16_flops = 0;              // dense peak, FLOP/s
   double hbm_bytes_per_s = 0;
@@ -76,16 +79,6 @@ struct Link {
   double cross_socket_bytes_per_s = 0;
 };
 
-// What a training framework adds beyond the kernels the cost models time, fitted by `seqpar
-// calibrate` from measured steps (sim/framework_terms.hpp has the JSON and the functions the cost
-// models call). The defaults change no prediction: dividing by 1 and adding 0 are exact.
-struct FrameworkTerms {
-  double memory_bound_efficiency = 1;  // elementwise and optimizer work: achieved / HBM bandwidth
-  double step_overhead_s = 0;          // fixed per step (launches, Python, synchronisation)
-  double reserve_bytes = 0;            // memory kept beyond the modelled parts (allocator, context)
-  double bytes_per_token = 0;          // ... and per local token (fp32 logits, caches)
-};
-
 // Each framework term as the profile loader and `seqpar calibrate` see it: its JSON key, what it
 // changes (a step's time or its peak memory; `choice`: a framework's choice, kept from the base
 // system, never fitted), and its physical range, which the loader enforces and the fit stays in.
@@ -107,8 +100,17 @@ struct FrameworkTermSpec {
 inline constexpr FrameworkTermSpec kFrameworkTerms[] = {
     {"step_overhead_s", &FrameworkTerms::step_overhead_s, FrameworkTarget::step_time, 0, 1e4, false,
      "seconds per step beyond the kernels (launches, Python, synchronisation)"},
+    {"attention_step_efficiency", &FrameworkTerms::attention_step_efficiency, FrameworkTarget::step_time, 1e-3, 1,
+     true, "share of the GPU figures' attention rate the attention kernels reach inside the framework's steps (the "
+     "causal mask, sequence lengths beyond the figures' measurements, clocks under sustained load)"},
     {"memory_bound_efficiency", &FrameworkTerms::memory_bound_efficiency, FrameworkTarget::step_time, 1e-3, 1, true,
      "share of HBM bandwidth the elementwise, loss and optimizer work reaches"},
+    {"gemm_step_efficiency", &FrameworkTerms::gemm_step_efficiency, FrameworkTarget::step_time, 1e-3, 1, true,
+     "share of the GPU figures' GEMM rate the GEMMs reach inside the framework's steps (clocks under sustained "
+     "load, gaps between dependent kernels, the epilogues and layouts the figures leave out)"},
+    {"host_pin_s_per_gib", &FrameworkTerms::host_pin_s_per_gib, FrameworkTarget::step_time, 0, 100, false,
+     "seconds a cold first step (measured without warm-up) spends pinning each GiB of the host buffers the "
+     "framework keeps for offloaded checkpoints and states; no later step pays it"},
     {"reserve_bytes", &FrameworkTerms::reserve_bytes, FrameworkTarget::peak_memory, 0, 1e15, false,
      "bytes the allocator hands out beyond the profile's inventory (workspaces, caches)"},
     {"bytes_per_token", &FrameworkTerms::bytes_per_token, FrameworkTarget::peak_memory, 0, 1e9, false,
@@ -128,11 +130,18 @@ struct System {
   int nics_per_node = 0;
   double nic_bytes_per_s = 0;  // achievable, one direction, per NIC
   double host_adam_params_per_s = 0;  // optimizer step on the host (offloaded optimizer), per node
+  // Host (CPU) memory per node, for what the GPUs offload (checkpoints, optimizer states, weights);
+  // 0: the preset does not give it, and host memory is not checked.
+  double host_memory_bytes = 0;
   FrameworkTerms framework;           // from a calibrated profile's "framework"; defaults: none
   // The training framework's memory inventory and priors (framework.hpp): `--framework`, else the
   // one a calibrated profile names, else the default.
   Framework profile = default_framework();
   bool framework_calibrated = false;  // `framework` was fitted (a calibrated profile's "framework" object)
+  // Why gpu.attention_kernel is the kernel the figures describe ("--attention-kernel", the
+  // framework's choice on this GPU, the preset's default), as the commands print it.
+  std::string attention_kernel_why;
+  std::string framework_why;  // why `profile` is the framework (--framework, a calibrated profile's, the default)
 };
 
 }  // namespace seqpar::sim

@@ -26,12 +26,17 @@ void use_framework(System& s, const Framework& f);
 // The preset document itself (sources included): a built-in by name, or a JSON file by path.
 // Same errors as the loaders. `kind` is "gpu", "system", "model" or "framework".
 nlohmann::json preset_document(std::string_view kind, std::string_view name_or_path);
+// How errors name a preset: the path for a file, "system preset 'dgx-h100'" for a name.
+std::string preset_label(std::string_view kind, std::string_view name_or_path);
 
 // From already-parsed JSON (for calibrated profiles and tests). `what` names the document in errors.
 // A string field of a preset document: `fallback` when absent (seqpar::Error naming `what` and the
 // field without one), seqpar::Error when it is not a string.
 std::string string_field(const nlohmann::json& j, const char* key, std::string_view what,
                          const char* fallback = nullptr);
+// A CUDA compute capability as "major.minor" ("9.0"), from a string or {"value": "9.0", "source"};
+// seqpar::Error naming `what` for anything else.
+std::string compute_capability_text(const nlohmann::json& v, std::string_view what);
 Gpu gpu_from_json(const nlohmann::json& j, std::string_view what);
 System system_from_json(const nlohmann::json& j, std::string_view what);
 Model model_from_json(const nlohmann::json& j, std::string_view what);

@@ -22,6 +22,9 @@ struct TimeBreakdown {
   double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel
   double optimizer = 0;
   double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
+  // What a cold first step adds once (pinning the host buffers the framework keeps: its
+  // host_pin_s_per_gib), beside and not in the step time: a measured step without warm-up pays it.
+  double first_step = 0;
 };
 
 struct Result {
@@ -35,6 +38,10 @@ struct Result {
   double mfu = 0;
   double model_flops_per_gpu = 0;
   double capacity_bytes = 0;
+  // Host memory of one node: what its GPUs offload (memory.host_bytes each, for the GPUs of the plan
+  // on a node), against the system's host memory (0: not given, not checked).
+  double host_node_bytes = 0, host_capacity_bytes = 0;
+  bool gpu_fits = false, host_fits = true;  // fits = both
   MemoryEstimate memory;
   TimeBreakdown time;
   StepFigures figures;  // the per-phase figures `time` adds up (for the step timeline)

@@ -34,6 +34,8 @@ struct StepFigures {
   bool dp_bwd_every_micro_step = false;
   // Checkpoint offload: one way's copy time, and what of it the forward and backward leave exposed.
   double offload_one_way_s = 0, offload_fwd_exposed_s = 0, offload_bwd_exposed_s = 0;
+  // Offloaded parameters: one pass's fetch from host memory, and what of it each pass leaves exposed.
+  double params_fetch_s = 0, params_fwd_exposed_s = 0, params_bwd_exposed_s = 0;
   double optimizer_s = 0;
   // Step time that no phase above accounts for (a calibrated fixed overhead per micro-step, all of
   // the optimizer step's together).
