@@ -390,6 +390,9 @@ def measurement_doc(a, argv, env, losses, samples, peak, reserved):
               "stats": summarize(samples), "step_time_s": median, "tokens_per_s_per_gpu": tokens / median,
               "tflops_per_gpu": tf, "mfu": mfu, "flops": flops}
     doc = {**run_info(argv), "kind": "measurement", "program": PROG, "mode": "real-ranks",
+           # The framework profile seqpar predicts this step with (its transformers implementation is
+           # Hugging Face's LlamaForCausalLM; the plain one has no profile of its own).
+           **({"framework": "hf-transformers"} if a.impl_used == "transformers" else {}),
            "device": "gpu" if a.device == "cuda" else "cpu", "environment": env,
            "config": {"model": model, "steps": a.steps, "warmup": a.warmup, "lr": a.lr, "seed": a.seed,
                       "backend": a.device, "comm": None, "world_size": 1, "validate": False, "dtype": "fp32",
