@@ -39,7 +39,7 @@ void add_advise_command(CLI::App& app) {
       const sim::System s = load_system(o->common, m);
       const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
-      const sim::SearchSpace space = search_space(o->search, o->mem);
+      const sim::SearchSpace space = search_space(o->search, o->mem, s);
       const sim::Advice a = sim::advise(m, s, gpus, n, space);
 
       if (o->common.json) {

@@ -38,7 +38,7 @@ void add_maxlen_command(CLI::App& app) {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m);
       const int gpus = o->search.gpus;
-      const sim::SearchSpace space = search_space(o->search, o->mem);
+      const sim::SearchSpace space = search_space(o->search, o->mem, s);
       const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space);
 
       if (o->common.json) {

@@ -126,7 +126,7 @@ Grid parse_grid(const Opts& o) {
     refuse_duplicates(g.space.tp, split_list(o.tps, "tp"), "tp");
   }
   g.space.ulysses_degree = o.ulysses_degree;
-  g.space.memory = o.mem.fixed();
+  g.space.memory = o.mem.fixed_over(sim::default_memory_options(g.systems.front().profile));
   g.space.micro_batch = o.micro_batch;
   g.space.global_batch = global_batch(o.batch);
   return g;

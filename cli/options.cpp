@@ -68,13 +68,13 @@ void add_search(CLI::App* app, SearchOptions& o) {
   add_batch(app, o.batch);
 }
 
-sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m) {
+sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, const sim::System& s) {
   sim::SearchSpace space;
   if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
   if (o.tp) space.tp = {*o.tp};
   space.ulysses_degree = o.ulysses_degree;
-  space.memory = m.fixed();
+  space.memory = m.fixed_over(sim::default_memory_options(s.profile));
   space.micro_batch = o.micro_batch;
   space.global_batch = global_batch(o.batch);
   sim::check_search(o.gpus, space);
@@ -135,7 +135,7 @@ sim::System load_system(const CommonOptions& o, const sim::Model& m) {
 
 seqpar::Plan make_plan(const PlanOptions& o, const MemoryFlags& m, int gpus, std::int64_t seq_len, const sim::System& s) {
   seqpar::Plan p = seqpar::plan_from_flags(o, gpus, seq_len, s.gpus_per_node);
-  p.mem = m.options();
+  p.mem = m.options_over(sim::default_memory_options(s.profile));
   return p;
 }
 

@@ -58,7 +58,8 @@ struct SearchOptions {
 void add_common(CLI::App* app, CommonOptions& o);
 void add_search(CLI::App* app, SearchOptions& o);
 // The search space the flags name, checked by sim::check_search (seqpar::Error naming the field).
-sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m);
+// Memory flags given fix the options, on top of the framework's defaults (sim::default_memory_options).
+sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, const sim::System& s);
 void add_plan(CLI::App* app, PlanOptions& o);
 void add_memory(CLI::App* app, MemoryFlags& m);
 

@@ -40,9 +40,14 @@ MemoryOptions MemoryFlags::options_over(const MemoryOptions& defaults) const {
   return m;
 }
 
+std::optional<MemoryOptions> MemoryFlags::fixed_over(const MemoryOptions& defaults) const {
+  if (!any_given()) return std::nullopt;
+  return options_over(defaults);
+}
+
 void add_memory_flags(CLI::App* app, MemoryFlags& m) {
   m.given = {
-      app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1)"),
+      app->add_option("--zero", m.zero, "ZeRO stage 0..3 over the data x sequence parallel group (default 1, or the framework's lowest where it runs no ZeRO-1)"),
       app->add_option("--checkpoint", m.checkpoint, "Activation checkpointing: none | selective | full (default none)"),
       app->add_flag("--offload-checkpoints", m.offload_checkpoints, "Keep full-checkpoint layer inputs in host memory"),
       app->add_flag("--offload-optimizer", m.offload_optimizer, "Optimizer states and step on the host"),

@@ -19,15 +19,15 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// The set that saves the most memory: every option on. Each option never raises the peak, so
-// this set bounds what any set can fit.
-MemoryOptions most_saving() {
+// The set that saves the most memory of those the framework runs: every option on. Each option
+// never raises the peak, so this set bounds what any set it runs can fit.
+MemoryOptions most_saving(const Framework& f) {
   MemoryOptions m;
-  m.zero = 3;
+  m.zero = *std::max_element(f.zero_stages.begin(), f.zero_stages.end());
   m.checkpoint = Checkpoint::full;
   m.offload_checkpoints = true;
-  m.offload_optimizer = true;
-  m.offload_params = true;
+  m.offload_optimizer = f.runs_offload_optimizer;
+  m.offload_params = f.runs_offload_params && m.zero == 3;
   m.tiled_mlp = true;
   m.tiled_loss = true;
   return m;
@@ -78,6 +78,7 @@ const std::vector<MemoryOptions>& memory_option_sets() {
 
 std::vector<int> tp_degrees(const Model& m, const System& s, int gpus) {
   std::vector<int> out{1};
+  if (!s.profile.runs_tensor_parallel) return out;  // the framework has none
   for (int t = 2; t <= s.gpus_per_node && t <= gpus; t *= 2) {
     const bool kv = m.kv_heads >= 1 && (m.kv_heads % t == 0 || t % m.kv_heads == 0);
     if (gpus % t == 0 && m.heads % t == 0 && m.ffn_hidden % t == 0 && kv) out.push_back(t);
@@ -149,6 +150,7 @@ void structures_at_tp(const System& s, int gpus, int tp, std::int64_t seq_len, c
     p.ulysses_degree = u;
     p.ring_degree = r;
     p.micro_batch = space.micro_batch.value_or(1);
+    p.mem = default_memory_options(s.profile);  // a structure's own rules are checked with options its framework runs
     out.push_back(p);
   };
   for (int P : sps) {
@@ -579,7 +581,7 @@ std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, st
 
 MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space) {
   MaxLenAdvice out;
-  const MemoryOptions bound = space.memory.value_or(most_saving());
+  const MemoryOptions bound = space.memory.value_or(most_saving(s.profile));
   const std::optional<GlobalBatch>& batch = space.global_batch;
   std::optional<Plan> winner;
   for (Plan st : structures(m, s, gpus, 0, space)) {

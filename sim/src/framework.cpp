@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -345,6 +346,23 @@ Framework framework_from_json(const json& j, std::string_view what) {
       f.time_sources.emplace_back(t.key, v["source"].get<std::string>());
   }
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
+  if (const json& runs = object(j, "runs", what); !runs.empty()) {
+    const std::string rw = fmt::format("{}: runs", what);
+    if (auto z = runs.find("zero"); z != runs.end()) {
+      if (!z->is_array() || z->empty())
+        throw Error(fmt::format("{}: field 'zero' must be a non-empty list of the ZeRO stages it runs (0-3)", rw));
+      f.zero_stages.clear();
+      for (const json& v : *z) {
+        if (!v.is_number_integer() || v.get<int>() < 0 || v.get<int>() > 3)
+          throw Error(fmt::format("{}: field 'zero' lists {}: ZeRO stages are 0, 1, 2 and 3", rw, dump_json(v, -1)));
+        f.zero_stages.push_back(v.get<int>());
+      }
+    }
+    f.runs_offload_optimizer = flag(runs, "offload_optimizer", rw, true);
+    f.runs_offload_params = flag(runs, "offload_params", rw, true);
+    f.runs_tensor_parallel = flag(runs, "tensor_parallel", rw, true);
+    f.runs_source = string_field(runs, "source", rw, "");
+  }
   if (auto it = j.find("index_limits"); it != j.end()) {
     if (!it->is_array()) throw Error(fmt::format("{}: field 'index_limits' must be a list of {{tensor, max_elements, kernel, source}}", what));
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -377,6 +395,14 @@ Framework framework_from_json(const json& j, std::string_view what) {
     }
   }
   return f;
+}
+
+MemoryOptions default_memory_options(const Framework& f) {
+  MemoryOptions m;
+  if (!f.zero_stages.empty() && std::find(f.zero_stages.begin(), f.zero_stages.end(), m.zero) == f.zero_stages.end())
+    m.zero = *std::min_element(f.zero_stages.begin(), f.zero_stages.end(),
+                               [&](int a, int b) { return std::abs(a - m.zero) < std::abs(b - m.zero); });
+  return m;
 }
 
 Framework load_framework(std::string_view s) {

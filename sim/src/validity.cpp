@@ -42,6 +42,24 @@ void check_index_limits(const Model& m, const System& s, const Plan& p, std::vec
   }
 }
 
+// The memory options the framework runs (Framework::zero_stages, runs_offload_*): a plan asking
+// for another is not a plan of this framework.
+void check_framework_runs(const System& s, const Plan& p, std::vector<std::string>& errors) {
+  const Framework& f = s.profile;
+  if (std::find(f.zero_stages.begin(), f.zero_stages.end(), p.mem.zero) == f.zero_stages.end()) {
+    std::string stages;
+    for (int z : f.zero_stages) stages += (stages.empty() ? "" : ", ") + std::to_string(z);
+    errors.push_back(fmt::format("zero: framework '{}' runs ZeRO stage {} only, not {} (`seqpar presets --kind "
+                                 "framework --json`: its 'runs')", f.name, stages, p.mem.zero));
+  }
+  if (p.mem.offload_optimizer && !f.runs_offload_optimizer)
+    errors.push_back(fmt::format("offload_optimizer: framework '{}' keeps the optimizer on the GPU", f.name));
+  if (p.tp > 1 && !f.runs_tensor_parallel)
+    errors.push_back(fmt::format("tp: framework '{}' has no tensor parallelism (tp {})", f.name, p.tp));
+  if (p.mem.offload_params && !f.runs_offload_params)
+    errors.push_back(fmt::format("offload_params: framework '{}' keeps the parameters on the GPU", f.name));
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -54,6 +72,7 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
+  check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;
 }

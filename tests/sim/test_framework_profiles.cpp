@@ -194,6 +194,57 @@ TEST(FrameworkProfiles, HfTransformersLayerIsTheDerivedTable) {
 // One token more can add a tile and shrink every tile: with tiled loss the logits of one tile
 // dominate this model's peak, so the curve saws. maxlen's answer and its gaps against every
 // length, one by one.
+// A profile says which memory options and parallelism its framework runs ("runs"): seqpar-train has
+// no ZeRO beyond stage 0, no offloaded optimizer or parameters and no tensor parallelism, so a plan
+// asking for them is not one of its plans, its default plan uses ZeRO 0, and advise and maxlen search
+// only what it runs (maxlen over every option would otherwise offload its optimizer: 769,634 tokens
+// for the 4-layer ALST step, which seqpar-train cannot run).
+TEST(FrameworkProfiles, APlanOfAFrameworkUsesOnlyWhatItRuns) {
+  const System s = load_system("dgx-h100", "", load_framework("seqpar-train"));
+  const Model m = load_model("llama3-8b");
+  Plan p = normalized(Plan{}, s.gpus_per_node);
+  p.seq_len = 8192;
+  p.gpus = p.sp = p.ulysses_degree = 8;
+  p.mem = default_memory_options(s.profile);
+  EXPECT_EQ(p.mem.zero, 0);
+  std::vector<std::string> errors;
+  EXPECT_TRUE(check_plan(m, s, p, errors)) << (errors.empty() ? "" : errors.front());
+  auto refused = [&](Plan q, const std::string& needle) {
+    std::vector<std::string> e;
+    EXPECT_FALSE(check_plan(m, s, q, e));
+    ASSERT_FALSE(e.empty());
+    EXPECT_NE(e.front().find(needle), std::string::npos) << e.front();
+  };
+  Plan z = p;
+  z.mem.zero = 3;
+  refused(z, "zero: framework 'seqpar-train' runs ZeRO stage 0 only, not 3");
+  Plan o = p;
+  o.mem.offload_optimizer = true;
+  refused(o, "offload_optimizer: framework 'seqpar-train' keeps the optimizer on the GPU");
+  Plan t = p;
+  t.tp = 2;
+  t.sp = t.ulysses_degree = 4;
+  refused(t, "tp: framework 'seqpar-train' has no tensor parallelism");
+  // Frameworks that run them keep them.
+  EXPECT_EQ(default_memory_options(load_framework("deepspeed-alst")).zero, MemoryOptions{}.zero);
+  // The CLI: the default plan runs, maxlen without memory flags stays inside what seqpar-train runs.
+  const std::string four_layers = std::string(SEQPAR_PRESETS_DIR) + "/../../reports/results/h100/maxlen/llama3-8b-4l.json";
+  const auto r = seqpar::testing::seqpar("maxlen --model " + four_layers + " --framework seqpar-train --gpus 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["max_seq_len"], 541520);
+  EXPECT_EQ(j["plan"]["zero"], 0);
+  EXPECT_EQ(j["plan"]["offload_optimizer"], false);
+  EXPECT_EQ(j["limit"]["kind"], "gpu-memory");
+  const auto a = seqpar::testing::seqpar("advise --framework seqpar-train --seq-len 32K --gpus 8 --json --model " +
+                                         four_layers);
+  ASSERT_EQ(a.code, 0) << a.err;
+  for (const auto& row : json::parse(a.out)["ranked"]) {
+    EXPECT_EQ(row["plan"]["zero"], 0) << row["plan"];
+    EXPECT_EQ(row["plan"]["tp"], 1) << row["plan"];
+  }
+}
+
 TEST(MaxLen, TiledCurveThatFallsIsSearchedToItsLongestFittingLength) {
   Model m = testing::tiny_model();  // hidden 8
   m.vocab = 65536;

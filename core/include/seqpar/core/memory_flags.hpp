@@ -25,6 +25,8 @@ struct MemoryFlags {
   // The flags that were given on top of `defaults` (a program whose own defaults differ, such as
   // seqpar-train's ZeRO 0); all of `defaults` when the flags were never registered.
   MemoryOptions options_over(const MemoryOptions& defaults) const;
+  // fixed() on top of `defaults`: set only when a memory flag was given.
+  std::optional<MemoryOptions> fixed_over(const MemoryOptions& defaults) const;
 };
 
 // Registers the memory flags on `app`, each bound to a field of `m` (kept alive by the caller).

@@ -164,12 +164,21 @@ struct Framework {
   // SwiGLU module says nothing of its GELU one); empty: any, through the fc1 width.
   std::vector<MlpKind> mlp_kinds;
   std::vector<IndexLimit> index_limits;  // its kernels' 32-bit index limits (validity.hpp applies them)
+  // The memory options the framework runs ("runs" in the profile; absent: all): a plan asking for
+  // another is not a plan of this framework (validity.hpp), and advise and maxlen search only these.
+  std::vector<int> zero_stages{0, 1, 2, 3};
+  bool runs_offload_optimizer = true, runs_offload_params = true, runs_tensor_parallel = true;
+  std::string runs_source;
   // The attention kernel family the framework runs, in its own order of preference (a GPU preset's
   // attention_kernels names): the first choice made for the GPU's compute capability whose figures
   // the GPU preset has (attention_kernels.hpp: select_attention_kernel). Empty: the GPU's default.
   std::vector<AttentionChoice> attention_choices;
   std::string attention_source;  // why the framework runs those kernels (its dispatch code, its recipe)
 };
+
+// The memory options a plan of this framework has when none is given: the plan defaults, with the
+// ZeRO stage the framework runs nearest to ZeRO-1 (seqpar-train: 0).
+MemoryOptions default_memory_options(const Framework& f);
 
 // Name of a built-in framework profile (sim/presets/frameworks/NAME.json) or a path to one;
 // seqpar::Error naming the input and the field for an unknown name or a malformed file.
