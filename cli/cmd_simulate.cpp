@@ -74,7 +74,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   if (r.memory.host_bytes > 0) mt.add({"host memory (offloaded, this GPU's)", gib(r.memory.host_bytes)});
   fmt::print("{}\n", mt.str());
   Table terms({"peak, term by term", "part", "GiB"});
-  for (const sim::MemoryTerm& term : r.memory.terms)
+  for (const sim::MemoryTerm& term : sim::memory_terms(m, s, r))
     terms.add({term.name, std::string(sim::to_string(term.part)), gib(term.bytes)});
   terms.add({"reserve (device, allocator, calibrated)", "reserved", gib(b.reserved)});
   fmt::print("{}", terms.str());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <vector>
 
 #include "seqpar/core/checked.hpp"
@@ -202,6 +203,43 @@ LinkLoads link_loads(const System& s, Pattern pattern, double bytes, const Place
   return out;
 }
 
+// The loads of one byte under a topology, pattern and placement, derived once: they are linear in
+// the bytes (nic_flows, a count, does not scale), and a search asks for the same few placements
+// millions of times, so each is scanned once per thread and looked up after (no allocation then).
+struct LoadKey {
+  int gpus_per_node, nics, gpus_per_socket;
+  bool pcie;
+  Pattern pattern;
+  int size, stride;
+  bool operator==(const LoadKey&) const = default;
+};
+struct LoadKeyHash {
+  std::size_t operator()(const LoadKey& k) const {
+    std::size_t h = 1469598103934665603ull;
+    for (const std::int64_t v : {std::int64_t{k.gpus_per_node}, std::int64_t{k.nics}, std::int64_t{k.gpus_per_socket},
+                                 std::int64_t{k.pcie}, static_cast<std::int64_t>(k.pattern), std::int64_t{k.size},
+                                 std::int64_t{k.stride}})
+      h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
+    return h;
+  }
+};
+LinkLoads unit_link_loads(const System& s, Pattern pattern, const Placement& pl) {
+  const bool pcie = s.intra.kind == LinkKind::pcie;
+  const LoadKey key{s.gpus_per_node, nic_count(s), pcie ? s.intra.gpus_per_socket : 0, pcie, pattern, pl.size,
+                    pl.stride};
+  thread_local std::unordered_map<LoadKey, LinkLoads, LoadKeyHash> cache;
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 1 << 16) cache.clear();  // a bound on memory: sweeps over many systems refill it
+  return cache.emplace(key, link_loads(s, pattern, 1.0, pl)).first->second;
+}
+LinkLoads scaled(LinkLoads l, double bytes) {
+  l.port *= bytes;
+  l.socket *= bytes;
+  l.nic *= bytes;
+  l.gpu_pcie *= bytes;
+  return l;
+}
+
 // The time the busiest link takes.
 double link_time(const System& s, const LinkLoads& l) {
   double t = l.port / s.intra.bytes_per_s;
@@ -230,7 +268,7 @@ Pattern pattern_of(Collective c) {
 double collective_time(const System& s, Collective c, double bytes, const Placement& p) {
   const int n = p.size;
   if (bytes <= 0 || n <= 1) return 0.0;
-  const LinkLoads l = link_loads(s, pattern_of(c), bytes, p);
+  const LinkLoads l = scaled(unit_link_loads(s, pattern_of(c), p), bytes);
   switch (c) {
     case Collective::all_to_all:
     case Collective::send_recv:
@@ -245,7 +283,7 @@ double collective_time(const System& s, Collective c, double bytes, const Placem
 }
 
 int crossing_flows_per_nic(const System& s, Collective c, const Placement& p) {
-  return link_loads(s, pattern_of(c), 1.0, p).nic_flows;
+  return unit_link_loads(s, pattern_of(c), p).nic_flows;
 }
 
 std::string describe_placement(const System& s, const seqpar::Plan& p) {

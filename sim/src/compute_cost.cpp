@@ -10,7 +10,8 @@ double curve_efficiency(const EfficiencyCurve& c, double tokens) {
   if (tokens <= 0) return 0.0;
   if (c.half_tokens <= 0) return c.efficiency;
   // (L/h)^p / (1 + (L/h)^p) computed from the ratio: L^p itself overflows for large L and p.
-  const double x = std::pow(tokens / c.half_tokens, c.exponent);
+  const double ratio = tokens / c.half_tokens;
+  const double x = c.exponent == 1.0 ? ratio : std::pow(ratio, c.exponent);  // pow is the search's costliest call
   return std::isinf(x) ? c.efficiency : c.efficiency * x / (1.0 + x);
 }
 

@@ -17,25 +17,48 @@ namespace seqpar::sim {
 
 namespace {
 
-// The named terms a phase holds; a phase's total is their sum, and its breakdown their sum by part.
+// One named term a phase holds.
 struct Item {
   std::string_view name;  // a literal, or a term's name in the framework (alive for the estimate)
   MemPart part;
   double bytes;
 };
-using Items = std::vector<Item>;
-double total(const Items& v) {
-  double t = 0;
-  for (const Item& i : v) t += i.bytes;
-  return t;
-}
-void append(Items& to, const Items& from, double times = 1) {
-  if (times <= 0) return;
-  for (const Item& i : from) to.push_back({i.name, i.part, i.bytes * times});
-}
+
+// What a phase holds: its sums by part always, and its named terms only when they are asked for
+// (MemoryDetail::terms): the planner's search needs the sums alone, and builds no list (no heap
+// allocation per plan).
+class Items {
+ public:
+  explicit Items(bool named) : named_(named) {}
+  Items(bool named, std::string_view name, MemPart part, double bytes) : named_(named) { add(name, part, bytes); }
+  void add(std::string_view name, MemPart part, double bytes) {
+    parts_[static_cast<std::size_t>(part)] += bytes;
+    total_ += bytes;
+    if (named_) list_.push_back({name, part, bytes});
+  }
+  // Every term of `from`, `times` over (skipped when not positive), under `rename` when given.
+  void add_all(const Items& from, double times = 1, std::string_view rename = {}) {
+    if (times <= 0) return;
+    for (std::size_t k = 0; k < parts_.size(); ++k) parts_[k] += from.parts_[k] * times;
+    total_ += from.total_ * times;
+    if (named_)
+      for (const Item& i : from.list_) list_.push_back({rename.empty() ? i.name : rename, i.part, i.bytes * times});
+  }
+  double total() const { return total_; }
+  double part(MemPart p) const { return parts_[static_cast<std::size_t>(p)]; }
+  bool named() const { return named_; }
+  const std::vector<Item>& list() const { return list_; }
+
+ private:
+  bool named_;
+  std::array<double, kMemParts> parts_{};
+  double total_ = 0;
+  std::vector<Item> list_;
+};
+double total(const Items& v) { return v.total(); }
 Items join(std::initializer_list<const Items*> parts) {
-  Items v;
-  for (const Items* i : parts) append(v, *i);
+  Items v((*parts.begin())->named());
+  for (const Items* i : parts) v.add_all(*i);
   return v;
 }
 
@@ -115,14 +138,14 @@ double term_bytes(const TensorTerm& t, const Sizes& z) {
 
 // The terms of a list that apply to the plan; `keep` filters them further.
 template <class Keep>
-Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p, Keep keep) {
-  Items out;
+Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p, Keep keep) {
+  Items out(named);
   for (const TensorTerm& t : list)
-    if (t.when.holds(p) && keep(t)) out.push_back({t.name, t.part, term_bytes(t, z)});
+    if (t.when.holds(p) && keep(t)) out.add(t.name, t.part, term_bytes(t, z));
   return out;
 }
-Items terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
-  return terms(list, z, p, [](const TensorTerm&) { return true; });
+Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
+  return terms(named, list, z, p, [](const TensorTerm&) { return true; });
 }
 
 // The query rows of one attention call on the rank whose calls are longest: a sequence's whole
@@ -164,7 +187,7 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   const double d = m.head_dim;
   double ring = workspace;
   if (p.ring_degree > 1 && f.ring_backward_given) {
-    ring += total(terms(f.ring_backward, z, p));
+    ring += total(terms(false, f.ring_backward, z, p));
   } else if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
@@ -261,8 +284,9 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
   return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, p), workspace);
 }
 
-MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
+MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
   MemoryEstimate e;
+  const bool named = detail == MemoryDetail::terms;
   const Framework& f = s.profile;
   const Sizes z = sizes(m, p);
   const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
@@ -274,7 +298,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   const bool offload = full && p.mem.offload_checkpoints;
 
   // States. Gradients made during the backward count in each phase as far as it has produced them.
-  Items states;
+  Items states(named);
   double grads = 0, weight_bytes_per_param = 0;
   for (const StateTerm& t : f.states) {
     const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
@@ -282,34 +306,34 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
     if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
       e.host_bytes += bytes;
     else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
-    else states.push_back({t.name, t.part, bytes});
+    else states.add(t.name, t.part, bytes);
   }
   const double head_params = double(m.vocab) * h + h;  // the LM head (the embedding if tied) and final norm; h is 1/tp
   auto with_grads = [&](Items v, double params) {
-    if (grads > 0) v.push_back({"gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi)});
+    if (grads > 0) v.add("gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi));
     return v;
   };
 
   // Per layer: what each stores across the forward (full checkpointing: its input alone).
-  const Items per_layer = full ? Items{{"layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T}}
-                               : terms(f.layer, z, p);
+  const Items per_layer = full ? Items(named, "layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T)
+                               : terms(named, f.layer, z, p);
   const double per_layer_bytes = total(per_layer);
   e.host_bytes += offload ? L * per_layer_bytes : 0;
   e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
 
-  Items common = terms(f.every_phase, z, p);
+  Items common = terms(named, f.every_phase, z, p);
   const double workspace = attention_kernel_workspace_bytes(m, s, p);
   if (f.attention_workspace_persistent) {
-    common.push_back({"attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace});
-    common.push_back({"attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
-                      attention_forward_workspace_bytes(m, s, p)});
+    common.add("attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace);
+    common.add("attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
+               attention_forward_workspace_bytes(m, s, p));
   }
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
     zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h;  // h: hidden / tp (vocab-parallel)
   }
-  const Items through_backward = terms(f.backward_stored, z, p);
+  const Items through_backward = terms(named, f.backward_stored, z, p);
 
   // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
   // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
@@ -317,24 +341,23 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   const double method =
       method_buffers(m, f, p, attention_shapes(m, p), z, f.attention_workspace_persistent ? 0.0 : workspace);
   auto current = [&](Until sub) {
-    Items c = terms(f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
-    if (full) c.push_back({"this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes});
+    Items c = terms(named, f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
+    if (full) c.add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
     return c;
   };
-  const Items rec = full ? terms(f.recompute, z, p) : Items{}, mlp = terms(f.mlp_backward, z, p),
-              attn = terms(f.attention_backward, z, p), qkv = terms(f.qkv_backward, z, p);
+  const Items rec = full ? terms(named, f.recompute, z, p) : Items(named), mlp = terms(named, f.mlp_backward, z, p),
+              attn = terms(named, f.attention_backward, z, p), qkv = terms(named, f.qkv_backward, z, p);
   const Items cur_mlp = current(Until::mlp), cur_attn = current(Until::attention), cur_qkv = current(Until::qkv);
-  const Items method_items{{"SP method's attention buffers", MemPart::attention_buffers, method}};
-  Phase layer_peak;
+  const Items method_items(named, "SP method's attention buffers", MemPart::attention_buffers, method);
+  Phase layer_peak{Items(named), {}, {}, 0};
   for (const double l : {L, 1.0}) {
     // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
     Items base = with_grads(join({&states, &common, &through_backward}), head_params + (L - l + 1) * layer_params);
-    if (lower > 0)
-      for (const Item& i : per_layer) base.push_back({"stored by the layers below", i.part, i.bytes * lower});
-    if (zero3 > 0) base.push_back({"ZeRO-3 gathered layer weights", MemPart::working, zero3});
+    base.add_all(per_layer, lower, "stored by the layers below");
+    if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
     std::pair<std::string_view, Items> subs[] = {
-        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items{}},
+        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items(named)},
         {"mlp", join({&base, &cur_mlp, &mlp})},
         {"attention", join({&base, &cur_attn, &attn, &method_items})},
         {"qkv", join({&base, &cur_qkv, &qkv})},
@@ -348,27 +371,20 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
   // inputs kept on the device). The head's forward and backward come before any gradient (the LM
   // head's is made at the end of its backward); the final norm's backward holds the head's.
-  Items kept_layers;
+  Items kept_layers(named);
   const double kept = full ? (offload ? 0 : L) : L;
-  if (kept > 0)
-    for (const Item& i : per_layer)
-      kept_layers.push_back({full ? "layer inputs kept (checkpoints)" : i.name, i.part, i.bytes * kept});
+  kept_layers.add_all(per_layer, kept, full ? "layer inputs kept (checkpoints)" : std::string_view());
   const Items head_base = join({&states, &common, &through_backward, &kept_layers});
   const Items loss_base = with_grads(head_base, head_params);
-  const Items stored = terms(f.loss_stored, z, p), fwd_t = terms(f.loss_forward, z, p),
-              bwd_t = terms(f.loss_backward, z, p), norm_t = terms(f.loss_final_norm, z, p);
+  const Items stored = terms(named, f.loss_stored, z, p), fwd_t = terms(named, f.loss_forward, z, p),
+              bwd_t = terms(named, f.loss_backward, z, p), norm_t = terms(named, f.loss_final_norm, z, p);
   Items fwd = join({&head_base, &stored, &fwd_t}), bwd = join({&head_base, &stored, &bwd_t});
   if (zero3_head > 0) {
-    fwd.push_back({"ZeRO-3 gathered head weights", MemPart::working, zero3_head});
-    bwd.push_back({"ZeRO-3 gathered head weights", MemPart::working, zero3_head});
+    fwd.add("ZeRO-3 gathered head weights", MemPart::working, zero3_head);
+    bwd.add("ZeRO-3 gathered head weights", MemPart::working, zero3_head);
   }
   const Items final_norm = join({&loss_base, &stored, &norm_t});
-  for (const Items* v : {&fwd, &bwd}) {
-    double logits = 0;
-    for (const Item& i : *v)
-      if (i.part == MemPart::logits) logits += i.bytes;
-    e.loss_logits_bytes = std::max(e.loss_logits_bytes, logits);
-  }
+  e.loss_logits_bytes = std::max(fwd.part(MemPart::logits), bwd.part(MemPart::logits));
   Phase loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
   for (auto [items, name] : {std::pair{&fwd, "head-forward"}, std::pair{&bwd, "head-backward"}})
     if (total(*items) > loss_peak.bytes) loss_peak = {*items, "loss", name, total(*items)};
@@ -384,21 +400,16 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p) {
   e.peak_subphase = at->sub;
 
   MemoryBreakdown& b = e.peak;
-  for (const Item& i : at->items) {
-    double* part = &b.working;
-    switch (i.part) {
-      case MemPart::parameters: part = &b.parameters; break;
-      case MemPart::gradients: part = &b.gradients; break;
-      case MemPart::optimizer_states: part = &b.optimizer_states; break;
-      case MemPart::activations: part = &b.activations; break;
-      case MemPart::checkpoints: part = &b.checkpoints; break;
-      case MemPart::attention_buffers: part = &b.attention_buffers; break;
-      case MemPart::logits: part = &b.logits; break;
-      case MemPart::working: break;
-    }
-    *part += i.bytes;
+  b.parameters = at->items.part(MemPart::parameters);
+  b.gradients = at->items.part(MemPart::gradients);
+  b.optimizer_states = at->items.part(MemPart::optimizer_states);
+  b.activations = at->items.part(MemPart::activations);
+  b.checkpoints = at->items.part(MemPart::checkpoints);
+  b.attention_buffers = at->items.part(MemPart::attention_buffers);
+  b.logits = at->items.part(MemPart::logits);
+  b.working = at->items.part(MemPart::working);
+  for (const Item& i : at->items.list())
     if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});
-  }
   // The device's own reserve (context, library workspaces), the allocator's (a constant and a
   // fraction of what it tracks), and a calibrated profile's fitted memory (framework_terms.hpp).
   auto reserve = [&](double tracked) {

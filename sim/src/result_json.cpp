@@ -111,7 +111,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
   // Every term of the peak by name (states, stored tensors, transients, buffers), in the order the
   // framework profile lists them; with the reserve they add up to peak_memory_bytes.
   json terms = json::array();
-  for (const MemoryTerm& t : r.memory.terms)
+  for (const MemoryTerm& t : memory_terms(m, s, r))
     terms.push_back({{"name", t.name}, {"part", std::string(to_string(t.part))}, {"bytes", t.bytes}});
   terms.push_back({{"name", "reserve (device, allocator, calibrated)"}, {"part", "reserved"}, {"bytes", b.reserved}});
   j["memory_terms"] = terms;

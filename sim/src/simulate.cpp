@@ -318,7 +318,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
   r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
 
-  r.memory = estimate_memory(m, s, p);
+  r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
   t.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
   r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
   r.host_node_bytes = r.memory.host_bytes * double(std::min(p.gpus, s.gpus_per_node));
@@ -329,6 +329,11 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
   check_numbers(r);
   return r;
+}
+
+std::vector<MemoryTerm> memory_terms(const Model& m, const System& s, const Result& r) {
+  if (!r.valid) return {};
+  return estimate_memory(m, s, r.plan, MemoryDetail::terms).terms;
 }
 
 }  // namespace seqpar::sim

@@ -43,7 +43,7 @@ struct MemoryEstimate {
   double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
   double device_checkpoint_bytes = 0;  // full checkpointing's layer inputs on the GPU at most
   double loss_logits_bytes = 0;    // the logits the loss phase holds, peak or not
-  std::vector<MemoryTerm> terms;   // what the peak is made of, term by term (the reserve aside)
+  std::vector<MemoryTerm> terms;   // what the peak is made of, term by term (the reserve aside); MemoryDetail::terms only
   double device_reserve_bytes = 0;  // in peak.reserved: the GPU's own (context, library workspaces)
   double fragmentation_bytes = 0;   // in peak.reserved: what the allocator caches beyond its tensors
   // What the framework's allocator hands out at the peak: the tracked parts and the framework's
@@ -81,6 +81,9 @@ double attention_forward_workspace_bytes(const Model& m, const System& s, const 
 // "SP method's attention buffers".
 double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p);
 
-MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p);
+// What estimate_memory records beyond the parts and phases: the named terms of the peak (the
+// `simulate` table and `memory_terms`), or the sums alone (the planner's search: no list built).
+enum class MemoryDetail { sums, terms };
+MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail = MemoryDetail::terms);
 
 }  // namespace seqpar::sim

@@ -52,4 +52,8 @@ struct Result {
 // and no numbers; it never throws for plan content.
 Result simulate(const Model& m, const System& s, const Plan& p);
 
+// The named terms of a result's peak (the `simulate` table, `memory_terms` in the JSON), which
+// simulate() leaves out: the planner's search needs the sums alone.
+std::vector<MemoryTerm> memory_terms(const Model& m, const System& s, const Result& r);
+
 }  // namespace seqpar::sim
