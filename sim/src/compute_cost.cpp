@@ -1,5 +1,6 @@
 #include "seqpar/sim/compute_cost.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "element_bytes.hpp"
@@ -33,7 +34,11 @@ EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKern
     }
   }
   if (best) return best->curve;
-  return {backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency, g.attention_half_tokens, 1.0};
+  double eff = backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency;
+  // A score-bound kernel takes the same time per score at any head dimension (hardware.hpp).
+  if (g.attention_score_bound_head_dim > 0 && k.head_dim > 0)
+    eff = std::min(1.0, eff * k.head_dim / g.attention_score_bound_head_dim);
+  return {eff, g.attention_half_tokens, 1.0};
 }
 
 double mlp_gemm_flops(const Model& m, double tokens) {
