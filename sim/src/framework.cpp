@@ -273,6 +273,9 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.ring_backward_given = attn.contains("ring_backward");
   f.ring_backward = read_tensors(attn, "ring_backward", fmt::format("{}: attention", what), MemPart::attention_buffers);
   f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
+  f.tp_sequence_parallel =
+      one_of(object(j, "tensor_parallel", what), "norm_regions", fmt::format("{}: tensor_parallel", what),
+             std::array<std::pair<const char*, bool>, 2>{{{"sequence_parallel", true}, {"replicated", false}}}, true);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);
   f.reserve_bytes = number(alloc, "reserve_bytes", as, 0, kMaxReserve, 0);

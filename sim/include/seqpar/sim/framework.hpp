@@ -108,6 +108,11 @@ struct Framework {
   std::vector<TensorTerm> ring_backward;
   bool ring_backward_given = false;
   double zero3_gathered_layers = 3;         // ZeRO-3: layers' weights gathered at once (prefetch)
+  // Under tensor parallelism, whether the norm and residual regions (norms, residual adds, the
+  // dropouts beside them) are split over the TP ranks by sequence (Megatron's sequence
+  // parallelism, Korthikanti et al. Sec. 4.2.2) or run whole on every TP rank (Megatron-LM before
+  // it: replicated, Sec. 4.2.1). The same bytes cross the TP group either way.
+  bool tp_sequence_parallel = true;
   // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
   double reserve_bytes = 0, fragmentation = 0;
   // Time terms (priors; `seqpar calibrate` fits them from measured steps).
