@@ -3,6 +3,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/memory_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -13,7 +14,14 @@ ElementwiseCost layer_elementwise_cost(const Model& m, const System& s, const Pl
   // The share of the norm regions a rank runs beyond its 1/tp: none with sequence parallelism.
   const double whole = f.tp_sequence_parallel ? 0.0 : 1.0 - 1.0 / tp;
   const double norms = layer_norm_region_bytes_per_token(m) * T * whole;
-  const double fwd = layer_elementwise_bytes_per_token(m) * T / tp + norms, bwd = 2 * fwd;
+  double fwd = layer_elementwise_bytes_per_token(m) * T / tp + norms, bwd = 2 * fwd;
+  const std::array<double, kWidths> w = rank_widths(m, f, p);
+  for (const ElementwiseTerm& e : f.layer_elementwise) {
+    double values = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) values += e.per_token[i] * w[i];
+    fwd += e.forward_bytes * values * T;
+    bwd += e.backward_bytes * values * T;
+  }
   ElementwiseCost c;
   c.fwd_s = framework_memory_bound_time(s, fwd);
   c.bwd_s = framework_memory_bound_time(s, bwd);

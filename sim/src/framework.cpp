@@ -208,6 +208,29 @@ std::vector<TensorTerm> read_tensors(const json& parent, const char* key, std::s
   return out;
 }
 
+std::vector<ElementwiseTerm> read_elementwise(const json& time, std::string_view what) {
+  std::vector<ElementwiseTerm> out;
+  auto it = time.find("layer_elementwise");
+  if (it == time.end()) return out;
+  if (!it->is_array()) throw Error(fmt::format("{}: field 'layer_elementwise' must be a list of kernels", what));
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& e = (*it)[i];
+    const std::string w = fmt::format("{}: layer_elementwise[{}]", what, i);
+    if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+    ElementwiseTerm t;
+    t.name = string_field(e, "name", w);
+    t.source = string_field(e, "source", w, "");
+    read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
+    double any = 0;
+    for (double c : t.per_token) any += c;
+    if (!(any > 0)) throw Error(fmt::format("{}: give its size: 'per_token' widths", w));
+    t.forward_bytes = number(e, "forward_bytes", w, 0, kMaxBytesPerValue, 0);
+    t.backward_bytes = number(e, "backward_bytes", w, 0, kMaxBytesPerValue, 0);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 const json& object(const json& parent, const char* key, std::string_view what) {
   static const json empty = json::object();
   auto it = parent.find(key);
@@ -285,6 +308,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.memory_bound_efficiency = number(time, "memory_bound_efficiency", ts, 1e-3, 1, 1);
   f.step_overhead_s = number(time, "step_overhead_s", ts, 0, 1e4, 0);
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
+  f.layer_elementwise = read_elementwise(time, ts);
   if (auto it = j.find("mlp"); it != j.end()) {
     const json* kinds = &*it;
     if (kinds->is_object() && kinds->contains("value")) kinds = &(*kinds)["value"];

@@ -78,6 +78,32 @@ TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
   expect_refused(j, "field 'mlp' must be a non-empty list");
 }
 
+// A framework's own per-layer kernels (time.layer_elementwise) add their bytes to the elementwise
+// time, forward and backward as given, over the rank's widths; a malformed one is refused.
+TEST(FrameworkProfiles, LayerElementwiseKernelsAddTheirBytes) {
+  json j = minimal_profile();
+  j["time"]["layer_elementwise"] = json::parse(
+      R"([{"name": "mask", "per_token": {"hidden": 2}, "forward_bytes": 1, "backward_bytes": 3, "source": "s"}])");
+  System plain = testing::round_system(), with = plain;
+  plain.profile = framework_from_json(minimal_profile(), "profile.json");
+  with.profile = framework_from_json(j, "profile.json");
+  ASSERT_EQ(with.profile.layer_elementwise.size(), 1u);
+  const Model m = testing::tiny_model();  // hidden 8
+  const Plan p = testing::plan(Method::ulysses, 1, 64, 1, 1, 1, 1);
+  const Result a = simulate(m, plain, p), b = simulate(m, with, p);
+  ASSERT_TRUE(a.valid && b.valid);
+  const double values = 2.0 * m.hidden * 64, hbm = plain.gpu.hbm_bytes_per_s;
+  EXPECT_NEAR(b.figures.elementwise_fwd_s - a.figures.elementwise_fwd_s, values * 1 / hbm, 1e-15);
+  EXPECT_NEAR(b.figures.elementwise_bwd_s - a.figures.elementwise_bwd_s, values * 3 / hbm, 1e-15);
+  EXPECT_NEAR(b.time.elementwise - a.time.elementwise, m.layers * values * 4 / hbm, 1e-15);
+  j["time"]["layer_elementwise"][0]["per_token"] = {{"hiden", 1}};
+  expect_refused(j, "unknown symbol 'hiden'");
+  j["time"]["layer_elementwise"][0].erase("per_token");
+  expect_refused(j, "layer_elementwise[0]: give its size");
+  j["time"]["layer_elementwise"] = json::parse(R"([{"name": "x", "per_token": {"hidden": 1}, "forward_bytes": -1}])");
+  expect_refused(j, "forward_bytes");
+}
+
 // The widths that depend on the block's kind: fc1 (the first MLP GEMM's output) is gate and up
 // for SwiGLU, the up projection alone for GELU; rope is RoPE's table width, none for learned
 // positions. A profile derived from one MLP kind refuses the other rather than guess a fit.

@@ -1,6 +1,7 @@
 // Memory-bound time of one layer's elementwise work on one rank: the model's norms, residual adds,
 // positions and activation (compute_cost.hpp: layer_elementwise_bytes_per_token; the backward
-// moves about twice the forward's bytes), at the framework's memory-bound efficiency. Under tensor
+// moves about twice the forward's bytes), and the framework profile's own kernels
+// (framework.hpp: ElementwiseTerm), at the framework's memory-bound efficiency. Under tensor
 // parallelism a rank runs 1/tp of the heads' and MLP columns' share, and of the norm regions' with
 // sequence parallelism; without it, the norm regions whole (Framework::tp_sequence_parallel).
 #pragma once

@@ -78,6 +78,16 @@ struct StateTerm {
   bool offloaded_with_params = false;     // --offload-params moves it to host memory
 };
 
+// A memory-bound kernel the framework runs in every layer beyond the model's own norms, residual
+// adds, positions and activation (compute_cost.hpp): a dropout mask, an unfused bias add, a copy.
+// It moves per_token widths (as the inventory counts them on a rank) times the bytes per value,
+// forward and backward, over the rank's tokens (elementwise_cost.hpp).
+struct ElementwiseTerm {
+  std::string name, source;
+  std::array<double, kWidths> per_token{};
+  double forward_bytes = 0, backward_bytes = 0;
+};
+
 struct Framework {
   std::string name, description;
   std::vector<StateTerm> states;
@@ -120,6 +130,7 @@ struct Framework {
   // Memory-bound bytes the loss moves per logit, forward and backward (its casts, softmax and
   // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
   double loss_elementwise_bytes_per_logit = 0;
+  std::vector<ElementwiseTerm> layer_elementwise;  // time: the framework's own per-layer kernels
   std::string source;  // what the profile as a whole describes (framework version, settings)
   // The MLP kinds whose saved tensors the inventory counts (a profile derived from one framework's
   // SwiGLU module says nothing of its GELU one); empty: any, through the fc1 width.
