@@ -102,6 +102,20 @@ TEST(AttentionKernels, ScoreBoundKernelTakesTheSameTimePerScoreAtAnyHeadDim) {
   EXPECT_THROW((void)gpu_from_json(gpu_document_with_attention_kernel(doc, "standard", "gpu.json"), "gpu.json"), Error);
 }
 
+// a100-80g's standard-attention kernels are score-bound at FlashAttention-2's figure's head dim, and
+// Megatron-LM 2021's (megatron-unfused) moves the benchmark's bytes per score in the forward and 17
+// against 14 in the backward (its attention dropout): the figures say so.
+TEST(AttentionKernels, A100StandardAttentionKernelsAreScoreBound) {
+  for (const char* k : {"pytorch-unfused", "megatron-unfused"}) {
+    EXPECT_EQ(figure("a100-80g", k, "attention_score_bound_head_dim"), 128) << k;
+    EXPECT_EQ(load_system("dgx-a100-80g", k).gpu.attention_score_bound_head_dim, 128) << k;
+  }
+  EXPECT_DOUBLE_EQ(figure("a100-80g", "megatron-unfused", "attention_fwd_efficiency"),
+                   figure("a100-80g", "pytorch-unfused", "attention_fwd_efficiency"));
+  EXPECT_NEAR(figure("a100-80g", "megatron-unfused", "attention_bwd_efficiency"),
+              figure("a100-80g", "pytorch-unfused", "attention_bwd_efficiency") * 14 / 17, 0.0005);
+}
+
 TEST(AttentionKernels, UnknownKernelIsRefusedNamingThePresetsKernels) {
   const std::string e = error_of("dgx-h100", "fa9");
   EXPECT_NE(e.find("unknown attention kernel 'fa9'"), std::string::npos) << e;

@@ -269,6 +269,22 @@ TEST(TensorParallel, WithoutSequenceParallelismTheNormRegionsAreWholeOnEveryRank
   }
 }
 
+// The megatron-lm-2021 profile (the SC21 paper's code) on the paper's own block is Table 2's terms
+// as Sec. 4.2.1 shares them, sbh(10 + 24/t), plus the fused LayerNorms' fp32 mean and invvar (the s^2
+// score terms of its unfused attention are not in the memory model).
+TEST(TensorParallel, MegatronLm2021IsKorthikantisTableWithoutSequenceParallelism) {
+  const Model gpt = paper_block();
+  System s = load_system("dgx-a100-80g");
+  s.profile = load_framework("megatron-lm-2021");
+  const double h = gpt.hidden, stats = 2 * 2 * 4.0;
+  for (int t : {1, 2, 4, 8}) {
+    const Plan p = plan(Method::ulysses, t, 2048, 1, 1, 1, t);
+    std::vector<std::string> e;
+    ASSERT_TRUE(check_plan(gpt, s, p, e)) << e.front();
+    EXPECT_DOUBLE_EQ(stored_bytes_per_token(gpt, s, p, Checkpoint::none), (10.0 + 24.0 / t) * h + stats) << "t=" << t;
+  }
+}
+
 TEST(TensorParallel, StatesShardOverTpThenZeroOverTheRest) {
   const Model m = load_model("llama3-70b");
   System s = load_system("dgx-h100");
