@@ -1,5 +1,6 @@
 #include "seqpar/sim/compute_cost.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "element_bytes.hpp"
@@ -34,7 +35,11 @@ EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKern
     }
   }
   if (best) return best->curve;
-  return {backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency, g.attention_half_tokens, 1.0};
+  double eff = backward ? g.attention_bwd_efficiency : g.attention_fwd_efficiency;
+  // A score-bound kernel takes the same time per score at any head dimension (hardware.hpp).
+  if (g.attention_score_bound_head_dim > 0 && k.head_dim > 0)
+    eff = std::min(1.0, eff * k.head_dim / g.attention_score_bound_head_dim);
+  return {eff, g.attention_half_tokens, 1.0};
 }
 
 double mlp_gemm_flops(const Model& m, double tokens) {
@@ -67,19 +72,22 @@ double attention_time(const Gpu& g, double flops, double block_tokens, bool back
 
 double memory_bound_time(const Gpu& g, double bytes) { return bytes / g.hbm_bytes_per_s; }
 
+// Two norms (read + write) and two residual adds (two reads + a write).
+double layer_norm_region_bytes_per_token(const Model& m) { return kBf16 * (4.0 + 6.0) * m.hidden; }
+
 double layer_elementwise_bytes_per_token(const Model& m) {
-  // Two norms (read + write), two residual adds (two reads + a write), RoPE on q and k (none
-  // with learned positions, added once at the embedding), and the activation (SwiGLU reads gate
-  // and up, writes one; GELU reads one, writes one).
-  const double h = m.hidden;
+  // The norm regions, RoPE on q and k (none with learned positions, added once at the embedding),
+  // and the activation (SwiGLU reads gate and up, writes one; GELU reads one, writes one).
   const double qk = m.positions == PositionKind::rope ? double(m.heads + m.kv_heads) * m.head_dim : 0.0;
   const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.ffn_hidden : 2.0 * m.ffn_hidden;
-  return kBf16 * (4.0 * h + 6.0 * h + 2.0 * qk + act);
+  return layer_norm_region_bytes_per_token(m) + kBf16 * (2.0 * qk + act);
 }
+
+double selective_recompute_norm_bytes_per_token(const Model& m) { return kBf16 * 4.0 * m.hidden; }
 
 double selective_recompute_bytes_per_token(const Model& m) {
   const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.ffn_hidden : 2.0 * m.ffn_hidden;
-  return kBf16 * (4.0 * m.hidden + act);
+  return selective_recompute_norm_bytes_per_token(m) + kBf16 * act;
 }
 
 }  // namespace seqpar::sim

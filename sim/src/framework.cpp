@@ -211,6 +211,29 @@ std::vector<TensorTerm> read_tensors(const json& parent, const char* key, std::s
   return out;
 }
 
+std::vector<ElementwiseTerm> read_elementwise(const json& time, std::string_view what) {
+  std::vector<ElementwiseTerm> out;
+  auto it = time.find("layer_elementwise");
+  if (it == time.end()) return out;
+  if (!it->is_array()) throw Error(fmt::format("{}: field 'layer_elementwise' must be a list of kernels", what));
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& e = (*it)[i];
+    const std::string w = fmt::format("{}: layer_elementwise[{}]", what, i);
+    if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+    ElementwiseTerm t;
+    t.name = string_field(e, "name", w);
+    t.source = string_field(e, "source", w, "");
+    read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
+    double any = 0;
+    for (double c : t.per_token) any += c;
+    if (!(any > 0)) throw Error(fmt::format("{}: give its size: 'per_token' widths", w));
+    t.forward_bytes = number(e, "forward_bytes", w, 0, kMaxBytesPerValue, 0);
+    t.backward_bytes = number(e, "backward_bytes", w, 0, kMaxBytesPerValue, 0);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 const json& object(const json& parent, const char* key, std::string_view what) {
   static const json empty = json::object();
   auto it = parent.find(key);
@@ -331,6 +354,9 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.checkpoints_overlapped =
       one_of(off, "checkpoints", os,
              std::array<std::pair<const char*, bool>, 2>{{{"double_buffer", true}, {"synchronous", false}}}, true);
+  f.tp_sequence_parallel =
+      one_of(object(j, "tensor_parallel", what), "norm_regions", fmt::format("{}: tensor_parallel", what),
+             std::array<std::pair<const char*, bool>, 2>{{{"sequence_parallel", true}, {"replicated", false}}}, true);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);
   f.reserve_bytes = number(alloc, "reserve_bytes", as, 0, kMaxReserve, 0);
@@ -381,6 +407,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
       f.index_limits.push_back(std::move(l));
     }
   }
+  f.layer_elementwise = read_elementwise(time, ts);
   if (auto it = j.find("mlp"); it != j.end()) {
     const json* kinds = &*it;
     if (kinds->is_object() && kinds->contains("value")) kinds = &(*kinds)["value"];

@@ -70,19 +70,23 @@ struct Sizes {
   double tokens = 0, tile = 0, loss_rows = 0;  // rows of Rows::all, tile, loss
 };
 
+}  // namespace
+
 // Under tensor parallelism (Megatron with sequence parallelism) a rank holds, per token of its SP
 // shard, 1/tp of every width: the per-head and per-column ones (q, kv, heads, ffn; KV heads
 // replicated when tp exceeds them) inside the TP region, the hidden ones because the norm and
 // residual regions hold 1/tp of the tokens and the GEMM inputs are stored as those shards and
 // gathered again for the backward (Korthikanti et al., arXiv 2205.05198, Sec. 4.2.2: every term
 // of sbh(34 + 5as/h) divided by t), and the logits' vocabulary (vocab-parallel cross entropy).
+// Without sequence parallelism the norm and residual regions, and the GEMM inputs they produce,
+// are whole on every TP rank (Sec. 4.2.1: sbh(10 + 24/t + 5as/(ht))): the hidden width is not divided.
 // Per-token scalars (`one`: token ids, labels; `norm_stats`: the norms' fp32 statistics) and RoPE's tables
 // are not divided: the batch enters every TP rank whole.
-Sizes sizes(const Model& m, const Plan& p) {
-  Sizes z;
+std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, const Plan& p) {
+  std::array<double, kWidths> w{};
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
-  auto set = [&](Width w, double v) { z.width[static_cast<std::size_t>(w)] = v; };
-  set(Width::hidden, m.hidden / t);
+  auto set = [&](Width k, double v) { w[static_cast<std::size_t>(k)] = v; };
+  set(Width::hidden, f.tp_sequence_parallel ? m.hidden / t : m.hidden);
   set(Width::ffn, m.ffn_hidden / t);
   set(Width::q, double(m.heads) / t * d);
   set(Width::kv, double(kv_heads_per_tp_rank(m.kv_heads, p.tp)) * d);
@@ -94,6 +98,15 @@ Sizes sizes(const Model& m, const Plan& p) {
   set(Width::fc1, double(m.fc1_columns()) / t);
   set(Width::rope, m.positions == PositionKind::rope ? m.head_dim : 0);
   set(Width::norm_stats, m.norm == NormKind::layernorm ? 2 : 1);
+  return w;
+}
+
+namespace {
+
+Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
+  Sizes z;
+  const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
+  z.width = rank_widths(m, f, p);
   z.layer_params = double(m.params_per_layer()) / t;
   z.layers = m.layers;
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
@@ -218,8 +231,8 @@ struct Phase {
 StoredValues stored_values_per_token(const Model& m, const System& s, const Plan& plan, Checkpoint mode) {
   Plan p = plan;
   p.mem.checkpoint = mode;
-  const Sizes z = sizes(m, p);
   const Framework& f = s.profile;
+  const Sizes z = sizes(m, f, p);
   StoredValues v;
   // A value of other than 2 or 4 bytes counts as its share of the nearer one.
   auto add = [&](double values, double bytes) {
@@ -281,14 +294,14 @@ double attention_forward_workspace_bytes(const Model& m, const System& s, const 
 double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p) {
   const Framework& f = s.profile;
   const double workspace = f.attention_workspace_persistent ? 0.0 : attention_kernel_workspace_bytes(m, s, p);
-  return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, p), workspace);
+  return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, f, p), workspace);
 }
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
   MemoryEstimate e;
   const bool named = detail == MemoryDetail::terms;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, p);
+  const Sizes z = sizes(m, f, p);
   const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
   // A rank's parameters: 1/tp of the model's (tensor_parallel_cost.hpp).
   const double psi = params_per_tp_rank(m, p), layer_params = z.layer_params;
@@ -308,7 +321,8 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
     else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.add(t.name, t.part, bytes);
   }
-  const double head_params = double(m.vocab) * h + h;  // the LM head (the embedding if tied) and final norm; h is 1/tp
+  const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
+  const double head_params = double(m.vocab) * h_tp + h_tp;  // the LM head (the embedding if tied) and final norm
   auto with_grads = [&](Items v, double params) {
     if (grads > 0) v.add("gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi));
     return v;
@@ -331,7 +345,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
-    zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h;  // h: hidden / tp (vocab-parallel)
+    zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h_tp;  // vocab-parallel
   }
   const Items through_backward = terms(named, f.backward_stored, z, p);
 

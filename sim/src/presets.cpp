@@ -222,6 +222,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   g.attention_bwd_workspace_per_head_dim = figure(j, "attention_bwd_workspace_per_head_dim", what, Range{0, 64}, 1.0);
   g.attention_bwd_workspace_per_row = figure(j, "attention_bwd_workspace_per_row", what, Range{0, 1e4}, 1.0);
   g.attention_fwd_workspace_per_head_dim = figure(j, "attention_fwd_workspace_per_head_dim", what, Range{0, 64}, 0.0);
+  g.attention_score_bound_head_dim = figure(j, "attention_score_bound_head_dim", what, Range{0, 1e4}, 0.0);
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   return g;
 }

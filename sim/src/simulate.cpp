@@ -10,6 +10,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/elementwise_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
@@ -158,7 +159,7 @@ void check_numbers(Result& r) {
 
 // The per-phase figures the step time was added up from (simulate.hpp: Result::figures).
 struct LayerCosts {
-  double gemm_f, gemm_b, elem_f;
+  double gemm_f, gemm_b, elem_f, elem_b;
   AttentionCost at;
   double head_f, head_b, loss_recompute;
   TensorParallelCost tp;
@@ -171,7 +172,7 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
   f.gemm_fwd_s = c.gemm_f;
   f.gemm_bwd_s = c.gemm_b;
   f.elementwise_fwd_s = c.elem_f;
-  f.elementwise_bwd_s = 2 * c.elem_f;  // as in TimeBreakdown::elementwise
+  f.elementwise_bwd_s = c.elem_b;
   f.attention = c.at;
   f.full_recompute = p.mem.checkpoint == Checkpoint::full;
   f.head_fwd_s = c.head_f;
@@ -220,7 +221,8 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   // Per layer.
   const double gemm_f = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
   const double gemm_b = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
-  const double elem_f = framework_memory_bound_time(s, layer_elementwise_bytes_per_token(m) * T / tp);
+  const ElementwiseCost elem = layer_elementwise_cost(m, s, p);
+  const double elem_f = elem.fwd_s, elem_b = elem.bwd_s;
   const AttentionCost at = attention_layer_cost(m, s, p);
   // The LM head.
   const double head_f = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
@@ -237,7 +239,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     recompute_attention_comm = L * at.fwd_comm_s;
   } else {
     if (p.mem.checkpoint == Checkpoint::selective)
-      t.recompute += L * framework_memory_bound_time(s, selective_recompute_bytes_per_token(m) * T / tp);
+      t.recompute += L * elem.selective_s;
     if (p.mem.tiled_mlp)
       t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
   }
@@ -249,9 +251,9 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
       s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
-  t.elementwise = L * 3 * elem_f + loss_elem;  // backward moves about twice the forward's bytes
+  t.elementwise = L * (elem_f + elem_b) + loss_elem;
   t.forward = L * (gemm_f + elem_f + at.fwd_kernel_s) + head_f;
-  t.backward = L * (gemm_b + 2 * elem_f + at.bwd_kernel_s) + head_b + loss_elem + t.recompute;
+  t.backward = L * (gemm_b + elem_b + at.bwd_kernel_s) + head_b + loss_elem + t.recompute;
   t.compute = t.forward + t.backward;
 
   t.attention_comm = L * (at.fwd_comm_s + at.bwd_comm_s) + recompute_attention_comm;
@@ -326,7 +328,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   r.host_fits = s.host_memory_bytes <= 0 || r.host_node_bytes <= s.host_memory_bytes;
   r.fits = r.gpu_fits && r.host_fits;
   // The step timeline draws the loss's memory-bound work with the head's backward.
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
   check_numbers(r);
   return r;
 }

@@ -132,6 +132,52 @@ TEST(AttentionKernels, Fa2VersusCudnnScalesAttentionTimeByTheirFigures) {
   }
 }
 
+// A kernel that materialises the scores (standard attention) takes the same time per score at any
+// head dimension: its FLOP efficiency scales with head_dim over the figure's. A model with heads of
+// 64 has twice the scores of one with heads of 128 at the same width, and its attention takes twice
+// as long, where a flash kernel's takes the same (its time follows the FLOPs).
+TEST(AttentionKernels, ScoreBoundKernelTakesTheSameTimePerScoreAtAnyHeadDim) {
+  json doc = preset_document("gpu", "a100-80g");
+  doc["attention_kernels"]["standard"] = {{"attention_fwd_efficiency", 0.14}, {"attention_bwd_efficiency", 0.12},
+                                          {"attention_score_bound_head_dim", 128}};
+  const Gpu g = gpu_from_json(gpu_document_with_attention_kernel(doc, "standard", "gpu.json"), "gpu.json");
+  ASSERT_EQ(g.attention_score_bound_head_dim, 128);
+  for (bool bwd : {false, true}) {
+    const double eff = bwd ? 0.12 : 0.14;
+    EXPECT_DOUBLE_EQ(attention_curve(g, bwd, {128, true}).efficiency, eff);
+    EXPECT_DOUBLE_EQ(attention_curve(g, bwd, {96, true}).efficiency, eff * 96 / 128);
+    EXPECT_DOUBLE_EQ(attention_curve(g, bwd, {0, true}).efficiency, eff);  // head dim not given
+    auto per_score = [&](const Gpu& gpu, int d) {  // 2048 hidden over heads of d, batch 8 at 2K
+      const double heads = 2048.0 / d, flops = attention_flops(8, 2048, 2048, heads, d);
+      return (attention_time(gpu, flops, 2048, bwd, {d, true}) - gpu.kernel_overhead_s) / (8 * heads * 2048.0 * 2048);
+    };
+    EXPECT_NEAR(per_score(g, 64) / per_score(g, 128), 1.0, 1e-12);
+    const Gpu flash = load_system("dgx-a100-80g").gpu;
+    EXPECT_EQ(flash.attention_score_bound_head_dim, 0);
+    EXPECT_NEAR(per_score(flash, 64) / per_score(flash, 128), 0.5, 1e-12);
+  }
+  // The figure belongs to its kernel: choosing one without it drops the default's.
+  doc["attention_score_bound_head_dim"] = 128;
+  doc["attention_kernels"]["fused"] = {{"attention_fwd_efficiency", 0.5}, {"attention_bwd_efficiency", 0.4}};
+  EXPECT_FALSE(gpu_document_with_attention_kernel(doc, "fused", "gpu.json").contains("attention_score_bound_head_dim"));
+  doc["attention_kernels"]["standard"]["attention_score_bound_head_dim"] = -1;
+  EXPECT_THROW((void)gpu_from_json(gpu_document_with_attention_kernel(doc, "standard", "gpu.json"), "gpu.json"), Error);
+}
+
+// a100-80g's standard-attention kernels are score-bound at FlashAttention-2's figure's head dim, and
+// Megatron-LM 2021's (megatron-unfused) moves the benchmark's bytes per score in the forward and 17
+// against 14 in the backward (its attention dropout): the figures say so.
+TEST(AttentionKernels, A100StandardAttentionKernelsAreScoreBound) {
+  for (const char* k : {"pytorch-unfused", "megatron-unfused"}) {
+    EXPECT_EQ(figure("a100-80g", k, "attention_score_bound_head_dim"), 128) << k;
+    EXPECT_EQ(load_system("dgx-a100-80g", k).gpu.attention_score_bound_head_dim, 128) << k;
+  }
+  EXPECT_DOUBLE_EQ(figure("a100-80g", "megatron-unfused", "attention_fwd_efficiency"),
+                   figure("a100-80g", "pytorch-unfused", "attention_fwd_efficiency"));
+  EXPECT_NEAR(figure("a100-80g", "megatron-unfused", "attention_bwd_efficiency"),
+              figure("a100-80g", "pytorch-unfused", "attention_bwd_efficiency") * 14 / 17, 0.0005);
+}
+
 TEST(AttentionKernels, UnknownKernelIsRefusedNamingThePresetsKernels) {
   const std::string e = error_of("dgx-h100", "fa9");
   EXPECT_NE(e.find("unknown attention kernel 'fa9'"), std::string::npos) << e;

@@ -78,6 +78,59 @@ TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
   expect_refused(j, "field 'mlp' must be a non-empty list");
 }
 
+// A framework's own per-layer kernels (time.layer_elementwise) add their bytes to the elementwise
+// time, forward and backward as given, over the rank's widths; a malformed one is refused.
+TEST(FrameworkProfiles, LayerElementwiseKernelsAddTheirBytes) {
+  json j = minimal_profile();
+  j["time"]["layer_elementwise"] = json::parse(
+      R"([{"name": "mask", "per_token": {"hidden": 2}, "forward_bytes": 1, "backward_bytes": 3, "source": "s"}])");
+  System plain = testing::round_system(), with = plain;
+  plain.profile = framework_from_json(minimal_profile(), "profile.json");
+  with.profile = framework_from_json(j, "profile.json");
+  ASSERT_EQ(with.profile.layer_elementwise.size(), 1u);
+  const Model m = testing::tiny_model();  // hidden 8
+  const Plan p = testing::plan(Method::ulysses, 1, 64, 1, 1, 1, 1);
+  const Result a = simulate(m, plain, p), b = simulate(m, with, p);
+  ASSERT_TRUE(a.valid && b.valid);
+  const double values = 2.0 * m.hidden * 64, hbm = plain.gpu.hbm_bytes_per_s;
+  EXPECT_NEAR(b.figures.elementwise_fwd_s - a.figures.elementwise_fwd_s, values * 1 / hbm, 1e-15);
+  EXPECT_NEAR(b.figures.elementwise_bwd_s - a.figures.elementwise_bwd_s, values * 3 / hbm, 1e-15);
+  EXPECT_NEAR(b.time.elementwise - a.time.elementwise, m.layers * values * 4 / hbm, 1e-15);
+  j["time"]["layer_elementwise"][0]["per_token"] = {{"hiden", 1}};
+  expect_refused(j, "unknown symbol 'hiden'");
+  j["time"]["layer_elementwise"][0].erase("per_token");
+  expect_refused(j, "layer_elementwise[0]: give its size");
+  j["time"]["layer_elementwise"] = json::parse(R"([{"name": "x", "per_token": {"hidden": 1}, "forward_bytes": -1}])");
+  expect_refused(j, "forward_bytes");
+}
+
+// megatron-lm-2021's kernels beyond the model's elementwise bytes, counted by hand for a GPT block
+// (MHA, ffn = 4h) without TP, per token and layer: forward, the two dropout masks (1 byte each),
+// the QKV bias add (read and write 3h) and the context transpose (read and write h): 2h + 12h + 4h;
+// backward, the masks read (2h), the two replicated biases' and the two LayerNorms' weight
+// gradients (a read of h each: 4h + 4h), the QKV bias gradient (6h), the transpose (4h), the fc1
+// bias gradient (a read of 4h: 8h). Its attention kernel is a100-80g's megatron-unfused.
+TEST(FrameworkProfiles, MegatronLm2021KernelsCountedByHand) {
+  const Model gpt = load_model("gpt-1.3b");
+  ASSERT_EQ(gpt.heads * gpt.head_dim, gpt.hidden);
+  ASSERT_EQ(gpt.ffn_hidden, 4 * gpt.hidden);
+  const Framework f = load_framework("megatron-lm-2021");
+  Framework bare = f;
+  bare.layer_elementwise.clear();
+  System with = load_system("dgx-a100-80g", "", f), without = with;
+  EXPECT_EQ(with.gpu.attention_kernel, "megatron-unfused");
+  without.profile = bare;
+  const Plan p = testing::plan(Method::ulysses, 8, 2048, 1, 1, 1, 1);
+  const Result a = simulate(gpt, without, p), b = simulate(gpt, with, p);
+  ASSERT_TRUE(a.valid && b.valid) << (a.errors.empty() ? b.errors : a.errors).front();
+  const double h = gpt.hidden, bytes = 2048 * h / with.gpu.hbm_bytes_per_s;
+  EXPECT_NEAR(b.figures.elementwise_fwd_s - a.figures.elementwise_fwd_s, 18 * bytes, 1e-9 * bytes);
+  EXPECT_NEAR(b.figures.elementwise_bwd_s - a.figures.elementwise_bwd_s, 28 * bytes, 1e-9 * bytes);
+  // The 2021 code has no gated MLP: a SwiGLU model is refused rather than counted as GELU.
+  std::vector<std::string> e;
+  EXPECT_FALSE(check_plan(load_model("llama3-8b"), with, p, e));
+}
+
 // The widths that depend on the block's kind: fc1 (the first MLP GEMM's output) is gate and up
 // for SwiGLU, the up projection alone for GELU; rope is RoPE's table width, none for learned
 // positions. A profile derived from one MLP kind refuses the other rather than guess a fit.

@@ -164,13 +164,19 @@ constexpr const char* kKorthikantiTable2 = R"json({
   ]
 })json";
 
-TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
-  // A GPT-3-shaped block (the paper's models: MHA, ffn = 4h); the 22B model's hidden and heads.
+// The paper's own block: GPT-3-shaped (MHA, GELU, LayerNorm, ffn = 4h) with the 22B model's
+// hidden and heads.
+Model paper_block() {
   Model m = load_model("gpt-30b");
   m.hidden = 6144;
   m.heads = m.kv_heads = 64;
   m.head_dim = 96;
   m.ffn_hidden = 4 * m.hidden;
+  return m;
+}
+
+TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
+  const Model m = paper_block();
   System s = load_system("dgx-a100-80g");
   s.profile = framework_from_json(nlohmann::json::parse(kKorthikantiTable2), "Korthikanti Table 2");
   const std::int64_t seq = 2048;  // the paper's sequence length
@@ -208,11 +214,7 @@ TEST(TensorParallel, ActivationsPerLayerAreKorthikantisTermsOverT) {
 // fp32 log-sum-exp per head; each LayerNorm's mean and rsigma, fp32). Its fc1 output is the GeLU input, ffn wide: the
 // SwiGLU block's gate and up would be 2 x ffn, 8 sbh/t more at ffn = 4h.
 TEST(TensorParallel, MegatronCoreOnAGeluBlockIsKorthikantisTableLessDropout) {
-  Model gpt = load_model("gpt-30b");
-  gpt.hidden = 6144;
-  gpt.heads = gpt.kv_heads = 64;
-  gpt.head_dim = 96;
-  gpt.ffn_hidden = 4 * gpt.hidden;
+  const Model gpt = paper_block();
   ASSERT_EQ(gpt.mlp, MlpKind::gelu);
   System s = load_system("dgx-a100-80g");
   s.profile = load_framework("megatron-core");
@@ -229,6 +231,57 @@ TEST(TensorParallel, MegatronCoreOnAGeluBlockIsKorthikantisTableLessDropout) {
     EXPECT_DOUBLE_EQ(stored_bytes_per_token(gated, s, p, Checkpoint::none) - stored_bytes_per_token(gpt, s, p, Checkpoint::none),
                      2.0 * gpt.ffn_hidden / t)
         << "t=" << t;
+  }
+}
+
+// Megatron-LM before sequence parallelism (Korthikanti et al., Sec. 4.2.1): the LayerNorms, the
+// dropouts and the residual stream run whole on every TP rank, so the activations per layer are
+// sbh(10 + 24/t) rather than 34 sbh/t (the paper's 10: both LayerNorm inputs, the QKV and fc1 inputs,
+// the two dropout masks), full checkpointing keeps the whole layer input, and every rank's
+// elementwise work in the norm regions is the whole sequence's. The TP traffic is the same bytes
+// (all-reduces then, an all-gather and reduce-scatter pair now).
+TEST(TensorParallel, WithoutSequenceParallelismTheNormRegionsAreWholeOnEveryRank) {
+  const Model m = paper_block();
+  System sp = load_system("dgx-a100-80g");
+  sp.profile = framework_from_json(nlohmann::json::parse(kKorthikantiTable2), "Korthikanti Table 2");
+  System whole = sp;
+  nlohmann::json doc = nlohmann::json::parse(kKorthikantiTable2);
+  doc["tensor_parallel"] = {{"norm_regions", "replicated"}};
+  whole.profile = framework_from_json(doc, "Korthikanti Table 2, replicated");
+  ASSERT_TRUE(sp.profile.tp_sequence_parallel);
+  ASSERT_FALSE(whole.profile.tp_sequence_parallel);
+  const double h = m.hidden;
+  for (int t : {1, 2, 4, 8}) {
+    Plan p = plan(Method::ulysses, t, 2048, 1, 1, 1, t);
+    EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, whole, p, Checkpoint::none), (10.0 + 24.0 / t) * h) << "t=" << t;
+    EXPECT_DOUBLE_EQ(stored_bytes_per_token(m, whole, p, Checkpoint::full), 2.0 * h) << "t=" << t;
+    p.mem.checkpoint = Checkpoint::full;
+    const Result a = simulate(m, sp, p), b = simulate(m, whole, p);
+    ASSERT_TRUE(a.valid && b.valid);
+    EXPECT_DOUBLE_EQ(b.time.tp_comm, a.time.tp_comm) << "t=" << t;
+    EXPECT_DOUBLE_EQ(b.time.gemm, a.time.gemm) << "t=" << t;
+    // The norm regions' bytes (two LayerNorms read and written, two residual adds) over the
+    // (1 - 1/t) share of the tokens sequence parallelism would have left to the other ranks: once
+    // in the forward, twice in the backward, once more in the recomputed forward.
+    const double extra = 2.0 * 10 * h * 2048 * (1 - 1.0 / t) / sp.gpu.hbm_bytes_per_s;
+    EXPECT_NEAR(b.time.elementwise - a.time.elementwise, m.layers * 3 * extra, 1e-9 * b.time.elementwise) << "t=" << t;
+    EXPECT_NEAR(b.time.recompute - a.time.recompute, m.layers * extra, 1e-9 * b.time.recompute) << "t=" << t;
+  }
+}
+
+// The megatron-lm-2021 profile (the SC21 paper's code) on the paper's own block is Table 2's terms
+// as Sec. 4.2.1 shares them, sbh(10 + 24/t), plus the fused LayerNorms' fp32 mean and invvar (the s^2
+// score terms of its unfused attention are not in the memory model).
+TEST(TensorParallel, MegatronLm2021IsKorthikantisTableWithoutSequenceParallelism) {
+  const Model gpt = paper_block();
+  System s = load_system("dgx-a100-80g");
+  s.profile = load_framework("megatron-lm-2021");
+  const double h = gpt.hidden, stats = 2 * 2 * 4.0;
+  for (int t : {1, 2, 4, 8}) {
+    const Plan p = plan(Method::ulysses, t, 2048, 1, 1, 1, t);
+    std::vector<std::string> e;
+    ASSERT_TRUE(check_plan(gpt, s, p, e)) << e.front();
+    EXPECT_DOUBLE_EQ(stored_bytes_per_token(gpt, s, p, Checkpoint::none), (10.0 + 24.0 / t) * h + stats) << "t=" << t;
   }
 }
 

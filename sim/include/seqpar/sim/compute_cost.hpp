@@ -47,7 +47,13 @@ double memory_bound_time(const Gpu& g, double bytes);
 // Bytes that one layer's elementwise ops (norms, RoPE, residuals, activation) move per token,
 // forward; the backward moves about twice as much.
 double layer_elementwise_bytes_per_token(const Model& m);
-// The part of it that selective checkpointing recomputes (norms and the MLP activation).
+// The part of it in the norm and residual regions (the norms and the residual adds): under tensor
+// parallelism a rank runs it over 1/tp of the tokens with sequence parallelism, over all of them
+// without (framework.hpp: tp_sequence_parallel); the rest runs over its heads and MLP columns.
+double layer_norm_region_bytes_per_token(const Model& m);
+// The part of it that selective checkpointing recomputes (norms and the MLP activation), and the
+// norms' part of that.
 double selective_recompute_bytes_per_token(const Model& m);
+double selective_recompute_norm_bytes_per_token(const Model& m);
 
 }  // namespace seqpar::sim

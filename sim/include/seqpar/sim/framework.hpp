@@ -114,6 +114,16 @@ struct IndexLimit {
 };
 std::string_view to_string(IndexedTensor t);
 
+// A memory-bound kernel the framework runs in every layer beyond the model's own norms, residual
+// adds, positions and activation (compute_cost.hpp): a dropout mask, an unfused bias add, a copy.
+// It moves per_token widths (as the inventory counts them on a rank) times the bytes per value,
+// forward and backward, over the rank's tokens (elementwise_cost.hpp).
+struct ElementwiseTerm {
+  std::string name, source;
+  std::array<double, kWidths> per_token{};
+  double forward_bytes = 0, backward_bytes = 0;
+};
+
 struct Framework {
   std::string name, description;
   std::vector<StateTerm> states;
@@ -149,6 +159,11 @@ struct Framework {
   // layer starts; offloaded checkpoints copied on a side stream, at most two on the device (ALST's
   // and seqpar-train's double buffer), or synchronously.
   bool params_prefetched = true, checkpoints_overlapped = true;
+  // Under tensor parallelism, whether the norm and residual regions (norms, residual adds, the
+  // dropouts beside them) are split over the TP ranks by sequence (Megatron's sequence
+  // parallelism, Korthikanti et al. Sec. 4.2.2) or run whole on every TP rank (Megatron-LM before
+  // it: replicated, Sec. 4.2.1). The same bytes cross the TP group either way.
+  bool tp_sequence_parallel = true;
   // The allocator's reserve beyond the tracked tensors: a constant and a fraction of the peak.
   double reserve_bytes = 0, fragmentation = 0;
   // Time terms (its step-time FrameworkTerms; the rest stay at their defaults): fitted once from
@@ -159,6 +174,7 @@ struct Framework {
   // Memory-bound bytes the loss moves per logit, forward and backward (its casts, softmax and
   // gradient); timed at HBM bandwidth over the memory-bound efficiency. 0: not counted.
   double loss_elementwise_bytes_per_logit = 0;
+  std::vector<ElementwiseTerm> layer_elementwise;  // time: the framework's own per-layer kernels
   std::string source;  // what the profile as a whole describes (framework version, settings)
   // The MLP kinds whose saved tensors the inventory counts (a profile derived from one framework's
   // SwiGLU module says nothing of its GELU one); empty: any, through the fc1 width.

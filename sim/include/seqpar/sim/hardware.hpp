@@ -66,6 +66,12 @@ struct Gpu {
   // step's unmasked block, a non-causal model), fp32 values per query row and local head, per
   // head_dim: 0 for seqpar's kernel and FlashAttention-2, whose forward needs none.
   double attention_fwd_workspace_per_head_dim = 0;
+  // A kernel that materialises the score matrix (standard attention: a batched GEMM into the
+  // scores, softmax, a second batched GEMM) moves every score through HBM several times, so its
+  // time follows the scores (batch x heads x s^2), not the FLOPs (x head_dim): its two attention
+  // efficiencies hold at this head dimension and scale with head_dim / it. 0: a fused (flash)
+  // kernel, whose efficiencies hold at any head dimension.
+  double attention_score_bound_head_dim = 0;
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };

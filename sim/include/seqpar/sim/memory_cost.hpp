@@ -4,10 +4,12 @@
 // (recompute, MLP, attention with the method's buffers, QKV) at the top or the bottom layer, the
 // loss (head, final norm), or the optimizer step.
 #pragma once
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "seqpar/sim/framework.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/plan.hpp"
@@ -85,5 +87,10 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
 // `simulate` table and `memory_terms`), or the sums alone (the planner's search: no list built).
 enum class MemoryDetail { sums, terms };
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail = MemoryDetail::terms);
+
+// What the width symbols (framework.hpp: Width) stand for on one rank of this plan, in values per
+// token of the rank's SP shard: the TP shares of the per-head and per-column widths, and the
+// hidden width's (1/tp with sequence parallelism, whole without: Framework::tp_sequence_parallel).
+std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, const Plan& p);
 
 }  // namespace seqpar::sim

@@ -15,7 +15,7 @@ namespace seqpar::sim {
 
 // The relative error a run marked "in_band" may have. Narrow it as the model improves; a run that
 // leaves it is a finding about the model, never a reason to widen it.
-inline constexpr double kPublishedBand = 0.15;
+inline constexpr double kPublishedBand = 0.10;
 
 enum class PublishedMeasure {
   step_time_s,                 // a whole training step, seconds
