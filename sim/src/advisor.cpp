@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
+#include <limits>
+#include <optional>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -184,6 +187,141 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
   return out;
 }
 
+int memory_options_weight(const MemoryOptions& o, const Framework& f) {
+  const int checkpoint = o.checkpoint == Checkpoint::full ? 2 : o.checkpoint == Checkpoint::selective ? 1 : 0;
+  return std::abs(o.zero - default_memory_options(f).zero) + checkpoint + (o.offload_checkpoints ? 3 : 0) +
+         (o.tiled_mlp ? 1 : 0) + (o.tiled_loss ? 1 : 0) + (o.offload_optimizer ? 4 : 0) + (o.offload_params ? 4 : 0);
+}
+
+bool no_more_options(const MemoryOptions& a, const MemoryOptions& b) {
+  auto level = [](Checkpoint c) { return c == Checkpoint::full ? 2 : c == Checkpoint::selective ? 1 : 0; };
+  return a.zero <= b.zero && a.offload_optimizer <= b.offload_optimizer && level(a.checkpoint) <= level(b.checkpoint) &&
+         a.offload_checkpoints <= b.offload_checkpoints && a.tiled_mlp <= b.tiled_mlp && a.tiled_loss <= b.tiled_loss &&
+         a.offload_params <= b.offload_params;
+}
+
+bool more_of_the_time_options(const MemoryOptions& a, const MemoryOptions& b) {
+  auto level = [](Checkpoint c) { return c == Checkpoint::full ? 2 : c == Checkpoint::selective ? 1 : 0; };
+  return a.zero == b.zero && a.offload_optimizer == b.offload_optimizer && level(a.checkpoint) >= level(b.checkpoint) &&
+         a.offload_checkpoints >= b.offload_checkpoints && a.tiled_mlp >= b.tiled_mlp && a.tiled_loss >= b.tiled_loss &&
+         a.offload_params >= b.offload_params;
+}
+
+namespace {
+
+// Every memory-option set of a structure (memory_option_sets(), in its order), chosen by the tie
+// rule (advisor.hpp: kMemoryOptionTie), with no set's memory left unsized or its time untaken
+// where it could change the answer:
+// - memory first, and a set is timed only where it fits; its memory is sized in full only when the
+//   parts every phase holds (the states on the GPU and the reserves: memory_floor_bytes) leave room
+//   and the host holds what it offloads (host_offload_bytes: cheap to size);
+// - a set with more of the options that only add time (more_of_the_time_options) than one that
+//   fits is no faster than it, but for the transfers that one leaves exposed, which the added
+//   compute may hide (tests/sim/test_invariants.cpp holds the model to it): it is skipped while
+//   that bound keeps it out of the tie band and below the fastest (memory_option_sets() lists the
+//   lighter sets first), and timed after all when it does not.
+// When nothing fits, the closest is the first set of least peak, every set sized in full.
+void choose_memory_options(const Model& m, const System& s, Plan p, StructureOutcome& out) {
+  const std::vector<MemoryOptions>& sets = memory_option_sets();
+  struct Fitting {
+    std::size_t set;
+    Result result;
+    int weight;
+    double tps_bound;  // what a set with more time-only options can reach beside it
+  };
+  struct Skipped {
+    std::size_t set, by;  // `by`: the fitting set it has more time-only options than
+    double tps_bound;
+  };
+  // Reused buffers: no allocation per structure once grown.
+  thread_local std::vector<Fitting> fitting;
+  thread_local std::vector<Skipped> skipped;
+  fitting.clear();
+  skipped.clear();
+  std::vector<std::string> errors;
+  // Sizes a set: whether it breaks a rule, and whether its memory fits.
+  auto fits = [&](std::size_t i) {
+    p.mem = sets[i];
+    errors.clear();
+    if (!check_plan(m, s, p, errors)) return false;
+    if (memory_floor_bytes(m, s, p) > s.gpu.memory_bytes) return false;
+    if (!host_memory_fits(s, p, host_offload_bytes(m, s, p))) return false;
+    return memory_fit(s, p, estimate_memory(m, s, p, MemoryDetail::sums)).both();
+  };
+  auto time_fitting_set = [&](std::size_t i) {
+    p.mem = sets[i];
+    Result r = simulate(m, s, p);
+    if (!r.valid || !r.fits) return;
+    const double exposed = r.time.exposed_dp_comm + r.time.exposed_offload;
+    const double bound = exposed < r.step_time_s ? r.tokens_per_s_per_gpu * r.step_time_s / (r.step_time_s - exposed)
+                                                 : std::numeric_limits<double>::infinity();
+    const int weight = memory_options_weight(sets[i], s.profile);
+    fitting.push_back({i, std::move(r), weight, bound});
+  };
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    std::size_t by = fitting.size();
+    for (std::size_t f = 0; f < fitting.size(); ++f)
+      if (more_of_the_time_options(sets[i], sets[fitting[f].set]) &&
+          (by == fitting.size() || fitting[f].tps_bound < fitting[by].tps_bound))
+        by = f;
+    if (by < fitting.size()) {
+      skipped.push_back({i, by, fitting[by].tps_bound});
+      continue;
+    }
+    if (fits(i)) time_fitting_set(i);
+  }
+  // A skipped set matters only if it could join the tie band (tokens/s within kMemoryOptionTie of
+  // the fastest) where the set it was skipped for is not in it (that lighter set would win), or
+  // raise the fastest; those are timed after all, until no skipped set can.
+  for (bool timed = true; timed && !fitting.empty();) {
+    timed = false;
+    double fastest = 0;
+    for (const Fitting& f : fitting) fastest = std::max(fastest, f.result.tokens_per_s_per_gpu);
+    const double band = fastest * (1 - kMemoryOptionTie);
+    for (Skipped& k : skipped) {
+      if (k.set == sets.size()) continue;  // timed already
+      const bool lighter_in_band = fitting[k.by].result.tokens_per_s_per_gpu >= band;
+      if (k.tps_bound < band || (lighter_in_band && k.tps_bound <= fastest)) continue;
+      if (fits(k.set)) time_fitting_set(k.set);
+      k.set = sets.size();
+      timed = true;
+    }
+  }
+  if (!fitting.empty()) {
+    double fastest = 0;
+    for (const Fitting& f : fitting) fastest = std::max(fastest, f.result.tokens_per_s_per_gpu);
+    const Fitting* chosen = nullptr;
+    for (const Fitting& f : fitting) {
+      if (f.result.tokens_per_s_per_gpu < fastest * (1 - kMemoryOptionTie)) continue;
+      if (!chosen || f.weight < chosen->weight || (f.weight == chosen->weight && ranks_before(f.result, chosen->result)))
+        chosen = &f;
+    }
+    out.best = chosen->result;
+    out.closest = chosen->result;
+    return;
+  }
+  // Nothing fits (no set was skipped: skipping needs a fitting set): the first of least peak.
+  std::size_t least = sets.size();
+  double least_peak = 0;
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    p.mem = sets[i];
+    errors.clear();
+    if (!check_plan(m, s, p, errors)) continue;
+    const double peak = estimate_memory(m, s, p, MemoryDetail::sums).peak.total();
+    if (least == sets.size() || peak < least_peak) {
+      least = i;
+      least_peak = peak;
+    }
+  }
+  if (least < sets.size()) {
+    p.mem = sets[least];
+    Result r = simulate(m, s, p);
+    if (r.valid) out.closest = std::move(r);
+  }
+}
+
+}  // namespace
+
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed) {
   StructureOutcome out;
@@ -194,19 +332,14 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
     out.reasons = std::move(errors);
     return out;
   }
-  auto consider = [&](const Plan& candidate) {
-    Result r = simulate(m, s, candidate);
-    if (!r.valid) return;
-    if (r.fits && (!out.best || ranks_before(r, *out.best))) out.best = r;
-    if (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes()) out.closest = std::move(r);
-  };
   if (fixed) {
-    consider(p);
-  } else {
-    for (const MemoryOptions& mem : memory_option_sets()) {
-      p.mem = mem;
-      consider(p);
+    Result r = simulate(m, s, p);
+    if (r.valid) {
+      if (r.fits) out.best = r;
+      out.closest = std::move(r);
     }
+  } else {
+    choose_memory_options(m, s, p, out);
   }
   if (!out.best && out.closest) {
     out.reasons.push_back(fmt::format(
@@ -326,6 +459,58 @@ std::string first_rejection(const Advice& a, Pick pick) {
   return {};
 }
 
+// Why each option of the chosen set is in it: the same plan without the option does not fit (its
+// peak, or the host memory it fills), or is more than the tie slower (advisor.hpp: the tie rule
+// drops an option that buys less). Each option is taken away alone: checkpointing to none (and
+// its offload with it), its offload, either tiling, either offload, a ZeRO stage back to the
+// framework's default.
+std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& best) {
+  std::vector<std::string> out;
+  const MemoryOptions& o = best.plan.mem;
+  const MemoryOptions plain = default_memory_options(s.profile);
+  auto without = [&](const std::string& name, MemoryOptions w) {
+    Plan q = best.plan;
+    q.mem = w;
+    const Result r = simulate(m, s, q);
+    if (!r.valid) {
+      out.push_back(fmt::format("{}: the plan's rules need it ({})", name, r.errors.empty() ? "" : r.errors.front()));
+    } else if (!r.gpu_fits) {
+      out.push_back(fmt::format("{}: needed to fit: without it the peak is {:.1f} GiB of {:.1f}", name,
+                                r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB));
+    } else if (!r.host_fits) {
+      out.push_back(fmt::format("{}: needed to fit: without it the node's GPUs offload {:.1f} GiB of its {:.1f} GiB host "
+                                "memory", name, r.host_node_bytes / kGiB, r.host_capacity_bytes / kGiB));
+    } else {
+      out.push_back(fmt::format("{}: {:.1f}% faster than without it ({:.0f} against {:.0f} tokens/s per GPU)", name,
+                                slower_pct(best, r), best.tokens_per_s_per_gpu, r.tokens_per_s_per_gpu));
+    }
+  };
+  if (o.zero != plain.zero) {
+    MemoryOptions w = o;
+    w.zero = plain.zero;
+    if (w.zero < 3) w.offload_params = false;
+    without(fmt::format("zero={}", o.zero), w);
+  }
+  if (o.checkpoint != Checkpoint::none) {
+    MemoryOptions w = o;
+    w.checkpoint = Checkpoint::none;
+    w.offload_checkpoints = false;
+    without(fmt::format("ckpt={}", to_string(o.checkpoint)), w);
+  }
+  auto flag = [&](bool on, const char* name, bool MemoryOptions::*field) {
+    if (!on) return;
+    MemoryOptions w = o;
+    w.*field = false;
+    without(name, w);
+  };
+  flag(o.offload_checkpoints, "+offload-checkpoints", &MemoryOptions::offload_checkpoints);
+  flag(o.tiled_mlp, "+tiled-mlp", &MemoryOptions::tiled_mlp);
+  flag(o.tiled_loss, "+tiled-loss", &MemoryOptions::tiled_loss);
+  flag(o.offload_optimizer, "+offload-optimizer", &MemoryOptions::offload_optimizer);
+  flag(o.offload_params, "+offload-params", &MemoryOptions::offload_params);
+  return out;
+}
+
 // Advice::reasons (advisor.hpp).
 std::vector<std::string> explain_choice(const Model& m, const System& s, int gpus, const SearchSpace& space,
                                         const Advice& a) {
@@ -400,8 +585,12 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
                               b.global_batch_sequences(), b.dp(), b.micro_batch, b.grad_accum_steps,
                               b.grad_accum_steps == 1 ? "" : "s"));
   out.push_back(fmt::format("memory options {}: {} (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
-                            space.memory ? "as given" : "the fastest set that fits", best->peak_memory_bytes() / kGiB,
-                            best->capacity_bytes / kGiB));
+                            space.memory ? "as given"
+                                         : fmt::format("the lightest set within {:.0f}% of the fastest that fits",
+                                                       100 * kMemoryOptionTie),
+                            best->peak_memory_bytes() / kGiB, best->capacity_bytes / kGiB));
+  if (!space.memory)
+    for (std::string& why : option_reasons(m, s, *best)) out.push_back(std::move(why));
   return out;
 }
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <unordered_map>
+#include <array>
 #include <vector>
 
 #include "seqpar/core/checked.hpp"
@@ -227,10 +227,16 @@ LinkLoads unit_link_loads(const System& s, Pattern pattern, const Placement& pl)
   const bool pcie = s.intra.kind == LinkKind::pcie;
   const LoadKey key{s.gpus_per_node, nic_count(s), pcie ? s.intra.gpus_per_socket : 0, pcie, pattern, pl.size,
                     pl.stride};
-  thread_local std::unordered_map<LoadKey, LinkLoads, LoadKeyHash> cache;
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  if (cache.size() >= 1 << 16) cache.clear();  // a bound on memory: sweeps over many systems refill it
-  return cache.emplace(key, link_loads(s, pattern, 1.0, pl)).first->second;
+  // Direct-mapped: a slot per hash, overwritten on a collision (a recomputation, never a wrong load).
+  struct Slot {
+    bool used = false;
+    LoadKey key{};
+    LinkLoads loads;
+  };
+  thread_local std::array<Slot, 4096> cache;
+  Slot& slot = cache[LoadKeyHash{}(key) & (cache.size() - 1)];
+  if (!slot.used || !(slot.key == key)) slot = {true, key, link_loads(s, pattern, 1.0, pl)};
+  return slot.loads;
 }
 LinkLoads scaled(LinkLoads l, double bytes) {
   l.port *= bytes;

@@ -173,6 +173,20 @@ Condition read_condition(const json& e, std::string_view what) {
   return c;
 }
 
+}  // namespace
+
+void TensorTerm::index_nonzero() {
+  per_token_nonzero.clear();
+  constant_nonzero.clear();
+  for (std::size_t i = 0; i < per_token.size(); ++i)
+    if (per_token[i] != 0) per_token_nonzero.emplace_back(int(i), per_token[i]);
+  for (std::size_t i = 0; i < constant.size(); ++i)
+    if (constant[i] != 0) constant_nonzero.emplace_back(int(i), constant[i]);
+  indexed = true;
+}
+
+namespace {
+
 TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_part) {
   if (!e.is_object()) throw Error(fmt::format("{}: expected an object", what));
   TensorTerm t;
@@ -198,6 +212,7 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
                   Rows::all);
   t.input = flag(e, "input", w, false);
   t.when = read_condition(e, w);
+  t.index_nonzero();
   return t;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -25,40 +26,48 @@ struct Item {
 };
 
 // What a phase holds: its sums by part always, and its named terms only when they are asked for
-// (MemoryDetail::terms): the planner's search needs the sums alone, and builds no list (no heap
-// allocation per plan).
-class Items {
+// (MemoryDetail::terms): the planner's search needs the sums alone, and its Items are a few doubles
+// (no list, no heap allocation per plan).
+struct NoList {};
+template <bool Named>
+class ItemsOf {
  public:
-  explicit Items(bool named) : named_(named) {}
-  Items(bool named, std::string_view name, MemPart part, double bytes) : named_(named) { add(name, part, bytes); }
+  ItemsOf() = default;
+  ItemsOf(std::string_view name, MemPart part, double bytes) { add(name, part, bytes); }
   void add(std::string_view name, MemPart part, double bytes) {
     parts_[static_cast<std::size_t>(part)] += bytes;
     total_ += bytes;
-    if (named_) list_.push_back({name, part, bytes});
+    if constexpr (Named) list_.push_back({name, part, bytes});
   }
   // Every term of `from`, `times` over (skipped when not positive), under `rename` when given.
-  void add_all(const Items& from, double times = 1, std::string_view rename = {}) {
+  void add_all(const ItemsOf& from, double times = 1, std::string_view rename = {}) {
     if (times <= 0) return;
     for (std::size_t k = 0; k < parts_.size(); ++k) parts_[k] += from.parts_[k] * times;
     total_ += from.total_ * times;
-    if (named_)
+    if constexpr (Named)
       for (const Item& i : from.list_) list_.push_back({rename.empty() ? i.name : rename, i.part, i.bytes * times});
   }
   double total() const { return total_; }
   double part(MemPart p) const { return parts_[static_cast<std::size_t>(p)]; }
-  bool named() const { return named_; }
-  const std::vector<Item>& list() const { return list_; }
+  template <class F>
+  void for_each_named(F f) const {
+    if constexpr (Named)
+      for (const Item& i : list_) f(i);
+  }
 
  private:
-  bool named_;
   std::array<double, kMemParts> parts_{};
   double total_ = 0;
-  std::vector<Item> list_;
+  [[no_unique_address]] std::conditional_t<Named, std::vector<Item>, NoList> list_;
 };
-double total(const Items& v) { return v.total(); }
-Items join(std::initializer_list<const Items*> parts) {
-  Items v((*parts.begin())->named());
-  for (const Items* i : parts) v.add_all(*i);
+template <bool Named>
+double total(const ItemsOf<Named>& v) {
+  return v.total();
+}
+template <bool Named>
+ItemsOf<Named> join(std::initializer_list<const ItemsOf<Named>*> parts) {
+  ItemsOf<Named> v;
+  for (const ItemsOf<Named>* i : parts) v.add_all(*i);
   return v;
 }
 
@@ -124,9 +133,13 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
   return z;
 }
 
+// (Adding the zero entries changes no sum: the indexed form is the same number, bit for bit.)
 double values_per_token(const TensorTerm& t, const Sizes& z) {
   double v = 0;
-  for (std::size_t i = 0; i < t.per_token.size(); ++i) v += t.per_token[i] * z.width[i];
+  if (t.indexed)
+    for (const auto& [i, c] : t.per_token_nonzero) v += c * z.width[static_cast<std::size_t>(i)];
+  else
+    for (std::size_t i = 0; i < t.per_token.size(); ++i) v += t.per_token[i] * z.width[i];
   return v;
 }
 
@@ -141,7 +154,10 @@ double rows(const TensorTerm& t, const Sizes& z) {
 
 double constant_values(const TensorTerm& t, const Sizes& z) {
   double v = 0;
-  for (std::size_t i = 0; i < t.constant.size(); ++i) v += t.constant[i] * z.constant[i];
+  if (t.indexed)
+    for (const auto& [i, c] : t.constant_nonzero) v += c * z.constant[static_cast<std::size_t>(i)];
+  else
+    for (std::size_t i = 0; i < t.constant.size(); ++i) v += t.constant[i] * z.constant[i];
   return v;
 }
 
@@ -150,15 +166,12 @@ double term_bytes(const TensorTerm& t, const Sizes& z) {
 }
 
 // The terms of a list that apply to the plan; `keep` filters them further.
-template <class Keep>
-Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p, Keep keep) {
-  Items out(named);
+template <bool Named>
+ItemsOf<Named> terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
+  ItemsOf<Named> out;
   for (const TensorTerm& t : list)
-    if (t.when.holds(p) && keep(t)) out.add(t.name, t.part, term_bytes(t, z));
+    if (t.when.holds(p)) out.add(t.name, t.part, term_bytes(t, z));
   return out;
-}
-Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
-  return terms(named, list, z, p, [](const TensorTerm&) { return true; });
 }
 
 // The query rows of one attention call on the rank whose calls are longest: a sequence's whole
@@ -200,7 +213,7 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   const double d = m.head_dim;
   double ring = workspace;
   if (p.ring_degree > 1 && f.ring_backward_given) {
-    ring += total(terms(false, f.ring_backward, z, p));
+    ring += total(terms<false>(f.ring_backward, z, p));
   } else if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
@@ -221,8 +234,9 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   return std::max({gather, inside, scatter});
 }
 
+template <bool Named>
 struct Phase {
-  Items items;
+  ItemsOf<Named> items;
   std::string_view name, sub;
   double bytes = 0;
 };
@@ -297,9 +311,11 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
   return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, f, p), workspace);
 }
 
-MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
+namespace {
+template <bool Named>
+MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
+  using Items = ItemsOf<Named>;
   MemoryEstimate e;
-  const bool named = detail == MemoryDetail::terms;
   const Framework& f = s.profile;
   const Sizes z = sizes(m, f, p);
   const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
@@ -311,14 +327,14 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   const bool offload = full && p.mem.offload_checkpoints;
 
   // States. Gradients made during the backward count in each phase as far as it has produced them.
-  Items states(named);
+  Items states;
   double grads = 0, weight_bytes_per_param = 0;
   for (const StateTerm& t : f.states) {
     const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
     if (t.part == MemPart::parameters && t.zero_stage == 3) weight_bytes_per_param += t.bytes_per_param;
     if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
-      e.host_bytes += bytes;
-    else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
+      continue;  // in host memory: host_offload_bytes
+    if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.add(t.name, t.part, bytes);
   }
   const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
@@ -328,14 +344,26 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
     return v;
   };
 
+  // The layer's stored tensors that apply to the plan, evaluated once (a thread's buffer, reused:
+  // no allocation per plan); the layer's phases below pick from them.
+  thread_local std::vector<std::pair<const TensorTerm*, double>> layer;
+  layer.clear();
+  for (const TensorTerm& t : f.layer)
+    if (t.when.holds(p)) layer.emplace_back(&t, term_bytes(t, z));
+  auto layer_items = [&](auto keep) {
+    Items out;
+    for (const auto& [t, bytes] : layer)
+      if (keep(*t)) out.add(t->name, t->part, bytes);
+    return out;
+  };
   // Per layer: what each stores across the forward (full checkpointing: its input alone).
-  const Items per_layer = full ? Items(named, "layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T)
-                               : terms(named, f.layer, z, p);
+  const Items per_layer = full ? Items("layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T)
+                               : layer_items([](const TensorTerm&) { return true; });
   const double per_layer_bytes = total(per_layer);
-  e.host_bytes += offload ? L * per_layer_bytes : 0;
+  e.host_bytes = host_offload_bytes(m, s, p);
   e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
 
-  Items common = terms(named, f.every_phase, z, p);
+  Items common = terms<Named>(f.every_phase, z, p);
   const double workspace = attention_kernel_workspace_bytes(m, s, p);
   if (f.attention_workspace_persistent) {
     common.add("attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace);
@@ -347,7 +375,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
     zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h_tp;  // vocab-parallel
   }
-  const Items through_backward = terms(named, f.backward_stored, z, p);
+  const Items through_backward = terms<Named>(f.backward_stored, z, p);
 
   // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
   // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
@@ -355,15 +383,15 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   const double method =
       method_buffers(m, f, p, attention_shapes(m, p), z, f.attention_workspace_persistent ? 0.0 : workspace);
   auto current = [&](Until sub) {
-    Items c = terms(named, f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
+    Items c = layer_items([&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
     if (full) c.add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
     return c;
   };
-  const Items rec = full ? terms(named, f.recompute, z, p) : Items(named), mlp = terms(named, f.mlp_backward, z, p),
-              attn = terms(named, f.attention_backward, z, p), qkv = terms(named, f.qkv_backward, z, p);
+  const Items rec = full ? terms<Named>(f.recompute, z, p) : Items(), mlp = terms<Named>(f.mlp_backward, z, p),
+              attn = terms<Named>(f.attention_backward, z, p), qkv = terms<Named>(f.qkv_backward, z, p);
   const Items cur_mlp = current(Until::mlp), cur_attn = current(Until::attention), cur_qkv = current(Until::qkv);
-  const Items method_items(named, "SP method's attention buffers", MemPart::attention_buffers, method);
-  Phase layer_peak{Items(named), {}, {}, 0};
+  const Items method_items("SP method's attention buffers", MemPart::attention_buffers, method);
+  Phase<Named> layer_peak{Items(), {}, {}, 0};
   for (const double l : {L, 1.0}) {
     // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
@@ -371,7 +399,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
     base.add_all(per_layer, lower, "stored by the layers below");
     if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
     std::pair<std::string_view, Items> subs[] = {
-        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items(named)},
+        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items()},
         {"mlp", join({&base, &cur_mlp, &mlp})},
         {"attention", join({&base, &cur_attn, &attn, &method_items})},
         {"qkv", join({&base, &cur_qkv, &qkv})},
@@ -385,13 +413,13 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
   // inputs kept on the device). The head's forward and backward come before any gradient (the LM
   // head's is made at the end of its backward); the final norm's backward holds the head's.
-  Items kept_layers(named);
+  Items kept_layers;
   const double kept = full ? (offload ? 0 : L) : L;
   kept_layers.add_all(per_layer, kept, full ? "layer inputs kept (checkpoints)" : std::string_view());
   const Items head_base = join({&states, &common, &through_backward, &kept_layers});
   const Items loss_base = with_grads(head_base, head_params);
-  const Items stored = terms(named, f.loss_stored, z, p), fwd_t = terms(named, f.loss_forward, z, p),
-              bwd_t = terms(named, f.loss_backward, z, p), norm_t = terms(named, f.loss_final_norm, z, p);
+  const Items stored = terms<Named>(f.loss_stored, z, p), fwd_t = terms<Named>(f.loss_forward, z, p),
+              bwd_t = terms<Named>(f.loss_backward, z, p), norm_t = terms<Named>(f.loss_final_norm, z, p);
   Items fwd = join({&head_base, &stored, &fwd_t}), bwd = join({&head_base, &stored, &bwd_t});
   if (zero3_head > 0) {
     fwd.add("ZeRO-3 gathered head weights", MemPart::working, zero3_head);
@@ -399,15 +427,15 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   }
   const Items final_norm = join({&loss_base, &stored, &norm_t});
   e.loss_logits_bytes = std::max(fwd.part(MemPart::logits), bwd.part(MemPart::logits));
-  Phase loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
+  Phase<Named> loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
   for (auto [items, name] : {std::pair{&fwd, "head-forward"}, std::pair{&bwd, "head-backward"}})
     if (total(*items) > loss_peak.bytes) loss_peak = {*items, "loss", name, total(*items)};
   // Optimizer step: every gradient, no activations.
   Items opt = with_grads(join({&states, &common}), psi);
   const double opt_b = total(opt);
-  const Phase optimizer{std::move(opt), "optimizer", "step", opt_b};
+  const Phase<Named> optimizer{std::move(opt), "optimizer", "step", opt_b};
 
-  const Phase* at = &layer_peak;
+  const Phase<Named>* at = &layer_peak;
   if (loss_peak.bytes > at->bytes) at = &loss_peak;
   if (optimizer.bytes > at->bytes) at = &optimizer;
   e.peak_phase = at->name;
@@ -422,8 +450,9 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   b.attention_buffers = at->items.part(MemPart::attention_buffers);
   b.logits = at->items.part(MemPart::logits);
   b.working = at->items.part(MemPart::working);
-  for (const Item& i : at->items.list())
+  at->items.for_each_named([&](const Item& i) {
     if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});
+  });
   // The device's own reserve (context, library workspaces), the allocator's (a constant and a
   // fraction of what it tracks), and a calibrated profile's fitted memory (framework_terms.hpp).
   auto reserve = [&](double tracked) {
@@ -436,6 +465,41 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   e.loss_phase_bytes = loss_peak.bytes + reserve(loss_peak.bytes);
   e.optimizer_phase_bytes = optimizer.bytes + reserve(optimizer.bytes);
   return e;
+}
+}  // namespace
+
+double memory_floor_bytes(const Model& m, const System& s, const Plan& p) {
+  const Framework& f = s.profile;
+  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
+  double states = 0;
+  for (const StateTerm& t : f.states) {
+    if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
+      continue;
+    // Gradients made during the backward are all there in the optimizer phase: held in full too.
+    states += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
+  }
+  const Sizes z = sizes(m, f, p);
+  return states + s.gpu.reserved_bytes + f.reserve_bytes + f.fragmentation * states +
+         framework_reserved_bytes(s.framework, z.tokens);
+}
+
+double host_offload_bytes(const Model& m, const System& s, const Plan& p) {
+  const Framework& f = s.profile;
+  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
+  double bytes = 0;
+  for (const StateTerm& t : f.states)
+    if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
+      bytes += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
+  // Offloaded checkpoints: every layer's input (its hidden width on the rank, its tokens).
+  if (p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints) {
+    const Sizes z = sizes(m, f, p);
+    bytes += double(m.layers) * f.checkpoint_bytes * z.width[static_cast<std::size_t>(Width::hidden)] * z.tokens;
+  }
+  return bytes;
+}
+
+MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
+  return detail == MemoryDetail::terms ? estimate<true>(m, s, p) : estimate<false>(m, s, p);
 }
 
 }  // namespace seqpar::sim

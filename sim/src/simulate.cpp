@@ -199,6 +199,24 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
 
 }  // namespace
 
+namespace {
+double host_node_bytes(const System& s, const Plan& p, double host_bytes_per_gpu) {
+  return host_bytes_per_gpu * double(std::min(p.gpus, s.gpus_per_node));
+}
+}  // namespace
+
+bool host_memory_fits(const System& s, const Plan& p, double host_bytes_per_gpu) {
+  return s.host_memory_bytes <= 0 || host_node_bytes(s, p, host_bytes_per_gpu) <= s.host_memory_bytes;
+}
+
+MemoryFit memory_fit(const System& s, const Plan& p, const MemoryEstimate& e) {
+  MemoryFit f;
+  f.gpu = e.peak.total() <= s.gpu.memory_bytes;
+  f.host_node_bytes = host_node_bytes(s, p, e.host_bytes);
+  f.host = host_memory_fits(s, p, e.host_bytes);
+  return f;
+}
+
 Result simulate(const Model& m, const System& s, const Plan& p) {
   Result r;
   r.plan = p;
@@ -322,11 +340,12 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
 
   r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
   t.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
-  r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
-  r.host_node_bytes = r.memory.host_bytes * double(std::min(p.gpus, s.gpus_per_node));
+  const MemoryFit fit = memory_fit(s, p, r.memory);
+  r.gpu_fits = fit.gpu;
+  r.host_node_bytes = fit.host_node_bytes;
   r.host_capacity_bytes = s.host_memory_bytes;
-  r.host_fits = s.host_memory_bytes <= 0 || r.host_node_bytes <= s.host_memory_bytes;
-  r.fits = r.gpu_fits && r.host_fits;
+  r.host_fits = fit.host;
+  r.fits = fit.both();
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
   check_numbers(r);

@@ -47,8 +47,9 @@ TEST(Advisor, TheBestIsAtLeastAsFastAsEveryFixedChoice) {
     p.sp = p.ring_degree = 16;
     p.mem = mem;
     const Result r = simulate(m, s, p);
+    // The tie rule (advisor.hpp) may give up to kMemoryOptionTie for lighter options.
     if (r.valid && r.fits) {
-      EXPECT_LE(r.tokens_per_s_per_gpu, a.best()->tokens_per_s_per_gpu * (1 + 1e-12));
+      EXPECT_LE(r.tokens_per_s_per_gpu * (1 - kMemoryOptionTie), a.best()->tokens_per_s_per_gpu * (1 + 1e-12));
     }
   }
 }

@@ -9,6 +9,8 @@
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/validity.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 
 namespace seqpar::sim {
 namespace {
@@ -143,6 +145,7 @@ TEST(Invariants, MoreMemoryOptionsNeverRaiseThePeak) {
       {"offload-opt", [](MemoryOptions& o) { o.offload_optimizer = true; }},
       {"tiled-mlp", [](MemoryOptions& o) { o.tiled_mlp = true; }},
       {"tiled-loss", [](MemoryOptions& o) { o.tiled_loss = true; }},
+      {"offload-params", [](MemoryOptions& o) { if (o.zero == 3) o.offload_params = true; }},
   };
   int checked = 0;
   for (auto [m, s, st] : plan_sample())
@@ -161,6 +164,58 @@ TEST(Invariants, MoreMemoryOptionsNeverRaiseThePeak) {
         ++checked;
       }
     }
+  EXPECT_GT(checked, 10000 / sample_stride());
+}
+
+// The options that trade time for memory only add time: checkpointing (none, selective, full), its
+// offload, tiled MLP and loss, and the parameters' offload make a step faster by no more than the
+// data-parallel and host transfers it leaves exposed (the added compute can hide some of them),
+// and never when it exposes none, under every framework profile. The advisor's search skips a set
+// with more of them than one that fits and exposes none (advisor.hpp: more_of_the_time_options),
+// which is exact only while this holds.
+TEST(Invariants, TheTimeOnlyOptionsNeverMakeAStepFaster) {
+  using Flip = void (*)(MemoryOptions&);
+  const std::pair<const char*, Flip> flips[] = {
+      {"selective", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::none) o.checkpoint = Checkpoint::selective; }},
+      {"full", [](MemoryOptions& o) { o.checkpoint = Checkpoint::full; }},
+      {"offload-ckpt", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::full) o.offload_checkpoints = true; }},
+      {"tiled-mlp", [](MemoryOptions& o) { o.tiled_mlp = true; }},
+      {"tiled-loss", [](MemoryOptions& o) { o.tiled_loss = true; }},
+      {"offload-params", [](MemoryOptions& o) { if (o.zero == 3) o.offload_params = true; }},
+  };
+  std::vector<std::tuple<Model, System, Plan>> sample;
+  for (const std::string& fw : names("framework"))
+    for (const char* mn : {"llama3-8b", "gpt-1.3b", "llama3-70b"}) {
+      const Model m = load_model(mn);
+      const System s = load_system("dgx-h100", "", load_framework(fw));
+      if (!profile_mismatch(m, s).empty()) continue;  // a profile that does not describe the block
+      for (const std::int64_t n : {std::int64_t{1} << 13, std::int64_t{1} << 17, std::int64_t{1} << 20})
+        for (const Plan& st : structures(m, s, 16, n, SearchSpace{})) sample.emplace_back(m, s, st);
+    }
+  int checked = 0;
+  const std::size_t k = static_cast<std::size_t>(sample_stride());
+  for (std::size_t i = 0; i < sample.size(); i += k) {
+    const auto& [m, s, st] = sample[i];
+    for (const MemoryOptions& base : memory_option_sets()) {
+      Plan p = st;
+      p.mem = base;
+      const Result before = simulate(m, s, p);
+      if (!before.valid) continue;
+      for (const auto& [name, flip] : flips) {
+        Plan q = p;
+        flip(q.mem);
+        const Result after = simulate(m, s, q);
+        if (!after.valid) continue;  // a framework that does not run the option
+        const double exposed = before.time.exposed_dp_comm + before.time.exposed_offload;
+        EXPECT_GE(after.step_time_s, (before.step_time_s - exposed) * (1 - 1e-12))
+            << m.name << " on " << s.name << " (" << s.profile.name << "): " << describe(p) << " then " << name;
+        if (exposed == 0)
+          EXPECT_GE(after.step_time_s, before.step_time_s * (1 - 1e-12))
+              << m.name << " on " << s.name << " (" << s.profile.name << "): " << describe(p) << " then " << name;
+        ++checked;
+      }
+    }
+  }
   EXPECT_GT(checked, 10000 / sample_stride());
 }
 

@@ -75,9 +75,26 @@ struct Rejection {
   std::vector<std::string> reasons;
 };
 
-// The best memory options for one structure: the fastest set that fits. `best` is empty when the
-// plan is invalid or nothing fits; `reasons` then says why and `closest` holds the set with the
-// smallest peak (for reports of how far off it is).
+// Memory options are taken for what they buy: of the sets that fit, those whose tokens/s per GPU is
+// within kMemoryOptionTie (1%) of the fastest's are ties, and the lightest of them wins
+// (memory_options_weight; then the faster, then the smaller peak), so an option is in the answer
+// only when the plan needs it to fit or it makes the step more than 1% faster.
+inline constexpr double kMemoryOptionTie = 0.01;
+// How much a set asks of a run, beside the framework's defaults: ZeRO stages away from its
+// default, checkpointing (selective 1, full 2), checkpoint offload 3, tiled MLP and loss 1 each,
+// optimizer and parameter offload 4 each (host memory and PCIe traffic).
+int memory_options_weight(const MemoryOptions& o, const Framework& f);
+// Whether `a` has the same ZeRO stage and optimizer offload as `b` and at least its checkpointing,
+// checkpoint offload, tiled MLP, tiled loss and parameter offload: the options that only add time
+// (and never raise the peak), so `a` is never faster than `b`.
+bool more_of_the_time_options(const MemoryOptions& a, const MemoryOptions& b);
+// Whether `a` has no more of any memory option than `b` (ZeRO stage, checkpointing, every offload,
+// tiling): `a`'s GPU peak is then at least `b`'s.
+bool no_more_options(const MemoryOptions& a, const MemoryOptions& b);
+
+// The best memory options for one structure, by the tie rule above. `best` is empty when the plan
+// is invalid or nothing fits; `reasons` then says why and `closest` holds the set with the smallest
+// peak (for reports of how far off it is); with a best, closest is the best.
 struct StructureOutcome {
   std::optional<Result> best;
   std::optional<Result> closest;

@@ -67,6 +67,12 @@ struct TensorTerm {
   // The layer's input: under full checkpointing it is the checkpoint itself, not rebuilt.
   bool input = false;
   Condition when;
+  // The nonzero per_token and constant entries (index, coefficient) in index order, which the
+  // memory model multiplies instead of every width (the planner evaluates each term per plan);
+  // index_nonzero() fills them, and a term without them is read whole.
+  std::vector<std::pair<int, double>> per_token_nonzero, constant_nonzero;
+  bool indexed = false;
+  void index_nonzero();
 };
 
 // A per-parameter state: master weights, the weights the GEMMs read, gradients, optimizer moments.

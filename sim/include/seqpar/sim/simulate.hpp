@@ -48,6 +48,18 @@ struct Result {
   double peak_memory_bytes() const { return memory.peak.total(); }
 };
 
+// Whether a plan's memory fits: the GPU's (its peak against the capacity) and the node's host memory
+// (what the node's GPUs offload against the system's, when it gives one). simulate() decides `fits`
+// with it, and the advisor asks it before timing a plan.
+struct MemoryFit {
+  bool gpu = false, host = true;
+  double host_node_bytes = 0;
+  bool both() const { return gpu && host; }
+};
+MemoryFit memory_fit(const System& s, const Plan& p, const MemoryEstimate& e);
+// The host half alone, from one rank's host bytes (memory_cost.hpp: host_offload_bytes).
+bool host_memory_fits(const System& s, const Plan& p, double host_bytes_per_gpu);
+
 // The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
 // and no numbers; it never throws for plan content.
 Result simulate(const Model& m, const System& s, const Plan& p);
