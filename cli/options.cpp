@@ -26,10 +26,15 @@ void add_common(CLI::App* app, CommonOptions& o) {
 }
 
 void add_framework(CLI::App* app, std::string& framework) {
+  std::string names;  // the built-in profiles, as `seqpar presets --kind framework` lists them
+  for (const sim::PresetEntry& e : sim::builtin_presets())
+    if (e.kind == "framework") names += (names.empty() ? "" : ", ") + std::string(e.name);
   app->add_option("--framework", framework,
-                  "Training framework whose memory inventory and time terms to use: a preset (seqpar-train, "
-                  "hf-transformers, deepspeed-alst, megatron-core; `seqpar presets --kind framework`) or a path to a "
-                  "framework JSON file (default: the one a calibrated --system names, else deepspeed-alst)");
+                  fmt::format("Training framework whose memory inventory, time terms and attention kernel to use: a "
+                              "preset ({}; `seqpar presets --kind framework`) or a path to a framework JSON file "
+                              "(default: the one a calibrated --system or the documents read name, else "
+                              "deepspeed-alst)",
+                              names));
 }
 
 void add_attention_kernel(CLI::App* app, std::string& kernel) {

@@ -46,7 +46,7 @@ Model model_from_json(const nlohmann::json& j, std::string_view what);
 std::optional<std::string> system_for_device_name(std::string_view device_name);
 
 struct PresetEntry {
-  std::string kind;  // "gpu", "system", "model"
+  std::string kind;  // "gpu", "system", "model", "framework"
   std::string name;
   std::string description;
   nlohmann::json document;  // the preset file as written, sources included
