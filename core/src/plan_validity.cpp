@@ -18,7 +18,7 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   auto fail = [&](std::string msg) { errors.push_back(std::move(msg)); };
   auto range = [&](std::string_view field, std::int64_t v, std::int64_t hi) {
-    if (auto e = range_error(field, v, 1, hi)) fail(std::move(*e));
+    if (v < 1 || v > hi) fail(*range_error(field, v, 1, hi));  // the message only for a value out of range
   };
 
   range("gpus", p.gpus, limits::kMaxGpus);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <initializer_list>
+#include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,41 +26,49 @@ struct Item {
   double bytes;
 };
 
-// What a phase holds: its sums by part always, and its named terms only when they are asked for
-// (MemoryDetail::terms): the planner's search needs the sums alone, and builds no list (no heap
-// allocation per plan).
+// What a phase holds: its sums by part always, and its named terms only when Named (the `simulate`
+// table and memory_terms). The planner's search instantiates Items<false>: a few doubles, no list,
+// so a plan's estimate makes no heap allocation.
+template <bool Named>
 class Items {
  public:
-  explicit Items(bool named) : named_(named) {}
-  Items(bool named, std::string_view name, MemPart part, double bytes) : named_(named) { add(name, part, bytes); }
+  Items() = default;
+  Items(std::string_view name, MemPart part, double bytes) { add(name, part, bytes); }
   void add(std::string_view name, MemPart part, double bytes) {
     parts_[static_cast<std::size_t>(part)] += bytes;
     total_ += bytes;
-    if (named_) list_.push_back({name, part, bytes});
+    if constexpr (Named) list_.push_back({name, part, bytes});
   }
   // Every term of `from`, `times` over (skipped when not positive), under `rename` when given.
   void add_all(const Items& from, double times = 1, std::string_view rename = {}) {
     if (times <= 0) return;
     for (std::size_t k = 0; k < parts_.size(); ++k) parts_[k] += from.parts_[k] * times;
     total_ += from.total_ * times;
-    if (named_)
+    if constexpr (Named)
       for (const Item& i : from.list_) list_.push_back({rename.empty() ? i.name : rename, i.part, i.bytes * times});
   }
   double total() const { return total_; }
   double part(MemPart p) const { return parts_[static_cast<std::size_t>(p)]; }
-  bool named() const { return named_; }
-  const std::vector<Item>& list() const { return list_; }
+  // The named terms (none unless Named).
+  std::span<const Item> list() const {
+    if constexpr (Named) return list_;
+    else return {};
+  }
 
  private:
-  bool named_;
+  struct NoList {};
   std::array<double, kMemParts> parts_{};
   double total_ = 0;
-  std::vector<Item> list_;
+  [[no_unique_address]] std::conditional_t<Named, std::vector<Item>, NoList> list_;
 };
-double total(const Items& v) { return v.total(); }
-Items join(std::initializer_list<const Items*> parts) {
-  Items v((*parts.begin())->named());
-  for (const Items* i : parts) v.add_all(*i);
+template <bool Named>
+double total(const Items<Named>& v) {
+  return v.total();
+}
+template <bool Named>
+Items<Named> join(std::initializer_list<const Items<Named>*> parts) {
+  Items<Named> v;
+  for (const Items<Named>* i : parts) v.add_all(*i);
   return v;
 }
 
@@ -103,7 +113,7 @@ std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, cons
 
 namespace {
 
-Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
+Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh) {
   Sizes z;
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   z.width = rank_widths(m, f, p);
@@ -117,7 +127,6 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
   con(Constant::vocab_hidden, double(m.vocab) * h / t);
   con(Constant::layer_params, z.layer_params);
   con(Constant::hidden_fc1, h * double(m.fc1_columns()) / t);
-  const AttentionShapes sh = attention_shapes(m, p);
   z.tokens = sh.batch * sh.local_tokens;
   z.tile = std::min(z.tokens, alst_tile_rows(m, p));
   z.loss_rows = p.mem.tiled_loss ? z.tile : z.tokens;
@@ -149,16 +158,13 @@ double term_bytes(const TensorTerm& t, const Sizes& z) {
   return t.bytes * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
 }
 
-// The terms of a list that apply to the plan; `keep` filters them further.
-template <class Keep>
-Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p, Keep keep) {
-  Items out(named);
+// The terms of a list that apply to the plan.
+template <bool Named>
+Items<Named> terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
+  Items<Named> out;
   for (const TensorTerm& t : list)
-    if (t.when.holds(p) && keep(t)) out.add(t.name, t.part, term_bytes(t, z));
+    if (t.when.holds(p)) out.add(t.name, t.part, term_bytes(t, z));
   return out;
-}
-Items terms(bool named, const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
-  return terms(named, list, z, p, [](const TensorTerm&) { return true; });
 }
 
 // The query rows of one attention call on the rank whose calls are longest: a sequence's whole
@@ -200,7 +206,7 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   const double d = m.head_dim;
   double ring = workspace;
   if (p.ring_degree > 1 && f.ring_backward_given) {
-    ring += total(terms(false, f.ring_backward, z, p));
+    ring += total(terms<false>(f.ring_backward, z, p));
   } else if (p.ring_degree > 1) {
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
@@ -221,8 +227,9 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
   return std::max({gather, inside, scatter});
 }
 
+template <bool Named>
 struct Phase {
-  Items items;
+  Items<Named> items;
   std::string_view name, sub;
   double bytes = 0;
 };
@@ -232,7 +239,7 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
   Plan p = plan;
   p.mem.checkpoint = mode;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, f, p);
+  const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   StoredValues v;
   // A value of other than 2 or 4 bytes counts as its share of the nearer one.
   auto add = [&](double values, double bytes) {
@@ -258,8 +265,9 @@ double alst_tile_rows(const Model& m, const Plan& p) {
   return double(p.micro_batch) * double(alst_tile_tokens(local, m.hidden));
 }
 
-double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
-  const AttentionShapes sh = attention_shapes(m, p);
+namespace {
+// The workspaces below, from the shapes the estimate has already derived.
+double kernel_workspace_bytes(const Model& m, const System& s, const AttentionShapes& sh) {
   // One kernel call's queries: one sequence's longest query segment on the rank that holds it.
   const double rows = query_rows(sh) * sh.heads_local;
   const Gpu& g = s.gpu;
@@ -270,12 +278,19 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
   const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
   return kF32 * rows * per_row + kv_grads;
 }
-
-double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
-  const AttentionShapes sh = attention_shapes(m, p);
+double forward_workspace_bytes(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh) {
   const bool unmasked_blocks = p.ring_degree > 1 || !m.causal;
   if (!unmasked_blocks) return 0;
   return kF32 * query_rows(sh) * sh.heads_local * s.gpu.attention_fwd_workspace_per_head_dim * m.head_dim;
+}
+}  // namespace
+
+double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  return kernel_workspace_bytes(m, s, attention_shapes(m, p));
+}
+
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  return forward_workspace_bytes(m, s, p, attention_shapes(m, p));
 }
 
 // The phases of the step and what each holds, in the order the framework's backward runs them.
@@ -293,15 +308,20 @@ double attention_forward_workspace_bytes(const Model& m, const System& s, const 
 // is gone before the next allocates.
 double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p) {
   const Framework& f = s.profile;
-  const double workspace = f.attention_workspace_persistent ? 0.0 : attention_kernel_workspace_bytes(m, s, p);
-  return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, f, p), workspace);
+  const AttentionShapes sh = attention_shapes(m, p);
+  const double workspace = f.attention_workspace_persistent ? 0.0 : kernel_workspace_bytes(m, s, sh);
+  return method_buffers(m, f, p, sh, sizes(m, f, p, sh), workspace);
 }
 
-MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
+namespace {
+template <bool Named>
+MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
+  using Items = seqpar::sim::Items<Named>;
+  using Phase = seqpar::sim::Phase<Named>;
   MemoryEstimate e;
-  const bool named = detail == MemoryDetail::terms;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, f, p);
+  const AttentionShapes sh = attention_shapes(m, p);
+  const Sizes z = sizes(m, f, p, sh);
   const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
   // A rank's parameters: 1/tp of the model's (tensor_parallel_cost.hpp).
   const double psi = params_per_tp_rank(m, p), layer_params = z.layer_params;
@@ -311,7 +331,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   const bool offload = full && p.mem.offload_checkpoints;
 
   // States. Gradients made during the backward count in each phase as far as it has produced them.
-  Items states(named);
+  Items states;
   double grads = 0, weight_bytes_per_param = 0;
   for (const StateTerm& t : f.states) {
     const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
@@ -329,41 +349,47 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   };
 
   // Per layer: what each stores across the forward (full checkpointing: its input alone).
-  const Items per_layer = full ? Items(named, "layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T)
-                               : terms(named, f.layer, z, p);
+  // And what the current layer holds in each sub-phase of its backward: its stored tensors not yet
+  // freed; under full checkpointing rebuilt from its input (the checkpoint), which it holds instead
+  // of a rebuilt input. One pass over the layer's terms: each term's bytes once.
+  Items stored_by_layer, cur_mlp, cur_attn, cur_qkv;
+  for (const TensorTerm& t : f.layer) {
+    if (!t.when.holds(p)) continue;
+    const double bytes = term_bytes(t, z);
+    stored_by_layer.add(t.name, t.part, bytes);
+    if (full && t.input) continue;
+    for (auto [sub, cur] : {std::pair{Until::mlp, &cur_mlp}, {Until::attention, &cur_attn}, {Until::qkv, &cur_qkv}})
+      if (alive_in(t, sub)) cur->add(t.name, t.part, bytes);
+  }
+  const Items per_layer =
+      full ? Items("layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T) : stored_by_layer;
   const double per_layer_bytes = total(per_layer);
+  if (full)
+    for (Items* cur : {&cur_mlp, &cur_attn, &cur_qkv})
+      cur->add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
   e.host_bytes += offload ? L * per_layer_bytes : 0;
   e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
 
-  Items common = terms(named, f.every_phase, z, p);
-  const double workspace = attention_kernel_workspace_bytes(m, s, p);
+  Items common = terms<Named>(f.every_phase, z, p);
+  const double workspace = kernel_workspace_bytes(m, s, sh);
   if (f.attention_workspace_persistent) {
     common.add("attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace);
     common.add("attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
-               attention_forward_workspace_bytes(m, s, p));
+               forward_workspace_bytes(m, s, p, sh));
   }
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
     zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
     zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h_tp;  // vocab-parallel
   }
-  const Items through_backward = terms(named, f.backward_stored, z, p);
+  const Items through_backward = terms<Named>(f.backward_stored, z, p);
 
-  // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
-  // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
-  // input aside.
-  const double method =
-      method_buffers(m, f, p, attention_shapes(m, p), z, f.attention_workspace_persistent ? 0.0 : workspace);
-  auto current = [&](Until sub) {
-    Items c = terms(named, f.layer, z, p, [&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
-    if (full) c.add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
-    return c;
-  };
-  const Items rec = full ? terms(named, f.recompute, z, p) : Items(named), mlp = terms(named, f.mlp_backward, z, p),
-              attn = terms(named, f.attention_backward, z, p), qkv = terms(named, f.qkv_backward, z, p);
-  const Items cur_mlp = current(Until::mlp), cur_attn = current(Until::attention), cur_qkv = current(Until::qkv);
-  const Items method_items(named, "SP method's attention buffers", MemPart::attention_buffers, method);
-  Phase layer_peak{Items(named), {}, {}, 0};
+  // Layer backward at layer l (1 = bottom).
+  const double method = method_buffers(m, f, p, sh, z, f.attention_workspace_persistent ? 0.0 : workspace);
+  const Items rec = full ? terms<Named>(f.recompute, z, p) : Items(), mlp = terms<Named>(f.mlp_backward, z, p),
+              attn = terms<Named>(f.attention_backward, z, p), qkv = terms<Named>(f.qkv_backward, z, p);
+  const Items method_items("SP method's attention buffers", MemPart::attention_buffers, method);
+  Phase layer_peak{Items(), {}, {}, 0};
   for (const double l : {L, 1.0}) {
     // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
@@ -371,7 +397,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
     base.add_all(per_layer, lower, "stored by the layers below");
     if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
     std::pair<std::string_view, Items> subs[] = {
-        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items(named)},
+        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items()},
         {"mlp", join({&base, &cur_mlp, &mlp})},
         {"attention", join({&base, &cur_attn, &attn, &method_items})},
         {"qkv", join({&base, &cur_qkv, &qkv})},
@@ -385,13 +411,13 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
   // inputs kept on the device). The head's forward and backward come before any gradient (the LM
   // head's is made at the end of its backward); the final norm's backward holds the head's.
-  Items kept_layers(named);
+  Items kept_layers;
   const double kept = full ? (offload ? 0 : L) : L;
   kept_layers.add_all(per_layer, kept, full ? "layer inputs kept (checkpoints)" : std::string_view());
   const Items head_base = join({&states, &common, &through_backward, &kept_layers});
   const Items loss_base = with_grads(head_base, head_params);
-  const Items stored = terms(named, f.loss_stored, z, p), fwd_t = terms(named, f.loss_forward, z, p),
-              bwd_t = terms(named, f.loss_backward, z, p), norm_t = terms(named, f.loss_final_norm, z, p);
+  const Items stored = terms<Named>(f.loss_stored, z, p), fwd_t = terms<Named>(f.loss_forward, z, p),
+              bwd_t = terms<Named>(f.loss_backward, z, p), norm_t = terms<Named>(f.loss_final_norm, z, p);
   Items fwd = join({&head_base, &stored, &fwd_t}), bwd = join({&head_base, &stored, &bwd_t});
   if (zero3_head > 0) {
     fwd.add("ZeRO-3 gathered head weights", MemPart::working, zero3_head);
@@ -423,7 +449,7 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   b.logits = at->items.part(MemPart::logits);
   b.working = at->items.part(MemPart::working);
   for (const Item& i : at->items.list())
-    if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});
+    if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});  // Named only
   // The device's own reserve (context, library workspaces), the allocator's (a constant and a
   // fraction of what it tracks), and a calibrated profile's fitted memory (framework_terms.hpp).
   auto reserve = [&](double tracked) {
@@ -436,6 +462,11 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
   e.loss_phase_bytes = loss_peak.bytes + reserve(loss_peak.bytes);
   e.optimizer_phase_bytes = optimizer.bytes + reserve(optimizer.bytes);
   return e;
+}
+}  // namespace
+
+MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
+  return detail == MemoryDetail::terms ? estimate<true>(m, s, p) : estimate<false>(m, s, p);
 }
 
 }  // namespace seqpar::sim
