@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -184,6 +185,51 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
   return out;
 }
 
+namespace {
+// The set best_memory_options keeps among every set the framework runs: the fastest that fits (by
+// ranks_before; the first in memory_option_sets() order among equals), or, when none fits, the
+// one with the smallest peak (the first among equals). Each set's time comes first (simulate_time)
+// and its memory only where it could decide: in order of speed, down to the first set that fits,
+// and below it only the sets as fast as that one. Exact: a set slower than a fitting set ranks
+// after it whatever its memory, and only when no set fits is every set's memory needed (for the
+// closest). The search then estimates the memory of a few sets of the ~160, not of every one.
+void choose_memory_set(const Model& m, const System& s, Plan p, StructureOutcome& out) {
+  // A thread's buffers, reused: no allocation per structure once they have grown.
+  thread_local std::vector<Result> timed;
+  thread_local std::vector<std::size_t> order;
+  timed.clear();
+  const StructureCosts costs = structure_costs(m, s, p);  // the same for every set
+  for (const MemoryOptions& mem : memory_option_sets()) {
+    if (!framework_runs(s.profile, mem)) continue;  // invalid: check_plan would name it
+    p.mem = mem;
+    Result r = simulate_time(m, s, p, costs);
+    if (r.valid) timed.push_back(std::move(r));
+  }
+  order.resize(timed.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {  // fastest first, then set order
+    const double ta = timed[a].tokens_per_s_per_gpu, tb = timed[b].tokens_per_s_per_gpu;
+    return ta != tb ? ta > tb : a < b;
+  });
+  std::optional<double> fastest_fit;  // tokens/s per GPU of the fastest set that fits
+  std::size_t evaluated = 0;
+  for (const std::size_t i : order) {
+    if (fastest_fit && timed[i].tokens_per_s_per_gpu < *fastest_fit) break;
+    add_memory(m, s, timed[i]);
+    ++evaluated;
+    if (timed[i].valid && timed[i].fits && !fastest_fit) fastest_fit = timed[i].tokens_per_s_per_gpu;
+  }
+  // In set order (`order` holds the evaluated sets first), so that the first among equals wins.
+  std::sort(order.begin(), order.begin() + std::ptrdiff_t(evaluated));
+  for (std::size_t k = 0; k < evaluated; ++k) {
+    const Result& r = timed[order[k]];
+    if (!r.valid) continue;
+    if (r.fits && (!out.best || ranks_before(r, *out.best))) out.best = r;
+    if (!fastest_fit && (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes())) out.closest = r;
+  }
+}
+}  // namespace
+
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed) {
   StructureOutcome out;
@@ -194,19 +240,12 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
     out.reasons = std::move(errors);
     return out;
   }
-  auto consider = [&](const Plan& candidate) {
-    Result r = simulate(m, s, candidate);
-    if (!r.valid) return;
-    if (r.fits && (!out.best || ranks_before(r, *out.best))) out.best = r;
-    if (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes()) out.closest = std::move(r);
-  };
   if (fixed) {
-    consider(p);
+    Result r = simulate(m, s, p);
+    if (r.valid && r.fits) out.best = std::move(r);
+    else if (r.valid) out.closest = std::move(r);
   } else {
-    for (const MemoryOptions& mem : memory_option_sets()) {
-      p.mem = mem;
-      consider(p);
-    }
+    choose_memory_set(m, s, p, out);
   }
   if (!out.best && out.closest) {
     out.reasons.push_back(fmt::format(
@@ -301,14 +340,17 @@ StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& stru
   // one closest to fitting say why none fits (the smallest micro-batch holds the least).
   for (const Plan& f : fills) {
     StructureOutcome o = best_memory_options(m, s, f, space.memory);
-    if (!o.closest) return o;  // the plan breaks a rule whatever its micro-batch
+    if (!o.best && !o.closest) return o;  // the plan breaks a rule whatever its micro-batch
     if (o.best && (!out.best || ranks_before(*o.best, *out.best))) out.best = std::move(o.best);
-    if (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes()) {
+    if (o.closest && (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes())) {
       out.closest = std::move(o.closest);
       out.reasons = std::move(o.reasons);
     }
   }
-  if (out.best) out.reasons.clear();
+  if (out.best) {
+    out.closest.reset();
+    out.reasons.clear();
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <utility>
 
 #include "seqpar/core/tiling.hpp"
@@ -97,57 +98,66 @@ double optimizer_time(const Model& m, const System& s, const Plan& p) {
   return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
 }
 
+// Each quantity a result must hold finite and non-negative, by its name in the JSON.
+template <class F>
+void for_each_quantity(const Result& r, F f) {
+  const TimeBreakdown& t = r.time;
+  const MemoryBreakdown& b = r.memory.peak;
+  f("step_time_s", r.step_time_s);
+  f("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu);
+  f("tflops_per_gpu", r.tflops_per_gpu);
+  f("mfu", r.mfu);
+  f("model_flops_per_gpu", r.model_flops_per_gpu);
+  f("memory_capacity_bytes", r.capacity_bytes);
+  f("peak_memory_bytes", r.peak_memory_bytes());
+  f("time.compute_s", t.compute);
+  f("time.forward_s", t.forward);
+  f("time.backward_s", t.backward);
+  f("time.gemm_s", t.gemm);
+  f("time.attention_compute_s", t.attention_compute);
+  f("time.elementwise_s", t.elementwise);
+  f("time.recompute_s", t.recompute);
+  f("time.attention_s", t.attention);
+  f("time.attention_comm_s", t.attention_comm);
+  f("time.exposed_attention_comm_s", t.exposed_attention_comm);
+  f("time.dp_comm_s", t.dp_comm);
+  f("time.tp_comm_s", t.tp_comm);
+  f("time.exposed_dp_comm_s", t.exposed_dp_comm);
+  f("time.comm_s", t.comm);
+  f("time.exposed_comm_s", t.exposed_comm);
+  f("time.optimizer_s", t.optimizer);
+  f("time.offload_s", t.offload);
+  f("time.exposed_offload_s", t.exposed_offload);
+  f("time.first_step_s", t.first_step);
+  f("memory.parameters_bytes", b.parameters);
+  f("memory.gradients_bytes", b.gradients);
+  f("memory.optimizer_states_bytes", b.optimizer_states);
+  f("memory.activations_bytes", b.activations);
+  f("memory.checkpoints_bytes", b.checkpoints);
+  f("memory.attention_buffers_bytes", b.attention_buffers);
+  f("memory.working_bytes", b.working);
+  f("memory.logits_bytes", b.logits);
+  f("memory.reserved_bytes", b.reserved);
+  f("memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes);
+  f("memory_phases.loss_bytes", r.memory.loss_phase_bytes);
+  f("memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes);
+  f("host_memory_bytes", r.memory.host_bytes);
+  f("host_memory_per_node_bytes", r.host_node_bytes);
+}
+
 // A result is only as good as its least trustworthy number: a NaN, an infinity or a negative time
 // or size (from extreme figures in a user's preset) makes the plan invalid rather than reported.
 void check_numbers(Result& r) {
-  const TimeBreakdown& t = r.time;
-  const MemoryBreakdown& b = r.memory.peak;
-  const std::pair<const char*, double> quantities[] = {
-      {"step_time_s", r.step_time_s},
-      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-      {"tflops_per_gpu", r.tflops_per_gpu},
-      {"mfu", r.mfu},
-      {"model_flops_per_gpu", r.model_flops_per_gpu},
-      {"memory_capacity_bytes", r.capacity_bytes},
-      {"peak_memory_bytes", r.peak_memory_bytes()},
-      {"time.compute_s", t.compute},
-      {"time.forward_s", t.forward},
-      {"time.backward_s", t.backward},
-      {"time.gemm_s", t.gemm},
-      {"time.attention_compute_s", t.attention_compute},
-      {"time.elementwise_s", t.elementwise},
-      {"time.recompute_s", t.recompute},
-      {"time.attention_s", t.attention},
-      {"time.attention_comm_s", t.attention_comm},
-      {"time.exposed_attention_comm_s", t.exposed_attention_comm},
-      {"time.dp_comm_s", t.dp_comm},
-      {"time.tp_comm_s", t.tp_comm},
-      {"time.exposed_dp_comm_s", t.exposed_dp_comm},
-      {"time.comm_s", t.comm},
-      {"time.exposed_comm_s", t.exposed_comm},
-      {"time.optimizer_s", t.optimizer},
-      {"time.offload_s", t.offload},
-      {"time.exposed_offload_s", t.exposed_offload},
-      {"time.first_step_s", t.first_step},
-      {"memory.parameters_bytes", b.parameters},
-      {"memory.gradients_bytes", b.gradients},
-      {"memory.optimizer_states_bytes", b.optimizer_states},
-      {"memory.activations_bytes", b.activations},
-      {"memory.checkpoints_bytes", b.checkpoints},
-      {"memory.attention_buffers_bytes", b.attention_buffers},
-      {"memory.working_bytes", b.working},
-      {"memory.logits_bytes", b.logits},
-      {"memory.reserved_bytes", b.reserved},
-      {"memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes},
-      {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
-      {"memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes},
-      {"host_memory_bytes", r.memory.host_bytes},
-      {"host_memory_per_node_bytes", r.host_node_bytes},
-  };
-  for (const auto& [name, v] : quantities)
+  // All at once first, without their names (the planner checks millions of results, nearly all
+  // sound), then each by name where one is not.
+  bool sound = r.step_time_s > 0;
+  for_each_quantity(r, [&](const char*, double v) { sound &= std::isfinite(v) & (v >= 0); });
+  if (sound) return;
+  for_each_quantity(r, [&](const char* name, double v) {
     if (!std::isfinite(v) || v < 0)
       r.errors.push_back(fmt::format("{}: the model gives {}, not a finite non-negative number; the hardware or "
                                      "model figures are outside what the cost model can represent", name, v));
+  });
   // A step takes time: zero would mean infinite throughput.
   if (r.errors.empty() && !(r.step_time_s > 0))
     r.errors.push_back(fmt::format("step_time_s: the model gives {}; a step must take a positive time", r.step_time_s));
@@ -197,37 +207,37 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
   f.unattributed_s = std::max(0.0, r.step_time_s - (t.compute + t.exposed_comm + t.optimizer + t.exposed_offload));
 }
 
-}  // namespace
-
-Result simulate(const Model& m, const System& s, const Plan& p) {
+// A result of the plan with its rules checked: invalid (with the errors) or ready for the halves.
+Result checked_result(const Model& m, const System& s, const Plan& p) {
   Result r;
   r.plan = p;
   r.capacity_bytes = s.gpu.memory_bytes;
   r.valid = check_plan(m, s, p, r.errors);
-  if (!r.valid) return r;
+  return r;
+}
 
+// The plan with what structure_costs() does not depend on set to one value.
+Plan structure_of(Plan p) {
+  p.mem = MemoryOptions{};
+  p.grad_accum_steps = 1;
+  return p;
+}
+
+// simulate()'s time half on a valid plan, its numbers not yet checked: everything but the memory.
+void time_half(const Model& m, const System& s, const Plan& p, const StructureCosts& c, Result& r) {
   const Gpu& g = s.gpu;
   const double L = m.layers;
-  const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
-  // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
-  // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
-  // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
-  // heads' and MLP columns' share).
-  const double tp = p.tp;
+  const double T = c.tokens, tp = p.tp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
-  const double tile = alst_tile_rows(m, p);
-  const double tiles = double(alst_tile_count(p.seq_len / p.sp, m.hidden));
-
-  // Per layer.
-  const double gemm_f = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
-  const double gemm_b = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
-  const ElementwiseCost elem = layer_elementwise_cost(m, s, p);
+  // ALST's tiles (tiled MLP and loss only): their rows and count.
+  auto tile = [&] { return alst_tile_rows(m, p); };
+  auto tiles = [&] { return double(alst_tile_count(p.seq_len / p.sp, m.hidden)); };
+  const double gemm_f = c.gemm_fwd_s, gemm_b = c.gemm_bwd_s;
+  const ElementwiseCost& elem = c.elementwise;
   const double elem_f = elem.fwd_s, elem_b = elem.bwd_s;
-  const AttentionCost at = attention_layer_cost(m, s, p);
-  // The LM head.
-  const double head_f = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
-  const double head_b = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
-  const TensorParallelCost tpc = tensor_parallel_cost(m, s, p);
+  const AttentionCost& at = c.attention;
+  const double head_f = c.head_fwd_s, head_b = c.head_bwd_s;
+  const TensorParallelCost& tpc = c.tensor_parallel;
 
   TimeBreakdown& t = r.time;
   double recompute_attention_exposed = 0, recompute_attention_comm = 0, recompute_tp_comm = 0;
@@ -241,14 +251,13 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     if (p.mem.checkpoint == Checkpoint::selective)
       t.recompute += L * elem.selective_s;
     if (p.mem.tiled_mlp)
-      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
+      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile(), int(3 * tiles() + 0.5));
   }
-  const double loss_recompute = p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile, int(tiles + 0.5)) : 0.0;
+  const double loss_recompute =
+      p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile(), int(tiles() + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
-  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
-  const double loss_elem = framework_memory_bound_time(
-      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
+  const double loss_elem = c.loss_elementwise_s;
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
   t.elementwise = L * (elem_f + elem_b) + loss_elem;
@@ -320,17 +329,72 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
   r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
 
+  // The step timeline draws the loss's memory-bound work with the head's backward.
+  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+}
+
+// simulate()'s memory half on a valid plan, its numbers not yet checked.
+void memory_half(const Model& m, const System& s, const Plan& p, Result& r) {
   r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
-  t.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
+  r.time.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
   r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
   r.host_node_bytes = r.memory.host_bytes * double(std::min(p.gpus, s.gpus_per_node));
   r.host_capacity_bytes = s.host_memory_bytes;
   r.host_fits = s.host_memory_bytes <= 0 || r.host_node_bytes <= s.host_memory_bytes;
   r.fits = r.gpu_fits && r.host_fits;
-  // The step timeline draws the loss's memory-bound work with the head's backward.
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+}
+
+}  // namespace
+
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) {
+  StructureCosts c;
+  c.structure = structure_of(p);
+  const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
+  c.tokens = T;
+  // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
+  // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
+  // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
+  // heads' and MLP columns' share).
+  const double tp = p.tp;
+  // Per layer.
+  c.gemm_fwd_s = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+  c.gemm_bwd_s = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  c.elementwise = layer_elementwise_cost(m, s, p);
+  c.attention = attention_layer_cost(m, s, p);
+  // The LM head.
+  c.head_fwd_s = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
+  c.head_bwd_s = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
+  c.tensor_parallel = tensor_parallel_cost(m, s, p);
+  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
+  c.loss_elementwise_s =
+      framework_memory_bound_time(s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
+  return c;
+}
+
+Result simulate(const Model& m, const System& s, const Plan& p) {
+  Result r = checked_result(m, s, p);
+  if (!r.valid) return r;
+  time_half(m, s, p, structure_costs(m, s, p), r);
+  memory_half(m, s, p, r);
   check_numbers(r);
   return r;
+}
+
+Result simulate_time(const Model& m, const System& s, const Plan& p, const StructureCosts& c) {
+  if (!(structure_of(p) == c.structure))
+    throw std::logic_error(fmt::format("simulate_time: the costs are {}'s, not {}'s", describe_structure(c.structure),
+                                       describe(p)));
+  Result r = checked_result(m, s, p);
+  if (!r.valid) return r;
+  time_half(m, s, p, c, r);
+  check_numbers(r);  // the memory's figures are still zeros: the time's are checked
+  return r;
+}
+
+void add_memory(const Model& m, const System& s, Result& r) {
+  if (!r.valid) return;
+  memory_half(m, s, r.plan, r);
+  check_numbers(r);
 }
 
 std::vector<MemoryTerm> memory_terms(const Model& m, const System& s, const Result& r) {

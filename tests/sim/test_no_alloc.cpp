@@ -120,11 +120,30 @@ TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
     EXPECT_GE(kinds[kind], 10) << kind;
 
   double sink = 0;
-  const long before = g_allocations.load();
+  long before = g_allocations.load();
   for (const Case& c : valid) sink += simulate(*c.model, *c.system, c.plan).step_time_s;
-  const long allocations = g_allocations.load() - before;
-  EXPECT_EQ(allocations, 0) << "over " << valid.size() << " valid plans";
+  EXPECT_EQ(g_allocations.load() - before, 0) << "simulate(), over " << valid.size() << " valid plans";
   EXPECT_GT(sink, 0);
+
+  // The halves the advisor calls, on each structure's costs.
+  before = g_allocations.load();
+  for (const Case& c : valid) {
+    Result r = simulate_time(*c.model, *c.system, c.plan, structure_costs(*c.model, *c.system, c.plan));
+    add_memory(*c.model, *c.system, r);
+    sink += r.peak_memory_bytes();
+  }
+  EXPECT_EQ(g_allocations.load() - before, 0) << "simulate_time() and add_memory(), over " << valid.size() << " plans";
+
+  // The advisor's search of one structure's memory options (best_memory_options: every set timed,
+  // the fastest few estimated) on the structures that fit: after a warm-up, nothing either.
+  std::vector<Case> fitting;
+  for (const Case& c : valid)
+    if (c.plan.mem == memory_option_sets().front() && best_memory_options(*c.model, *c.system, c.plan, std::nullopt).best)
+      fitting.push_back(c);
+  EXPECT_GE(fitting.size(), 100u);
+  before = g_allocations.load();
+  for (const Case& c : fitting) sink += best_memory_options(*c.model, *c.system, c.plan, std::nullopt).best->mfu;
+  EXPECT_EQ(g_allocations.load() - before, 0) << "best_memory_options(), over " << fitting.size() << " structures";
 
   // The named terms are still there for those who show them (the table, --json's memory_terms).
   const Case& c = valid.front();

@@ -77,7 +77,7 @@ struct Rejection {
 
 // The best memory options for one structure: the fastest set that fits. `best` is empty when the
 // plan is invalid or nothing fits; `reasons` then says why and `closest` holds the set with the
-// smallest peak (for reports of how far off it is).
+// smallest peak (for reports of how far off it is; empty when `best` is not, or when no set is valid).
 struct StructureOutcome {
   std::optional<Result> best;
   std::optional<Result> closest;
