@@ -24,14 +24,19 @@ void BM_Simulate100kPlans(benchmark::State& state) {
 }
 BENCHMARK(BM_Simulate100kPlans)->Unit(benchmark::kMillisecond);
 
-void BM_Advise(benchmark::State& state) {
-  const Model m = load_model("llama3-8b");
+// `advise` at 1M tokens on dgx-h100 nodes, every TP degree, method, SP degree and memory set.
+void advise_1m(benchmark::State& state, const char* model) {
+  const Model m = load_model(model);
   const System s = load_system("dgx-h100");
   const int gpus = int(state.range(0));
   for (auto _ : state) benchmark::DoNotOptimize(advise(m, s, gpus, std::int64_t{1} << 20, SearchSpace{}).ranked.size());
   state.counters["gpus"] = gpus;
 }
+void BM_Advise(benchmark::State& state) { advise_1m(state, "llama3-8b"); }
 BENCHMARK(BM_Advise)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+// Issue 33's case: Llama-3-70B on 1,024 H100s.
+void BM_Advise70B(benchmark::State& state) { advise_1m(state, "llama3-70b"); }
+BENCHMARK(BM_Advise70B)->Arg(1024)->Unit(benchmark::kMillisecond);
 
 void BM_MaxLen(benchmark::State& state) {
   const Model m = load_model("llama3-8b");

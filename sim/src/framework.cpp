@@ -60,18 +60,6 @@ std::string_view to_string(Constant c) {
   return "unknown";
 }
 
-bool Condition::holds(const Plan& p) const {
-  if (!checkpoint.empty()) {
-    bool any = false;
-    for (Checkpoint c : checkpoint) any = any || c == p.mem.checkpoint;
-    if (!any) return false;
-  }
-  auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
-  return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
-         is(ring, p.ring_degree > 1) &&
-         is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
-}
-
 namespace {
 
 // Wide enough for any framework, narrow enough that every product the memory model forms stays

@@ -72,6 +72,31 @@ Items<Named> join(std::initializer_list<const Items<Named>*> parts) {
   return v;
 }
 
+// A phase's total alone, added up as Items adds its own (the same terms in the same order, so the
+// two agree to the bit): the estimate compares the layer's sub-phases by it and builds the parts of
+// the peak's alone.
+class Total {
+ public:
+  void add(std::string_view, MemPart, double bytes) { total_ += bytes; }
+  template <class From>
+  void add_all(const From& from, double times = 1, std::string_view = {}) {
+    if (times <= 0) return;
+    total_ += from.total() * times;
+  }
+  double total() const { return total_; }
+
+ private:
+  double total_ = 0;
+};
+
+// The sum of `parts` in an accumulator A (Items or Total), as join() adds them.
+template <class A, class... From>
+A sum(const From&... parts) {
+  A v;
+  (v.add_all(parts), ...);
+  return v;
+}
+
 // The sizes a tensor's widths stand for, on this model and plan.
 struct Sizes {
   std::array<double, kWidths> width{};      // values per token, by Width
@@ -239,17 +264,17 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
   Plan p = plan;
   p.mem.checkpoint = mode;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   StoredValues v;
   // A value of other than 2 or 4 bytes counts as its share of the nearer one.
   auto add = [&](double values, double bytes) {
     if (bytes <= kBf16) v.bf16 += values * bytes / kBf16;
     else v.fp32 += values * bytes / kF32;
   };
-  if (mode == Checkpoint::full) {
-    add(z.width[static_cast<std::size_t>(Width::hidden)], f.checkpoint_bytes);  // the layer input, sharded under TP
+  if (mode == Checkpoint::full) {  // the layer input, sharded under TP: its width alone
+    add(rank_widths(m, f, p)[static_cast<std::size_t>(Width::hidden)], f.checkpoint_bytes);
     return v;
   }
+  const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   for (const TensorTerm& t : f.layer)
     if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), t.bytes);
   return v;
@@ -343,7 +368,7 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   }
   const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
   const double head_params = double(m.vocab) * h_tp + h_tp;  // the LM head (the embedding if tied) and final norm
-  auto with_grads = [&](Items v, double params) {
+  auto with_grads = [&]<class A>(A v, double params) {
     if (grads > 0) v.add("gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi));
     return v;
   };
@@ -389,24 +414,32 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   const Items rec = full ? terms<Named>(f.recompute, z, p) : Items(), mlp = terms<Named>(f.mlp_backward, z, p),
               attn = terms<Named>(f.attention_backward, z, p), qkv = terms<Named>(f.qkv_backward, z, p);
   const Items method_items("SP method's attention buffers", MemPart::attention_buffers, method);
-  Phase layer_peak{Items(), {}, {}, 0};
-  for (const double l : {L, 1.0}) {
+  // Sub-phase `sub` of layer l's backward, in an accumulator A.
+  constexpr std::string_view kLayerSubs[] = {"recompute", "mlp", "attention", "qkv"};
+  auto layer_sub = [&]<class A>(double l, std::size_t sub) {
     // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
-    Items base = with_grads(join({&states, &common, &through_backward}), head_params + (L - l + 1) * layer_params);
+    A base = with_grads(sum<A>(states, common, through_backward), head_params + (L - l + 1) * layer_params);
     base.add_all(per_layer, lower, "stored by the layers below");
     if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
-    std::pair<std::string_view, Items> subs[] = {
-        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items()},
-        {"mlp", join({&base, &cur_mlp, &mlp})},
-        {"attention", join({&base, &cur_attn, &attn, &method_items})},
-        {"qkv", join({&base, &cur_qkv, &qkv})},
-    };
-    for (auto& [name, items] : subs) {
-      const double b = total(items);
-      if (b > layer_peak.bytes) layer_peak = {std::move(items), "layer-backward", name, b};
+    switch (sub) {
+      case 0: return full ? sum<A>(base, cur_mlp, rec) : A();
+      case 1: return sum<A>(base, cur_mlp, mlp);
+      case 2: return sum<A>(base, cur_attn, attn, method_items);
+      default: return sum<A>(base, cur_qkv, qkv);
     }
-  }
+  };
+  // The largest, first among equals, by its total; its parts only if it is the step's peak.
+  Phase layer_peak{Items(), {}, {}, 0};
+  double layer_peak_l = 0;
+  std::size_t layer_peak_sub = 0;
+  for (const double l : {L, 1.0})
+    for (std::size_t sub = 0; sub < std::size(kLayerSubs); ++sub)
+      if (const double b = layer_sub.template operator()<Total>(l, sub).total(); b > layer_peak.bytes) {
+        layer_peak = {Items(), "layer-backward", kLayerSubs[sub], b};
+        layer_peak_l = l;
+        layer_peak_sub = sub;
+      }
 
   // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
   // inputs kept on the device). The head's forward and backward come before any gradient (the LM
@@ -436,6 +469,8 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   const Phase* at = &layer_peak;
   if (loss_peak.bytes > at->bytes) at = &loss_peak;
   if (optimizer.bytes > at->bytes) at = &optimizer;
+  if (at == &layer_peak && layer_peak.bytes > 0)
+    layer_peak.items = layer_sub.template operator()<Items>(layer_peak_l, layer_peak_sub);
   e.peak_phase = at->name;
   e.peak_subphase = at->sub;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -46,24 +47,21 @@ struct DataParallelCost {
 // backward; ZeRO-2 reduce-scatters in every micro-step's backward (its gradients are partitioned,
 // so each micro-step's must leave the GPU); ZeRO-3 also gathers the parameters in every forward
 // and backward. The ZeRO-1/2 parameter all-gather follows the optimizer, once.
-DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
+DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const StructureCosts& sc, double fwd, double bwd) {
   DataParallelCost c;
-  const Placement pl = place_zero_group(s, p);
-  if (pl.size <= 1) return c;
-  const double bytes = kBf16 * params_per_tp_rank(m, p);
+  if (sc.zero_group_ranks <= 1) return c;
   const double hide = double(m.layers - 1) / m.layers;
-  auto t = [&](Collective op) { return collective_time(s, op, bytes, pl); };
   switch (p.mem.zero) {
-    case 0: c.in_bwd = t(Collective::all_reduce); break;
-    case 1: c.in_bwd = t(Collective::reduce_scatter); c.after = t(Collective::all_gather); break;
+    case 0: c.in_bwd = sc.zero_all_reduce_s; break;
+    case 1: c.in_bwd = sc.zero_reduce_scatter_s; c.after = sc.zero_all_gather_s; break;
     case 2:
-      c.in_bwd = t(Collective::reduce_scatter);
-      c.after = t(Collective::all_gather);
+      c.in_bwd = sc.zero_reduce_scatter_s;
+      c.after = sc.zero_all_gather_s;
       c.bwd_every_micro_step = true;
       break;
     default:
-      c.in_fwd = t(Collective::all_gather);
-      c.in_bwd = t(Collective::all_gather) + t(Collective::reduce_scatter);
+      c.in_fwd = sc.zero_all_gather_s;
+      c.in_bwd = sc.zero_all_gather_s + sc.zero_reduce_scatter_s;
       c.bwd_every_micro_step = true;
       break;
   }
@@ -151,7 +149,9 @@ void check_numbers(Result& r) {
   // All at once first, without their names (the planner checks millions of results, nearly all
   // sound), then each by name where one is not.
   bool sound = r.step_time_s > 0;
-  for_each_quantity(r, [&](const char*, double v) { sound &= std::isfinite(v) & (v >= 0); });
+  // Finite and non-negative is 0 <= v <= the largest double: NaN fails both comparisons.
+  constexpr double kMax = std::numeric_limits<double>::max();
+  for_each_quantity(r, [&](const char*, double v) { sound &= (v >= 0) & (v <= kMax); });
   if (sound) return;
   for_each_quantity(r, [&](const char* name, double v) {
     if (!std::isfinite(v) || v < 0)
@@ -308,7 +308,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // optimizer once.
   const double k = p.grad_accum_steps;
   const DataParallelCost dpc =
-      data_parallel_cost(m, s, p, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
+      data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
   for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
                                  &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
                                  &t.exposed_offload, &t.tp_comm})
@@ -368,6 +368,15 @@ StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) {
   // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
   c.loss_elementwise_s =
       framework_memory_bound_time(s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
+  // The data-parallel collectives of the bf16 parameters over the ZeRO group (data_parallel_cost).
+  const Placement zero_group = place_zero_group(s, p);
+  c.zero_group_ranks = zero_group.size;
+  if (zero_group.size > 1) {
+    const double bytes = kBf16 * params_per_tp_rank(m, p);
+    c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
+    c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
+    c.zero_all_gather_s = collective_time(s, Collective::all_gather, bytes, zero_group);
+  }
   return c;
 }
 

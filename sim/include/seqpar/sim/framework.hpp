@@ -52,7 +52,18 @@ enum class Rows { all, tile, loss };
 struct Condition {
   std::vector<Checkpoint> checkpoint;  // empty: any mode
   std::optional<bool> tiled_mlp, tiled_loss, ulysses, ring, offload_checkpoints;
-  bool holds(const Plan& p) const;
+  // Inline: the memory estimate asks it of every term of a plan's inventory.
+  bool holds(const Plan& p) const {
+    if (!checkpoint.empty()) {
+      bool any = false;
+      for (Checkpoint c : checkpoint) any = any || c == p.mem.checkpoint;
+      if (!any) return false;
+    }
+    auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
+    return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
+           is(ring, p.ring_degree > 1) &&
+           is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
+  }
 };
 
 struct TensorTerm {

@@ -67,6 +67,10 @@ struct StructureCosts {
   AttentionCost attention;
   TensorParallelCost tensor_parallel;
   double head_fwd_s = 0, head_bwd_s = 0, loss_elementwise_s = 0;
+  // The data-parallel collectives of the bf16 parameters over the ZeRO group (gpus / tp ranks),
+  // which the ZeRO stage picks from.
+  int zero_group_ranks = 1;
+  double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
 };
 StructureCosts structure_costs(const Model& m, const System& s, const Plan& p);
 
