@@ -346,7 +346,10 @@ void memory_half(const Model& m, const System& s, const Plan& p, Result& r) {
 
 }  // namespace
 
-StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) {
+namespace {
+// structure_costs(), with the ZeRO group's collectives of every stage or of p's alone (simulate()
+// of one plan needs one or two of the three).
+StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool every_zero_stage) {
   StructureCosts c;
   c.structure = structure_of(p);
   const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
@@ -373,17 +376,24 @@ StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) {
   c.zero_group_ranks = zero_group.size;
   if (zero_group.size > 1) {
     const double bytes = kBf16 * params_per_tp_rank(m, p);
-    c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
-    c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
-    c.zero_all_gather_s = collective_time(s, Collective::all_gather, bytes, zero_group);
+    const int zero = p.mem.zero;
+    if (every_zero_stage || zero == 0)
+      c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
+    if (every_zero_stage || zero >= 1) {
+      c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
+      c.zero_all_gather_s = collective_time(s, Collective::all_gather, bytes, zero_group);
+    }
   }
   return c;
 }
+}  // namespace
+
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) { return costs_of(m, s, p, true); }
 
 Result simulate(const Model& m, const System& s, const Plan& p) {
   Result r = checked_result(m, s, p);
   if (!r.valid) return r;
-  time_half(m, s, p, structure_costs(m, s, p), r);
+  time_half(m, s, p, costs_of(m, s, p, false), r);
   memory_half(m, s, p, r);
   check_numbers(r);
   return r;
