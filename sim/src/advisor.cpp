@@ -53,6 +53,42 @@ bool ranks_before(const Result& a, const Result& b) {
   return a.peak_memory_bytes() < b.peak_memory_bytes();
 }
 
+namespace {
+int offload_count(const MemoryOptions& m) {
+  return int(m.offload_checkpoints) + int(m.offload_optimizer) + int(m.offload_params);
+}
+// ZeRO's stage and the checkpointing level count as many options as their steps from none.
+int option_count(const MemoryOptions& m) {
+  const int checkpointing = m.checkpoint == Checkpoint::full ? 2 : m.checkpoint == Checkpoint::selective ? 1 : 0;
+  return m.zero + checkpointing + int(m.tiled_mlp) + int(m.tiled_loss) + offload_count(m);
+}
+}  // namespace
+
+bool lighter_options(const MemoryOptions& a, const MemoryOptions& b) {
+  if (offload_count(a) != offload_count(b)) return offload_count(a) < offload_count(b);
+  return option_count(a) < option_count(b);
+}
+
+std::string memory_choice_rule() {
+  return fmt::format("the lightest set that fits within {:g}% of the fastest (fewest offloads, then fewest options)",
+                     100 * kMemoryTieTolerance);
+}
+
+namespace {
+// Within the tie of kMemoryTieTolerance: the one test the search and the choice share.
+bool tied_with_fastest(const Result& r, double fastest_tokens_per_s) {
+  return r.tokens_per_s_per_gpu >= fastest_tokens_per_s * (1 - kMemoryTieTolerance);
+}
+}  // namespace
+
+bool chosen_before(const Result& a, const Result& b, double fastest_tokens_per_s) {
+  const bool ta = tied_with_fastest(a, fastest_tokens_per_s), tb = tied_with_fastest(b, fastest_tokens_per_s);
+  if (ta != tb) return ta;
+  if (ta && lighter_options(a.plan.mem, b.plan.mem)) return true;
+  if (ta && lighter_options(b.plan.mem, a.plan.mem)) return false;
+  return ranks_before(a, b);
+}
+
 const std::vector<MemoryOptions>& memory_option_sets() {
   static const std::vector<MemoryOptions> sets = [] {
     std::vector<MemoryOptions> out;
@@ -186,14 +222,15 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
 }
 
 namespace {
-// The set best_memory_options keeps among every set the framework runs: the fastest that fits (by
-// ranks_before; the first in memory_option_sets() order among equals), or, when none fits, the
-// one with the smallest peak (the first among equals). Each set's time comes first (simulate_time)
-// and its memory only where it could decide: in order of speed, down to the first set that fits,
-// and below it only the sets as fast as that one. Exact: a set slower than a fitting set ranks
-// after it whatever its memory, and only when no set fits is every set's memory needed (for the
-// closest). The search then estimates the memory of a few sets of the ~160, not of every one.
-void choose_memory_set(const Model& m, const System& s, Plan p, StructureOutcome& out) {
+// The sets of a structure that could be chosen (chosen_before): every set the framework runs that
+// fits with a throughput tied with the fastest that fits, appended to `candidates`; and, when none
+// fits, the one with the smallest peak (the first among equals) as `out.closest`. Each set's time
+// comes first (simulate_time) and its memory only where it could decide: in order of speed, down to
+// the first set that fits and on through the sets tied with it. Exact: a set below the tie is never
+// chosen whatever its memory (a tied set that fits comes first), and only when no set fits is every
+// set's memory needed (for the closest). So the search estimates the memory of a few of the ~160.
+void search_memory_sets(const Model& m, const System& s, Plan p, std::vector<Result>& candidates,
+                        StructureOutcome& out) {
   // A thread's buffers, reused: no allocation per structure once they have grown.
   thread_local std::vector<Result> timed;
   thread_local std::vector<std::size_t> order;
@@ -214,7 +251,7 @@ void choose_memory_set(const Model& m, const System& s, Plan p, StructureOutcome
   std::optional<double> fastest_fit;  // tokens/s per GPU of the fastest set that fits
   std::size_t evaluated = 0;
   for (const std::size_t i : order) {
-    if (fastest_fit && timed[i].tokens_per_s_per_gpu < *fastest_fit) break;
+    if (fastest_fit && !tied_with_fastest(timed[i], *fastest_fit)) break;
     add_memory(m, s, timed[i]);
     ++evaluated;
     if (timed[i].valid && timed[i].fits && !fastest_fit) fastest_fit = timed[i].tokens_per_s_per_gpu;
@@ -224,14 +261,25 @@ void choose_memory_set(const Model& m, const System& s, Plan p, StructureOutcome
   for (std::size_t k = 0; k < evaluated; ++k) {
     const Result& r = timed[order[k]];
     if (!r.valid) continue;
-    if (r.fits && (!out.best || ranks_before(r, *out.best))) out.best = r;
+    if (r.fits) candidates.push_back(r);
     if (!fastest_fit && (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes())) out.closest = r;
   }
 }
-}  // namespace
 
-StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
-                                     const std::optional<MemoryOptions>& fixed) {
+// The candidate chosen_before keeps (the first among equals), or none.
+std::optional<Result> choose(const std::vector<Result>& candidates) {
+  if (candidates.empty()) return std::nullopt;
+  double fastest = 0;
+  for (const Result& r : candidates) fastest = std::max(fastest, r.tokens_per_s_per_gpu);
+  const Result* best = &candidates.front();
+  for (const Result& r : candidates)
+    if (chosen_before(r, *best, fastest)) best = &r;
+  return *best;
+}
+
+// best_memory_options' search, its candidates appended to `candidates` (the choice is the caller's).
+StructureOutcome search_memory_options(const Model& m, const System& s, const Plan& structure,
+                                       const std::optional<MemoryOptions>& fixed, std::vector<Result>& candidates) {
   StructureOutcome out;
   Plan p = structure;
   if (fixed) p.mem = *fixed;
@@ -240,14 +288,15 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
     out.reasons = std::move(errors);
     return out;
   }
+  const std::size_t before = candidates.size();
   if (fixed) {
     Result r = simulate(m, s, p);
-    if (r.valid && r.fits) out.best = std::move(r);
+    if (r.valid && r.fits) candidates.push_back(std::move(r));
     else if (r.valid) out.closest = std::move(r);
   } else {
-    choose_memory_set(m, s, p, out);
+    search_memory_sets(m, s, p, candidates, out);
   }
-  if (!out.best && out.closest) {
+  if (candidates.size() == before && out.closest) {
     out.reasons.push_back(fmt::format(
         "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {})",
         out.closest->peak_memory_bytes() / kGiB, out.closest->capacity_bytes / kGiB,
@@ -262,6 +311,16 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
           return fmt::format("{} {:.1f} GiB", top.second, top.first / kGiB);
         }()));
   }
+  return out;
+}
+}  // namespace
+
+StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
+                                     const std::optional<MemoryOptions>& fixed) {
+  thread_local std::vector<Result> candidates;  // reused: no allocation per structure once grown
+  candidates.clear();
+  StructureOutcome out = search_memory_options(m, s, structure, fixed, candidates);
+  out.best = choose(candidates);
   return out;
 }
 
@@ -321,12 +380,16 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
   return out;
 }
 
-StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
+namespace {
+// best_plan_for's search: the candidates of every batch fill appended to `candidates` (the choice is
+// the caller's), and the outcome's closest and reasons when none fits.
+StructureOutcome search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                             std::vector<Result>& candidates) {
   if (!space.global_batch) {
     Plan p = structure;
     p.micro_batch = space.micro_batch.value_or(1);
     p.grad_accum_steps = 1;
-    return best_memory_options(m, s, p, space.memory);
+    return search_memory_options(m, s, p, space.memory, candidates);
   }
   StructureOutcome out;
   std::string why;
@@ -336,21 +399,35 @@ StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& stru
     out.reasons.push_back(std::move(why));
     return out;
   }
-  // Every micro-batch that fills the batch, each with its best memory options; the reasons of the
-  // one closest to fitting say why none fits (the smallest micro-batch holds the least).
+  // Every micro-batch that fills the batch with every set of memory options, chosen among as one
+  // (chosen_before: the tie is with the fastest of all); the reasons of the fill closest to fitting
+  // say why none fits (the smallest micro-batch holds the least).
+  const std::size_t first = candidates.size();
   for (const Plan& f : fills) {
-    StructureOutcome o = best_memory_options(m, s, f, space.memory);
-    if (!o.best && !o.closest) return o;  // the plan breaks a rule whatever its micro-batch
-    if (o.best && (!out.best || ranks_before(*o.best, *out.best))) out.best = std::move(o.best);
+    const std::size_t before = candidates.size();
+    StructureOutcome o = search_memory_options(m, s, f, space.memory, candidates);
+    if (candidates.size() == before && !o.closest) {  // the plan breaks a rule whatever its micro-batch
+      candidates.resize(first);
+      return o;
+    }
     if (o.closest && (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes())) {
       out.closest = std::move(o.closest);
       out.reasons = std::move(o.reasons);
     }
   }
-  if (out.best) {
+  if (candidates.size() > first) {
     out.closest.reset();
     out.reasons.clear();
   }
+  return out;
+}
+}  // namespace
+
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
+  thread_local std::vector<Result> candidates;  // reused: no allocation per structure once grown
+  candidates.clear();
+  StructureOutcome out = search_plan(m, s, structure, space, candidates);
+  out.best = choose(candidates);
   return out;
 }
 
@@ -366,6 +443,70 @@ std::string first_rejection(const Advice& a, Pick pick) {
   for (const Rejection& r : a.rejected)
     if (pick(r.plan) && !r.reasons.empty()) return fmt::format("{}: {}", describe_structure(r.plan), r.reasons.front());
   return {};
+}
+
+// Why each option of a chosen set is there. The set without it (the ZeRO stage one lower, the
+// checkpointing one level less, an offload or a tiling off, and what needs the option removed with
+// it: parameter offload below ZeRO-3, checkpoint offload below full checkpointing) is lighter, so
+// it either does not fit, or fits but is slower than the chosen set's tie (else it would have been
+// chosen), or is not a plan the framework runs.
+std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& chosen) {
+  const MemoryOptions& o = chosen.plan.mem;
+  std::vector<MemoryOptions> withouts;
+  auto without = [&](auto change) {
+    MemoryOptions w = o;
+    change(w);
+    if (w.zero < 3) w.offload_params = false;
+    if (w.checkpoint != Checkpoint::full) w.offload_checkpoints = false;
+    withouts.push_back(w);
+  };
+  if (o.zero > 0) without([](MemoryOptions& w) { --w.zero; });
+  if (o.checkpoint != Checkpoint::none)
+    without([](MemoryOptions& w) {
+      w.checkpoint = w.checkpoint == Checkpoint::full ? Checkpoint::selective : Checkpoint::none;
+    });
+  if (o.offload_checkpoints) without([](MemoryOptions& w) { w.offload_checkpoints = false; });
+  if (o.offload_optimizer) without([](MemoryOptions& w) { w.offload_optimizer = false; });
+  if (o.offload_params) without([](MemoryOptions& w) { w.offload_params = false; });
+  if (o.tiled_mlp) without([](MemoryOptions& w) { w.tiled_mlp = false; });
+  if (o.tiled_loss) without([](MemoryOptions& w) { w.tiled_loss = false; });
+
+  // An option's name as describe() spells it: the first word of the chosen set's missing from the other's.
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find(' ', at), text.size());
+      out.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> have = words(describe(o));
+  std::vector<std::string> out;
+  for (const MemoryOptions& w : withouts) {
+    const std::vector<std::string> lack = words(describe(w));
+    const auto name = std::find_if(have.begin(), have.end(),
+                                   [&](const std::string& x) { return std::find(lack.begin(), lack.end(), x) == lack.end(); });
+    Plan p = chosen.plan;
+    p.mem = w;
+    const Result r = simulate(m, s, p);
+    std::string why;
+    if (!r.valid) {
+      why = fmt::format("kept: without it ({}) the plan breaks a rule: {}", describe(w),
+                        r.errors.empty() ? std::string("?") : r.errors.front());
+    } else if (!r.gpu_fits) {
+      why = fmt::format("needed to fit: peak without it ({}) {:.1f} of {:.1f} GiB", describe(w),
+                        r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB);
+    } else if (!r.host_fits) {
+      why = fmt::format("needed to fit: without it ({}) the node's host memory holds {:.1f} of {:.1f} GiB", describe(w),
+                        r.host_node_bytes / kGiB, r.host_capacity_bytes / kGiB);
+    } else {
+      why = fmt::format("faster by {:.1f}% than without it ({}, peak {:.1f} GiB)", slower_pct(chosen, r), describe(w),
+                        r.peak_memory_bytes() / kGiB);
+    }
+    out.push_back(fmt::format("memory option {}: {}", name == have.end() ? describe(o) : *name, why));
+  }
+  return out;
 }
 
 // Advice::reasons (advisor.hpp).
@@ -441,9 +582,27 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
     out.push_back(fmt::format("fills the global batch of {} sequences as dp {} x micro-batch {} x {} micro-step{}",
                               b.global_batch_sequences(), b.dp(), b.micro_batch, b.grad_accum_steps,
                               b.grad_accum_steps == 1 ? "" : "s"));
-  out.push_back(fmt::format("memory options {}: {} (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
-                            space.memory ? "as given" : "the fastest set that fits", best->peak_memory_bytes() / kGiB,
-                            best->capacity_bytes / kGiB));
+  if (space.memory) {
+    out.push_back(fmt::format("memory options {}: as given (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
+                              best->peak_memory_bytes() / kGiB, best->capacity_bytes / kGiB));
+    return out;
+  }
+  // The fastest plan that fits of the best plan's structure (the search's candidates hold it).
+  thread_local std::vector<Result> candidates;
+  candidates.clear();
+  search_plan(m, s, b, space, candidates);
+  const Result* fastest = best;
+  for (const Result& r : candidates)
+    if (ranks_before(r, *fastest)) fastest = &r;
+  const bool fill = fastest->plan.micro_batch != b.micro_batch || fastest->plan.grad_accum_steps != b.grad_accum_steps;
+  out.push_back(fmt::format(
+      "memory options {} (peak {:.1f} of {:.1f} GiB): {}", describe(b.mem), best->peak_memory_bytes() / kGiB,
+      best->capacity_bytes / kGiB,
+      fastest == best || fastest->tokens_per_s_per_gpu == best->tokens_per_s_per_gpu
+          ? fmt::format("{}, and the fastest", memory_choice_rule())
+          : fmt::format("{}; the fastest, {}, is {:.1f}% faster", memory_choice_rule(),
+                        fill ? describe(fastest->plan) : describe(fastest->plan.mem), slower_pct(*fastest, *best))));
+  for (std::string& why : option_reasons(m, s, *best)) out.push_back(std::move(why));
   return out;
 }
 
