@@ -107,8 +107,8 @@ constexpr std::array<std::pair<const char*, MemPart>, kMemParts> kParts{{
 }};
 
 // {"symbol": coefficient, ...} into `out`, naming the known symbols for an unknown one.
-template <class Sym, int N>
-void read_symbols(const json& e, const char* key, std::string_view what, std::array<double, N>& out) {
+template <class Sym, int N, class Out>
+void read_symbols(const json& e, const char* key, std::string_view what, Out& out) {
   auto it = e.find(key);
   if (it == e.end()) return;
   if (!it->is_object()) throw Error(fmt::format("{}: field '{}' must be an object of size symbols", what, key));
@@ -121,7 +121,9 @@ void read_symbols(const json& e, const char* key, std::string_view what, std::ar
       known += (known.empty() ? "" : ", ") + std::string(s);
     }
     if (k < 0) throw Error(fmt::format("{}: {}: unknown symbol '{}' (known: {})", what, key, name, known));
-    out[static_cast<std::size_t>(k)] = bounded_figure(*it, name.c_str(), fmt::format("{}: {}", what, key), 0, kMaxCoef);
+    const double c = bounded_figure(*it, name.c_str(), fmt::format("{}: {}", what, key), 0, kMaxCoef);
+    if constexpr (requires { out.set(std::size_t{}, c); }) out.set(static_cast<std::size_t>(k), c);
+    else out[static_cast<std::size_t>(k)] = c;
   }
 }
 
@@ -169,10 +171,8 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
   t.source = string_field(e, "source", w, "");
   read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
   read_symbols<Constant, kConstants>(e, "constant", w, t.constant);
-  double any = 0;
-  for (double c : t.per_token) any += c;
-  for (double c : t.constant) any += c;
-  if (!(any > 0)) throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
+  if (!(t.per_token.sum() + t.constant.sum() > 0))
+    throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
   t.times_layers = flag(e, "times_layers", w, false);
   t.bytes = bounded_figure(e, "bytes", w, 0.125, kMaxBytesPerValue);
   t.part = one_of(e, "part", w, kParts, default_part);

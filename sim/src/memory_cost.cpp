@@ -158,11 +158,7 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionSh
   return z;
 }
 
-double values_per_token(const TensorTerm& t, const Sizes& z) {
-  double v = 0;
-  for (std::size_t i = 0; i < t.per_token.size(); ++i) v += t.per_token[i] * z.width[i];
-  return v;
-}
+double values_per_token(const TensorTerm& t, const Sizes& z) { return t.per_token.dot(z.width); }
 
 double rows(const TensorTerm& t, const Sizes& z) {
   switch (t.rows) {
@@ -173,11 +169,7 @@ double rows(const TensorTerm& t, const Sizes& z) {
   return z.tokens;
 }
 
-double constant_values(const TensorTerm& t, const Sizes& z) {
-  double v = 0;
-  for (std::size_t i = 0; i < t.constant.size(); ++i) v += t.constant[i] * z.constant[i];
-  return v;
-}
+double constant_values(const TensorTerm& t, const Sizes& z) { return t.constant.dot(z.constant); }
 
 double term_bytes(const TensorTerm& t, const Sizes& z) {
   return t.bytes * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
