@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <numeric>
+#include <span>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -222,94 +223,145 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
 }
 
 namespace {
-// The sets of a structure that could be chosen (chosen_before): every set the framework runs that
-// fits with a throughput tied with the fastest that fits, appended to `candidates`; and, when none
-// fits, the one with the smallest peak (the first among equals) as `out.closest`. Each set's time
-// comes first (simulate_time) and its memory only where it could decide: in order of speed, down to
-// the first set that fits and on through the sets tied with it. Exact: a set below the tie is never
-// chosen whatever its memory (a tied set that fits comes first), and only when no set fits is every
-// set's memory needed (for the closest). So the search estimates the memory of a few of the ~160.
-void search_memory_sets(const Model& m, const System& s, Plan p, std::vector<Result>& candidates,
-                        StructureOutcome& out) {
+// What the search of one structure's plans gives: the outcome (best_memory_options, best_plan_for)
+// and the fastest plan that fits (advise's reasons name it).
+struct Search {
+  StructureOutcome outcome;
+  std::optional<Result> fastest;
+};
+
+// The memory-option sets of one structure (each of its batch fills, `fills`; one plan without a
+// global batch), or the fixed set, and the plan chosen_before keeps among those that fit.
+//
+// Every set is timed (simulate_time, on the fill's costs derived once) and its memory estimated
+// (add_memory) only where it could decide the choice:
+//  1. each fill in order of speed, down to its first set that fits, while a set could still be
+//     faster than the fastest that fits so far: this finds the fastest throughput that fits, F;
+//  2. the sets tied with F (kMemoryTieTolerance), lightest first by class (lighter_options: the same
+//     offloads and count of options), down to the first class with a set that fits: the choice is
+//     that class's best by ranks_before (the first among equals in fill and set order).
+// Exact: no set above F fits (1 estimated them all), a set below the tie is never chosen whatever
+// its memory, and a tied set of a heavier class loses to any tied set of a lighter class that fits.
+// Only when no set fits is every set's memory needed (for the closest). The search then estimates
+// the memory of a few sets of the ~160 of a structure, not of every one.
+//
+// A fill that breaks a rule, or whose every set is invalid, ends the search with its own outcome
+// (its rule's reasons): a rule that breaks one micro-batch is taken to break them all.
+Search search_structure(const Model& m, const System& s, std::span<const Plan> fills,
+                        const std::optional<MemoryOptions>& fixed) {
   // A thread's buffers, reused: no allocation per structure once they have grown.
-  thread_local std::vector<Result> timed;
+  thread_local std::vector<Result> timed;       // every fill's valid sets, fill by fill in set order
+  thread_local std::vector<bool> estimated;     // add_memory ran on timed[i]
+  thread_local std::vector<std::size_t> begin;  // timed[begin[f] .. begin[f + 1]) are fill f's
   thread_local std::vector<std::size_t> order;
   timed.clear();
-  const StructureCosts costs = structure_costs(m, s, p);  // the same for every set
-  for (const MemoryOptions& mem : memory_option_sets()) {
-    if (!framework_runs(s.profile, mem)) continue;  // invalid: check_plan would name it
-    p.mem = mem;
-    Result r = simulate_time(m, s, p, costs);
-    if (r.valid) timed.push_back(std::move(r));
+  estimated.clear();
+  begin.clear();
+  Search out;
+  for (const Plan& fill : fills) {
+    Plan p = fill;
+    if (fixed) p.mem = *fixed;
+    std::vector<std::string> errors;
+    if (!check_plan(m, s, p, errors)) {
+      out.outcome.reasons = std::move(errors);
+      return out;
+    }
+    begin.push_back(timed.size());
+    if (fixed) {
+      Result r = simulate(m, s, p);
+      if (r.valid) {
+        timed.push_back(std::move(r));
+        estimated.push_back(true);
+      }
+    } else {
+      const StructureCosts costs = structure_costs(m, s, p);  // the same for every set
+      for (const MemoryOptions& mem : memory_option_sets()) {
+        if (!framework_runs(s.profile, mem)) continue;  // invalid: check_plan would name it
+        p.mem = mem;
+        Result r = simulate_time(m, s, p, costs);
+        if (r.valid) {
+          timed.push_back(std::move(r));
+          estimated.push_back(false);
+        }
+      }
+    }
+    if (timed.size() == begin.back()) return out;  // no valid set: nothing to choose or report
   }
-  order.resize(timed.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {  // fastest first, then set order
-    const double ta = timed[a].tokens_per_s_per_gpu, tb = timed[b].tokens_per_s_per_gpu;
-    return ta != tb ? ta > tb : a < b;
-  });
-  std::optional<double> fastest_fit;  // tokens/s per GPU of the fastest set that fits
-  std::size_t evaluated = 0;
-  for (const std::size_t i : order) {
-    if (fastest_fit && !tied_with_fastest(timed[i], *fastest_fit)) break;
-    add_memory(m, s, timed[i]);
-    ++evaluated;
-    if (timed[i].valid && timed[i].fits && !fastest_fit) fastest_fit = timed[i].tokens_per_s_per_gpu;
-  }
-  // In set order (`order` holds the evaluated sets first), so that the first among equals wins.
-  std::sort(order.begin(), order.begin() + std::ptrdiff_t(evaluated));
-  for (std::size_t k = 0; k < evaluated; ++k) {
-    const Result& r = timed[order[k]];
-    if (!r.valid) continue;
-    if (r.fits) candidates.push_back(r);
-    if (!fastest_fit && (!out.closest || r.peak_memory_bytes() < out.closest->peak_memory_bytes())) out.closest = r;
-  }
-}
+  begin.push_back(timed.size());
+  auto estimate = [&](std::size_t i) {
+    if (!estimated[i]) add_memory(m, s, timed[i]);
+    estimated[i] = true;
+    return timed[i].valid && timed[i].fits;
+  };
 
-// The candidate chosen_before keeps (the first among equals), or none.
-std::optional<Result> choose(const std::vector<Result>& candidates) {
-  if (candidates.empty()) return std::nullopt;
-  double fastest = 0;
-  for (const Result& r : candidates) fastest = std::max(fastest, r.tokens_per_s_per_gpu);
-  const Result* best = &candidates.front();
-  for (const Result& r : candidates)
-    if (chosen_before(r, *best, fastest)) best = &r;
-  return *best;
-}
-
-// best_memory_options' search, its candidates appended to `candidates` (the choice is the caller's).
-StructureOutcome search_memory_options(const Model& m, const System& s, const Plan& structure,
-                                       const std::optional<MemoryOptions>& fixed, std::vector<Result>& candidates) {
-  StructureOutcome out;
-  Plan p = structure;
-  if (fixed) p.mem = *fixed;
-  std::vector<std::string> errors;
-  if (!check_plan(m, s, p, errors)) {
-    out.reasons = std::move(errors);
+  // 1. The fastest throughput that fits.
+  std::optional<double> fastest;
+  for (std::size_t f = 0; f + 1 < begin.size(); ++f) {
+    order.resize(begin[f + 1] - begin[f]);
+    std::iota(order.begin(), order.end(), begin[f]);
+    std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {  // fastest first, then set order
+      const double ta = timed[a].tokens_per_s_per_gpu, tb = timed[b].tokens_per_s_per_gpu;
+      return ta != tb ? ta > tb : a < b;
+    });
+    for (const std::size_t i : order) {
+      if (fastest && timed[i].tokens_per_s_per_gpu < *fastest) break;
+      if (estimate(i)) {
+        fastest = timed[i].tokens_per_s_per_gpu;
+        break;
+      }
+    }
+  }
+  if (!fastest) {
+    // Nothing fits: the closest of each fill (the smallest peak, the first among equals), and of
+    // those the closest, whose reasons say why none fits (the smallest micro-batch holds the least).
+    for (std::size_t i = 0; i < timed.size(); ++i) estimate(i);
+    for (std::size_t f = 0; f + 1 < begin.size(); ++f) {
+      const Result* closest = nullptr;
+      for (std::size_t i = begin[f]; i < begin[f + 1]; ++i)
+        if (timed[i].valid && (!closest || timed[i].peak_memory_bytes() < closest->peak_memory_bytes()))
+          closest = &timed[i];
+      if (closest && (!out.outcome.closest || closest->peak_memory_bytes() < out.outcome.closest->peak_memory_bytes()))
+        out.outcome.closest = *closest;
+    }
+    if (out.outcome.closest) {
+      const Result& c = *out.outcome.closest;
+      const MemoryBreakdown& b = c.memory.peak;
+      std::pair<double, const char*> parts[] = {
+          {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
+          {b.activations, "activations"}, {b.checkpoints, "checkpoints"}, {b.attention_buffers, "attention buffers"},
+          {b.working, "working set"}, {b.logits, "logits"}};
+      const auto top = *std::max_element(std::begin(parts), std::end(parts));
+      out.outcome.reasons.push_back(fmt::format(
+          "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {} {:.1f} GiB)",
+          c.peak_memory_bytes() / kGiB, c.capacity_bytes / kGiB,
+          fixed ? "the given memory options" : "the most memory-saving options", top.second, top.first / kGiB));
+    }
     return out;
   }
-  const std::size_t before = candidates.size();
-  if (fixed) {
-    Result r = simulate(m, s, p);
-    if (r.valid && r.fits) candidates.push_back(std::move(r));
-    else if (r.valid) out.closest = std::move(r);
-  } else {
-    search_memory_sets(m, s, p, candidates, out);
-  }
-  if (candidates.size() == before && out.closest) {
-    out.reasons.push_back(fmt::format(
-        "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {})",
-        out.closest->peak_memory_bytes() / kGiB, out.closest->capacity_bytes / kGiB,
-        fixed ? "the given memory options" : "the most memory-saving options",
-        [&] {
-          const MemoryBreakdown& b = out.closest->memory.peak;
-          std::pair<double, const char*> parts[] = {
-              {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
-              {b.activations, "activations"}, {b.checkpoints, "checkpoints"}, {b.attention_buffers, "attention buffers"},
-              {b.working, "working set"}, {b.logits, "logits"}};
-          auto top = *std::max_element(std::begin(parts), std::end(parts));
-          return fmt::format("{} {:.1f} GiB", top.second, top.first / kGiB);
-        }()));
+
+  // The fastest itself: of the sets that fit at F, the first by ranks_before.
+  for (std::size_t i = 0; i < timed.size(); ++i)
+    if (timed[i].tokens_per_s_per_gpu == *fastest && estimate(i) && (!out.fastest || ranks_before(timed[i], *out.fastest)))
+      out.fastest = timed[i];
+
+  // 2. The tied sets, lightest class first.
+  order.clear();
+  for (std::size_t i = 0; i < timed.size(); ++i)
+    if (tied_with_fastest(timed[i], *fastest)) order.push_back(i);
+  std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {
+    const MemoryOptions &ma = timed[a].plan.mem, &mb = timed[b].plan.mem;
+    if (lighter_options(ma, mb)) return true;
+    if (lighter_options(mb, ma)) return false;
+    return a < b;
+  });
+  for (std::size_t k = 0; k < order.size() && !out.outcome.best;) {
+    std::size_t end = k + 1;  // [k, end): one class
+    while (end < order.size() && !lighter_options(timed[order[k]].plan.mem, timed[order[end]].plan.mem)) ++end;
+    const Result* best = nullptr;
+    for (std::size_t c = k; c < end; ++c)
+      if (estimate(order[c]) && (!best || ranks_before(timed[order[c]], *best))) best = &timed[order[c]];
+    if (best) out.outcome.best = *best;
+    k = end;
   }
   return out;
 }
@@ -317,11 +369,7 @@ StructureOutcome search_memory_options(const Model& m, const System& s, const Pl
 
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed) {
-  thread_local std::vector<Result> candidates;  // reused: no allocation per structure once grown
-  candidates.clear();
-  StructureOutcome out = search_memory_options(m, s, structure, fixed, candidates);
-  out.best = choose(candidates);
-  return out;
+  return search_structure(m, s, std::span<const Plan>(&structure, 1), fixed).outcome;
 }
 
 std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t seq_len, std::string& why) {
@@ -381,54 +429,30 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
 }
 
 namespace {
-// best_plan_for's search: the candidates of every batch fill appended to `candidates` (the choice is
-// the caller's), and the outcome's closest and reasons when none fits.
-StructureOutcome search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
-                             std::vector<Result>& candidates) {
+// best_plan_for's search, with the fastest plan that fits.
+Search search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
   if (!space.global_batch) {
     Plan p = structure;
     p.micro_batch = space.micro_batch.value_or(1);
     p.grad_accum_steps = 1;
-    return search_memory_options(m, s, p, space.memory, candidates);
+    return search_structure(m, s, std::span<const Plan>(&p, 1), space.memory);
   }
-  StructureOutcome out;
+  Search out;
   std::string why;
   const std::optional<std::int64_t> sequences = global_sequences(*space.global_batch, structure.seq_len, why);
   const std::vector<Plan> fills = sequences ? batch_fills(structure, *sequences, space.micro_batch, why) : std::vector<Plan>{};
   if (fills.empty()) {
-    out.reasons.push_back(std::move(why));
+    out.outcome.reasons.push_back(std::move(why));
     return out;
   }
-  // Every micro-batch that fills the batch with every set of memory options, chosen among as one
-  // (chosen_before: the tie is with the fastest of all); the reasons of the fill closest to fitting
-  // say why none fits (the smallest micro-batch holds the least).
-  const std::size_t first = candidates.size();
-  for (const Plan& f : fills) {
-    const std::size_t before = candidates.size();
-    StructureOutcome o = search_memory_options(m, s, f, space.memory, candidates);
-    if (candidates.size() == before && !o.closest) {  // the plan breaks a rule whatever its micro-batch
-      candidates.resize(first);
-      return o;
-    }
-    if (o.closest && (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes())) {
-      out.closest = std::move(o.closest);
-      out.reasons = std::move(o.reasons);
-    }
-  }
-  if (candidates.size() > first) {
-    out.closest.reset();
-    out.reasons.clear();
-  }
-  return out;
+  // Every micro-batch that fills the batch, with every set of memory options, chosen among as one
+  // (the tie is with the fastest of all).
+  return search_structure(m, s, fills, space.memory);
 }
 }  // namespace
 
 StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
-  thread_local std::vector<Result> candidates;  // reused: no allocation per structure once grown
-  candidates.clear();
-  StructureOutcome out = search_plan(m, s, structure, space, candidates);
-  out.best = choose(candidates);
-  return out;
+  return search_plan(m, s, structure, space).outcome;
 }
 
 namespace {
@@ -587,13 +611,9 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
                               best->peak_memory_bytes() / kGiB, best->capacity_bytes / kGiB));
     return out;
   }
-  // The fastest plan that fits of the best plan's structure (the search's candidates hold it).
-  thread_local std::vector<Result> candidates;
-  candidates.clear();
-  search_plan(m, s, b, space, candidates);
-  const Result* fastest = best;
-  for (const Result& r : candidates)
-    if (ranks_before(r, *fastest)) fastest = &r;
+  // The fastest plan that fits of the best plan's structure.
+  const Search search = search_plan(m, s, b, space);
+  const Result* fastest = search.fastest ? &*search.fastest : best;
   const bool fill = fastest->plan.micro_batch != b.micro_batch || fastest->plan.grad_accum_steps != b.grad_accum_steps;
   out.push_back(fmt::format(
       "memory options {} (peak {:.1f} of {:.1f} GiB): {}", describe(b.mem), best->peak_memory_bytes() / kGiB,
