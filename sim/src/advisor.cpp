@@ -239,7 +239,8 @@ struct Search {
 //     faster than the fastest that fits so far: this finds the fastest throughput that fits, F;
 //  2. the sets tied with F (kMemoryTieTolerance), lightest first by class (lighter_options: the same
 //     offloads and count of options), down to the first class with a set that fits: the choice is
-//     that class's best by ranks_before (the first among equals in fill and set order).
+//     that class's first by chosen_before (the first among equals in fill and set order), which is
+//     the first by chosen_before of every set that fits.
 // Exact: no set above F fits (1 estimated them all), a set below the tie is never chosen whatever
 // its memory, and a tied set of a heavier class loses to any tied set of a lighter class that fits.
 // Only when no set fits is every set's memory needed (for the closest). The search then estimates
@@ -357,9 +358,9 @@ Search search_structure(const Model& m, const System& s, std::span<const Plan> f
   for (std::size_t k = 0; k < order.size() && !out.outcome.best;) {
     std::size_t end = k + 1;  // [k, end): one class
     while (end < order.size() && !lighter_options(timed[order[k]].plan.mem, timed[order[end]].plan.mem)) ++end;
-    const Result* best = nullptr;
+    const Result* best = nullptr;  // the class's first by chosen_before (tied and equally light: by ranks_before)
     for (std::size_t c = k; c < end; ++c)
-      if (estimate(order[c]) && (!best || ranks_before(timed[order[c]], *best))) best = &timed[order[c]];
+      if (estimate(order[c]) && (!best || chosen_before(timed[order[c]], *best, *fastest))) best = &timed[order[c]];
     if (best) out.outcome.best = *best;
     k = end;
   }
