@@ -31,7 +31,8 @@ void add_advise_command(CLI::App& app) {
   add_search(cmd, o->search);
   cmd->add_option("--top", o->top, "Rows of the ranked table to print")->capture_default_str();
   add_memory(cmd, o->mem);
-  cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched.");
+  cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched, and of "
+              "each structure's sets the plan takes " + sim::memory_choice_rule() + ".");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar advise", [&] {
       require_range("top", o->top, 0, std::numeric_limits<int>::max());

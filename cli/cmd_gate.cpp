@@ -17,6 +17,7 @@ namespace {
 struct GateArgs {
   std::string baseline, current;
   seqpar::reports::GateOptions options;
+  std::string time = "real";  // --time: Google Benchmark's real_time or cpu_time
   bool json = false;
 };
 
@@ -40,22 +41,30 @@ void add_gate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--allow-missing", args->options.allow_missing, "do not fail when a baseline benchmark is missing from the new run");
   cmd->add_flag("--allow-new", args->options.allow_new, "do not fail when the new run has a benchmark without a baseline");
+  cmd->add_option("--time", args->time,
+                  "Google Benchmark's time to compare: real (wall clock) or cpu (the benchmark thread's CPU time, which "
+                  "other work on a shared machine leaves alone)")
+      ->check(CLI::IsMember({"real", "cpu"}))
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the comparison as JSON");
   cmd->callback([args] {
     using namespace seqpar::reports;
-    SampleSet base = read_samples(load_json_file(args->baseline), args->baseline);
-    SampleSet cur = read_samples(load_json_file(args->current), args->current);
+    const Clock clock = args->time == "cpu" ? Clock::cpu : Clock::real;
+    SampleSet base = read_samples(load_json_file(args->baseline), args->baseline, clock);
+    SampleSet cur = read_samples(load_json_file(args->current), args->current, clock);
     GateResult r = compare(base, cur, args->options);
     if (args->json) {
       nlohmann::json out = run_info_of_this_process();
       out["kind"] = "gate";
       out["baseline"] = args->baseline;
       out["new"] = args->current;
+      out["time"] = args->time;
       nlohmann::json result = to_json(r);
       for (auto& [k, v] : result.items()) out[k] = v;
       std::cout << dump_json(out) << "\n";
     } else {
-      std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n\n", args->baseline, base.format, args->current, cur.format)
+      std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n", args->baseline, base.format, args->current, cur.format)
+                << (base.format == "google-benchmark" ? fmt::format("time:     {}\n", args->time) : "") << "\n"
                 << format_table(r);
     }
     if (r.failed()) throw CLI::RuntimeError(1);  // CLI11's App::exit returns the code without printing

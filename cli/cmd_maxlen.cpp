@@ -31,8 +31,8 @@ void add_maxlen_command(CLI::App& app) {
   add_common(cmd, o->common);
   add_search(cmd, o->search);
   add_memory(cmd, o->mem);
-  cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan "
-                "reported then takes the fastest options that still fit at that length.");
+  cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan reported then "
+              "takes, of the options that still fit at that length, " + sim::memory_choice_rule() + ".");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);

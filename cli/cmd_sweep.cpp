@@ -1,5 +1,5 @@
 // seqpar sweep: a grid of sequence lengths x GPU counts x SP degrees x methods x systems ->
-// one point per (method, SP degree) of each cell (its fastest fitting memory options, or why it
+// one point per (method, SP degree) of each cell (the memory options advise would choose, or why it
 // fails) and the chosen plan per (system, GPUs, length), written as DIR/sweep.json and
 // DIR/sweep.csv. The search is sim::run_sweep (the advisor's ranking); this file parses the
 // options and writes the output.
@@ -260,7 +260,8 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);
-  cmd->footer("Memory options given on the command line are fixed; otherwise each point takes its fastest fitting set.");
+  cmd->footer("Memory options given on the command line are fixed; otherwise each point takes " +
+              sim::memory_choice_rule() + ".");
   cmd->callback([o] { guarded(o->json, "seqpar sweep", [&] { run(*o); }); });
 }
 

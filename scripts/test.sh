@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and builds like scripts/run.sh, then runs every test: the ctest suites (unit, MPI
-# multi-rank, GPU tests that skip without a device), the Python script tests, and the host code's
-# test suites again under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, no CUDA).
+# multi-rank, GPU tests that skip without a device), the simulator's speed gate
+# (scripts/sim_speed_gate.sh), the Python script tests, and the host code's test suites again
+# under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, no CUDA).
 # SEQPAR_SANITIZE_TESTS=0 leaves the sanitizer pass out.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +20,8 @@ phase "setup and build ($build)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 phase "ctest, all suites ($build)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+phase "simulator speed gate (seqpar-bench-sim against reports/baselines/xeon-2vcpu-vm/sim.json)"
+"$root/scripts/sim_speed_gate.sh" "$build"
 phase "pytest scripts/tests"
 "${PYTHON:-python3}" -m pytest -q "$root/scripts/tests"
 

@@ -18,7 +18,7 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   auto fail = [&](std::string msg) { errors.push_back(std::move(msg)); };
   auto range = [&](std::string_view field, std::int64_t v, std::int64_t hi) {
-    if (auto e = range_error(field, v, 1, hi)) fail(std::move(*e));
+    if (v < 1 || v > hi) fail(*range_error(field, v, 1, hi));  // the message only for a value out of range
   };
 
   range("gpus", p.gpus, limits::kMaxGpus);
@@ -110,10 +110,11 @@ bool check_heads(int heads, int kv_heads, int tp, int ulysses_degree, std::vecto
     if (errors.size() != before) return false;  // the per-rank counts below would not be whole
   }
   const int h = heads / tp, kv = kv_heads_per_tp_rank(kv_heads, tp);
-  const std::string per_rank = tp > 1 ? fmt::format(" per TP rank ({} / tp {})", heads, tp) : std::string();
-  const std::string kv_per_rank = tp > 1 ? " per TP rank" : "";
+  // The messages' words are made only for a message: the planner checks millions of valid plans.
+  const std::string_view kv_per_rank = tp > 1 ? " per TP rank" : "";
   if (h % U != 0)
-    errors.push_back(fmt::format("heads: {} query heads{} are not divisible by the Ulysses degree {}", h, per_rank, U));
+    errors.push_back(fmt::format("heads: {} query heads{} are not divisible by the Ulysses degree {}", h,
+                                 tp > 1 ? fmt::format(" per TP rank ({} / tp {})", heads, tp) : std::string(), U));
   if (kv_heads < 1)
     errors.push_back(fmt::format("kv_heads: {} must be at least 1", kv_heads));
   else if (kv % U != 0 && U % kv != 0)

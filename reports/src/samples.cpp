@@ -12,6 +12,8 @@ namespace seqpar::reports {
 
 using nlohmann::json;
 
+const char* to_string(Clock c) { return c == Clock::cpu ? "cpu" : "real"; }
+
 const BenchmarkSamples* SampleSet::find(std::string_view name) const {
   for (const auto& b : benchmarks)
     if (b.name == name) return &b;
@@ -58,7 +60,8 @@ double unit_seconds(const std::string& unit, std::string_view where) {
   throw Error(fmt::format("{}: unknown time_unit '{}' (expected ns, us, ms or s)", where, unit));
 }
 
-void read_google_benchmark(const json& doc, const std::string& where, SampleSet& set) {
+void read_google_benchmark(const json& doc, const std::string& where, Clock clock, SampleSet& set) {
+  const char* field = clock == Clock::cpu ? "cpu_time" : "real_time";
   const json& entries = require_array(doc, "benchmarks", where);
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> iterations;
@@ -74,8 +77,8 @@ void read_google_benchmark(const json& doc, const std::string& where, SampleSet&
     std::string name = require_string(e, "name", w);
     std::string run_name = optional_string(e, "run_name", w).value_or(name);
     std::string run_type = optional_string(e, "run_type", w).value_or("iteration");
-    double t = require_number(e, "real_time", w) * unit_seconds(require_string(e, "time_unit", w), w);
-    if (!(t > 0)) throw Error(fmt::format("{} ('{}'): real_time must be positive", w, name));
+    double t = require_number(e, field, w) * unit_seconds(require_string(e, "time_unit", w), w);
+    if (!(t > 0)) throw Error(fmt::format("{} ('{}'): {} must be positive", w, name, field));
     if (!iterations.count(run_name) && !medians.count(run_name)) order.push_back(run_name);
     if (run_type == "iteration") {
       iterations[run_name].push_back(t);
@@ -94,16 +97,19 @@ void read_google_benchmark(const json& doc, const std::string& where, SampleSet&
   }
 }
 
-void read_into(const json& doc, const std::string& where, SampleSet& set) {
+void read_into(const json& doc, const std::string& where, Clock clock, SampleSet& set) {
   std::string kind = document_kind(doc, where);
   if (kind == "google-benchmark") {
-    read_google_benchmark(doc, where, set);
+    read_google_benchmark(doc, where, clock, set);
   } else if (kind == "measurement") {
+    if (clock == Clock::cpu)
+      throw Error(fmt::format("{}: --time cpu compares Google Benchmark's cpu_time; a seqpar measurement document "
+                              "records wall-clock samples only (use --time real)", where));
     read_seqpar(doc, where, set);
   } else if (kind == "collection") {
     const json& docs = require_array(doc, "documents", where);
     for (std::size_t i = 0; i < docs.size(); ++i)
-      read_into(docs[i], fmt::format("{}: documents[{}]", where, i), set);
+      read_into(docs[i], fmt::format("{}: documents[{}]", where, i), clock, set);
   } else {
     throw Error(fmt::format("{}: a {} document carries no measured samples; the gate compares "
                             "measurement JSON or Google Benchmark JSON", where, kind));
@@ -112,11 +118,11 @@ void read_into(const json& doc, const std::string& where, SampleSet& set) {
 
 }  // namespace
 
-SampleSet read_samples(const json& doc, const std::string& where) {
+SampleSet read_samples(const json& doc, const std::string& where, Clock clock) {
   SampleSet set;
   set.source = where;
   set.format = document_kind(doc, where) == "google-benchmark" ? "google-benchmark" : "seqpar";
-  read_into(doc, where, set);
+  read_into(doc, where, clock, set);
   return set;
 }
 

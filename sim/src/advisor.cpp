@@ -4,10 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <iterator>
-#include <limits>
-#include <optional>
+#include <numeric>
+#include <span>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -53,6 +52,42 @@ std::vector<std::int64_t> divisors64(std::int64_t n) {
 bool ranks_before(const Result& a, const Result& b) {
   if (a.tokens_per_s_per_gpu != b.tokens_per_s_per_gpu) return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu;
   return a.peak_memory_bytes() < b.peak_memory_bytes();
+}
+
+namespace {
+int offload_count(const MemoryOptions& m) {
+  return int(m.offload_checkpoints) + int(m.offload_optimizer) + int(m.offload_params);
+}
+// ZeRO's stage and the checkpointing level count as many options as their steps from none.
+int option_count(const MemoryOptions& m) {
+  const int checkpointing = m.checkpoint == Checkpoint::full ? 2 : m.checkpoint == Checkpoint::selective ? 1 : 0;
+  return m.zero + checkpointing + int(m.tiled_mlp) + int(m.tiled_loss) + offload_count(m);
+}
+}  // namespace
+
+bool lighter_options(const MemoryOptions& a, const MemoryOptions& b) {
+  if (offload_count(a) != offload_count(b)) return offload_count(a) < offload_count(b);
+  return option_count(a) < option_count(b);
+}
+
+std::string memory_choice_rule() {
+  return fmt::format("the lightest set that fits within {:g}% of the fastest (fewest offloads, then fewest options)",
+                     100 * kMemoryTieTolerance);
+}
+
+namespace {
+// Within the tie of kMemoryTieTolerance: the one test the search and the choice share.
+bool tied_with_fastest(const Result& r, double fastest_tokens_per_s) {
+  return r.tokens_per_s_per_gpu >= fastest_tokens_per_s * (1 - kMemoryTieTolerance);
+}
+}  // namespace
+
+bool chosen_before(const Result& a, const Result& b, double fastest_tokens_per_s) {
+  const bool ta = tied_with_fastest(a, fastest_tokens_per_s), tb = tied_with_fastest(b, fastest_tokens_per_s);
+  if (ta != tb) return ta;
+  if (ta && lighter_options(a.plan.mem, b.plan.mem)) return true;
+  if (ta && lighter_options(b.plan.mem, a.plan.mem)) return false;
+  return ranks_before(a, b);
 }
 
 const std::vector<MemoryOptions>& memory_option_sets() {
@@ -187,176 +222,155 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
   return out;
 }
 
-int memory_options_weight(const MemoryOptions& o, const Framework& f) {
-  const int checkpoint = o.checkpoint == Checkpoint::full ? 2 : o.checkpoint == Checkpoint::selective ? 1 : 0;
-  return std::abs(o.zero - default_memory_options(f).zero) + checkpoint + (o.offload_checkpoints ? 3 : 0) +
-         (o.tiled_mlp ? 1 : 0) + (o.tiled_loss ? 1 : 0) + (o.offload_optimizer ? 4 : 0) + (o.offload_params ? 4 : 0);
-}
-
-bool no_more_options(const MemoryOptions& a, const MemoryOptions& b) {
-  auto level = [](Checkpoint c) { return c == Checkpoint::full ? 2 : c == Checkpoint::selective ? 1 : 0; };
-  return a.zero <= b.zero && a.offload_optimizer <= b.offload_optimizer && level(a.checkpoint) <= level(b.checkpoint) &&
-         a.offload_checkpoints <= b.offload_checkpoints && a.tiled_mlp <= b.tiled_mlp && a.tiled_loss <= b.tiled_loss &&
-         a.offload_params <= b.offload_params;
-}
-
-bool more_of_the_time_options(const MemoryOptions& a, const MemoryOptions& b) {
-  auto level = [](Checkpoint c) { return c == Checkpoint::full ? 2 : c == Checkpoint::selective ? 1 : 0; };
-  return a.zero == b.zero && a.offload_optimizer == b.offload_optimizer && level(a.checkpoint) >= level(b.checkpoint) &&
-         a.offload_checkpoints >= b.offload_checkpoints && a.tiled_mlp >= b.tiled_mlp && a.tiled_loss >= b.tiled_loss &&
-         a.offload_params >= b.offload_params;
-}
-
 namespace {
+// What the search of one structure's plans gives: the outcome (best_memory_options, best_plan_for)
+// and the fastest plan that fits (advise's reasons name it).
+struct Search {
+  StructureOutcome outcome;
+  std::optional<Result> fastest;
+};
 
-// Every memory-option set of a structure (memory_option_sets(), in its order), chosen by the tie
-// rule (advisor.hpp: kMemoryOptionTie), with no set's memory left unsized or its time untaken
-// where it could change the answer:
-// - memory first, and a set is timed only where it fits; its memory is sized in full only when the
-//   parts every phase holds (the states on the GPU and the reserves: memory_floor_bytes) leave room
-//   and the host holds what it offloads (host_offload_bytes: cheap to size);
-// - a set with more of the options that only add time (more_of_the_time_options) than one that
-//   fits is no faster than it, but for the transfers that one leaves exposed, which the added
-//   compute may hide (tests/sim/test_invariants.cpp holds the model to it): it is skipped while
-//   that bound keeps it out of the tie band and below the fastest (memory_option_sets() lists the
-//   lighter sets first), and timed after all when it does not.
-// When nothing fits, the closest is the first set of least peak, every set sized in full.
-void choose_memory_options(const Model& m, const System& s, Plan p, StructureOutcome& out) {
-  const std::vector<MemoryOptions>& sets = memory_option_sets();
-  struct Fitting {
-    std::size_t set;
-    Result result;
-    int weight;
-    double tps_bound;  // what a set with more time-only options can reach beside it
-  };
-  struct Skipped {
-    std::size_t set, by;  // `by`: the fitting set it has more time-only options than
-    double tps_bound;
-  };
-  // Reused buffers: no allocation per structure once grown.
-  thread_local std::vector<Fitting> fitting;
-  thread_local std::vector<Skipped> skipped;
-  fitting.clear();
-  skipped.clear();
-  std::vector<std::string> errors;
-  // Sizes a set: whether it breaks a rule, and whether its memory fits.
-  auto fits = [&](std::size_t i) {
-    p.mem = sets[i];
-    errors.clear();
-    if (!check_plan(m, s, p, errors)) return false;
-    if (memory_floor_bytes(m, s, p) > s.gpu.memory_bytes) return false;
-    if (!host_memory_fits(s, p, host_offload_bytes(m, s, p))) return false;
-    return memory_fit(s, p, estimate_memory(m, s, p, MemoryDetail::sums)).both();
-  };
-  auto time_fitting_set = [&](std::size_t i) {
-    p.mem = sets[i];
-    Result r = simulate(m, s, p);
-    if (!r.valid || !r.fits) return;
-    const double exposed = r.time.exposed_dp_comm + r.time.exposed_offload;
-    const double bound = exposed < r.step_time_s ? r.tokens_per_s_per_gpu * r.step_time_s / (r.step_time_s - exposed)
-                                                 : std::numeric_limits<double>::infinity();
-    const int weight = memory_options_weight(sets[i], s.profile);
-    fitting.push_back({i, std::move(r), weight, bound});
-  };
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    std::size_t by = fitting.size();
-    for (std::size_t f = 0; f < fitting.size(); ++f)
-      if (more_of_the_time_options(sets[i], sets[fitting[f].set]) &&
-          (by == fitting.size() || fitting[f].tps_bound < fitting[by].tps_bound))
-        by = f;
-    if (by < fitting.size()) {
-      skipped.push_back({i, by, fitting[by].tps_bound});
-      continue;
+// The memory-option sets of one structure (each of its batch fills, `fills`; one plan without a
+// global batch), or the fixed set, and the plan chosen_before keeps among those that fit.
+//
+// Every set is timed (simulate_time, on the fill's costs derived once) and its memory estimated
+// (add_memory) only where it could decide the choice:
+//  1. each fill in order of speed, down to its first set that fits, while a set could still be
+//     faster than the fastest that fits so far: this finds the fastest throughput that fits, F;
+//  2. the sets tied with F (kMemoryTieTolerance), lightest first by class (lighter_options: the same
+//     offloads and count of options), down to the first class with a set that fits: the choice is
+//     that class's first by chosen_before (the first among equals in fill and set order), which is
+//     the first by chosen_before of every set that fits.
+// Exact: no set above F fits (1 estimated them all), a set below the tie is never chosen whatever
+// its memory, and a tied set of a heavier class loses to any tied set of a lighter class that fits.
+// Only when no set fits is every set's memory needed (for the closest). The search then estimates
+// the memory of a few sets of the ~160 of a structure, not of every one.
+//
+// A fill that breaks a rule, or whose every set is invalid, ends the search with its own outcome
+// (its rule's reasons): a rule that breaks one micro-batch is taken to break them all.
+Search search_structure(const Model& m, const System& s, std::span<const Plan> fills,
+                        const std::optional<MemoryOptions>& fixed) {
+  // A thread's buffers, reused: no allocation per structure once they have grown.
+  thread_local std::vector<Result> timed;       // every fill's valid sets, fill by fill in set order
+  thread_local std::vector<bool> estimated;     // add_memory ran on timed[i]
+  thread_local std::vector<std::size_t> begin;  // timed[begin[f] .. begin[f + 1]) are fill f's
+  thread_local std::vector<std::size_t> order;
+  timed.clear();
+  estimated.clear();
+  begin.clear();
+  Search out;
+  for (const Plan& fill : fills) {
+    Plan p = fill;
+    if (fixed) p.mem = *fixed;
+    std::vector<std::string> errors;
+    if (!check_plan(m, s, p, errors)) {
+      out.outcome.reasons = std::move(errors);
+      return out;
     }
-    if (fits(i)) time_fitting_set(i);
-  }
-  // A skipped set matters only if it could join the tie band (tokens/s within kMemoryOptionTie of
-  // the fastest) where the set it was skipped for is not in it (that lighter set would win), or
-  // raise the fastest; those are timed after all, until no skipped set can.
-  for (bool timed = true; timed && !fitting.empty();) {
-    timed = false;
-    double fastest = 0;
-    for (const Fitting& f : fitting) fastest = std::max(fastest, f.result.tokens_per_s_per_gpu);
-    const double band = fastest * (1 - kMemoryOptionTie);
-    for (Skipped& k : skipped) {
-      if (k.set == sets.size()) continue;  // timed already
-      const bool lighter_in_band = fitting[k.by].result.tokens_per_s_per_gpu >= band;
-      if (k.tps_bound < band || (lighter_in_band && k.tps_bound <= fastest)) continue;
-      if (fits(k.set)) time_fitting_set(k.set);
-      k.set = sets.size();
-      timed = true;
+    begin.push_back(timed.size());
+    if (fixed) {
+      Result r = simulate(m, s, p);
+      if (r.valid) {
+        timed.push_back(std::move(r));
+        estimated.push_back(true);
+      }
+    } else {
+      const StructureCosts costs = structure_costs(m, s, p);  // the same for every set
+      for (const MemoryOptions& mem : memory_option_sets()) {
+        if (!framework_runs(s.profile, mem)) continue;  // invalid: check_plan would name it
+        p.mem = mem;
+        Result r = simulate_time(m, s, p, costs);
+        if (r.valid) {
+          timed.push_back(std::move(r));
+          estimated.push_back(false);
+        }
+      }
     }
+    if (timed.size() == begin.back()) return out;  // no valid set: nothing to choose or report
   }
-  if (!fitting.empty()) {
-    double fastest = 0;
-    for (const Fitting& f : fitting) fastest = std::max(fastest, f.result.tokens_per_s_per_gpu);
-    const Fitting* chosen = nullptr;
-    for (const Fitting& f : fitting) {
-      if (f.result.tokens_per_s_per_gpu < fastest * (1 - kMemoryOptionTie)) continue;
-      if (!chosen || f.weight < chosen->weight || (f.weight == chosen->weight && ranks_before(f.result, chosen->result)))
-        chosen = &f;
-    }
-    out.best = chosen->result;
-    out.closest = chosen->result;
-    return;
-  }
-  // Nothing fits (no set was skipped: skipping needs a fitting set): the first of least peak.
-  std::size_t least = sets.size();
-  double least_peak = 0;
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    p.mem = sets[i];
-    errors.clear();
-    if (!check_plan(m, s, p, errors)) continue;
-    const double peak = estimate_memory(m, s, p, MemoryDetail::sums).peak.total();
-    if (least == sets.size() || peak < least_peak) {
-      least = i;
-      least_peak = peak;
+  begin.push_back(timed.size());
+  auto estimate = [&](std::size_t i) {
+    if (!estimated[i]) add_memory(m, s, timed[i]);
+    estimated[i] = true;
+    return timed[i].valid && timed[i].fits;
+  };
+
+  // 1. The fastest throughput that fits.
+  std::optional<double> fastest;
+  for (std::size_t f = 0; f + 1 < begin.size(); ++f) {
+    order.resize(begin[f + 1] - begin[f]);
+    std::iota(order.begin(), order.end(), begin[f]);
+    std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {  // fastest first, then set order
+      const double ta = timed[a].tokens_per_s_per_gpu, tb = timed[b].tokens_per_s_per_gpu;
+      return ta != tb ? ta > tb : a < b;
+    });
+    for (const std::size_t i : order) {
+      if (fastest && timed[i].tokens_per_s_per_gpu < *fastest) break;
+      if (estimate(i)) {
+        fastest = timed[i].tokens_per_s_per_gpu;
+        break;
+      }
     }
   }
-  if (least < sets.size()) {
-    p.mem = sets[least];
-    Result r = simulate(m, s, p);
-    if (r.valid) out.closest = std::move(r);
+  if (!fastest) {
+    // Nothing fits: the closest of each fill (the smallest peak, the first among equals), and of
+    // those the closest, whose reasons say why none fits (the smallest micro-batch holds the least).
+    for (std::size_t i = 0; i < timed.size(); ++i) estimate(i);
+    for (std::size_t f = 0; f + 1 < begin.size(); ++f) {
+      const Result* closest = nullptr;
+      for (std::size_t i = begin[f]; i < begin[f + 1]; ++i)
+        if (timed[i].valid && (!closest || timed[i].peak_memory_bytes() < closest->peak_memory_bytes()))
+          closest = &timed[i];
+      if (closest && (!out.outcome.closest || closest->peak_memory_bytes() < out.outcome.closest->peak_memory_bytes()))
+        out.outcome.closest = *closest;
+    }
+    if (out.outcome.closest) {
+      const Result& c = *out.outcome.closest;
+      const MemoryBreakdown& b = c.memory.peak;
+      std::pair<double, const char*> parts[] = {
+          {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
+          {b.activations, "activations"}, {b.checkpoints, "checkpoints"}, {b.attention_buffers, "attention buffers"},
+          {b.working, "working set"}, {b.logits, "logits"}};
+      const auto top = *std::max_element(std::begin(parts), std::end(parts));
+      out.outcome.reasons.push_back(fmt::format(
+          "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {} {:.1f} GiB)",
+          c.peak_memory_bytes() / kGiB, c.capacity_bytes / kGiB,
+          fixed ? "the given memory options" : "the most memory-saving options", top.second, top.first / kGiB));
+    }
+    return out;
   }
+
+  // The fastest itself: of the sets that fit at F, the first by ranks_before.
+  for (std::size_t i = 0; i < timed.size(); ++i)
+    if (timed[i].tokens_per_s_per_gpu == *fastest && estimate(i) && (!out.fastest || ranks_before(timed[i], *out.fastest)))
+      out.fastest = timed[i];
+
+  // 2. The tied sets, lightest class first.
+  order.clear();
+  for (std::size_t i = 0; i < timed.size(); ++i)
+    if (tied_with_fastest(timed[i], *fastest)) order.push_back(i);
+  std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {
+    const MemoryOptions &ma = timed[a].plan.mem, &mb = timed[b].plan.mem;
+    if (lighter_options(ma, mb)) return true;
+    if (lighter_options(mb, ma)) return false;
+    return a < b;
+  });
+  for (std::size_t k = 0; k < order.size() && !out.outcome.best;) {
+    std::size_t end = k + 1;  // [k, end): one class
+    while (end < order.size() && !lighter_options(timed[order[k]].plan.mem, timed[order[end]].plan.mem)) ++end;
+    const Result* best = nullptr;  // the class's first by chosen_before (tied and equally light: by ranks_before)
+    for (std::size_t c = k; c < end; ++c)
+      if (estimate(order[c]) && (!best || chosen_before(timed[order[c]], *best, *fastest))) best = &timed[order[c]];
+    if (best) out.outcome.best = *best;
+    k = end;
+  }
+  return out;
 }
-
 }  // namespace
 
 StructureOutcome best_memory_options(const Model& m, const System& s, const Plan& structure,
                                      const std::optional<MemoryOptions>& fixed) {
-  StructureOutcome out;
-  Plan p = structure;
-  if (fixed) p.mem = *fixed;
-  std::vector<std::string> errors;
-  if (!check_plan(m, s, p, errors)) {
-    out.reasons = std::move(errors);
-    return out;
-  }
-  if (fixed) {
-    Result r = simulate(m, s, p);
-    if (r.valid) {
-      if (r.fits) out.best = r;
-      out.closest = std::move(r);
-    }
-  } else {
-    choose_memory_options(m, s, p, out);
-  }
-  if (!out.best && out.closest) {
-    out.reasons.push_back(fmt::format(
-        "does not fit: peak {:.1f} GiB > {:.1f} GiB per GPU even with {} (largest part: {})",
-        out.closest->peak_memory_bytes() / kGiB, out.closest->capacity_bytes / kGiB,
-        fixed ? "the given memory options" : "the most memory-saving options",
-        [&] {
-          const MemoryBreakdown& b = out.closest->memory.peak;
-          std::pair<double, const char*> parts[] = {
-              {b.parameters, "parameters"}, {b.gradients, "gradients"}, {b.optimizer_states, "optimizer states"},
-              {b.activations, "activations"}, {b.checkpoints, "checkpoints"}, {b.attention_buffers, "attention buffers"},
-              {b.working, "working set"}, {b.logits, "logits"}};
-          auto top = *std::max_element(std::begin(parts), std::end(parts));
-          return fmt::format("{} {:.1f} GiB", top.second, top.first / kGiB);
-        }()));
-  }
-  return out;
+  return search_structure(m, s, std::span<const Plan>(&structure, 1), fixed).outcome;
 }
 
 std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t seq_len, std::string& why) {
@@ -415,34 +429,31 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
   return out;
 }
 
-StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
+namespace {
+// best_plan_for's search, with the fastest plan that fits.
+Search search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
   if (!space.global_batch) {
     Plan p = structure;
     p.micro_batch = space.micro_batch.value_or(1);
     p.grad_accum_steps = 1;
-    return best_memory_options(m, s, p, space.memory);
+    return search_structure(m, s, std::span<const Plan>(&p, 1), space.memory);
   }
-  StructureOutcome out;
+  Search out;
   std::string why;
   const std::optional<std::int64_t> sequences = global_sequences(*space.global_batch, structure.seq_len, why);
   const std::vector<Plan> fills = sequences ? batch_fills(structure, *sequences, space.micro_batch, why) : std::vector<Plan>{};
   if (fills.empty()) {
-    out.reasons.push_back(std::move(why));
+    out.outcome.reasons.push_back(std::move(why));
     return out;
   }
-  // Every micro-batch that fills the batch, each with its best memory options; the reasons of the
-  // one closest to fitting say why none fits (the smallest micro-batch holds the least).
-  for (const Plan& f : fills) {
-    StructureOutcome o = best_memory_options(m, s, f, space.memory);
-    if (!o.closest) return o;  // the plan breaks a rule whatever its micro-batch
-    if (o.best && (!out.best || ranks_before(*o.best, *out.best))) out.best = std::move(o.best);
-    if (!out.closest || o.closest->peak_memory_bytes() < out.closest->peak_memory_bytes()) {
-      out.closest = std::move(o.closest);
-      out.reasons = std::move(o.reasons);
-    }
-  }
-  if (out.best) out.reasons.clear();
-  return out;
+  // Every micro-batch that fills the batch, with every set of memory options, chosen among as one
+  // (the tie is with the fastest of all).
+  return search_structure(m, s, fills, space.memory);
+}
+}  // namespace
+
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
+  return search_plan(m, s, structure, space).outcome;
 }
 
 namespace {
@@ -459,55 +470,67 @@ std::string first_rejection(const Advice& a, Pick pick) {
   return {};
 }
 
-// Why each option of the chosen set is in it: the same plan without the option does not fit (its
-// peak, or the host memory it fills), or is more than the tie slower (advisor.hpp: the tie rule
-// drops an option that buys less). Each option is taken away alone: checkpointing to none (and
-// its offload with it), its offload, either tiling, either offload, a ZeRO stage back to the
-// framework's default.
-std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& best) {
-  std::vector<std::string> out;
-  const MemoryOptions& o = best.plan.mem;
-  const MemoryOptions plain = default_memory_options(s.profile);
-  auto without = [&](const std::string& name, MemoryOptions w) {
-    Plan q = best.plan;
-    q.mem = w;
-    const Result r = simulate(m, s, q);
-    if (!r.valid) {
-      out.push_back(fmt::format("{}: the plan's rules need it ({})", name, r.errors.empty() ? "" : r.errors.front()));
-    } else if (!r.gpu_fits) {
-      out.push_back(fmt::format("{}: needed to fit: without it the peak is {:.1f} GiB of {:.1f}", name,
-                                r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB));
-    } else if (!r.host_fits) {
-      out.push_back(fmt::format("{}: needed to fit: without it the node's GPUs offload {:.1f} GiB of its {:.1f} GiB host "
-                                "memory", name, r.host_node_bytes / kGiB, r.host_capacity_bytes / kGiB));
-    } else {
-      out.push_back(fmt::format("{}: {:.1f}% faster than without it ({:.0f} against {:.0f} tokens/s per GPU)", name,
-                                slower_pct(best, r), best.tokens_per_s_per_gpu, r.tokens_per_s_per_gpu));
-    }
-  };
-  if (o.zero != plain.zero) {
+// Why each option of a chosen set is there. The set without it (the ZeRO stage one lower, the
+// checkpointing one level less, an offload or a tiling off, and what needs the option removed with
+// it: parameter offload below ZeRO-3, checkpoint offload below full checkpointing) is lighter, so
+// it either does not fit, or fits but is slower than the chosen set's tie (else it would have been
+// chosen), or is not a plan the framework runs.
+std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& chosen) {
+  const MemoryOptions& o = chosen.plan.mem;
+  std::vector<MemoryOptions> withouts;
+  auto without = [&](auto change) {
     MemoryOptions w = o;
-    w.zero = plain.zero;
+    change(w);
     if (w.zero < 3) w.offload_params = false;
-    without(fmt::format("zero={}", o.zero), w);
-  }
-  if (o.checkpoint != Checkpoint::none) {
-    MemoryOptions w = o;
-    w.checkpoint = Checkpoint::none;
-    w.offload_checkpoints = false;
-    without(fmt::format("ckpt={}", to_string(o.checkpoint)), w);
-  }
-  auto flag = [&](bool on, const char* name, bool MemoryOptions::*field) {
-    if (!on) return;
-    MemoryOptions w = o;
-    w.*field = false;
-    without(name, w);
+    if (w.checkpoint != Checkpoint::full) w.offload_checkpoints = false;
+    withouts.push_back(w);
   };
-  flag(o.offload_checkpoints, "+offload-checkpoints", &MemoryOptions::offload_checkpoints);
-  flag(o.tiled_mlp, "+tiled-mlp", &MemoryOptions::tiled_mlp);
-  flag(o.tiled_loss, "+tiled-loss", &MemoryOptions::tiled_loss);
-  flag(o.offload_optimizer, "+offload-optimizer", &MemoryOptions::offload_optimizer);
-  flag(o.offload_params, "+offload-params", &MemoryOptions::offload_params);
+  if (o.zero > 0) without([](MemoryOptions& w) { --w.zero; });
+  if (o.checkpoint != Checkpoint::none)
+    without([](MemoryOptions& w) {
+      w.checkpoint = w.checkpoint == Checkpoint::full ? Checkpoint::selective : Checkpoint::none;
+    });
+  if (o.offload_checkpoints) without([](MemoryOptions& w) { w.offload_checkpoints = false; });
+  if (o.offload_optimizer) without([](MemoryOptions& w) { w.offload_optimizer = false; });
+  if (o.offload_params) without([](MemoryOptions& w) { w.offload_params = false; });
+  if (o.tiled_mlp) without([](MemoryOptions& w) { w.tiled_mlp = false; });
+  if (o.tiled_loss) without([](MemoryOptions& w) { w.tiled_loss = false; });
+
+  // An option's name as describe() spells it: the first word of the chosen set's missing from the other's.
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = std::min(text.find(' ', at), text.size());
+      out.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> have = words(describe(o));
+  std::vector<std::string> out;
+  for (const MemoryOptions& w : withouts) {
+    const std::vector<std::string> lack = words(describe(w));
+    const auto name = std::find_if(have.begin(), have.end(),
+                                   [&](const std::string& x) { return std::find(lack.begin(), lack.end(), x) == lack.end(); });
+    Plan p = chosen.plan;
+    p.mem = w;
+    const Result r = simulate(m, s, p);
+    std::string why;
+    if (!r.valid) {
+      why = fmt::format("kept: without it ({}) the plan breaks a rule: {}", describe(w),
+                        r.errors.empty() ? std::string("?") : r.errors.front());
+    } else if (!r.gpu_fits) {
+      why = fmt::format("needed to fit: peak without it ({}) {:.1f} of {:.1f} GiB", describe(w),
+                        r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB);
+    } else if (!r.host_fits) {
+      why = fmt::format("needed to fit: without it ({}) the node's host memory holds {:.1f} of {:.1f} GiB", describe(w),
+                        r.host_node_bytes / kGiB, r.host_capacity_bytes / kGiB);
+    } else {
+      why = fmt::format("faster by {:.1f}% than without it ({}, peak {:.1f} GiB)", slower_pct(chosen, r), describe(w),
+                        r.peak_memory_bytes() / kGiB);
+    }
+    out.push_back(fmt::format("memory option {}: {}", name == have.end() ? describe(o) : *name, why));
+  }
   return out;
 }
 
@@ -584,13 +607,23 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
     out.push_back(fmt::format("fills the global batch of {} sequences as dp {} x micro-batch {} x {} micro-step{}",
                               b.global_batch_sequences(), b.dp(), b.micro_batch, b.grad_accum_steps,
                               b.grad_accum_steps == 1 ? "" : "s"));
-  out.push_back(fmt::format("memory options {}: {} (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
-                            space.memory ? "as given"
-                                         : fmt::format("the lightest set within {:.0f}% of the fastest that fits",
-                                                       100 * kMemoryOptionTie),
-                            best->peak_memory_bytes() / kGiB, best->capacity_bytes / kGiB));
-  if (!space.memory)
-    for (std::string& why : option_reasons(m, s, *best)) out.push_back(std::move(why));
+  if (space.memory) {
+    out.push_back(fmt::format("memory options {}: as given (peak {:.1f} of {:.1f} GiB)", describe(b.mem),
+                              best->peak_memory_bytes() / kGiB, best->capacity_bytes / kGiB));
+    return out;
+  }
+  // The fastest plan that fits of the best plan's structure.
+  const Search search = search_plan(m, s, b, space);
+  const Result* fastest = search.fastest ? &*search.fastest : best;
+  const bool fill = fastest->plan.micro_batch != b.micro_batch || fastest->plan.grad_accum_steps != b.grad_accum_steps;
+  out.push_back(fmt::format(
+      "memory options {} (peak {:.1f} of {:.1f} GiB): {}", describe(b.mem), best->peak_memory_bytes() / kGiB,
+      best->capacity_bytes / kGiB,
+      fastest == best || fastest->tokens_per_s_per_gpu == best->tokens_per_s_per_gpu
+          ? fmt::format("{}, and the fastest", memory_choice_rule())
+          : fmt::format("{}; the fastest, {}, is {:.1f}% faster", memory_choice_rule(),
+                        fill ? describe(fastest->plan) : describe(fastest->plan.mem), slower_pct(*fastest, *best))));
+  for (std::string& why : option_reasons(m, s, *best)) out.push_back(std::move(why));
   return out;
 }
 

@@ -1,8 +1,8 @@
 #include "seqpar/sim/attention_cost.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
-#include <vector>
 
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
@@ -65,15 +65,17 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
   // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
   const double rows = a.block_tokens;
   auto block = [&](double keys) { return attention_flops(a.batch, rows, keys, a.heads_local, d); };
-  std::vector<std::pair<double, double>> calls;
+  std::array<std::pair<double, double>, 2> calls{};  // at most two: no list on the planner's path
+  std::size_t n = 0;
   if (!m.causal) {  // every call unmasked: no diagonal
-    for (int i = 0; i < (head_tail ? 2 : 1); ++i) calls.emplace_back(0.0, block(N));
+    for (int i = 0; i < (head_tail ? 2 : 1); ++i) calls[n++] = {0.0, block(N)};
   } else if (head_tail) {
-    for (double chunk : {0.0, 2 * R - 1}) calls.emplace_back(0.5 * block(rows), block(chunk * rows));
+    for (double chunk : {0.0, 2 * R - 1}) calls[n++] = {0.5 * block(rows), block(chunk * rows)};
   } else {
-    calls.emplace_back(0.5 * block(rows), block((R - 1) * rows));
+    calls[n++] = {0.5 * block(rows), block((R - 1) * rows)};
   }
-  for (const auto& [diagonal, prefix] : calls) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& [diagonal, prefix] = calls[i];
     c.fwd_kernel_s += prefix_call_time(s, diagonal, prefix, rows, false, m.head_dim);
     c.bwd_kernel_s += prefix_call_time(s, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
   }

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <numeric>
-#include <array>
 #include <vector>
 
 #include "seqpar/core/checked.hpp"
@@ -215,26 +216,29 @@ struct LoadKey {
 };
 struct LoadKeyHash {
   std::size_t operator()(const LoadKey& k) const {
-    std::size_t h = 1469598103934665603ull;
-    for (const std::int64_t v : {std::int64_t{k.gpus_per_node}, std::int64_t{k.nics}, std::int64_t{k.gpus_per_socket},
-                                 std::int64_t{k.pcie}, static_cast<std::int64_t>(k.pattern), std::int64_t{k.size},
-                                 std::int64_t{k.stride}})
-      h = (h ^ static_cast<std::size_t>(v)) * 1099511628211ull;
-    return h;
+    // The placement's fields first and widest: a search varies them, a system's stay the same.
+    std::uint64_t h = std::uint64_t(std::uint32_t(k.size)) * 0x9E3779B97F4A7C15ull;
+    h ^= std::uint64_t(std::uint32_t(k.stride)) * 0xC2B2AE3D27D4EB4Full + (std::uint64_t(k.pattern) << 7);
+    h ^= std::uint64_t(std::uint32_t(k.gpus_per_node) ^ (std::uint32_t(k.nics) << 8) ^
+                       (std::uint32_t(k.gpus_per_socket) << 16) ^ (std::uint32_t(k.pcie) << 24)) *
+         0x165667B19E3779F9ull;
+    return std::size_t(h ^ (h >> 29));
   }
 };
 LinkLoads unit_link_loads(const System& s, Pattern pattern, const Placement& pl) {
   const bool pcie = s.intra.kind == LinkKind::pcie;
   const LoadKey key{s.gpus_per_node, nic_count(s), pcie ? s.intra.gpus_per_socket : 0, pcie, pattern, pl.size,
                     pl.stride};
-  // Direct-mapped: a slot per hash, overwritten on a collision (a recomputation, never a wrong load).
+  // Direct-mapped, a slot per hash: a lookup is a hash and a compare, and a collision derives the
+  // loads again (a scan, never a wrong load). A search meets a few dozen placements; the slots are
+  // a thread's own, filled once (no allocation after).
   struct Slot {
     bool used = false;
     LoadKey key{};
     LinkLoads loads;
   };
-  thread_local std::array<Slot, 4096> cache;
-  Slot& slot = cache[LoadKeyHash{}(key) & (cache.size() - 1)];
+  thread_local std::array<Slot, 1024> cache;
+  Slot& slot = cache[LoadKeyHash{}(key) % cache.size()];
   if (!slot.used || !(slot.key == key)) slot = {true, key, link_loads(s, pattern, 1.0, pl)};
   return slot.loads;
 }
@@ -259,7 +263,9 @@ double link_time(const System& s, const LinkLoads& l) {
 // can cross without spanning two whole nodes: 3 ranks from the 7th GPU of a node straddle two.
 double latency(const System& s, const LinkLoads& l) { return l.nic > 0 ? s.inter.latency_s : s.intra.latency_s; }
 
-double log2_steps(int n) { return n <= 1 ? 0.0 : std::ceil(std::log2(double(n))); }
+// ceil(log2 n) for n >= 2, from the bits (log2 of an int is exact at powers of two and at least
+// 1e-9 from a whole number elsewhere, so the two agree).
+double log2_steps(int n) { return n <= 1 ? 0.0 : double(std::bit_width(unsigned(n - 1))); }
 
 Pattern pattern_of(Collective c) {
   switch (c) {

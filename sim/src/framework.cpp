@@ -60,18 +60,6 @@ std::string_view to_string(Constant c) {
   return "unknown";
 }
 
-bool Condition::holds(const Plan& p) const {
-  if (!checkpoint.empty()) {
-    bool any = false;
-    for (Checkpoint c : checkpoint) any = any || c == p.mem.checkpoint;
-    if (!any) return false;
-  }
-  auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
-  return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
-         is(ring, p.ring_degree > 1) &&
-         is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
-}
-
 namespace {
 
 // Wide enough for any framework, narrow enough that every product the memory model forms stays
@@ -119,8 +107,8 @@ constexpr std::array<std::pair<const char*, MemPart>, kMemParts> kParts{{
 }};
 
 // {"symbol": coefficient, ...} into `out`, naming the known symbols for an unknown one.
-template <class Sym, int N>
-void read_symbols(const json& e, const char* key, std::string_view what, std::array<double, N>& out) {
+template <class Sym, int N, class Out>
+void read_symbols(const json& e, const char* key, std::string_view what, Out& out) {
   auto it = e.find(key);
   if (it == e.end()) return;
   if (!it->is_object()) throw Error(fmt::format("{}: field '{}' must be an object of size symbols", what, key));
@@ -133,7 +121,9 @@ void read_symbols(const json& e, const char* key, std::string_view what, std::ar
       known += (known.empty() ? "" : ", ") + std::string(s);
     }
     if (k < 0) throw Error(fmt::format("{}: {}: unknown symbol '{}' (known: {})", what, key, name, known));
-    out[static_cast<std::size_t>(k)] = bounded_figure(*it, name.c_str(), fmt::format("{}: {}", what, key), 0, kMaxCoef);
+    const double c = bounded_figure(*it, name.c_str(), fmt::format("{}: {}", what, key), 0, kMaxCoef);
+    if constexpr (requires { out.set(std::size_t{}, c); }) out.set(static_cast<std::size_t>(k), c);
+    else out[static_cast<std::size_t>(k)] = c;
   }
 }
 
@@ -173,20 +163,6 @@ Condition read_condition(const json& e, std::string_view what) {
   return c;
 }
 
-}  // namespace
-
-void TensorTerm::index_nonzero() {
-  per_token_nonzero.clear();
-  constant_nonzero.clear();
-  for (std::size_t i = 0; i < per_token.size(); ++i)
-    if (per_token[i] != 0) per_token_nonzero.emplace_back(int(i), per_token[i]);
-  for (std::size_t i = 0; i < constant.size(); ++i)
-    if (constant[i] != 0) constant_nonzero.emplace_back(int(i), constant[i]);
-  indexed = true;
-}
-
-namespace {
-
 TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_part) {
   if (!e.is_object()) throw Error(fmt::format("{}: expected an object", what));
   TensorTerm t;
@@ -195,10 +171,8 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
   t.source = string_field(e, "source", w, "");
   read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
   read_symbols<Constant, kConstants>(e, "constant", w, t.constant);
-  double any = 0;
-  for (double c : t.per_token) any += c;
-  for (double c : t.constant) any += c;
-  if (!(any > 0)) throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
+  if (!(t.per_token.sum() + t.constant.sum() > 0))
+    throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
   t.times_layers = flag(e, "times_layers", w, false);
   t.bytes = bounded_figure(e, "bytes", w, 0.125, kMaxBytesPerValue);
   t.part = one_of(e, "part", w, kParts, default_part);
@@ -212,7 +186,6 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
                   Rows::all);
   t.input = flag(e, "input", w, false);
   t.when = read_condition(e, w);
-  t.index_nonzero();
   return t;
 }
 

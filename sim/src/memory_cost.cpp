@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <type_traits>
 #include <initializer_list>
+#include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,22 +26,21 @@ struct Item {
   double bytes;
 };
 
-// What a phase holds: its sums by part always, and its named terms only when they are asked for
-// (MemoryDetail::terms): the planner's search needs the sums alone, and its Items are a few doubles
-// (no list, no heap allocation per plan).
-struct NoList {};
+// What a phase holds: its sums by part always, and its named terms only when Named (the `simulate`
+// table and memory_terms). The planner's search instantiates Items<false>: a few doubles, no list,
+// so a plan's estimate makes no heap allocation.
 template <bool Named>
-class ItemsOf {
+class Items {
  public:
-  ItemsOf() = default;
-  ItemsOf(std::string_view name, MemPart part, double bytes) { add(name, part, bytes); }
+  Items() = default;
+  Items(std::string_view name, MemPart part, double bytes) { add(name, part, bytes); }
   void add(std::string_view name, MemPart part, double bytes) {
     parts_[static_cast<std::size_t>(part)] += bytes;
     total_ += bytes;
     if constexpr (Named) list_.push_back({name, part, bytes});
   }
   // Every term of `from`, `times` over (skipped when not positive), under `rename` when given.
-  void add_all(const ItemsOf& from, double times = 1, std::string_view rename = {}) {
+  void add_all(const Items& from, double times = 1, std::string_view rename = {}) {
     if (times <= 0) return;
     for (std::size_t k = 0; k < parts_.size(); ++k) parts_[k] += from.parts_[k] * times;
     total_ += from.total_ * times;
@@ -49,25 +49,51 @@ class ItemsOf {
   }
   double total() const { return total_; }
   double part(MemPart p) const { return parts_[static_cast<std::size_t>(p)]; }
-  template <class F>
-  void for_each_named(F f) const {
-    if constexpr (Named)
-      for (const Item& i : list_) f(i);
+  // The named terms (none unless Named).
+  std::span<const Item> list() const {
+    if constexpr (Named) return list_;
+    else return {};
   }
 
  private:
+  struct NoList {};
   std::array<double, kMemParts> parts_{};
   double total_ = 0;
   [[no_unique_address]] std::conditional_t<Named, std::vector<Item>, NoList> list_;
 };
 template <bool Named>
-double total(const ItemsOf<Named>& v) {
+double total(const Items<Named>& v) {
   return v.total();
 }
 template <bool Named>
-ItemsOf<Named> join(std::initializer_list<const ItemsOf<Named>*> parts) {
-  ItemsOf<Named> v;
-  for (const ItemsOf<Named>* i : parts) v.add_all(*i);
+Items<Named> join(std::initializer_list<const Items<Named>*> parts) {
+  Items<Named> v;
+  for (const Items<Named>* i : parts) v.add_all(*i);
+  return v;
+}
+
+// A phase's total alone, added up as Items adds its own (the same terms in the same order, so the
+// two agree to the bit): the estimate compares the layer's sub-phases by it and builds the parts of
+// the peak's alone.
+class Total {
+ public:
+  void add(std::string_view, MemPart, double bytes) { total_ += bytes; }
+  template <class From>
+  void add_all(const From& from, double times = 1, std::string_view = {}) {
+    if (times <= 0) return;
+    total_ += from.total() * times;
+  }
+  double total() const { return total_; }
+
+ private:
+  double total_ = 0;
+};
+
+// The sum of `parts` in an accumulator A (Items or Total), as join() adds them.
+template <class A, class... From>
+A sum(const From&... parts) {
+  A v;
+  (v.add_all(parts), ...);
   return v;
 }
 
@@ -112,7 +138,7 @@ std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, cons
 
 namespace {
 
-Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
+Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionShapes& sh) {
   Sizes z;
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   z.width = rank_widths(m, f, p);
@@ -126,22 +152,13 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p) {
   con(Constant::vocab_hidden, double(m.vocab) * h / t);
   con(Constant::layer_params, z.layer_params);
   con(Constant::hidden_fc1, h * double(m.fc1_columns()) / t);
-  const AttentionShapes sh = attention_shapes(m, p);
   z.tokens = sh.batch * sh.local_tokens;
   z.tile = std::min(z.tokens, alst_tile_rows(m, p));
   z.loss_rows = p.mem.tiled_loss ? z.tile : z.tokens;
   return z;
 }
 
-// (Adding the zero entries changes no sum: the indexed form is the same number, bit for bit.)
-double values_per_token(const TensorTerm& t, const Sizes& z) {
-  double v = 0;
-  if (t.indexed)
-    for (const auto& [i, c] : t.per_token_nonzero) v += c * z.width[static_cast<std::size_t>(i)];
-  else
-    for (std::size_t i = 0; i < t.per_token.size(); ++i) v += t.per_token[i] * z.width[i];
-  return v;
-}
+double values_per_token(const TensorTerm& t, const Sizes& z) { return t.per_token.dot(z.width); }
 
 double rows(const TensorTerm& t, const Sizes& z) {
   switch (t.rows) {
@@ -152,23 +169,16 @@ double rows(const TensorTerm& t, const Sizes& z) {
   return z.tokens;
 }
 
-double constant_values(const TensorTerm& t, const Sizes& z) {
-  double v = 0;
-  if (t.indexed)
-    for (const auto& [i, c] : t.constant_nonzero) v += c * z.constant[static_cast<std::size_t>(i)];
-  else
-    for (std::size_t i = 0; i < t.constant.size(); ++i) v += t.constant[i] * z.constant[i];
-  return v;
-}
+double constant_values(const TensorTerm& t, const Sizes& z) { return t.constant.dot(z.constant); }
 
 double term_bytes(const TensorTerm& t, const Sizes& z) {
   return t.bytes * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
 }
 
-// The terms of a list that apply to the plan; `keep` filters them further.
+// The terms of a list that apply to the plan.
 template <bool Named>
-ItemsOf<Named> terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
-  ItemsOf<Named> out;
+Items<Named> terms(const std::vector<TensorTerm>& list, const Sizes& z, const Plan& p) {
+  Items<Named> out;
   for (const TensorTerm& t : list)
     if (t.when.holds(p)) out.add(t.name, t.part, term_bytes(t, z));
   return out;
@@ -236,7 +246,7 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
 
 template <bool Named>
 struct Phase {
-  ItemsOf<Named> items;
+  Items<Named> items;
   std::string_view name, sub;
   double bytes = 0;
 };
@@ -246,17 +256,17 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
   Plan p = plan;
   p.mem.checkpoint = mode;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, f, p);
   StoredValues v;
   // A value of other than 2 or 4 bytes counts as its share of the nearer one.
   auto add = [&](double values, double bytes) {
     if (bytes <= kBf16) v.bf16 += values * bytes / kBf16;
     else v.fp32 += values * bytes / kF32;
   };
-  if (mode == Checkpoint::full) {
-    add(z.width[static_cast<std::size_t>(Width::hidden)], f.checkpoint_bytes);  // the layer input, sharded under TP
+  if (mode == Checkpoint::full) {  // the layer input, sharded under TP: its width alone
+    add(rank_widths(m, f, p)[static_cast<std::size_t>(Width::hidden)], f.checkpoint_bytes);
     return v;
   }
+  const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   for (const TensorTerm& t : f.layer)
     if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), t.bytes);
   return v;
@@ -272,8 +282,9 @@ double alst_tile_rows(const Model& m, const Plan& p) {
   return double(p.micro_batch) * double(alst_tile_tokens(local, m.hidden));
 }
 
-double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
-  const AttentionShapes sh = attention_shapes(m, p);
+namespace {
+// The workspaces below, from the shapes the estimate has already derived.
+double kernel_workspace_bytes(const Model& m, const System& s, const AttentionShapes& sh) {
   // One kernel call's queries: one sequence's longest query segment on the rank that holds it.
   const double rows = query_rows(sh) * sh.heads_local;
   const Gpu& g = s.gpu;
@@ -284,12 +295,19 @@ double attention_kernel_workspace_bytes(const Model& m, const System& s, const P
   const double kv_grads = expands ? 2 * kBf16 * sh.key_tokens * sh.heads_local * m.head_dim : 0;
   return kF32 * rows * per_row + kv_grads;
 }
-
-double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
-  const AttentionShapes sh = attention_shapes(m, p);
+double forward_workspace_bytes(const Model& m, const System& s, const Plan& p, const AttentionShapes& sh) {
   const bool unmasked_blocks = p.ring_degree > 1 || !m.causal;
   if (!unmasked_blocks) return 0;
   return kF32 * query_rows(sh) * sh.heads_local * s.gpu.attention_fwd_workspace_per_head_dim * m.head_dim;
+}
+}  // namespace
+
+double attention_kernel_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  return kernel_workspace_bytes(m, s, attention_shapes(m, p));
+}
+
+double attention_forward_workspace_bytes(const Model& m, const System& s, const Plan& p) {
+  return forward_workspace_bytes(m, s, p, attention_shapes(m, p));
 }
 
 // The phases of the step and what each holds, in the order the framework's backward runs them.
@@ -307,17 +325,20 @@ double attention_forward_workspace_bytes(const Model& m, const System& s, const 
 // is gone before the next allocates.
 double attention_method_buffer_bytes(const Model& m, const System& s, const Plan& p) {
   const Framework& f = s.profile;
-  const double workspace = f.attention_workspace_persistent ? 0.0 : attention_kernel_workspace_bytes(m, s, p);
-  return method_buffers(m, f, p, attention_shapes(m, p), sizes(m, f, p), workspace);
+  const AttentionShapes sh = attention_shapes(m, p);
+  const double workspace = f.attention_workspace_persistent ? 0.0 : kernel_workspace_bytes(m, s, sh);
+  return method_buffers(m, f, p, sh, sizes(m, f, p, sh), workspace);
 }
 
 namespace {
 template <bool Named>
 MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
-  using Items = ItemsOf<Named>;
+  using Items = seqpar::sim::Items<Named>;
+  using Phase = seqpar::sim::Phase<Named>;
   MemoryEstimate e;
   const Framework& f = s.profile;
-  const Sizes z = sizes(m, f, p);
+  const AttentionShapes sh = attention_shapes(m, p);
+  const Sizes z = sizes(m, f, p, sh);
   const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
   // A rank's parameters: 1/tp of the model's (tensor_parallel_cost.hpp).
   const double psi = params_per_tp_rank(m, p), layer_params = z.layer_params;
@@ -333,42 +354,45 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
     const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
     if (t.part == MemPart::parameters && t.zero_stage == 3) weight_bytes_per_param += t.bytes_per_param;
     if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
-      continue;  // in host memory: host_offload_bytes
-    if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
+      e.host_bytes += bytes;
+    else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.add(t.name, t.part, bytes);
   }
   const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
   const double head_params = double(m.vocab) * h_tp + h_tp;  // the LM head (the embedding if tied) and final norm
-  auto with_grads = [&](Items v, double params) {
+  auto with_grads = [&]<class A>(A v, double params) {
     if (grads > 0) v.add("gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi));
     return v;
   };
 
-  // The layer's stored tensors that apply to the plan, evaluated once (a thread's buffer, reused:
-  // no allocation per plan); the layer's phases below pick from them.
-  thread_local std::vector<std::pair<const TensorTerm*, double>> layer;
-  layer.clear();
-  for (const TensorTerm& t : f.layer)
-    if (t.when.holds(p)) layer.emplace_back(&t, term_bytes(t, z));
-  auto layer_items = [&](auto keep) {
-    Items out;
-    for (const auto& [t, bytes] : layer)
-      if (keep(*t)) out.add(t->name, t->part, bytes);
-    return out;
-  };
   // Per layer: what each stores across the forward (full checkpointing: its input alone).
-  const Items per_layer = full ? Items("layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T)
-                               : layer_items([](const TensorTerm&) { return true; });
+  // And what the current layer holds in each sub-phase of its backward: its stored tensors not yet
+  // freed; under full checkpointing rebuilt from its input (the checkpoint), which it holds instead
+  // of a rebuilt input. One pass over the layer's terms: each term's bytes once.
+  Items stored_by_layer, cur_mlp, cur_attn, cur_qkv;
+  for (const TensorTerm& t : f.layer) {
+    if (!t.when.holds(p)) continue;
+    const double bytes = term_bytes(t, z);
+    stored_by_layer.add(t.name, t.part, bytes);
+    if (full && t.input) continue;
+    for (auto [sub, cur] : {std::pair{Until::mlp, &cur_mlp}, {Until::attention, &cur_attn}, {Until::qkv, &cur_qkv}})
+      if (alive_in(t, sub)) cur->add(t.name, t.part, bytes);
+  }
+  const Items per_layer =
+      full ? Items("layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T) : stored_by_layer;
   const double per_layer_bytes = total(per_layer);
-  e.host_bytes = host_offload_bytes(m, s, p);
+  if (full)
+    for (Items* cur : {&cur_mlp, &cur_attn, &cur_qkv})
+      cur->add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
+  e.host_bytes += offload ? L * per_layer_bytes : 0;
   e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
 
   Items common = terms<Named>(f.every_phase, z, p);
-  const double workspace = attention_kernel_workspace_bytes(m, s, p);
+  const double workspace = kernel_workspace_bytes(m, s, sh);
   if (f.attention_workspace_persistent) {
     common.add("attention kernel's backward workspace (kept between calls)", MemPart::attention_buffers, workspace);
     common.add("attention kernel's forward workspace (kept between calls)", MemPart::attention_buffers,
-               attention_forward_workspace_bytes(m, s, p));
+               forward_workspace_bytes(m, s, p, sh));
   }
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
   if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
@@ -377,38 +401,37 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   }
   const Items through_backward = terms<Named>(f.backward_stored, z, p);
 
-  // Layer backward at layer l (1 = bottom). The current layer: under full checkpointing it is
-  // rebuilt from its input (the checkpoint) and stores what it stores without checkpointing, its
-  // input aside.
-  const double method =
-      method_buffers(m, f, p, attention_shapes(m, p), z, f.attention_workspace_persistent ? 0.0 : workspace);
-  auto current = [&](Until sub) {
-    Items c = layer_items([&](const TensorTerm& t) { return alive_in(t, sub) && !(full && t.input); });
-    if (full) c.add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
-    return c;
-  };
+  // Layer backward at layer l (1 = bottom).
+  const double method = method_buffers(m, f, p, sh, z, f.attention_workspace_persistent ? 0.0 : workspace);
   const Items rec = full ? terms<Named>(f.recompute, z, p) : Items(), mlp = terms<Named>(f.mlp_backward, z, p),
               attn = terms<Named>(f.attention_backward, z, p), qkv = terms<Named>(f.qkv_backward, z, p);
-  const Items cur_mlp = current(Until::mlp), cur_attn = current(Until::attention), cur_qkv = current(Until::qkv);
   const Items method_items("SP method's attention buffers", MemPart::attention_buffers, method);
-  Phase<Named> layer_peak{Items(), {}, {}, 0};
-  for (const double l : {L, 1.0}) {
+  // Sub-phase `sub` of layer l's backward, in an accumulator A.
+  constexpr std::string_view kLayerSubs[] = {"recompute", "mlp", "attention", "qkv"};
+  auto layer_sub = [&]<class A>(double l, std::size_t sub) {
     // Offloaded checkpoints: the one in use and the next prefetched (none below the bottom layer).
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
-    Items base = with_grads(join({&states, &common, &through_backward}), head_params + (L - l + 1) * layer_params);
+    A base = with_grads(sum<A>(states, common, through_backward), head_params + (L - l + 1) * layer_params);
     base.add_all(per_layer, lower, "stored by the layers below");
     if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
-    std::pair<std::string_view, Items> subs[] = {
-        {"recompute", full ? join({&base, &cur_mlp, &rec}) : Items()},
-        {"mlp", join({&base, &cur_mlp, &mlp})},
-        {"attention", join({&base, &cur_attn, &attn, &method_items})},
-        {"qkv", join({&base, &cur_qkv, &qkv})},
-    };
-    for (auto& [name, items] : subs) {
-      const double b = total(items);
-      if (b > layer_peak.bytes) layer_peak = {std::move(items), "layer-backward", name, b};
+    switch (sub) {
+      case 0: return full ? sum<A>(base, cur_mlp, rec) : A();
+      case 1: return sum<A>(base, cur_mlp, mlp);
+      case 2: return sum<A>(base, cur_attn, attn, method_items);
+      default: return sum<A>(base, cur_qkv, qkv);
     }
-  }
+  };
+  // The largest, first among equals, by its total; its parts only if it is the step's peak.
+  Phase layer_peak{Items(), {}, {}, 0};
+  double layer_peak_l = 0;
+  std::size_t layer_peak_sub = 0;
+  for (const double l : {L, 1.0})
+    for (std::size_t sub = 0; sub < std::size(kLayerSubs); ++sub)
+      if (const double b = layer_sub.template operator()<Total>(l, sub).total(); b > layer_peak.bytes) {
+        layer_peak = {Items(), "layer-backward", kLayerSubs[sub], b};
+        layer_peak_l = l;
+        layer_peak_sub = sub;
+      }
 
   // Loss, before the layers' backward: every layer's stored activations (full checkpointing: the
   // inputs kept on the device). The head's forward and backward come before any gradient (the LM
@@ -427,17 +450,19 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   }
   const Items final_norm = join({&loss_base, &stored, &norm_t});
   e.loss_logits_bytes = std::max(fwd.part(MemPart::logits), bwd.part(MemPart::logits));
-  Phase<Named> loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
+  Phase loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
   for (auto [items, name] : {std::pair{&fwd, "head-forward"}, std::pair{&bwd, "head-backward"}})
     if (total(*items) > loss_peak.bytes) loss_peak = {*items, "loss", name, total(*items)};
   // Optimizer step: every gradient, no activations.
   Items opt = with_grads(join({&states, &common}), psi);
   const double opt_b = total(opt);
-  const Phase<Named> optimizer{std::move(opt), "optimizer", "step", opt_b};
+  const Phase optimizer{std::move(opt), "optimizer", "step", opt_b};
 
-  const Phase<Named>* at = &layer_peak;
+  const Phase* at = &layer_peak;
   if (loss_peak.bytes > at->bytes) at = &loss_peak;
   if (optimizer.bytes > at->bytes) at = &optimizer;
+  if (at == &layer_peak && layer_peak.bytes > 0)
+    layer_peak.items = layer_sub.template operator()<Items>(layer_peak_l, layer_peak_sub);
   e.peak_phase = at->name;
   e.peak_subphase = at->sub;
 
@@ -450,9 +475,8 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   b.attention_buffers = at->items.part(MemPart::attention_buffers);
   b.logits = at->items.part(MemPart::logits);
   b.working = at->items.part(MemPart::working);
-  at->items.for_each_named([&](const Item& i) {
-    if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});
-  });
+  for (const Item& i : at->items.list())
+    if (i.bytes > 0) e.terms.push_back({std::string(i.name), i.part, i.bytes});  // Named only
   // The device's own reserve (context, library workspaces), the allocator's (a constant and a
   // fraction of what it tracks), and a calibrated profile's fitted memory (framework_terms.hpp).
   auto reserve = [&](double tracked) {
@@ -467,36 +491,6 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   return e;
 }
 }  // namespace
-
-double memory_floor_bytes(const Model& m, const System& s, const Plan& p) {
-  const Framework& f = s.profile;
-  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
-  double states = 0;
-  for (const StateTerm& t : f.states) {
-    if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
-      continue;
-    // Gradients made during the backward are all there in the optimizer phase: held in full too.
-    states += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
-  }
-  const Sizes z = sizes(m, f, p);
-  return states + s.gpu.reserved_bytes + f.reserve_bytes + f.fragmentation * states +
-         framework_reserved_bytes(s.framework, z.tokens);
-}
-
-double host_offload_bytes(const Model& m, const System& s, const Plan& p) {
-  const Framework& f = s.profile;
-  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
-  double bytes = 0;
-  for (const StateTerm& t : f.states)
-    if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
-      bytes += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
-  // Offloaded checkpoints: every layer's input (its hidden width on the rank, its tokens).
-  if (p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints) {
-    const Sizes z = sizes(m, f, p);
-    bytes += double(m.layers) * f.checkpoint_bytes * z.width[static_cast<std::size_t>(Width::hidden)] * z.tokens;
-  }
-  return bytes;
-}
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
   return detail == MemoryDetail::terms ? estimate<true>(m, s, p) : estimate<false>(m, s, p);

@@ -57,7 +57,10 @@ std::vector<Method> all_methods() {
 }
 
 const MethodEntry& method_entry(Method m) {
-  for (const MethodEntry& e : method_table())
+  static const std::vector<MethodEntry>& table = method_table();  // one guard, not a call and a guard
+  // The table lists the methods in their enum's order: one look, else a search.
+  if (const auto k = static_cast<std::size_t>(m); k < table.size() && table[k].method == m) return table[k];
+  for (const MethodEntry& e : table)
     if (e.method == m) return e;
   throw Error(fmt::format("method: {} has no entry in the simulator's method table (sim/src/methods.cpp)", int(m)));
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "seqpar/core/tiling.hpp"
@@ -45,24 +47,21 @@ struct DataParallelCost {
 // backward; ZeRO-2 reduce-scatters in every micro-step's backward (its gradients are partitioned,
 // so each micro-step's must leave the GPU); ZeRO-3 also gathers the parameters in every forward
 // and backward. The ZeRO-1/2 parameter all-gather follows the optimizer, once.
-DataParallelCost data_parallel_cost(const Model& m, const System& s, const Plan& p, double fwd, double bwd) {
+DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const StructureCosts& sc, double fwd, double bwd) {
   DataParallelCost c;
-  const Placement pl = place_zero_group(s, p);
-  if (pl.size <= 1) return c;
-  const double bytes = kBf16 * params_per_tp_rank(m, p);
+  if (sc.zero_group_ranks <= 1) return c;
   const double hide = double(m.layers - 1) / m.layers;
-  auto t = [&](Collective op) { return collective_time(s, op, bytes, pl); };
   switch (p.mem.zero) {
-    case 0: c.in_bwd = t(Collective::all_reduce); break;
-    case 1: c.in_bwd = t(Collective::reduce_scatter); c.after = t(Collective::all_gather); break;
+    case 0: c.in_bwd = sc.zero_all_reduce_s; break;
+    case 1: c.in_bwd = sc.zero_reduce_scatter_s; c.after = sc.zero_all_gather_s; break;
     case 2:
-      c.in_bwd = t(Collective::reduce_scatter);
-      c.after = t(Collective::all_gather);
+      c.in_bwd = sc.zero_reduce_scatter_s;
+      c.after = sc.zero_all_gather_s;
       c.bwd_every_micro_step = true;
       break;
     default:
-      c.in_fwd = t(Collective::all_gather);
-      c.in_bwd = t(Collective::all_gather) + t(Collective::reduce_scatter);
+      c.in_fwd = sc.zero_all_gather_s;
+      c.in_bwd = sc.zero_all_gather_s + sc.zero_reduce_scatter_s;
       c.bwd_every_micro_step = true;
       break;
   }
@@ -97,57 +96,68 @@ double optimizer_time(const Model& m, const System& s, const Plan& p) {
   return 2 * kBf16 * shard / s.gpu.pcie_bytes_per_s + shard * gpus_on_node / s.host_adam_params_per_s;
 }
 
+// Each quantity a result must hold finite and non-negative, by its name in the JSON.
+template <class F>
+void for_each_quantity(const Result& r, F f) {
+  const TimeBreakdown& t = r.time;
+  const MemoryBreakdown& b = r.memory.peak;
+  f("step_time_s", r.step_time_s);
+  f("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu);
+  f("tflops_per_gpu", r.tflops_per_gpu);
+  f("mfu", r.mfu);
+  f("model_flops_per_gpu", r.model_flops_per_gpu);
+  f("memory_capacity_bytes", r.capacity_bytes);
+  f("peak_memory_bytes", r.peak_memory_bytes());
+  f("time.compute_s", t.compute);
+  f("time.forward_s", t.forward);
+  f("time.backward_s", t.backward);
+  f("time.gemm_s", t.gemm);
+  f("time.attention_compute_s", t.attention_compute);
+  f("time.elementwise_s", t.elementwise);
+  f("time.recompute_s", t.recompute);
+  f("time.attention_s", t.attention);
+  f("time.attention_comm_s", t.attention_comm);
+  f("time.exposed_attention_comm_s", t.exposed_attention_comm);
+  f("time.dp_comm_s", t.dp_comm);
+  f("time.tp_comm_s", t.tp_comm);
+  f("time.exposed_dp_comm_s", t.exposed_dp_comm);
+  f("time.comm_s", t.comm);
+  f("time.exposed_comm_s", t.exposed_comm);
+  f("time.optimizer_s", t.optimizer);
+  f("time.offload_s", t.offload);
+  f("time.exposed_offload_s", t.exposed_offload);
+  f("time.first_step_s", t.first_step);
+  f("memory.parameters_bytes", b.parameters);
+  f("memory.gradients_bytes", b.gradients);
+  f("memory.optimizer_states_bytes", b.optimizer_states);
+  f("memory.activations_bytes", b.activations);
+  f("memory.checkpoints_bytes", b.checkpoints);
+  f("memory.attention_buffers_bytes", b.attention_buffers);
+  f("memory.working_bytes", b.working);
+  f("memory.logits_bytes", b.logits);
+  f("memory.reserved_bytes", b.reserved);
+  f("memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes);
+  f("memory_phases.loss_bytes", r.memory.loss_phase_bytes);
+  f("memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes);
+  f("host_memory_bytes", r.memory.host_bytes);
+  f("host_memory_per_node_bytes", r.host_node_bytes);
+}
+
 // A result is only as good as its least trustworthy number: a NaN, an infinity or a negative time
 // or size (from extreme figures in a user's preset) makes the plan invalid rather than reported.
 void check_numbers(Result& r) {
-  const TimeBreakdown& t = r.time;
-  const MemoryBreakdown& b = r.memory.peak;
-  const std::pair<const char*, double> quantities[] = {
-      {"step_time_s", r.step_time_s},
-      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-      {"tflops_per_gpu", r.tflops_per_gpu},
-      {"mfu", r.mfu},
-      {"model_flops_per_gpu", r.model_flops_per_gpu},
-      {"memory_capacity_bytes", r.capacity_bytes},
-      {"peak_memory_bytes", r.peak_memory_bytes()},
-      {"time.compute_s", t.compute},
-      {"time.forward_s", t.forward},
-      {"time.backward_s", t.backward},
-      {"time.gemm_s", t.gemm},
-      {"time.attention_compute_s", t.attention_compute},
-      {"time.elementwise_s", t.elementwise},
-      {"time.recompute_s", t.recompute},
-      {"time.attention_s", t.attention},
-      {"time.attention_comm_s", t.attention_comm},
-      {"time.exposed_attention_comm_s", t.exposed_attention_comm},
-      {"time.dp_comm_s", t.dp_comm},
-      {"time.tp_comm_s", t.tp_comm},
-      {"time.exposed_dp_comm_s", t.exposed_dp_comm},
-      {"time.comm_s", t.comm},
-      {"time.exposed_comm_s", t.exposed_comm},
-      {"time.optimizer_s", t.optimizer},
-      {"time.offload_s", t.offload},
-      {"time.exposed_offload_s", t.exposed_offload},
-      {"time.first_step_s", t.first_step},
-      {"memory.parameters_bytes", b.parameters},
-      {"memory.gradients_bytes", b.gradients},
-      {"memory.optimizer_states_bytes", b.optimizer_states},
-      {"memory.activations_bytes", b.activations},
-      {"memory.checkpoints_bytes", b.checkpoints},
-      {"memory.attention_buffers_bytes", b.attention_buffers},
-      {"memory.working_bytes", b.working},
-      {"memory.logits_bytes", b.logits},
-      {"memory.reserved_bytes", b.reserved},
-      {"memory_phases.layer_backward_bytes", r.memory.layer_phase_bytes},
-      {"memory_phases.loss_bytes", r.memory.loss_phase_bytes},
-      {"memory_phases.optimizer_bytes", r.memory.optimizer_phase_bytes},
-      {"host_memory_bytes", r.memory.host_bytes},
-      {"host_memory_per_node_bytes", r.host_node_bytes},
-  };
-  for (const auto& [name, v] : quantities)
+  // All at once first, without their names (the planner checks millions of results, nearly all
+  // sound), then each by name where one is not.
+  bool sound = r.step_time_s > 0;
+  // Finite and non-negative is 0 <= v <= the largest double: NaN fails both comparisons.
+  constexpr double kMax = std::numeric_limits<double>::max();
+  for_each_quantity(r, [&](const char*, double v) { sound &= (v >= 0) & (v <= kMax); });
+  if (sound) return;
+  for_each_quantity(r, [&](const char* name, double v) {
     if (!std::isfinite(v) || v < 0)
       r.errors.push_back(fmt::format("{}: the model gives {}, not a finite non-negative number; the hardware or "
                                      "model figures are outside what the cost model can represent", name, v));
+  });
   // A step takes time: zero would mean infinite throughput.
   if (r.errors.empty() && !(r.step_time_s > 0))
     r.errors.push_back(fmt::format("step_time_s: the model gives {}; a step must take a positive time", r.step_time_s));
@@ -197,55 +207,37 @@ void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& 
   f.unattributed_s = std::max(0.0, r.step_time_s - (t.compute + t.exposed_comm + t.optimizer + t.exposed_offload));
 }
 
-}  // namespace
-
-namespace {
-double host_node_bytes(const System& s, const Plan& p, double host_bytes_per_gpu) {
-  return host_bytes_per_gpu * double(std::min(p.gpus, s.gpus_per_node));
-}
-}  // namespace
-
-bool host_memory_fits(const System& s, const Plan& p, double host_bytes_per_gpu) {
-  return s.host_memory_bytes <= 0 || host_node_bytes(s, p, host_bytes_per_gpu) <= s.host_memory_bytes;
-}
-
-MemoryFit memory_fit(const System& s, const Plan& p, const MemoryEstimate& e) {
-  MemoryFit f;
-  f.gpu = e.peak.total() <= s.gpu.memory_bytes;
-  f.host_node_bytes = host_node_bytes(s, p, e.host_bytes);
-  f.host = host_memory_fits(s, p, e.host_bytes);
-  return f;
-}
-
-Result simulate(const Model& m, const System& s, const Plan& p) {
+// A result of the plan with its rules checked: invalid (with the errors) or ready for the halves.
+Result checked_result(const Model& m, const System& s, const Plan& p) {
   Result r;
   r.plan = p;
   r.capacity_bytes = s.gpu.memory_bytes;
   r.valid = check_plan(m, s, p, r.errors);
-  if (!r.valid) return r;
+  return r;
+}
 
+// The plan with what structure_costs() does not depend on set to one value.
+Plan structure_of(Plan p) {
+  p.mem = MemoryOptions{};
+  p.grad_accum_steps = 1;
+  return p;
+}
+
+// simulate()'s time half on a valid plan, its numbers not yet checked: everything but the memory.
+void time_half(const Model& m, const System& s, const Plan& p, const StructureCosts& c, Result& r) {
   const Gpu& g = s.gpu;
   const double L = m.layers;
-  const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
-  // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
-  // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
-  // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
-  // heads' and MLP columns' share).
-  const double tp = p.tp;
+  const double T = c.tokens, tp = p.tp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
-  const double tile = alst_tile_rows(m, p);
-  const double tiles = double(alst_tile_count(p.seq_len / p.sp, m.hidden));
-
-  // Per layer.
-  const double gemm_f = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
-  const double gemm_b = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
-  const ElementwiseCost elem = layer_elementwise_cost(m, s, p);
+  // ALST's tiles (tiled MLP and loss only): their rows and count.
+  auto tile = [&] { return alst_tile_rows(m, p); };
+  auto tiles = [&] { return double(alst_tile_count(p.seq_len / p.sp, m.hidden)); };
+  const double gemm_f = c.gemm_fwd_s, gemm_b = c.gemm_bwd_s;
+  const ElementwiseCost& elem = c.elementwise;
   const double elem_f = elem.fwd_s, elem_b = elem.bwd_s;
-  const AttentionCost at = attention_layer_cost(m, s, p);
-  // The LM head.
-  const double head_f = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
-  const double head_b = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
-  const TensorParallelCost tpc = tensor_parallel_cost(m, s, p);
+  const AttentionCost& at = c.attention;
+  const double head_f = c.head_fwd_s, head_b = c.head_bwd_s;
+  const TensorParallelCost& tpc = c.tensor_parallel;
 
   TimeBreakdown& t = r.time;
   double recompute_attention_exposed = 0, recompute_attention_comm = 0, recompute_tp_comm = 0;
@@ -259,14 +251,13 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
     if (p.mem.checkpoint == Checkpoint::selective)
       t.recompute += L * elem.selective_s;
     if (p.mem.tiled_mlp)
-      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile, int(3 * tiles + 0.5));
+      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile(), int(3 * tiles() + 0.5));
   }
-  const double loss_recompute = p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile, int(tiles + 0.5)) : 0.0;
+  const double loss_recompute =
+      p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile(), int(tiles() + 0.5)) : 0.0;
   t.recompute += loss_recompute;
 
-  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
-  const double loss_elem = framework_memory_bound_time(
-      s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
+  const double loss_elem = c.loss_elementwise_s;
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
   t.elementwise = L * (elem_f + elem_b) + loss_elem;
@@ -317,7 +308,7 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   // optimizer once.
   const double k = p.grad_accum_steps;
   const DataParallelCost dpc =
-      data_parallel_cost(m, s, p, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
+      data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
   for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
                                  &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
                                  &t.exposed_offload, &t.tp_comm})
@@ -338,18 +329,91 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
   r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
 
-  r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
-  t.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
-  const MemoryFit fit = memory_fit(s, p, r.memory);
-  r.gpu_fits = fit.gpu;
-  r.host_node_bytes = fit.host_node_bytes;
-  r.host_capacity_bytes = s.host_memory_bytes;
-  r.host_fits = fit.host;
-  r.fits = fit.both();
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+}
+
+// simulate()'s memory half on a valid plan, its numbers not yet checked.
+void memory_half(const Model& m, const System& s, const Plan& p, Result& r) {
+  r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
+  r.time.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
+  r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
+  r.host_node_bytes = r.memory.host_bytes * double(std::min(p.gpus, s.gpus_per_node));
+  r.host_capacity_bytes = s.host_memory_bytes;
+  r.host_fits = s.host_memory_bytes <= 0 || r.host_node_bytes <= s.host_memory_bytes;
+  r.fits = r.gpu_fits && r.host_fits;
+}
+
+}  // namespace
+
+namespace {
+// structure_costs(), with the ZeRO group's collectives of every stage or of p's alone (simulate()
+// of one plan needs one or two of the three).
+StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool every_zero_stage) {
+  StructureCosts c;
+  c.structure = structure_of(p);
+  const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
+  c.tokens = T;
+  // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
+  // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
+  // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
+  // heads' and MLP columns' share).
+  const double tp = p.tp;
+  // Per layer.
+  c.gemm_fwd_s = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+  c.gemm_bwd_s = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  c.elementwise = layer_elementwise_cost(m, s, p);
+  c.attention = attention_layer_cost(m, s, p);
+  // The LM head.
+  c.head_fwd_s = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
+  c.head_bwd_s = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
+  c.tensor_parallel = tensor_parallel_cost(m, s, p);
+  // The loss's own memory-bound work over the logits (the framework's casts, softmax, gradient).
+  c.loss_elementwise_s =
+      framework_memory_bound_time(s, s.profile.loss_elementwise_bytes_per_logit * T * double(m.vocab) / tp);
+  // The data-parallel collectives of the bf16 parameters over the ZeRO group (data_parallel_cost).
+  const Placement zero_group = place_zero_group(s, p);
+  c.zero_group_ranks = zero_group.size;
+  if (zero_group.size > 1) {
+    const double bytes = kBf16 * params_per_tp_rank(m, p);
+    const int zero = p.mem.zero;
+    if (every_zero_stage || zero == 0)
+      c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
+    if (every_zero_stage || zero >= 1) {
+      c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
+      c.zero_all_gather_s = collective_time(s, Collective::all_gather, bytes, zero_group);
+    }
+  }
+  return c;
+}
+}  // namespace
+
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) { return costs_of(m, s, p, true); }
+
+Result simulate(const Model& m, const System& s, const Plan& p) {
+  Result r = checked_result(m, s, p);
+  if (!r.valid) return r;
+  time_half(m, s, p, costs_of(m, s, p, false), r);
+  memory_half(m, s, p, r);
   check_numbers(r);
   return r;
+}
+
+Result simulate_time(const Model& m, const System& s, const Plan& p, const StructureCosts& c) {
+  if (!(structure_of(p) == c.structure))
+    throw std::logic_error(fmt::format("simulate_time: the costs are {}'s, not {}'s", describe_structure(c.structure),
+                                       describe(p)));
+  Result r = checked_result(m, s, p);
+  if (!r.valid) return r;
+  time_half(m, s, p, c, r);
+  check_numbers(r);  // the memory's figures are still zeros: the time's are checked
+  return r;
+}
+
+void add_memory(const Model& m, const System& s, Result& r) {
+  if (!r.valid) return;
+  memory_half(m, s, r.plan, r);
+  check_numbers(r);
 }
 
 std::vector<MemoryTerm> memory_terms(const Model& m, const System& s, const Result& r) {

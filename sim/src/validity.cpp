@@ -44,9 +44,20 @@ void check_index_limits(const Model& m, const System& s, const Plan& p, std::vec
 
 // The memory options the framework runs (Framework::zero_stages, runs_offload_*): a plan asking
 // for another is not a plan of this framework.
+namespace {
+bool runs_zero(const Framework& f, int zero) {
+  return std::find(f.zero_stages.begin(), f.zero_stages.end(), zero) != f.zero_stages.end();
+}
+}  // namespace
+
+bool framework_runs(const Framework& f, const MemoryOptions& m) {
+  return runs_zero(f, m.zero) && (!m.offload_optimizer || f.runs_offload_optimizer) &&
+         (!m.offload_params || f.runs_offload_params);
+}
+
 void check_framework_runs(const System& s, const Plan& p, std::vector<std::string>& errors) {
   const Framework& f = s.profile;
-  if (std::find(f.zero_stages.begin(), f.zero_stages.end(), p.mem.zero) == f.zero_stages.end()) {
+  if (!runs_zero(f, p.mem.zero)) {
     std::string stages;
     for (int z : f.zero_stages) stages += (stages.empty() ? "" : ", ") + std::to_string(z);
     errors.push_back(fmt::format("zero: framework '{}' runs ZeRO stage {} only, not {} (`seqpar presets --kind "

@@ -199,6 +199,28 @@ TEST(Gate, ReadsGoogleBenchmarkRepetitions) {
   EXPECT_EQ(s.benchmarks[1].samples_s, std::vector<double>{3e-3});
 }
 
+// --time cpu: the same entries' cpu_time, which a shared machine's other work leaves alone; a
+// seqpar measurement document has no CPU time and is refused rather than read as wall clock.
+TEST(Gate, ReadsGoogleBenchmarkCpuTimeWhenAsked) {
+  json gb = {{"context", {{"library_version", "1.7.1"}}}, {"benchmarks", json::array()}};
+  for (int i = 0; i < 5; ++i)
+    gb["benchmarks"].push_back({{"name", "BM_sim"}, {"run_name", "BM_sim"}, {"run_type", "iteration"},
+                                {"real_time", 30.0 + i}, {"cpu_time", 10.0 + i}, {"time_unit", "ms"}});
+  EXPECT_DOUBLE_EQ(read_samples(gb, "gb.json").benchmarks[0].samples_s[0], 30e-3);
+  const SampleSet cpu = read_samples(gb, "gb.json", Clock::cpu);
+  ASSERT_EQ(cpu.benchmarks[0].samples_s.size(), 5u);
+  EXPECT_DOUBLE_EQ(cpu.benchmarks[0].samples_s[4], 14e-3);
+  json no_cpu = gb;
+  no_cpu["benchmarks"][2].erase("cpu_time");
+  EXPECT_THROW(read_samples(no_cpu, "gb.json", Clock::cpu), seqpar::Error);
+  try {
+    read_samples(measurement({{"a", {1e-3}}}), "m.json", Clock::cpu);
+    FAIL() << "expected an error";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("m.json: --time cpu"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Gate, BadInputNamesFileAndField) {
   json bad = measurement({{"a", {1e-3}}});
   bad["results"][0].erase("name");

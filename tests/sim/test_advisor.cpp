@@ -34,7 +34,9 @@ TEST(Advisor, RanksFittingPlansByThroughputAndExplainsRejections) {
   EXPECT_EQ(a.ranked.size() + a.rejected.size(), structures(m, s, 64, 1 << 20, SearchSpace{}).size());
 }
 
-TEST(Advisor, TheBestIsAtLeastAsFastAsEveryFixedChoice) {
+// The best plan may run lighter memory options up to the tie (kMemoryTieTolerance) slower than
+// the fastest set: never slower than that against any fixed choice.
+TEST(Advisor, TheBestIsWithinTheTieOfEveryFixedChoice) {
   const Model m = load_model("llama3-8b");
   const System s = load_system("dgx-h100");
   const Advice a = advise(m, s, 16, 1 << 18, SearchSpace{});
@@ -47,9 +49,8 @@ TEST(Advisor, TheBestIsAtLeastAsFastAsEveryFixedChoice) {
     p.sp = p.ring_degree = 16;
     p.mem = mem;
     const Result r = simulate(m, s, p);
-    // The tie rule (advisor.hpp) may give up to kMemoryOptionTie for lighter options.
     if (r.valid && r.fits) {
-      EXPECT_LE(r.tokens_per_s_per_gpu * (1 - kMemoryOptionTie), a.best()->tokens_per_s_per_gpu * (1 + 1e-12));
+      EXPECT_LE(r.tokens_per_s_per_gpu * (1 - kMemoryTieTolerance), a.best()->tokens_per_s_per_gpu * (1 + 1e-12));
     }
   }
 }

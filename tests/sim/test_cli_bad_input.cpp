@@ -191,6 +191,9 @@ TEST_F(CliBadInput, AGateThatCouldNeverFailIsRefused) {
   expect_exit("gate " + base + " " + base + " --min-effect nan", 2, "--min-effect nan must be a finite");
   expect_exit("gate " + base + " " + base + " --noise-factor inf", 2, "--noise-factor inf must be finite");
   EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 0.1").code, 0);
+  // --time names one of Google Benchmark's two times; a measurement document has only the wall clock.
+  expect_exit("gate " + base + " " + base + " --time wall", 2, "--time: wall not in {real,cpu}");
+  expect_exit("gate " + base + " " + base + " --time cpu", 2, "--time cpu compares Google Benchmark's cpu_time");
 }
 
 TEST_F(CliBadInput, TraceAndPlacementAreRefusedWhereTheyWouldDoNothing) {

@@ -292,7 +292,8 @@ TEST(FrameworkProfiles, APlanOfAFrameworkUsesOnlyWhatItRuns) {
   const auto a = seqpar::testing::seqpar("advise --framework seqpar-train --seq-len 32K --gpus 8 --json --model " +
                                          four_layers);
   ASSERT_EQ(a.code, 0) << a.err;
-  for (const auto& row : json::parse(a.out)["ranked"]) {
+  const json advice = json::parse(a.out);  // held: a range-for over a temporary's member dangles in C++20
+  for (const auto& row : advice["ranked"]) {
     EXPECT_EQ(row["plan"]["zero"], 0) << row["plan"];
     EXPECT_EQ(row["plan"]["tp"], 1) << row["plan"];
   }

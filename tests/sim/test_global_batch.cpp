@@ -201,7 +201,8 @@ TEST(GlobalBatch, AdviseComparesOnlyPlansThatRunTheBatch) {
 }
 
 // 4M tokens at 128K on 64 GPUs: 32 sequences. Every ranked plan runs exactly those, and the best is
-// at least as fast as each way of filling its own structure.
+// as fast as each way of filling its own structure, up to the tie its memory options may give up
+// (kMemoryTieTolerance).
 TEST(GlobalBatch, AdviseFillsTheBatchWithTheFastestMicroBatchAndAccumulation) {
   const Model m = load_model("llama3-8b");
   const System s = load_system("dgx-h100");
@@ -222,7 +223,7 @@ TEST(GlobalBatch, AdviseFillsTheBatchWithTheFastestMicroBatchAndAccumulation) {
   for (const Plan& f : batch_fills(st, 32, std::nullopt, why)) {
     const StructureOutcome o = best_memory_options(m, s, f, std::nullopt);
     if (o.best) {
-      EXPECT_GE(best.tokens_per_s_per_gpu, o.best->tokens_per_s_per_gpu * (1 - 1e-12)) << describe(f);
+      EXPECT_GE(best.tokens_per_s_per_gpu, o.best->tokens_per_s_per_gpu * (1 - kMemoryTieTolerance)) << describe(f);
     }
   }
 }

@@ -170,9 +170,7 @@ TEST(Invariants, MoreMemoryOptionsNeverRaiseThePeak) {
 // The options that trade time for memory only add time: checkpointing (none, selective, full), its
 // offload, tiled MLP and loss, and the parameters' offload make a step faster by no more than the
 // data-parallel and host transfers it leaves exposed (the added compute can hide some of them),
-// and never when it exposes none, under every framework profile. The advisor's search skips a set
-// with more of them than one that fits and exposes none (advisor.hpp: more_of_the_time_options),
-// which is exact only while this holds.
+// and never when it exposes none, under every framework profile.
 TEST(Invariants, TheTimeOnlyOptionsNeverMakeAStepFaster) {
   using Flip = void (*)(MemoryOptions&);
   const std::pair<const char*, Flip> flips[] = {
@@ -217,6 +215,40 @@ TEST(Invariants, TheTimeOnlyOptionsNeverMakeAStepFaster) {
     }
   }
   EXPECT_GT(checked, 10000 / sample_stride());
+}
+
+// The advisor's two halves (simulate_time on the structure's costs derived once, then add_memory)
+// give simulate()'s result, field for field: the JSON (every time, memory part and phase, the fits)
+// and the step's figures. The costs come from the structure under other memory options and
+// accumulation: they depend on neither.
+TEST(Invariants, TheTwoHalvesAreSimulate) {
+  int checked = 0;
+  for (auto [m, s, st] : plan_sample()) {
+    Plan other = st;
+    other.mem = memory_option_sets().back();
+    other.grad_accum_steps = 3;
+    const StructureCosts costs = structure_costs(m, s, other);
+    for (std::size_t k = 0; k < memory_option_sets().size(); k += 7) {
+      st.mem = memory_option_sets()[k];
+      st.grad_accum_steps = 1 + int(k % 3);
+      const Result whole = simulate(m, s, st);
+      Result halves = simulate_time(m, s, st, costs);
+      EXPECT_EQ(halves.valid, whole.valid) << describe(st);
+      EXPECT_FALSE(halves.fits) << "the time half knows no memory: " << describe(st);
+      add_memory(m, s, halves);
+      EXPECT_EQ(to_json(m, s, halves), to_json(m, s, whole)) << describe(st);
+      EXPECT_EQ(halves.figures.unattributed_s, whole.figures.unattributed_s) << describe(st);
+      EXPECT_EQ(halves.figures.dp_bwd_exposed_s, whole.figures.dp_bwd_exposed_s) << describe(st);
+      checked += whole.valid;
+    }
+  }
+  EXPECT_GT(checked, 1000 / sample_stride());
+  // Costs of another structure are refused, not used.
+  const Model m = load_model("llama3-8b");
+  const System s = load_system("dgx-h100");
+  const Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
+  EXPECT_THROW(simulate_time(m, s, plan(Method::ulysses, 8, 1 << 17, 8, 8, 1), structure_costs(m, s, p)),
+               std::logic_error);
 }
 
 TEST(Invariants, RecomputationCostsTimeButNeverCountsInMfu) {

@@ -15,13 +15,20 @@
 
 namespace seqpar {
 
+// The overflow's error, out of line: the checks inline to an add or multiply and a branch (the
+// simulator's parameter counts run through them millions of times in a search).
+template <typename T>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_overflow(std::string_view field, T a, char op, T b) {
+  throw Error(fmt::format("{}: {} {} {} does not fit in {} bits", field, a, op, b, 8 * sizeof(T)));
+}
+
 // a x b, or seqpar::Error "field: a x b does not fit in N bits".
 template <typename T>
 T checked_mul(T a, T b, std::string_view field) {
   static_assert(std::is_integral_v<T>);
   T out{};
-  if (__builtin_mul_overflow(a, b, &out))
-    throw Error(fmt::format("{}: {} x {} does not fit in {} bits", field, a, b, 8 * sizeof(T)));
+  if (__builtin_mul_overflow(a, b, &out)) [[unlikely]]
+    throw_overflow(field, a, 'x', b);
   return out;
 }
 
@@ -30,8 +37,8 @@ template <typename T>
 T checked_add(T a, T b, std::string_view field) {
   static_assert(std::is_integral_v<T>);
   T out{};
-  if (__builtin_add_overflow(a, b, &out))
-    throw Error(fmt::format("{}: {} + {} does not fit in {} bits", field, a, b, 8 * sizeof(T)));
+  if (__builtin_add_overflow(a, b, &out)) [[unlikely]]
+    throw_overflow(field, a, '+', b);
   return out;
 }
 

@@ -75,26 +75,11 @@ struct Rejection {
   std::vector<std::string> reasons;
 };
 
-// Memory options are taken for what they buy: of the sets that fit, those whose tokens/s per GPU is
-// within kMemoryOptionTie (1%) of the fastest's are ties, and the lightest of them wins
-// (memory_options_weight; then the faster, then the smaller peak), so an option is in the answer
-// only when the plan needs it to fit or it makes the step more than 1% faster.
-inline constexpr double kMemoryOptionTie = 0.01;
-// How much a set asks of a run, beside the framework's defaults: ZeRO stages away from its
-// default, checkpointing (selective 1, full 2), checkpoint offload 3, tiled MLP and loss 1 each,
-// optimizer and parameter offload 4 each (host memory and PCIe traffic).
-int memory_options_weight(const MemoryOptions& o, const Framework& f);
-// Whether `a` has the same ZeRO stage and optimizer offload as `b` and at least its checkpointing,
-// checkpoint offload, tiled MLP, tiled loss and parameter offload: the options that only add time
-// (and never raise the peak), so `a` is never faster than `b`.
-bool more_of_the_time_options(const MemoryOptions& a, const MemoryOptions& b);
-// Whether `a` has no more of any memory option than `b` (ZeRO stage, checkpointing, every offload,
-// tiling): `a`'s GPU peak is then at least `b`'s.
-bool no_more_options(const MemoryOptions& a, const MemoryOptions& b);
-
-// The best memory options for one structure, by the tie rule above. `best` is empty when the plan
-// is invalid or nothing fits; `reasons` then says why and `closest` holds the set with the smallest
-// peak (for reports of how far off it is); with a best, closest is the best.
+// The best memory options for one structure: of the sets that fit, those whose throughput is
+// within kMemoryTieTolerance of the fastest's are tied, and the lightest of them is kept
+// (chosen_before). `best` is empty when the plan is invalid or nothing fits; `reasons` then says why
+// and `closest` holds the set with the smallest peak (for reports of how far off it is; empty when
+// `best` is not, or when no set is valid).
 struct StructureOutcome {
   std::optional<Result> best;
   std::optional<Result> closest;
@@ -104,14 +89,36 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
                                      const std::optional<MemoryOptions>& fixed);
 
 // A structure's best plan over the space's batch fills (batch_fills; without a global batch, its
-// one micro-batch and no accumulation) and memory options: what advise ranks and a sweep point
-// holds. `reasons` says why the structure cannot reach the global batch, when it cannot.
+// one micro-batch and no accumulation) and memory options, chosen among together (chosen_before):
+// what advise ranks and a sweep point holds. `reasons` says why the structure cannot reach the
+// global batch, when it cannot.
 StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space);
 
-// The advisor's ranking, one definition for every search (advise, best_memory_options, the
-// sweep): higher tokens/s per GPU first; at equal throughput the smaller peak memory, as it
-// leaves more headroom. A strict weak order, for std::stable_sort.
+// The advisor's ranking of plans, one definition for every list (advise's ranked plans, the sweep's
+// points, maxlen's structures): higher tokens/s per GPU first; at equal throughput the smaller peak
+// memory, as it leaves more headroom. A strict weak order, for std::stable_sort.
 bool ranks_before(const Result& a, const Result& b);
+
+// How close to the fastest set of memory options that fits a set must be to count as tied with it:
+// within 1% of its throughput (tokens/s per GPU at least 99% of the fastest's). Below that a lighter
+// set is a real loss of speed; within it, model error is larger than the difference.
+inline constexpr double kMemoryTieTolerance = 0.01;
+
+// The order of memory-option sets from the lightest: fewer offloads first (each of checkpoints,
+// optimizer and parameters moves data over PCIe every step and holds host memory, so any one
+// outweighs every other option), then fewer options, the ZeRO stage counting its number (0-3), the
+// checkpointing level 0, 1 or 2 (none, selective, full) and each tiling 1.
+bool lighter_options(const MemoryOptions& a, const MemoryOptions& b);
+
+// The choice among plans that fit, one definition for every choice of memory options and batch
+// fill (advise, maxlen's plan at its length, the sweep: all through best_plan_for and
+// best_memory_options): a plan tied with the fastest (`fastest_tokens_per_s`, kMemoryTieTolerance)
+// comes before one that is not; among tied plans the lighter options first; then ranks_before. A
+// strict weak order for a given fastest.
+bool chosen_before(const Result& a, const Result& b, double fastest_tokens_per_s);
+// chosen_before in words, for messages and help texts: "the lightest set that fits within 1% of the
+// fastest (fewest offloads, then fewest options)".
+std::string memory_choice_rule();
 
 struct Advice {
   std::vector<Result> ranked;       // fitting plans, fastest first (tokens/s per GPU)
@@ -163,12 +170,12 @@ struct MaxLenAdvice {
   std::int64_t gap_count = 0;
   LengthLimit limit = LengthLimit::none;  // what ends the winner's length (MaxLenSearch)
   std::string limit_why;
-  std::optional<Result> result;     // the plan at that length, with its fastest fitting memory options
+  std::optional<Result> result;     // the plan at that length, with the memory options best_plan_for chooses
   std::vector<std::pair<Plan, std::int64_t>> per_structure;  // each structure's own maximum
   std::vector<Rejection> rejected;
 };
 // Over all structures of `space`; with space.memory unset, each structure uses the memory options
-// that save the most (they never raise the peak), then the fastest set that fits at the maximum.
+// that save the most (they never raise the peak), then the set best_plan_for chooses at the maximum.
 // With a global batch of sequences, each structure runs micro-batch 1 (or the fixed one) and
 // accumulates the rest; of tokens, the length is what one sequence of the batch gets
 // (max_seq_len_for_tokens).

@@ -5,6 +5,7 @@
 // profiles" section describes the file format.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -52,13 +53,69 @@ enum class Rows { all, tile, loss };
 struct Condition {
   std::vector<Checkpoint> checkpoint;  // empty: any mode
   std::optional<bool> tiled_mlp, tiled_loss, ulysses, ring, offload_checkpoints;
-  bool holds(const Plan& p) const;
+  // Inline: the memory estimate asks it of every term of a plan's inventory.
+  bool holds(const Plan& p) const {
+    if (!checkpoint.empty()) {
+      bool any = false;
+      for (Checkpoint c : checkpoint) any = any || c == p.mem.checkpoint;
+      if (!any) return false;
+    }
+    auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
+    return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
+           is(ring, p.ring_degree > 1) &&
+           is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
+  }
+};
+
+// A term's coefficients by symbol (a Width or a Constant, by index): the nonzero ones alone, in
+// symbol order. A term names one or two of the twelve widths, and the memory estimate sums
+// coefficient x size over every term of every plan a search tries: over the named ones alone, the
+// same sum (adding 0 x a size changes none), in a sixth of the additions.
+template <std::size_t N>
+class Coefficients {
+ public:
+  // The coefficient of symbol i, 0 when the term does not name it.
+  double operator[](std::size_t i) const {
+    for (std::size_t k = 0; k < n_; ++k)
+      if (index_[k] == i) return value_[k];
+    return 0;
+  }
+  // Sets symbol i's coefficient (0 drops it), keeping symbol order.
+  void set(std::size_t i, double v) {
+    std::size_t k = 0;
+    while (k < n_ && index_[k] < i) ++k;
+    if (k < n_ && index_[k] == i) {
+      for (std::size_t j = k; j + 1 < n_; ++j) index_[j] = index_[j + 1], value_[j] = value_[j + 1];
+      --n_;
+    }
+    if (v == 0) return;
+    for (std::size_t j = n_; j > k; --j) index_[j] = index_[j - 1], value_[j] = value_[j - 1];
+    index_[k] = static_cast<std::uint8_t>(i);
+    value_[k] = v;
+    ++n_;
+  }
+  // sum over the named symbols, in symbol order, of coefficient x sizes[symbol].
+  double dot(const std::array<double, N>& sizes) const {
+    double v = 0;
+    for (std::size_t k = 0; k < n_; ++k) v += value_[k] * sizes[index_[k]];
+    return v;
+  }
+  double sum() const {
+    double v = 0;
+    for (std::size_t k = 0; k < n_; ++k) v += value_[k];
+    return v;
+  }
+
+ private:
+  std::array<std::uint8_t, N> index_{};
+  std::array<double, N> value_{};
+  std::size_t n_ = 0;
 };
 
 struct TensorTerm {
   std::string name, source;
-  std::array<double, kWidths> per_token{};  // values per token, by Width
-  std::array<double, kConstants> constant{};  // values independent of the tokens (e.g. autocast's weight casts)
+  Coefficients<kWidths> per_token;     // values per token, by Width
+  Coefficients<kConstants> constant;   // values independent of the tokens (e.g. autocast's weight casts)
   double bytes = 2;                         // per value
   bool times_layers = false;                // held once per layer of the model (e.g. every layer's cache)
   MemPart part = MemPart::activations;
@@ -67,12 +124,6 @@ struct TensorTerm {
   // The layer's input: under full checkpointing it is the checkpoint itself, not rebuilt.
   bool input = false;
   Condition when;
-  // The nonzero per_token and constant entries (index, coefficient) in index order, which the
-  // memory model multiplies instead of every width (the planner evaluates each term per plan);
-  // index_nonzero() fills them, and a term without them is read whole.
-  std::vector<std::pair<int, double>> per_token_nonzero, constant_nonzero;
-  bool indexed = false;
-  void index_nonzero();
 };
 
 // A per-parameter state: master weights, the weights the GEMMs read, gradients, optimizer moments.

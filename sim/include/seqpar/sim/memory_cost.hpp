@@ -86,15 +86,6 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
 // What estimate_memory records beyond the parts and phases: the named terms of the peak (the
 // `simulate` table and `memory_terms`), or the sums alone (the planner's search: no list built).
 enum class MemoryDetail { sums, terms };
-// A floor under the peak, cheap to size: what every phase holds (the states on the GPU, every
-// gradient the framework keeps through the step) and the reserves. A plan whose floor is above
-// the GPU's memory does not fit, whatever its activations.
-double memory_floor_bytes(const Model& m, const System& s, const Plan& p);
-
-// What one rank keeps in host memory: the offloaded states (--offload-optimizer, --offload-params)
-// and checkpoints (--offload-checkpoints); estimate_memory's host_bytes, without the rest of it.
-double host_offload_bytes(const Model& m, const System& s, const Plan& p);
-
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail = MemoryDetail::terms);
 
 // What the width symbols (framework.hpp: Width) stand for on one rank of this plan, in values per

@@ -3,11 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "seqpar/sim/elementwise_cost.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/plan.hpp"
 #include "seqpar/sim/step_figures.hpp"
+#include "seqpar/sim/tensor_parallel_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -48,21 +50,39 @@ struct Result {
   double peak_memory_bytes() const { return memory.peak.total(); }
 };
 
-// Whether a plan's memory fits: the GPU's (its peak against the capacity) and the node's host memory
-// (what the node's GPUs offload against the system's, when it gives one). simulate() decides `fits`
-// with it, and the advisor asks it before timing a plan.
-struct MemoryFit {
-  bool gpu = false, host = true;
-  double host_node_bytes = 0;
-  bool both() const { return gpu && host; }
-};
-MemoryFit memory_fit(const System& s, const Plan& p, const MemoryEstimate& e);
-// The host half alone, from one rank's host bytes (memory_cost.hpp: host_offload_bytes).
-bool host_memory_fits(const System& s, const Plan& p, double host_bytes_per_gpu);
-
 // The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
 // and no numbers; it never throws for plan content.
 Result simulate(const Model& m, const System& s, const Plan& p);
+
+// What a step costs by the plan's structure alone (TP, method, degrees, placement, micro-batch,
+// length), whatever its memory options and accumulation: each layer's GEMMs, elementwise work,
+// attention with its communication and TP collectives, the LM head and the loss's own work, for
+// one micro-step. The advisor derives them once for the ~160 memory-option sets it tries on a
+// structure.
+struct StructureCosts {
+  Plan structure;  // the plan they were derived for, memory options and accumulation at their defaults
+  double tokens = 0;  // micro_batch x seq_len / sp: one rank's tokens per micro-step
+  double gemm_fwd_s = 0, gemm_bwd_s = 0;  // one layer
+  ElementwiseCost elementwise;
+  AttentionCost attention;
+  TensorParallelCost tensor_parallel;
+  double head_fwd_s = 0, head_bwd_s = 0, loss_elementwise_s = 0;
+  // The data-parallel collectives of the bf16 parameters over the ZeRO group (gpus / tp ranks),
+  // which the ZeRO stage picks from.
+  int zero_group_ranks = 1;
+  double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
+};
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p);
+
+// simulate() in two halves, for a search that orders plans by speed before it asks which fit (the
+// advisor times every memory-option set of a structure and estimates the memory of the fastest
+// few): simulate_time() leaves the memory out (memory, the fits, host_node_bytes,
+// host_capacity_bytes and time.first_step stay zero) and add_memory() adds it. Together they give
+// simulate()'s numbers; a half whose numbers are not finite makes the result invalid, and
+// add_memory() leaves an invalid result as it is. `c` must be structure_costs() of a plan that
+// differs from `p` in its memory options or accumulation alone (std::logic_error otherwise).
+Result simulate_time(const Model& m, const System& s, const Plan& p, const StructureCosts& c);
+void add_memory(const Model& m, const System& s, Result& r);
 
 // The named terms of a result's peak (the `simulate` table, `memory_terms` in the JSON), which
 // simulate() leaves out: the planner's search needs the sums alone.

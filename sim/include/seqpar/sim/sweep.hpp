@@ -17,7 +17,7 @@ struct SweepPoint {
   std::string system;
   int gpus = 0;
   std::int64_t seq_len = 0;
-  Result result;  // the fastest fitting memory options, else the closest to fitting, else invalid (errors say why)
+  Result result;  // the memory options best_plan_for chooses, else the closest to fitting, else invalid (errors say why)
 };
 
 struct SweepCell {

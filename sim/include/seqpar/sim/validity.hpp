@@ -20,4 +20,8 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
 // broken rule's message, or empty. check_plan applies it; the CLI refuses the pair up front with it.
 std::string profile_mismatch(const Model& m, const System& s);
 
+// Whether the framework runs these memory options (Framework::zero_stages, runs_offload_optimizer,
+// runs_offload_params): check_plan names each breach; a search skips the sets it would refuse.
+bool framework_runs(const Framework& f, const MemoryOptions& m);
+
 }  // namespace seqpar::sim
