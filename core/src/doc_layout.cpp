@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -49,7 +48,7 @@ void push_document_chunks(RankHold& h, std::int64_t d, std::int64_t len, int r, 
 // sum over p in [b, e) of (p + 1).
 std::int64_t prefix_pairs(std::int64_t b, std::int64_t e) { return causal_pairs(e) - causal_pairs(b); }
 
-// Real tokens of the run and the pairs of its real queries.
+// Real tokens of the run: those before its document's length (the rest is padding).
 std::int64_t run_real(const DocRun& run, std::int64_t len) {
   return std::max<std::int64_t>(0, std::min(run.end, len) - std::min(run.begin, len));
 }
