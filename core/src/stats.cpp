@@ -8,16 +8,14 @@
 
 namespace seqpar {
 
-namespace {
-// Linear interpolation between order statistics (the usual "type 7" quantile).
-double quantile(const std::vector<double>& sorted, double q) {
+double quantile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) throw Error("statistics: no samples for a quantile");
   double pos = q * static_cast<double>(sorted.size() - 1);
   auto lo = static_cast<std::size_t>(std::floor(pos));
   std::size_t hi = std::min(lo + 1, sorted.size() - 1);
   double frac = pos - static_cast<double>(lo);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
-}  // namespace
 
 Stats summarize(std::vector<double> v) {
   if (v.empty()) throw Error("statistics: no samples to summarize");
@@ -26,9 +24,9 @@ Stats summarize(std::vector<double> v) {
   s.count = static_cast<int>(v.size());
   s.min = v.front();
   s.max = v.back();
-  s.median = quantile(v, 0.5);
-  s.p10 = quantile(v, 0.1);
-  s.p90 = quantile(v, 0.9);
+  s.median = quantile_sorted(v, 0.5);
+  s.p10 = quantile_sorted(v, 0.1);
+  s.p90 = quantile_sorted(v, 0.9);
   double sum = 0;
   for (double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());

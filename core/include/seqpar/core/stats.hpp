@@ -10,6 +10,10 @@ struct Stats {
   double median = 0, mean = 0, stddev = 0, min = 0, max = 0, p10 = 0, p90 = 0;
 };
 
+// The q-quantile (0 <= q <= 1) of an ascending sample by linear interpolation between order
+// statistics (the usual "type 7"). Throws seqpar::Error on an empty sample.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+
 // Throws seqpar::Error on an empty sample.
 Stats summarize(std::vector<double> samples);
 

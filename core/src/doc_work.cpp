@@ -1,0 +1,273 @@
+// Counting document-masked attention work per ring rank and step, in closed form per pair of runs
+// (no loop over entries) and per tile row (no loop over tiles), document by document: each
+// document's holders against its holders, O(sum over distinct documents of holders^2 x (spans +
+// tile rows)).
+#include "seqpar/core/doc_work.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/limits.hpp"
+#include "seqpar/core/stats.hpp"
+
+namespace seqpar {
+
+namespace {
+
+// A run clipped to its document's real tokens (padding is never attended).
+struct Span {
+  std::int64_t begin = 0, end = 0;
+  std::int64_t size() const { return end - begin; }
+};
+
+Span real(const DocRun& r, std::int64_t len) { return {std::min(r.begin, len), std::min(r.end, len)}; }
+
+// sum over q in [0, x) of the keys of [ka, kb) at or before q: sum of clamp(q + 1 - ka, 0, kb - ka).
+// Queries before ka see none, those in [ka, kb) see 1..kb-ka, later ones all kb-ka.
+std::int64_t pairs_below(std::int64_t x, std::int64_t ka, std::int64_t kb) {
+  const std::int64_t n = kb - ka, t = std::clamp<std::int64_t>(x - ka, 0, n);
+  return causal_pairs(t) + std::max<std::int64_t>(0, x - kb) * n;
+}
+
+// Keys of the spans at or before position p.
+std::int64_t keys_upto(const std::vector<Span>& keys, std::int64_t p) {
+  std::int64_t n = 0;
+  for (const Span& k : keys) n += std::clamp<std::int64_t>(p + 1 - k.begin, 0, k.size());
+  return n;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
+
+// One document's query spans (buffer order = position order) against its key spans: exact pairs
+// and tiles of the per-document grid (doc_work.hpp).
+void count_document(const std::vector<Span>& q, const std::vector<Span>& k, const WorkOptions& opt,
+                    std::int64_t& pairs, std::int64_t& tiles) {
+  std::int64_t rows = 0, keys = 0;
+  for (const Span& s : q) rows += s.size();
+  for (const Span& s : k) keys += s.size();
+  if (rows == 0 || keys == 0) return;
+  for (const Span& qs : q)
+    for (const Span& ks : k) pairs += pairs_below(qs.end, ks.begin, ks.end) - pairs_below(qs.begin, ks.begin, ks.end);
+  const std::int64_t first_q = q.front().begin, last_q = q.back().end - 1;
+  const std::int64_t first_k = k.front().begin, last_k = k.back().end - 1;
+  const std::int64_t row_tiles = ceil_div(rows, opt.q_rows), col_tiles = ceil_div(keys, opt.k_rows);
+  if (last_q < first_k) return;  // every key after every query: nothing unmasked
+  if (first_q >= last_k) {       // every key at or before every query: the whole grid
+    tiles += row_tiles * col_tiles;
+    return;
+  }
+  // Tile row t covers local rows [t Bq, min((t+1) Bq, rows)); a query row sees a prefix of the keys
+  // (positions rise with the buffer), so the row's unmasked columns are those of its last row:
+  // ceil(keys_upto(last row's position) / Bk) tiles.
+  std::size_t span = 0;
+  std::int64_t span_first_row = 0;  // local row of q[span].begin
+  for (std::int64_t t = 0; t < row_tiles; ++t) {
+    const std::int64_t last_row = std::min((t + 1) * opt.q_rows, rows) - 1;
+    while (last_row >= span_first_row + q[span].size()) span_first_row += q[span++].size();
+    const std::int64_t seen = keys_upto(k, q[span].begin + (last_row - span_first_row));
+    if (seen == keys) {  // every later row sees every key too
+      tiles += (row_tiles - t) * col_tiles;
+      return;
+    }
+    tiles += ceil_div(seen, opt.k_rows);
+  }
+}
+
+// One document's holders: each ring rank holding real tokens of it, with its spans.
+struct Holder {
+  int rank = 0;
+  std::vector<Span> spans;
+};
+
+// Documents grouped by what the counts see: the same length held in the same spans by the same
+// ranks give the same counts, so each group is counted once and weighted by its size. Per-document
+// sharding of thousands of short documents has few distinct lengths: R^2 per length, not per document.
+struct DocClass {
+  std::int64_t len = 0, count = 0;
+  std::vector<Holder> holders;
+};
+
+std::vector<DocClass> document_classes(const DocLayout& layout) {
+  const std::size_t docs = layout.doc_len.size();
+  std::vector<std::vector<Holder>> by_doc(docs);
+  for (std::size_t r = 0; r < layout.ranks.size(); ++r)
+    for (const DocRun& run : layout.ranks[r].runs) {
+      const Span s = real(run, layout.doc_len[static_cast<std::size_t>(run.doc)]);
+      if (s.size() == 0) continue;
+      std::vector<Holder>& h = by_doc[static_cast<std::size_t>(run.doc)];
+      if (h.empty() || h.back().rank != static_cast<int>(r)) h.push_back({static_cast<int>(r), {}});
+      h.back().spans.push_back(s);
+    }
+  std::map<std::vector<std::int64_t>, std::size_t> index;  // signature -> class
+  std::vector<DocClass> out;
+  std::vector<std::int64_t> sig;
+  for (std::size_t d = 0; d < docs; ++d) {
+    sig.assign(1, layout.doc_len[d]);
+    for (const Holder& h : by_doc[d]) {
+      sig.push_back(-1 - h.rank);  // negative: a rank, never a position
+      for (const Span& s : h.spans) sig.insert(sig.end(), {s.begin, s.end});
+    }
+    const auto [it, fresh] = index.try_emplace(sig, out.size());
+    if (fresh) out.push_back({layout.doc_len[d], 0, std::move(by_doc[d])});
+    ++out[it->second].count;
+  }
+  return out;
+}
+
+double max_over_mean(const std::vector<RankWork>& ranks, std::int64_t RankWork::*field) {
+  std::int64_t mx = 0;
+  double sum = 0;
+  for (const RankWork& r : ranks) {
+    mx = std::max(mx, r.*field);
+    sum += static_cast<double>(r.*field);
+  }
+  return sum > 0 ? static_cast<double>(mx) / (sum / static_cast<double>(ranks.size())) : 1.0;
+}
+
+}  // namespace
+
+BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOptions& opt) {
+  require_range("tile q_rows", opt.q_rows, 1, 1 << 20);
+  require_range("tile k_rows", opt.k_rows, 1, 1 << 20);
+  require_range("kv_bytes_per_token", opt.kv_bytes_per_token, 1, std::int64_t{1} << 40);
+  require_range("ulysses_degree", shape.ulysses, 1, limits::kMaxGpus);
+  require_range("ring_degree", shape.ring, 1, limits::kMaxGpus);
+  if (shape.kv_all_gather && shape.ulysses != 1)
+    throw Error(fmt::format("ulysses_degree = {}: all-gather KV context parallelism gathers K,V over the ring "
+                            "ranks alone (ulysses_degree 1)", shape.ulysses));
+  if (static_cast<std::size_t>(shape.ring) != layout.ranks.size())
+    throw Error(fmt::format("ring_degree = {}: the layout was placed on {} ring ranks", shape.ring,
+                            layout.ranks.size()));
+  const int ring = shape.ring;
+  BatchWork out;
+  out.steps = shape.kv_all_gather ? 1 : ring;
+  out.ranks.resize(static_cast<std::size_t>(ring));
+  out.grid.resize(static_cast<std::size_t>(ring) * static_cast<std::size_t>(out.steps));
+  for (std::int64_t len : layout.doc_len) out.total_pairs += causal_pairs(len);
+  std::int64_t all_tokens = 0;
+  for (const RankHold& h : layout.ranks) all_tokens += h.tokens;
+  // Pairs and tiles: every document's holders against its holders (ring: rank r meets rank f's
+  // block at step (r - f) mod R) or against the whole gathered document.
+  for (const DocClass& c : document_classes(layout)) {
+    const std::vector<Span> whole = {{0, c.len}};
+    for (const Holder& q : c.holders) {
+      auto add = [&](int step, const std::vector<Span>& keys) {
+        std::int64_t pairs = 0, tiles = 0;
+        count_document(q.spans, keys, opt, pairs, tiles);
+        StepWork& st = out.grid[static_cast<std::size_t>(q.rank * out.steps + step)];
+        st.pairs += checked_mul(pairs, c.count, "attention pairs");
+        st.tiles += checked_mul(tiles, c.count, "attention tiles");
+      };
+      if (shape.kv_all_gather) {
+        add(0, whole);
+      } else {
+        for (const Holder& k : c.holders) add((q.rank - k.rank + ring) % ring, k.spans);
+      }
+    }
+  }
+  // Bytes, launches and the ranks' totals.
+  for (int r = 0; r < ring; ++r) {
+    RankWork& rw = out.ranks[static_cast<std::size_t>(r)];
+    const RankHold& mine = layout.ranks[static_cast<std::size_t>(r)];
+    rw.tokens = mine.tokens;
+    rw.padding_tokens = mine.padding_tokens;
+    for (int s = 0; s < out.steps; ++s) {
+      StepWork& st = out.grid[static_cast<std::size_t>(r * out.steps + s)];
+      if (shape.kv_all_gather) {
+        st.kv_bytes = checked_mul(all_tokens, opt.kv_bytes_per_token, "gathered K,V bytes");
+      } else {
+        const RankHold& from = layout.ranks[static_cast<std::size_t>((r - s + ring) % ring)];
+        st.kv_bytes = s == 0 ? 0 : checked_mul(from.tokens, opt.kv_bytes_per_token, "K,V block bytes");
+      }
+      st.launched = st.pairs > 0 || !opt.skip_masked_steps;
+      rw.pairs += st.pairs;
+      rw.tiles += st.tiles;
+      rw.kv_bytes += st.kv_bytes;
+      rw.launches += st.launched ? 1 : 0;
+      rw.masked_steps += st.pairs == 0 ? 1 : 0;
+    }
+  }
+  for (int r = 1; r < ring; ++r) {
+    const RankWork &x = out.ranks[static_cast<std::size_t>(r)], &y = out.ranks[static_cast<std::size_t>(out.slowest_rank)];
+    if (x.tiles > y.tiles || (x.tiles == y.tiles && x.pairs > y.pairs)) out.slowest_rank = r;
+  }
+  out.imbalance_pairs = max_over_mean(out.ranks, &RankWork::pairs);
+  out.imbalance_tiles = max_over_mean(out.ranks, &RankWork::tiles);
+  return out;
+}
+
+BatchWork count_batch_work(std::span<const std::int64_t> cu_seqlens, SpShape shape, Balancer b,
+                           const WorkOptions& opt) {
+  return count_layout_work(place_documents(cu_seqlens, shape.ulysses, shape.ring, b), shape, opt);
+}
+
+WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balancer b, const WorkOptions& opt) {
+  if (s.batches.empty()) throw Error("workload: no sampled batches to count");
+  WorkloadWork out;
+  out.batches = static_cast<int>(s.batches.size());
+  out.full_causal_pairs = causal_pairs(s.seq_len);
+  std::vector<double> imb_pairs, imb_tiles;
+  for (const PackedBatch& batch : s.batches) {
+    const BatchWork w = count_batch_work(batch.cu_seqlens, shape, b, opt);
+    if (out.rank_pairs.empty()) {
+      out.steps = w.steps;
+      out.rank_pairs.assign(w.ranks.size(), 0.0);
+      out.rank_tiles.assign(w.ranks.size(), 0.0);
+      out.step_max_pairs.assign(static_cast<std::size_t>(w.steps), 0.0);
+      out.step_max_tiles.assign(static_cast<std::size_t>(w.steps), 0.0);
+      out.step_max_kv_bytes.assign(static_cast<std::size_t>(w.steps), 0.0);
+    }
+    std::int64_t launches = 0, masked = 0;
+    for (std::size_t r = 0; r < w.ranks.size(); ++r) {
+      const RankWork& rw = w.ranks[r];
+      out.rank_pairs[r] += static_cast<double>(rw.pairs);
+      out.rank_tiles[r] += static_cast<double>(rw.tiles);
+      out.max_rank_tokens = std::max(out.max_rank_tokens, rw.tokens);
+      out.padding_tokens += static_cast<double>(rw.padding_tokens);
+      launches = std::max<std::int64_t>(launches, rw.launches);
+      masked = std::max<std::int64_t>(masked, rw.masked_steps);
+    }
+    for (int st = 0; st < w.steps; ++st) {
+      std::int64_t mp = 0, mt = 0, mb = 0;
+      for (int r = 0; r < static_cast<int>(w.ranks.size()); ++r) {
+        mp = std::max(mp, w.at(r, st).pairs);
+        mt = std::max(mt, w.at(r, st).tiles);
+        mb = std::max(mb, w.at(r, st).kv_bytes);
+      }
+      out.step_max_pairs[static_cast<std::size_t>(st)] += static_cast<double>(mp);
+      out.step_max_tiles[static_cast<std::size_t>(st)] += static_cast<double>(mt);
+      out.step_max_kv_bytes[static_cast<std::size_t>(st)] += static_cast<double>(mb);
+    }
+    const RankWork& slow = w.ranks[static_cast<std::size_t>(w.slowest_rank)];
+    out.slowest_pairs += static_cast<double>(slow.pairs);
+    out.slowest_tiles += static_cast<double>(slow.tiles);
+    out.total_pairs += static_cast<double>(w.total_pairs);
+    out.launches_max += static_cast<double>(launches);
+    out.masked_steps_max += static_cast<double>(masked);
+    imb_pairs.push_back(w.imbalance_pairs);
+    imb_tiles.push_back(w.imbalance_tiles);
+  }
+  const auto n = static_cast<double>(s.batches.size());
+  for (auto* v : {&out.rank_pairs, &out.rank_tiles, &out.step_max_pairs, &out.step_max_tiles, &out.step_max_kv_bytes})
+    for (double& x : *v) x /= n;
+  for (double* x : {&out.slowest_pairs, &out.slowest_tiles, &out.total_pairs, &out.padding_tokens, &out.launches_max,
+                    &out.masked_steps_max})
+    *x /= n;
+  for (double x : out.step_max_tiles) out.sum_step_max_tiles += x;
+  std::sort(imb_pairs.begin(), imb_pairs.end());
+  std::sort(imb_tiles.begin(), imb_tiles.end());
+  double sp = 0, st = 0;
+  for (double x : imb_pairs) sp += x;
+  for (double x : imb_tiles) st += x;
+  out.imbalance_pairs_mean = sp / n;
+  out.imbalance_tiles_mean = st / n;
+  out.imbalance_pairs_p95 = quantile_sorted(imb_pairs, 0.95);
+  out.imbalance_tiles_p95 = quantile_sorted(imb_tiles, 0.95);
+  return out;
+}
+
+}  // namespace seqpar

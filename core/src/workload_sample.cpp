@@ -1,0 +1,202 @@
+// Drawing document lengths and packing them into sequences (fill, best-fit), and the workload's
+// summary. Every draw goes through core/rng.hpp's generator and our own inverse CDFs, so one seed
+// gives the same batches everywhere (up to the last bit of libm's exp/log/pow/cos, which a length
+// only feels when its real value lies within that bit of a rounding boundary).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/error.hpp"
+#include "seqpar/core/limits.hpp"
+#include "seqpar/core/stats.hpp"
+#include "seqpar/core/workload.hpp"
+
+namespace seqpar {
+
+namespace {
+
+// A distribution with its histogram's cumulative counts computed once.
+class LengthSampler {
+ public:
+  explicit LengthSampler(const LengthDistribution& d) : d_(d) {
+    std::int64_t total = 0;
+    for (const HistogramBin& b : d.bins) cumulative_.push_back(total = checked_add(total, b.count, "histogram counts"));
+  }
+
+  std::int64_t draw(Rng& rng) const {
+    switch (d_.form) {
+      case LengthForm::fixed: return d_.lo;
+      case LengthForm::uniform: return rng.between(d_.lo, d_.hi);
+      case LengthForm::lognormal: return clamp_length(std::exp(d_.mu + d_.sigma * rng.normal()) + 0.5, 1, kCap);
+      case LengthForm::powerlaw: return powerlaw(rng.uniform());
+      case LengthForm::histogram: {
+        if (cumulative_.empty()) throw Error(fmt::format("documents '{}': the histogram has no bins", d_.spec));
+        const std::int64_t r = rng.between(0, cumulative_.back() - 1);
+        const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), r);
+        const HistogramBin& b = d_.bins[static_cast<std::size_t>(it - cumulative_.begin())];
+        return rng.between(b.min_tokens, b.max_tokens);
+      }
+      case LengthForm::list: {
+        if (d_.lengths.empty()) throw Error(fmt::format("documents '{}': the lengths list is empty", d_.spec));
+        return d_.lengths[static_cast<std::size_t>(rng.between(0, static_cast<std::int64_t>(d_.lengths.size()) - 1))];
+      }
+    }
+    throw Error("documents: unknown length form");
+  }
+
+ private:
+  static constexpr std::int64_t kCap = limits::kMaxSeqLen;
+
+  static std::int64_t clamp_length(double x, std::int64_t lo, std::int64_t hi) {
+    if (!(x >= static_cast<double>(lo))) return lo;  // also NaN
+    if (x >= static_cast<double>(hi)) return hi;
+    return static_cast<std::int64_t>(x);  // floor: x is positive
+  }
+
+  // Inverse CDF of the density ~ x^-alpha on [lo, hi + 1), floored to an integer in [lo, hi].
+  std::int64_t powerlaw(double u) const {
+    const double a = static_cast<double>(d_.lo), b = static_cast<double>(d_.hi) + 1.0, e = 1.0 - d_.alpha;
+    double x;
+    if (std::abs(e) < 1e-12) {
+      x = a * std::pow(b / a, u);  // alpha = 1: log-uniform
+    } else {
+      const double pa = std::pow(a, e), pb = std::pow(b, e);
+      x = std::pow(pa + u * (pb - pa), 1.0 / e);
+    }
+    return clamp_length(x, d_.lo, d_.hi);
+  }
+
+  const LengthDistribution& d_;
+  std::vector<std::int64_t> cumulative_;
+};
+
+// A document drawn but not yet wholly placed: `rest` of its tokens still to place.
+struct Pending {
+  std::int64_t id = 0, rest = 0;
+};
+
+class Packer {
+ public:
+  Packer(const Workload& w, std::int64_t seq_len, SampledWorkload& out)
+      : w_(w), sampler_(w.documents), rng_(w.seed), n_(seq_len), out_(out) {}
+
+  Pending draw() {
+    const std::int64_t len = sampler_.draw(rng_);
+    out_.drawn.push_back(len);
+    return {static_cast<std::int64_t>(out_.drawn.size()) - 1, len};
+  }
+
+  // Appends `take` tokens of document p to the batch.
+  void place(PackedBatch& b, Pending& p, std::int64_t take) {
+    b.doc.push_back(p.id);
+    b.whole.push_back(take == out_.drawn[static_cast<std::size_t>(p.id)] ? 1 : 0);
+    b.cu_seqlens.push_back(b.cu_seqlens.back() + take);
+    p.rest -= take;
+  }
+
+  PackedBatch fill() {
+    PackedBatch b;
+    b.cu_seqlens.push_back(0);
+    for (std::int64_t gap = n_; gap > 0; gap = n_ - b.cu_seqlens.back()) {
+      if (carry_.rest == 0) carry_ = draw();
+      place(b, carry_, std::min(carry_.rest, gap));
+    }
+    return b;
+  }
+
+  PackedBatch best_fit() {
+    PackedBatch b;
+    b.cu_seqlens.push_back(0);
+    for (std::int64_t gap = n_; gap > 0; gap = n_ - b.cu_seqlens.back()) {
+      while (pending_.size() < static_cast<std::size_t>(w_.best_fit_window)) pending_.push_back(draw());
+      // The longest pending document that fits the space left; the earliest of equals.
+      std::size_t best = pending_.size();
+      for (std::size_t i = 0; i < pending_.size(); ++i)
+        if (pending_[i].rest <= gap && (best == pending_.size() || pending_[i].rest > pending_[best].rest)) best = i;
+      if (best == pending_.size()) {
+        place(b, pending_.front(), gap);  // none fits: the earliest is split to fill the sequence
+        continue;
+      }
+      place(b, pending_[best], pending_[best].rest);
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+    return b;
+  }
+
+ private:
+  const Workload& w_;
+  LengthSampler sampler_;
+  Rng rng_;
+  std::int64_t n_;
+  SampledWorkload& out_;
+  Pending carry_;                 // fill: the document crossing into the next sequence
+  std::vector<Pending> pending_;  // best-fit: the window, in arrival order
+};
+
+LengthStats length_stats(std::vector<double> v) {
+  LengthStats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.count = static_cast<std::int64_t>(v.size());
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.stddev = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+  s.p50 = quantile_sorted(v, 0.5);
+  s.p95 = quantile_sorted(v, 0.95);
+  s.max = v.back();
+  return s;
+}
+
+}  // namespace
+
+std::int64_t draw_length(const LengthDistribution& d, Rng& rng) { return LengthSampler(d).draw(rng); }
+
+std::int64_t causal_pairs(std::int64_t n) {
+  // n (n + 1) / 2 with the halving first, on whichever factor is even.
+  return n % 2 == 0 ? checked_mul(n / 2, n + 1, "causal pairs") : checked_mul(n, (n + 1) / 2, "causal pairs");
+}
+
+SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len) {
+  require_range("seq_len", seq_len, 1, limits::kMaxSeqLen);
+  require_range("doc-batches", w.batches, 1, kMaxDocBatches);
+  if (w.packing == Packing::best_fit) require_range("packing: best-fit WINDOW", w.best_fit_window, 1, kMaxBestFitWindow);
+  SampledWorkload out;
+  out.seq_len = seq_len;
+  Packer packer(w, seq_len, out);
+  for (int i = 0; i < w.batches; ++i)
+    out.batches.push_back(w.packing == Packing::fill ? packer.fill() : packer.best_fit());
+  return out;
+}
+
+WorkloadSummary summarize(const SampledWorkload& s) {
+  if (s.batches.empty()) throw Error("workload: no sampled batches to summarize");
+  WorkloadSummary out;
+  out.drawn = length_stats({s.drawn.begin(), s.drawn.end()});
+  std::vector<double> pieces;
+  const double full = static_cast<double>(causal_pairs(s.seq_len));
+  out.work_ratio_min = 1e300;
+  for (const PackedBatch& b : s.batches) {
+    std::int64_t pairs = 0;
+    for (std::size_t i = 0; i < b.pieces(); ++i) {
+      const std::int64_t len = b.cu_seqlens[i + 1] - b.cu_seqlens[i];
+      pieces.push_back(static_cast<double>(len));
+      pairs += causal_pairs(len);  // at most the whole sequence's: no overflow past causal_pairs(seq_len)
+    }
+    const double ratio = static_cast<double>(pairs) / full;
+    out.work_ratio_mean += ratio;
+    out.work_ratio_min = std::min(out.work_ratio_min, ratio);
+    out.work_ratio_max = std::max(out.work_ratio_max, ratio);
+  }
+  const auto nb = static_cast<double>(s.batches.size());
+  out.work_ratio_mean /= nb;
+  out.pieces_per_batch_mean = static_cast<double>(pieces.size()) / nb;
+  out.pieces = length_stats(std::move(pieces));
+  return out;
+}
+
+}  // namespace seqpar
