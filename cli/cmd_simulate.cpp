@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "documents.hpp"
 #include "options.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
@@ -87,6 +88,7 @@ void add_simulate_command(CLI::App& app) {
     CommonOptions common;
     PlanOptions plan;
     MemoryFlags mem;
+    DocumentOptions docs;
     int gpus = 8;
     std::string seq_len;
     std::string trace;
@@ -98,6 +100,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seq-len", o->seq_len, "Sequence length (e.g. 131072, 128K, 1M)")->required();
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);
+  add_documents(cmd, o->docs);
   cmd->add_option("--trace", o->trace,
                   "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
   cmd->callback([o] {
@@ -105,16 +108,34 @@ void add_simulate_command(CLI::App& app) {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m);
       const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
-      const sim::Result r = sim::simulate(m, s, p);
+      // A packed-document workload: the plan in its load balancer's layout, and every method beside it.
+      const std::optional<SampledWorkload> workload = sample_documents(o->docs, p.seq_len);
+      std::optional<sim::DocumentCosts> costs;
+      std::vector<DocumentRow> rows;
+      if (workload) {
+        const sim::Result plain = sim::simulate(m, s, p);  // a plan rule first, as without documents
+        if (plain.valid) costs = sim::document_costs(*workload, p, plan_balancer(o->docs, p));
+        rows = document_rows(m, s, p, *workload);
+      }
+      const sim::Result r = costs ? sim::simulate(m, s, p, *costs) : sim::simulate(m, s, p);
       if (!o->trace.empty() && r.valid)
         trace::write_file(sim::step_trace(r, 0, fmt::format("predicted: {} (seqpar simulate)", seqpar::describe(p))),
                           o->trace);
       if (o->common.json) {
         nlohmann::json j = document("seqpar simulate");
         j.update(sim::to_json(m, s, r));
+        if (costs) {
+          j["workload"] = workload_json(o->docs, *workload, *costs);
+          j["document_table"] = document_rows_json(rows);
+        }
         print_json(j);
       } else if (r.valid) {
+        if (costs) print_workload(o->docs, *workload, p, *costs);
         print_human(m, s, r);
+        if (costs) {
+          fmt::print("\n");
+          print_document_rows(rows);
+        }
       } else {
         for (const auto& e : r.errors) fmt::print(stderr, "seqpar: invalid plan: {}\n", e);
       }

@@ -1,10 +1,16 @@
 #include "seqpar/sim/attention_cost.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
+
+#include "seqpar/core/error.hpp"
 
 #include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
@@ -39,6 +45,14 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
 
 namespace {
 
+// Whether every ring step after the diagonal has the same factor (one causal sequence, or a
+// workload that loads every later step alike): the closed form then holds, bit for bit today's.
+bool uniform_after_step0(const DocumentCosts& d) {
+  for (std::size_t k = 2; k < d.step_factor.size(); ++k)
+    if (d.step_factor[k] != d.step_factor[1]) return false;
+  return true;
+}
+
 // One kernel call over a query chunk and its key prefix: the causal diagonal part at the causal
 // kernel's rate, the unmasked part before it at the unmasked rate, one launch.
 double prefix_call_time(const System& s, double diagonal_flops, double prefix_flops, double tokens, bool backward,
@@ -59,7 +73,7 @@ double prefix_call_time(const System& s, double diagonal_flops, double prefix_fl
 // before the forward and again before the backward (Transformer Engine keeps only the local K,V),
 // and dK,dV of the whole sequence are reduce-scattered after it; none of it overlaps compute.
 AttentionCost all_gather_attention_cost(const Model& m, const System& s, const Plan& p, const AttentionShapes& a,
-                                        AttentionCost c) {
+                                        AttentionCost c, const DocumentCosts* docs) {
   const double d = m.head_dim, R = p.ring_degree, N = double(p.seq_len);
   const bool head_tail = zigzag_ring(p);
   // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
@@ -79,10 +93,15 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
     c.fwd_kernel_s += prefix_call_time(s, diagonal, prefix, rows, false, m.head_dim);
     c.bwd_kernel_s += prefix_call_time(s, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
   }
+  // Under documents: the slowest rank's tiles against the whole gathered sequence, over the
+  // reference's; the gather moves every rank's tokens, padding included.
+  const double kernel_factor = docs ? docs->step_factor.front() : 1.0, tokens = docs ? docs->token_factor : 1.0;
+  c.fwd_kernel_s *= kernel_factor;
+  c.bwd_kernel_s *= kernel_factor;
   const Placement& ring = place_sp_groups(s, p).ring;
-  c.kv_gather_s = collective_time(s, Collective::all_gather, a.kv_gathered_bytes, ring);
+  c.kv_gather_s = collective_time(s, Collective::all_gather, tokens * a.kv_gathered_bytes, ring);
   // dK,dV of the whole sequence in bf16, reduced onto each owner (Transformer Engine's dtype).
-  c.dkv_scatter_s = collective_time(s, Collective::reduce_scatter, a.kv_gathered_bytes, ring);
+  c.dkv_scatter_s = collective_time(s, Collective::reduce_scatter, tokens * a.kv_gathered_bytes, ring);
   c.fwd_s = c.kv_gather_s + c.fwd_kernel_s;
   c.bwd_s = c.kv_gather_s + c.bwd_kernel_s + c.dkv_scatter_s;
   c.fwd_comm_s = c.kv_gather_s;
@@ -94,20 +113,27 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
 
 }  // namespace
 
-AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p) {
+AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
   const AttentionShapes a = attention_shapes(m, p);
   AttentionCost c;
   const double d = m.head_dim;
   const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
-  // Per GPU: a sequence's attention shared by its SP group's ranks and, inside each, by the TP ranks' heads.
-  c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp / p.tp;
+  // Per GPU: a sequence's attention shared by its SP group's ranks and, inside each, by the TP ranks' heads;
+  // under documents, the work the document mask leaves.
+  c.model_flops_fwd = mask * attention_flops(a.batch, double(p.seq_len), double(p.seq_len), m.heads, d) / p.sp / p.tp *
+                      (docs ? docs->work_ratio : 1.0);
+  if (docs && !m.causal)
+    throw Error(fmt::format("documents: model '{}' has no causal mask; a document mask is causal within each document",
+                            m.name));
+  // Every all-to-all, hop and gather moves the rank's tokens, padding included (document_cost.hpp).
+  const double tokens = docs ? docs->token_factor : 1.0;
 
   double a2a_fwd = 0, a2a_bwd = 0;
   const SpGroups groups = place_sp_groups(s, p);  // where the plan puts its Ulysses and ring groups
   if (p.ulysses_degree > 1) {
     const Placement& pu = groups.ulysses;
-    const double qkv = collective_time(s, Collective::all_to_all, a.qkv_a2a_bytes, pu);
-    const double o = collective_time(s, Collective::all_to_all, a.o_a2a_bytes, pu);
+    const double qkv = collective_time(s, Collective::all_to_all, tokens * a.qkv_a2a_bytes, pu);
+    const double o = collective_time(s, Collective::all_to_all, tokens * a.o_a2a_bytes, pu);
     a2a_fwd = qkv + o;  // q,k,v in; output back
     c.a2a_qkv_s = qkv;
     c.a2a_o_s = o;
@@ -115,9 +141,11 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   }
 
   const int R = p.ring_degree;
-  if (kv_all_gather(p)) return all_gather_attention_cost(m, s, p, a, c);  // U = 1: no all-to-all
+  if (kv_all_gather(p)) return all_gather_attention_cost(m, s, p, a, c, docs);  // U = 1: no all-to-all
   if (R == 1) {
-    const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
+    // Ulysses: every rank runs the whole sequence's documents for its heads.
+    const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d) *
+                         (docs ? docs->step_factor.front() : 1.0);
     const AttentionKernel kernel{m.head_dim, m.causal};
     c.fwd_kernel_s = framework_attention_time(s, flops, a.attn_tokens, false, kernel);
     c.bwd_kernel_s = framework_attention_time(s, 2.5 * flops, a.attn_tokens, true, kernel);
@@ -133,7 +161,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // One unmasked block: this rank's queries against one rank's keys.
   const double block = attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
   // One ring step's hop: the slowest of its hops (comm_cost.hpp says which flows share a NIC).
-  const double hop = collective_time(s, Collective::send_recv, a.kv_block_bytes, groups.ring);
+  const double hop = collective_time(s, Collective::send_recv, tokens * a.kv_block_bytes, groups.ring);
   // Per-step kernel time of the critical rank. Step 0 is the causal diagonal over the rank's own
   // tokens in both layouts (zigzag's two chunks, laid end to end, are one causal call). After it,
   // zigzag gives every rank half a block (one varlen call over half-length chunks), while the
@@ -149,21 +177,45 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const double step_b = zigzag ? framework_attention_time(s, 2.5 * block / 2, a.block_tokens, true, unmasked)
                                : framework_attention_time(s, 2.5 * block, a.attn_tokens, true, unmasked);
   const double steps_after0 = R - 1;
-  c.fwd_kernel_s = step0_f + steps_after0 * step_f;
-  c.bwd_kernel_s = step0_b + steps_after0 * step_b;
-  // Forward: R-1 K,V hops, each overlapped with the block in hand; the last block needs no send.
-  c.fwd_s = a2a_fwd + std::max(step0_f, hop) + (steps_after0 - 1) * std::max(step_f, hop) + step_f;
   c.fwd_comm_s = a2a_fwd + steps_after0 * hop;
-  // Backward: K,V and the partial dK,dV travel together (two blocks per hop); after the last step
-  // the dK,dV make one more hop home, exposed.
-  c.bwd_s = a2a_bwd + std::max(step0_b, 2 * hop) + (steps_after0 - 1) * std::max(step_b, 2 * hop) + step_b + hop;
   c.bwd_comm_s = a2a_bwd + steps_after0 * 2 * hop + hop;
   c.ring_steps = R;
   c.hop_s = hop;
-  c.step0_fwd_s = step0_f;
-  c.step_fwd_s = step_f;
-  c.step0_bwd_s = step0_b;
-  c.step_bwd_s = step_b;
+  if (docs && !uniform_after_step0(*docs)) {
+    // Under documents each step's slowest rank has its own share (document_cost.hpp): the steps
+    // one by one, each overlapped with its hop as below.
+    const std::vector<double>& f = docs->step_factor;
+    c.fwd_kernel_s = f[0] * step0_f;
+    c.bwd_kernel_s = f[0] * step0_b;
+    c.fwd_s = a2a_fwd + std::max(f[0] * step0_f, hop);
+    c.bwd_s = a2a_bwd + std::max(f[0] * step0_b, 2 * hop);
+    for (int k = 1; k < R; ++k) {
+      const double sf = f[std::size_t(k)] * step_f, sb = f[std::size_t(k)] * step_b;
+      c.fwd_kernel_s += sf;
+      c.bwd_kernel_s += sb;
+      c.fwd_s += k + 1 < R ? std::max(sf, hop) : sf;
+      c.bwd_s += k + 1 < R ? std::max(sb, 2 * hop) : sb + hop;
+    }
+    c.step0_fwd_s = f[0] * step0_f;
+    c.step0_bwd_s = f[0] * step0_b;
+    c.step_fwd_s = (c.fwd_kernel_s - c.step0_fwd_s) / steps_after0;  // the mean later step, for the timeline
+    c.step_bwd_s = (c.bwd_kernel_s - c.step0_bwd_s) / steps_after0;
+    return c;
+  }
+  // One factor for every step after the diagonal (1 without documents): the closed form.
+  const double f0 = docs ? docs->step_factor[0] : 1.0, fk = docs ? docs->step_factor[1] : 1.0;
+  const double s0f = f0 * step0_f, s0b = f0 * step0_b, skf = fk * step_f, skb = fk * step_b;
+  c.fwd_kernel_s = s0f + steps_after0 * skf;
+  c.bwd_kernel_s = s0b + steps_after0 * skb;
+  // Forward: R-1 K,V hops, each overlapped with the block in hand; the last block needs no send.
+  c.fwd_s = a2a_fwd + std::max(s0f, hop) + (steps_after0 - 1) * std::max(skf, hop) + skf;
+  // Backward: K,V and the partial dK,dV travel together (two blocks per hop); after the last step
+  // the dK,dV make one more hop home, exposed.
+  c.bwd_s = a2a_bwd + std::max(s0b, 2 * hop) + (steps_after0 - 1) * std::max(skb, 2 * hop) + skb + hop;
+  c.step0_fwd_s = s0f;
+  c.step_fwd_s = skf;
+  c.step0_bwd_s = s0b;
+  c.step_bwd_s = skb;
   return c;
 }
 

@@ -349,7 +349,8 @@ void memory_half(const Model& m, const System& s, const Plan& p, Result& r) {
 namespace {
 // structure_costs(), with the ZeRO group's collectives of every stage or of p's alone (simulate()
 // of one plan needs one or two of the three).
-StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool every_zero_stage) {
+StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool every_zero_stage,
+                        const DocumentCosts* docs = nullptr) {
   StructureCosts c;
   c.structure = structure_of(p);
   const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
@@ -363,7 +364,7 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   c.gemm_fwd_s = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
   c.gemm_bwd_s = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
   c.elementwise = layer_elementwise_cost(m, s, p);
-  c.attention = attention_layer_cost(m, s, p);
+  c.attention = attention_layer_cost(m, s, p, docs);
   // The LM head.
   c.head_fwd_s = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
   c.head_bwd_s = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
@@ -394,6 +395,15 @@ Result simulate(const Model& m, const System& s, const Plan& p) {
   Result r = checked_result(m, s, p);
   if (!r.valid) return r;
   time_half(m, s, p, costs_of(m, s, p, false), r);
+  memory_half(m, s, p, r);
+  check_numbers(r);
+  return r;
+}
+
+Result simulate(const Model& m, const System& s, const Plan& p, const DocumentCosts& docs) {
+  Result r = checked_result(m, s, p);
+  if (!r.valid) return r;
+  time_half(m, s, p, costs_of(m, s, p, false, &docs), r);
   memory_half(m, s, p, r);
   check_numbers(r);
   return r;

@@ -207,9 +207,10 @@ TEST(Invariants, TheTimeOnlyOptionsNeverMakeAStepFaster) {
         const double exposed = before.time.exposed_dp_comm + before.time.exposed_offload;
         EXPECT_GE(after.step_time_s, (before.step_time_s - exposed) * (1 - 1e-12))
             << m.name << " on " << s.name << " (" << s.profile.name << "): " << describe(p) << " then " << name;
-        if (exposed == 0)
+        if (exposed == 0) {
           EXPECT_GE(after.step_time_s, before.step_time_s * (1 - 1e-12))
               << m.name << " on " << s.name << " (" << s.profile.name << "): " << describe(p) << " then " << name;
+        }
         ++checked;
       }
     }

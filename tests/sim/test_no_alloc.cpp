@@ -140,7 +140,8 @@ TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
   for (const Case& c : valid)
     if (c.plan.mem == memory_option_sets().front() && best_memory_options(*c.model, *c.system, c.plan, std::nullopt).best)
       fitting.push_back(c);
-  EXPECT_GE(fitting.size(), 100u);
+  // (Under the sanitizers' sample, every 8th case: the threshold scales with it.)
+  EXPECT_GE(fitting.size(), 640u / std::size_t(testing::sample_stride())) << fitting.size() << " structures fit";
   before = g_allocations.load();
   for (const Case& c : fitting) sink += best_memory_options(*c.model, *c.system, c.plan, std::nullopt).best->mfu;
   EXPECT_EQ(g_allocations.load() - before, 0) << "best_memory_options(), over " << fitting.size() << " structures";

@@ -12,6 +12,8 @@
 
 namespace seqpar::sim {
 
+struct DocumentCosts;
+
 // KV heads that enter the Ulysses all-to-all on one rank: all of its TP rank's KV heads
 // (kv_heads_per_tp_rank) when U divides them, else each head replicated up to U heads (valid only
 // when they divide U; see validity.hpp).
@@ -59,6 +61,9 @@ struct AttentionCost {
   double hop_s = 0;
   double step0_fwd_s = 0, step_fwd_s = 0, step0_bwd_s = 0, step_bwd_s = 0;
 };
-AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p);
+// With `docs` (document_cost.hpp), the attention of a packed-document workload in its load
+// balancer's layout: each step's kernel time scaled by its slowest rank's share, the transfers by
+// the most tokens a rank holds.
+AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs = nullptr);
 
 }  // namespace seqpar::sim

@@ -13,6 +13,8 @@
 
 namespace seqpar::sim {
 
+struct DocumentCosts;
+
 struct TimeBreakdown {
   double forward = 0, backward = 0;        // compute of each pass (backward includes recomputation)
   double compute = 0;                      // all kernel time: gemm + attention + elementwise + recompute
@@ -53,6 +55,9 @@ struct Result {
 // The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
 // and no numbers; it never throws for plan content.
 Result simulate(const Model& m, const System& s, const Plan& p);
+// The plan on a packed-document workload (document_cost.hpp: its sampled batches counted for this
+// plan's layout and load balancer); with one document filling every sequence, simulate()'s result.
+Result simulate(const Model& m, const System& s, const Plan& p, const DocumentCosts& docs);
 
 // What a step costs by the plan's structure alone (TP, method, degrees, placement, micro-batch,
 // length), whatever its memory options and accumulation: each layer's GEMMs, elementwise work,

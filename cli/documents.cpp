@@ -1,0 +1,215 @@
+#include "documents.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "seqpar/core/error.hpp"
+#include "seqpar/sim/methods.hpp"
+#include "table.hpp"
+
+namespace seqpar::cli {
+
+void add_documents(CLI::App* app, DocumentOptions& o) {
+  app->add_option("--documents", o.documents,
+                  "Packed documents under a document mask: fixed:L, uniform:A:B, lognormal:MU:SIGMA (of ln length), "
+                  "powerlaw:ALPHA:MIN:MAX, hist:FILE.csv (min_tokens,max_tokens,count) or lengths:FILE (one a line)");
+  app->add_option("--packing", o.packing,
+                  "How documents fill each sequence: fill (arrival order, split at the sequence end) or best-fit[:WINDOW]")
+      ->capture_default_str();
+  app->add_option("--doc-seed", o.seed, "Seed of the sampled document stream")->capture_default_str();
+  app->add_option("--doc-batches", o.batches, "Packed sequences sampled")->capture_default_str();
+  app->add_option("--balancer", o.balancer,
+                  "How the ring group shards a packed sequence: contiguous, zigzag, per-document (2 x R chunks of every "
+                  "document, padded as Transformer Engine's THD), balanced (whole documents moved to even the work); "
+                  "default: the method's own");
+}
+
+std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len) {
+  if (o.documents.empty()) {
+    if (!o.balancer.empty()) throw Error("balancer: applies to a packed-document workload; give --documents");
+    if (o.packing != "fill" || o.seed != 1 || o.batches != 16)
+      throw Error("packing, doc_seed, doc_batches: apply to a packed-document workload; give --documents");
+    return std::nullopt;
+  }
+  return sample_workload(make_workload(o.documents, o.packing, o.seed, o.batches), seq_len);
+}
+
+Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p) {
+  return o.balancer.empty() ? sim::native_balancer(p) : parse_balancer(o.balancer);
+}
+
+namespace {
+
+// The balancers a method's row shows: its own layout, and for the zigzag methods the two that
+// re-shard by document (the contiguous methods' identity is their layout: their other balancers
+// are the zigzag twins' rows). The hybrid also shows the contiguous ring over its groups.
+std::vector<Balancer> balancers_of(Method m) {
+  switch (m) {
+    case Method::ulysses: return {Balancer::contiguous};
+    case Method::ring:
+    case Method::allgather_contiguous: return {Balancer::contiguous};
+    case Method::hybrid: return {Balancer::zigzag, Balancer::contiguous, Balancer::per_document, Balancer::balanced};
+    case Method::ring_zigzag:
+    case Method::allgather: break;
+  }
+  return {Balancer::zigzag, Balancer::per_document, Balancer::balanced};
+}
+
+std::string balancer_label(const DocumentRow& r) {
+  return r.plan.method == Method::ulysses ? std::string("- (by heads)") : to_string(r.balancer);
+}
+
+}  // namespace
+
+std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s, const seqpar::Plan& p,
+                                       const SampledWorkload& w) {
+  std::vector<DocumentRow> rows;
+  for (const Method method : kAllMethods) {
+    seqpar::Plan q = p;
+    q.method = method;
+    if (method == p.method) {
+      // The plan's own degrees (a hybrid's U x R as given).
+    } else {
+      q.ulysses_degree = q.ring_degree = 0;
+      q = normalized(q, s.gpus_per_node);
+      // A hybrid of one group or of groups of one is the Ulysses or ring row already shown.
+      if (method == Method::hybrid && (q.ulysses_degree == 1 || q.ring_degree == 1)) continue;
+    }
+    for (const Balancer b : balancers_of(method)) {
+      DocumentRow row;
+      row.plan = q;
+      row.balancer = b;
+      row.uniform = sim::simulate(m, s, q);
+      if (!row.uniform.valid) {
+        row.refused = row.uniform.errors.empty() ? "invalid plan" : row.uniform.errors.front();
+      } else {
+        try {
+          row.costs = sim::document_costs(w, q, b);
+          row.docs = sim::simulate(m, s, q, *row.costs);
+        } catch (const Error& e) {
+          row.refused = e.what();
+        }
+      }
+      rows.push_back(std::move(row));
+      if (!rows.back().refused.empty() && method != Method::hybrid) break;  // a plan rule refuses every balancer
+    }
+  }
+  return rows;
+}
+
+namespace {
+std::string lengths(const LengthStats& l) {
+  return fmt::format("{} documents, mean {:.0f}, std {:.0f}, p50 {:.0f}, p95 {:.0f}, max {:.0f} tokens", l.count, l.mean,
+                     l.stddev, l.p50, l.p95, l.max);
+}
+nlohmann::json lengths_json(const LengthStats& l) {
+  return {{"count", l.count}, {"mean", l.mean}, {"std", l.stddev}, {"p50", l.p50}, {"p95", l.p95}, {"max", l.max}};
+}
+std::vector<double> normalized_ranks(const std::vector<double>& v) {
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(std::max<std::size_t>(1, v.size()));
+  std::vector<double> out;
+  for (double x : v) out.push_back(mean > 0 ? x / mean : 0.0);
+  return out;
+}
+}  // namespace
+
+void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
+                    const sim::DocumentCosts& c) {
+  const WorkloadSummary sum = summarize(w);
+  fmt::print("workload: --documents {}, packing {}, seed {}, {} sequences of {} tokens sampled\n", o.documents,
+             o.packing, o.seed, w.batches.size(), format_count(w.seq_len));
+  fmt::print("  drawn:  {}\n", lengths(sum.drawn));
+  fmt::print("  packed: {} (pieces the mask sees; {:.1f} per sequence)\n", lengths(sum.pieces),
+             sum.pieces_per_batch_mean);
+  fmt::print("  attention work under the document mask: {:.4f} of one full causal sequence (min {:.4f}, max {:.4f})\n",
+             sum.work_ratio_mean, sum.work_ratio_min, sum.work_ratio_max);
+  if (p.ring_degree > 1 || p.ulysses_degree > 1) {
+    const std::vector<double> ranks = normalized_ranks(c.work.rank_tiles);
+    std::string list;
+    if (ranks.size() <= 16) {
+      for (double r : ranks) list += fmt::format("{}{:.2f}", list.empty() ? "" : " ", r);
+    } else {
+      list = fmt::format("min {:.2f}, max {:.2f} over {} ring ranks", *std::min_element(ranks.begin(), ranks.end()),
+                         *std::max_element(ranks.begin(), ranks.end()), ranks.size());
+    }
+    fmt::print("  load balancer {}: per ring rank attention work (tiles, over the mean): {}\n", to_string(c.balancer),
+               list);
+    fmt::print("  slowest rank / mean: {:.3f} (p95 over sequences {:.3f}); tokens of the fullest rank {:.3f}x N/R\n",
+               c.work.imbalance_tiles_mean, c.work.imbalance_tiles_p95, c.token_factor);
+  }
+  fmt::print("  short documents: the kernel is charged whole {}x{} tiles; no measured short-document efficiency figure "
+             "for this GPU's kernels yet\n\n",
+             sim::kDocumentTileRows, sim::kDocumentTileRows);
+}
+
+void print_document_rows(const std::vector<DocumentRow>& rows) {
+  // Ranks by step time, under the workload and under one causal sequence.
+  std::vector<const DocumentRow*> ok;
+  for (const DocumentRow& r : rows)
+    if (r.refused.empty()) ok.push_back(&r);
+  auto rank_of = [&](const DocumentRow& row, bool docs) {
+    int k = 1;
+    const double t = docs ? row.docs.step_time_s : row.uniform.step_time_s;
+    for (const DocumentRow* o : ok) k += (docs ? o->docs.step_time_s : o->uniform.step_time_s) < t;
+    return k;
+  };
+  Table t({"method", "balancer", "slowest/mean", "p95", "attention", "step time", "tokens/s/GPU", "rank",
+           "rank, one sequence"});
+  for (const DocumentRow& r : rows) {
+    if (!r.refused.empty()) {
+      t.add({seqpar::describe_structure(r.plan), balancer_label(r), "-", "-", "-", "-", "-", "-", r.refused});
+      continue;
+    }
+    t.add({seqpar::describe_structure(r.plan), balancer_label(r), fmt::format("{:.3f}", r.costs->work.imbalance_tiles_mean),
+           fmt::format("{:.3f}", r.costs->work.imbalance_tiles_p95),
+           seconds(r.docs.time.attention), seconds(r.docs.step_time_s),
+           fmt::format("{:.0f}", r.docs.tokens_per_s_per_gpu), fmt::format("{}", rank_of(r, true)),
+           fmt::format("{}", rank_of(r, false))});
+  }
+  fmt::print("methods x load balancers under this workload (slowest/mean: the slowest ring rank's attention tiles "
+             "over the mean, mean and p95 over the sampled sequences):\n{}\n",
+             t.str());
+}
+
+nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w, const sim::DocumentCosts& c) {
+  const WorkloadSummary sum = summarize(w);
+  return {{"documents", o.documents},
+          {"packing", o.packing},
+          {"seed", o.seed},
+          {"batches", w.batches.size()},
+          {"drawn", lengths_json(sum.drawn)},
+          {"pieces", lengths_json(sum.pieces)},
+          {"pieces_per_sequence", sum.pieces_per_batch_mean},
+          {"work_ratio", {{"mean", sum.work_ratio_mean}, {"min", sum.work_ratio_min}, {"max", sum.work_ratio_max}}},
+          {"balancer", to_string(c.balancer)},
+          {"rank_work", normalized_ranks(c.work.rank_tiles)},
+          {"imbalance", {{"mean", c.work.imbalance_tiles_mean}, {"p95", c.work.imbalance_tiles_p95}}},
+          {"step_factor", c.step_factor},
+          {"token_factor", c.token_factor},
+          {"tile_rows", sim::kDocumentTileRows},
+          {"short_document_efficiency", "not measured: whole tiles charged at the long-sequence rate"}};
+}
+
+nlohmann::json document_rows_json(const std::vector<DocumentRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DocumentRow& r : rows) {
+    nlohmann::json j = {{"plan", seqpar::describe_structure(r.plan)}, {"method", seqpar::to_string(r.plan.method)},
+                        {"balancer", r.plan.method == Method::ulysses ? "heads" : to_string(r.balancer)}};
+    if (!r.refused.empty()) {
+      j["refused"] = r.refused;
+    } else {
+      j["imbalance"] = {{"mean", r.costs->work.imbalance_tiles_mean}, {"p95", r.costs->work.imbalance_tiles_p95}};
+      j["step_time_s"] = r.docs.step_time_s;
+      j["tokens_per_s_per_gpu"] = r.docs.tokens_per_s_per_gpu;
+      j["attention_s"] = r.docs.time.attention;
+      j["one_sequence_step_time_s"] = r.uniform.step_time_s;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace seqpar::cli

@@ -1,0 +1,50 @@
+// The packed-document workload options (--documents, --packing, --doc-seed, --doc-batches,
+// --balancer) and what simulate prints of a workload: its section (document lengths, the work the
+// mask leaves) and the methods x load balancers table at the plan's SP degree.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "seqpar/core/doc_layout.hpp"
+#include "seqpar/core/workload.hpp"
+#include "seqpar/sim/document_cost.hpp"
+#include "seqpar/sim/simulate.hpp"
+
+namespace seqpar::cli {
+
+struct DocumentOptions {
+  std::string documents;  // empty: one causal sequence filling every sequence (no document mask)
+  std::string packing = "fill";
+  std::uint64_t seed = 1;
+  int batches = 16;
+  std::string balancer;   // empty: the method's own layout (sim::native_balancer)
+};
+void add_documents(CLI::App* app, DocumentOptions& o);
+
+// The workload the options name, sampled at seq_len; nullopt without --documents (then --balancer
+// and the other document options are refused, naming --documents).
+std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len);
+// --balancer, or the plan's own.
+Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p);
+
+// One row of the methods x balancers table: the method at the plan's SP, GPUs and memory options.
+struct DocumentRow {
+  seqpar::Plan plan;
+  Balancer balancer = Balancer::contiguous;
+  std::optional<sim::DocumentCosts> costs;
+  sim::Result docs, uniform;  // under the workload; one causal sequence of the same length
+  std::string refused;        // why the row has no numbers (a plan rule, or the balancer's)
+};
+std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s, const seqpar::Plan& p,
+                                       const SampledWorkload& w);
+
+void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
+                    const sim::DocumentCosts& c);
+void print_document_rows(const std::vector<DocumentRow>& rows);
+nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w, const sim::DocumentCosts& c);
+nlohmann::json document_rows_json(const std::vector<DocumentRow>& rows);
+
+}  // namespace seqpar::cli

@@ -1,0 +1,46 @@
+// The cost table of a packed-document workload (core/workload.hpp) for one plan's SP layout and
+// load balancer: how much each ring step's slowest rank works under the document mask against one
+// causal sequence filling the same length in the method's own layout, counted at the kernel's tile
+// granularity (core/doc_work.hpp). attention_layer_cost scales its per-step kernel times by these
+// factors, so with every document as long as the sequence they are exactly 1 and the step is
+// today's; the communication is left as it is (the ring relays every block, the all-gather gathers
+// the whole sequence, the all-to-alls move every token whatever the mask).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "seqpar/core/doc_layout.hpp"
+#include "seqpar/core/doc_work.hpp"
+#include "seqpar/core/plan.hpp"
+#include "seqpar/core/workload.hpp"
+
+namespace seqpar::sim {
+
+// The layout the method itself uses for one causal sequence: zigzag (head/tail) for ring-zigzag,
+// the hybrid and all-gather; contiguous for the plain ring, the contiguous all-gather and Ulysses.
+Balancer native_balancer(const Plan& p);
+
+// The kernel tile the counts use (FlashAttention-2/3 and cuDNN's forward tiles are 128 x 128 or
+// 128 x 64 at head dim 128; one figure for every engine until a measured one says otherwise).
+inline constexpr int kDocumentTileRows = 128;
+
+struct DocumentCosts {
+  Balancer balancer = Balancer::contiguous;
+  WorkloadWork work;        // the workload's sampled batches in the balancer's layout
+  WorkloadWork reference;   // one causal sequence filling seq_len, in the method's own layout
+  // Per ring step (R entries; 1 for Ulysses and all-gather): the slowest rank's tiles at that step
+  // over the reference's. Ulysses and all-gather: the slowest rank's tiles over the reference's.
+  std::vector<double> step_factor;
+  double work_ratio = 1;    // unmasked pairs per sequence over one full causal sequence's (MFU's FLOPs)
+  // The most tokens a rank holds over the reference's (N / R): above 1 where per-document padding
+  // or whole documents moved between ranks give a rank more. Every block it sends, gathers or
+  // exchanges in an all-to-all grows with it.
+  double token_factor = 1;
+};
+
+// Counts the workload (sampled at p.seq_len) for p's Ulysses and ring degrees under `b`. Throws
+// seqpar::Error where the balancer cannot lay the sequence out (place_documents' rules) or the
+// workload was sampled for another length.
+DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,118 @@
+// A packed-document workload in the simulator (document_cost.hpp): with every document as long as
+// the sequence the step is today's, bit for bit, for every method and SP degree; under a mix of
+// lengths the load balancers part where the issue says they do (Ulysses balanced by heads, zigzag
+// not, per-document sharding near even); and the CLI's workload section and table.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+#include "seqpar/sim/document_cost.hpp"
+#include "seqpar/sim/presets.hpp"
+#include "seqpar/sim/result_json.hpp"
+#include "seqpar/sim/simulate.hpp"
+
+namespace seqpar::sim {
+namespace {
+
+using nlohmann::json;
+
+SampledWorkload sampled_docs(const std::string& spec, std::int64_t seq_len, int batches = 8) {
+  return sample_workload(make_workload(spec, "fill", 7, batches), seq_len);
+}
+
+TEST(Documents, OneDocumentFillingTheSequenceIsTodaysStep) {
+  const Model m = load_model("llama3-8b");
+  int compared = 0;
+  for (const char* sys : {"dgx-h100", "l20-pcie"}) {
+    const System s = load_system(sys);
+    for (const Method method : kAllMethods)
+      for (const int sp : {2, 4, 8, 16})
+        for (const std::int64_t n : {std::int64_t{96} << 10, std::int64_t{1} << 20}) {
+          Plan p = normalized(Plan{}, s.gpus_per_node);
+          p.method = method;
+          p.gpus = 16;
+          p.sp = sp;
+          p.seq_len = n;
+          p.ulysses_degree = p.ring_degree = 0;
+          p = normalized(p, s.gpus_per_node);
+          const Result plain = simulate(m, s, p);
+          if (!plain.valid) continue;
+          const SampledWorkload one = sampled_docs("fixed:" + std::to_string(n), n, 2);
+          std::vector<Balancer> balancers = {native_balancer(p)};
+          if (native_balancer(p) == Balancer::zigzag) balancers.insert(balancers.end(), {Balancer::per_document, Balancer::balanced});
+          for (const Balancer b : balancers) {
+            const DocumentCosts c = document_costs(one, p, b);
+            for (double f : c.step_factor) EXPECT_EQ(f, 1.0) << describe(p) << " " << to_string(b);
+            EXPECT_EQ(c.work_ratio, 1.0);
+            EXPECT_EQ(c.token_factor, 1.0);
+            const Result docs = simulate(m, s, p, c);
+            EXPECT_EQ(to_json(m, s, docs), to_json(m, s, plain)) << describe(p) << " on " << sys << " " << to_string(b);
+            ++compared;
+          }
+        }
+  }
+  EXPECT_GT(compared, 60);
+}
+
+TEST(Documents, TheBalancersPartUnderAMixOfLengths) {
+  const Model m = load_model("llama3-8b");
+  const System s = load_system("dgx-h100");
+  const std::int64_t n = std::int64_t{128} << 10;
+  const SampledWorkload w = sampled_docs("lognormal:8.5:1.3", n, 16);
+  Plan p = normalized(Plan{}, s.gpus_per_node);
+  p.gpus = p.sp = 8;
+  p.seq_len = n;
+  p.method = Method::ring_zigzag;
+  p.ulysses_degree = 0;
+  p.ring_degree = 0;
+  p = normalized(p, s.gpus_per_node);
+  const DocumentCosts zig = document_costs(w, p, Balancer::zigzag), per = document_costs(w, p, Balancer::per_document);
+  EXPECT_GT(zig.work.imbalance_tiles_mean, 1.3);
+  EXPECT_LT(per.work.imbalance_tiles_mean, 1.05);
+  EXPECT_LT(zig.work_ratio, 0.5) << "documents of a few thousand tokens leave a fraction of the causal work";
+  EXPECT_LT(simulate(m, s, p, per).step_time_s, simulate(m, s, p, zig).step_time_s);
+  // The ring's slowest step waits for its most loaded rank: a step's time never falls below its share.
+  EXPECT_LT(simulate(m, s, p, zig).step_time_s, simulate(m, s, p).step_time_s);
+  Plan u = p;
+  u.method = Method::ulysses;
+  u.ulysses_degree = 8;
+  u.ring_degree = 1;
+  const DocumentCosts uc = document_costs(w, u, native_balancer(u));
+  EXPECT_EQ(uc.work.imbalance_tiles_mean, 1.0);
+  // Ulysses' work is the documents' own: its attention time falls by the tiles it leaves.
+  EXPECT_LT(simulate(m, s, u, uc).time.attention_compute, 0.6 * simulate(m, s, u).time.attention_compute);
+  EXPECT_THROW(document_costs(sampled_docs("fixed:1K", n / 2, 1), p, Balancer::zigzag), Error);
+}
+
+TEST(DocumentsCli, SimulateShowsTheWorkloadAndEveryMethodAndBalancer) {
+  const auto r = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 --documents lognormal:8.5:1.3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("workload: --documents lognormal:8.5:1.3, packing fill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("attention work under the document mask: "), std::string::npos);
+  EXPECT_NE(r.out.find("per-document"), std::string::npos);
+  EXPECT_NE(r.out.find("no measured short-document efficiency figure"), std::string::npos);
+  const auto j = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 --documents lognormal:8.5:1.3 "
+      "--balancer per-document --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const json doc = json::parse(j.out);
+  EXPECT_EQ(doc["workload"]["balancer"], "per-document");
+  EXPECT_GT(doc["workload"]["drawn"]["mean"].get<double>(), 1000);
+  EXPECT_LT(doc["workload"]["imbalance"]["mean"].get<double>(), 1.05);
+  EXPECT_GE(doc["document_table"].size(), 5u);
+  // One document a sequence: the step without documents.
+  const auto plain = seqpar::testing::seqpar("simulate --model llama3-8b --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 --json");
+  const auto one = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 --documents fixed:128K --json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)["step_time_s"], json::parse(plain.out)["step_time_s"]);
+  // The workload's options without a workload are refused, naming --documents.
+  const auto refused = seqpar::testing::seqpar("simulate --gpus 8 --seq-len 128K --balancer zigzag");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("give --documents"), std::string::npos) << refused.err;
+}
+
+}  // namespace
+}  // namespace seqpar::sim
