@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "commands.hpp"
+#include "documents.hpp"
 #include "options.hpp"
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -21,6 +22,7 @@ void add_advise_command(CLI::App& app) {
     CommonOptions common;
     SearchOptions search;
     MemoryFlags mem;
+    DocumentOptions docs;
     std::string seq_len;
     int top = 15;
   };
@@ -31,6 +33,7 @@ void add_advise_command(CLI::App& app) {
   add_search(cmd, o->search);
   cmd->add_option("--top", o->top, "Rows of the ranked table to print")->capture_default_str();
   add_memory(cmd, o->mem);
+  add_documents(cmd, o->docs);
   cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched, and of "
               "each structure's sets the plan takes " + sim::memory_choice_rule() + ".");
   cmd->callback([o] {
@@ -40,8 +43,18 @@ void add_advise_command(CLI::App& app) {
       const sim::System s = load_system(o->common, m);
       const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
-      const sim::SearchSpace space = search_space(o->search, o->mem, s);
+      sim::SearchSpace space = search_space(o->search, o->mem, s);
+      if (!o->docs.balancer.empty())
+        throw Error("balancer: advise compares every load balancer worth comparing for each structure; give --documents "
+                    "alone");
+      if (std::optional<SampledWorkload> w = sample_documents(o->docs, n))
+        space.documents = std::make_shared<const SampledWorkload>(std::move(*w));
       const sim::Advice a = sim::advise(m, s, gpus, n, space);
+      // A plan's words, with its load balancer under a packed-document workload.
+      auto label = [](const sim::Result& r) {
+        const bool ring = r.plan.ring_degree > 1;  // without a ring group every layout is the same work by heads
+        return seqpar::describe(r.plan) + (r.balancer && ring ? " balancer=" + to_string(*r.balancer) : std::string());
+      };
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar advise");
@@ -53,6 +66,8 @@ void add_advise_command(CLI::App& app) {
         j["valid"] = a.best() != nullptr;
         j["errors"] = a.best() ? nlohmann::json::array() : nlohmann::json::array({"no plan is valid and fits; see rejected"});
         j["best"] = a.best() ? sim::to_json(a.best()->plan) : nlohmann::json(nullptr);
+        if (a.best() && a.best()->balancer) j["best"]["balancer"] = to_string(*a.best()->balancer);
+        if (space.documents) j["workload"] = workload_summary_json(o->docs, *space.documents);
         j["reasons"] = a.reasons;
         j["ranked"] = nlohmann::json::array();
         for (const auto& r : a.ranked) j["ranked"].push_back(sim::to_json(m, s, r));
@@ -62,10 +77,11 @@ void add_advise_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n{}\n", m.name, s.name, gpus, format_count(n),
                    batch_text(space.global_batch, n), inferred_text(s));
+        if (space.documents) print_workload_summary(o->docs, *space.documents);
         if (const sim::Result* b = a.best()) {
           fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
                      "      placement: {}\n\n",
-                     seqpar::describe(b->plan), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
+                     label(*b), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
                      gib(b->peak_memory_bytes()), gib(b->capacity_bytes), sim::describe_placement(s, b->plan));
           fmt::print("why:\n");
           for (const std::string& why : a.reasons) fmt::print("  - {}\n", why);
@@ -76,7 +92,7 @@ void add_advise_command(CLI::App& app) {
           Table t(header);
           for (std::size_t i = 0; i < a.ranked.size() && int(i) < o->top; ++i) {
             const sim::Result& r = a.ranked[i];
-            std::vector<std::string> row{std::to_string(i + 1) + " " + seqpar::describe(r.plan),
+            std::vector<std::string> row{std::to_string(i + 1) + " " + label(r),
                                          fmt::format("{:.0f}", r.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * r.mfu),
                                          seconds(r.step_time_s), seconds(r.time.exposed_comm), gib(r.peak_memory_bytes())};
             if (batch)

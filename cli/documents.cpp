@@ -41,21 +41,6 @@ Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p) {
 
 namespace {
 
-// The balancers a method's row shows: its own layout, and for the zigzag methods the two that
-// re-shard by document (the contiguous methods' identity is their layout: their other balancers
-// are the zigzag twins' rows). The hybrid also shows the contiguous ring over its groups.
-std::vector<Balancer> balancers_of(Method m) {
-  switch (m) {
-    case Method::ulysses: return {Balancer::contiguous};
-    case Method::ring:
-    case Method::allgather_contiguous: return {Balancer::contiguous};
-    case Method::hybrid: return {Balancer::zigzag, Balancer::contiguous, Balancer::per_document, Balancer::balanced};
-    case Method::ring_zigzag:
-    case Method::allgather: break;
-  }
-  return {Balancer::zigzag, Balancer::per_document, Balancer::balanced};
-}
-
 std::string balancer_label(const DocumentRow& r) {
   return r.plan.method == Method::ulysses ? std::string("- (by heads)") : to_string(r.balancer);
 }
@@ -76,7 +61,7 @@ std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s
       // A hybrid of one group or of groups of one is the Ulysses or ring row already shown.
       if (method == Method::hybrid && (q.ulysses_degree == 1 || q.ring_degree == 1)) continue;
     }
-    for (const Balancer b : balancers_of(method)) {
+    for (const Balancer b : sim::balancers_for(q)) {
       DocumentRow row;
       row.plan = q;
       row.balancer = b;
@@ -116,8 +101,7 @@ std::vector<double> normalized_ranks(const std::vector<double>& v) {
 }
 }  // namespace
 
-void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
-                    const sim::DocumentCosts& c) {
+void print_workload_summary(const DocumentOptions& o, const SampledWorkload& w) {
   const WorkloadSummary sum = summarize(w);
   fmt::print("workload: --documents {}, packing {}, seed {}, {} sequences of {} tokens sampled\n", o.documents,
              o.packing, o.seed, w.batches.size(), format_count(w.seq_len));
@@ -126,6 +110,11 @@ void print_workload(const DocumentOptions& o, const SampledWorkload& w, const se
              sum.pieces_per_batch_mean);
   fmt::print("  attention work under the document mask: {:.4f} of one full causal sequence (min {:.4f}, max {:.4f})\n",
              sum.work_ratio_mean, sum.work_ratio_min, sum.work_ratio_max);
+}
+
+void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
+                    const sim::DocumentCosts& c) {
+  print_workload_summary(o, w);
   if (p.ring_degree > 1 || p.ulysses_degree > 1) {
     const std::vector<double> ranks = normalized_ranks(c.work.rank_tiles);
     std::string list;
@@ -174,7 +163,7 @@ void print_document_rows(const std::vector<DocumentRow>& rows) {
              t.str());
 }
 
-nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w, const sim::DocumentCosts& c) {
+nlohmann::json workload_summary_json(const DocumentOptions& o, const SampledWorkload& w) {
   const WorkloadSummary sum = summarize(w);
   return {{"documents", o.documents},
           {"packing", o.packing},
@@ -183,14 +172,20 @@ nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w,
           {"drawn", lengths_json(sum.drawn)},
           {"pieces", lengths_json(sum.pieces)},
           {"pieces_per_sequence", sum.pieces_per_batch_mean},
-          {"work_ratio", {{"mean", sum.work_ratio_mean}, {"min", sum.work_ratio_min}, {"max", sum.work_ratio_max}}},
+          {"work_ratio", {{"mean", sum.work_ratio_mean}, {"min", sum.work_ratio_min}, {"max", sum.work_ratio_max}}}};
+}
+
+nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w, const sim::DocumentCosts& c) {
+  nlohmann::json j = workload_summary_json(o, w);
+  j.update(nlohmann::json{
           {"balancer", to_string(c.balancer)},
           {"rank_work", normalized_ranks(c.work.rank_tiles)},
           {"imbalance", {{"mean", c.work.imbalance_tiles_mean}, {"p95", c.work.imbalance_tiles_p95}}},
           {"step_factor", c.step_factor},
           {"token_factor", c.token_factor},
           {"tile_rows", sim::kDocumentTileRows},
-          {"short_document_efficiency", "not measured: whole tiles charged at the long-sequence rate"}};
+          {"short_document_efficiency", "not measured: whole tiles charged at the long-sequence rate"}});
+  return j;
 }
 
 nlohmann::json document_rows_json(const std::vector<DocumentRow>& rows) {

@@ -41,6 +41,10 @@ struct DocumentRow {
 std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s, const seqpar::Plan& p,
                                        const SampledWorkload& w);
 
+// The workload's own lines (document lengths drawn and packed, the work the mask leaves), then for
+// simulate the plan's balancer: its per-rank work and imbalance.
+void print_workload_summary(const DocumentOptions& o, const SampledWorkload& w);
+nlohmann::json workload_summary_json(const DocumentOptions& o, const SampledWorkload& w);
 void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
                     const sim::DocumentCosts& c);
 void print_document_rows(const std::vector<DocumentRow>& rows);

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <numeric>
 #include <span>
+#include <tuple>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/tiling.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/validity.hpp"
@@ -249,7 +252,7 @@ struct Search {
 // A fill that breaks a rule, or whose every set is invalid, ends the search with its own outcome
 // (its rule's reasons): a rule that breaks one micro-batch is taken to break them all.
 Search search_structure(const Model& m, const System& s, std::span<const Plan> fills,
-                        const std::optional<MemoryOptions>& fixed) {
+                        const std::optional<MemoryOptions>& fixed, const DocumentCosts* docs = nullptr) {
   // A thread's buffers, reused: no allocation per structure once they have grown.
   thread_local std::vector<Result> timed;       // every fill's valid sets, fill by fill in set order
   thread_local std::vector<bool> estimated;     // add_memory ran on timed[i]
@@ -269,13 +272,13 @@ Search search_structure(const Model& m, const System& s, std::span<const Plan> f
     }
     begin.push_back(timed.size());
     if (fixed) {
-      Result r = simulate(m, s, p);
+      Result r = docs ? simulate(m, s, p, *docs) : simulate(m, s, p);
       if (r.valid) {
         timed.push_back(std::move(r));
         estimated.push_back(true);
       }
     } else {
-      const StructureCosts costs = structure_costs(m, s, p);  // the same for every set
+      const StructureCosts costs = structure_costs(m, s, p, docs);  // the same for every set
       for (const MemoryOptions& mem : memory_option_sets()) {
         if (!framework_runs(s.profile, mem)) continue;  // invalid: check_plan would name it
         p.mem = mem;
@@ -430,14 +433,29 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
 }
 
 namespace {
+Search search_fills(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                    const DocumentCosts* docs);
 // best_plan_for's search, with the fastest plan that fits.
-Search search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
-  if (!space.global_batch) {
-    Plan p = structure;
-    p.micro_batch = space.micro_batch.value_or(1);
-    p.grad_accum_steps = 1;
-    return search_structure(m, s, std::span<const Plan>(&p, 1), space.memory);
+Search search_plan(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                   const DocumentCosts* docs) {
+  Search out = [&] {
+    if (!space.global_batch) {
+      Plan p = structure;
+      p.micro_batch = space.micro_batch.value_or(1);
+      p.grad_accum_steps = 1;
+      return search_structure(m, s, std::span<const Plan>(&p, 1), space.memory, docs);
+    }
+    return search_fills(m, s, structure, space, docs);
+  }();
+  if (docs) {
+    for (std::optional<Result>* r : {&out.outcome.best, &out.outcome.closest, &out.fastest})
+      if (*r) (*r)->balancer = docs->balancer;
   }
+  return out;
+}
+
+Search search_fills(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                    const DocumentCosts* docs) {
   Search out;
   std::string why;
   const std::optional<std::int64_t> sequences = global_sequences(*space.global_batch, structure.seq_len, why);
@@ -448,12 +466,13 @@ Search search_plan(const Model& m, const System& s, const Plan& structure, const
   }
   // Every micro-batch that fills the batch, with every set of memory options, chosen among as one
   // (the tie is with the fastest of all).
-  return search_structure(m, s, fills, space.memory);
+  return search_structure(m, s, fills, space.memory, docs);
 }
 }  // namespace
 
-StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space) {
-  return search_plan(m, s, structure, space).outcome;
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                               const DocumentCosts* docs) {
+  return search_plan(m, s, structure, space, docs).outcome;
 }
 
 namespace {
@@ -475,7 +494,8 @@ std::string first_rejection(const Advice& a, Pick pick) {
 // it: parameter offload below ZeRO-3, checkpoint offload below full checkpointing) is lighter, so
 // it either does not fit, or fits but is slower than the chosen set's tie (else it would have been
 // chosen), or is not a plan the framework runs.
-std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& chosen) {
+std::vector<std::string> option_reasons(const Model& m, const System& s, const Result& chosen,
+                                        const DocumentCosts* docs) {
   const MemoryOptions& o = chosen.plan.mem;
   std::vector<MemoryOptions> withouts;
   auto without = [&](auto change) {
@@ -514,7 +534,7 @@ std::vector<std::string> option_reasons(const Model& m, const System& s, const R
                                    [&](const std::string& x) { return std::find(lack.begin(), lack.end(), x) == lack.end(); });
     Plan p = chosen.plan;
     p.mem = w;
-    const Result r = simulate(m, s, p);
+    const Result r = docs ? simulate(m, s, p, *docs) : simulate(m, s, p);
     std::string why;
     if (!r.valid) {
       why = fmt::format("kept: without it ({}) the plan breaks a rule: {}", describe(w),
@@ -536,7 +556,7 @@ std::vector<std::string> option_reasons(const Model& m, const System& s, const R
 
 // Advice::reasons (advisor.hpp).
 std::vector<std::string> explain_choice(const Model& m, const System& s, int gpus, const SearchSpace& space,
-                                        const Advice& a) {
+                                        const Advice& a, const DocumentCosts* docs) {
   std::vector<std::string> out;
   const Result* best = a.best();
   if (!best) return out;
@@ -613,7 +633,7 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
     return out;
   }
   // The fastest plan that fits of the best plan's structure.
-  const Search search = search_plan(m, s, b, space);
+  const Search search = search_plan(m, s, b, space, docs);
   const Result* fastest = search.fastest ? &*search.fastest : best;
   const bool fill = fastest->plan.micro_batch != b.micro_batch || fastest->plan.grad_accum_steps != b.grad_accum_steps;
   out.push_back(fmt::format(
@@ -623,7 +643,28 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
           ? fmt::format("{}, and the fastest", memory_choice_rule())
           : fmt::format("{}; the fastest, {}, is {:.1f}% faster", memory_choice_rule(),
                         fill ? describe(fastest->plan) : describe(fastest->plan.mem), slower_pct(*fastest, *best))));
-  for (std::string& why : option_reasons(m, s, *best)) out.push_back(std::move(why));
+  for (std::string& why : option_reasons(m, s, *best, docs)) out.push_back(std::move(why));
+  return out;
+}
+
+// Why the best plan's load balancer: its slowest rank against the mean at this mix, beside the
+// method's own layout's and the next balancer's of the same structure.
+template <class CostsFor>
+std::string explain_balancer(const Advice& a, const DocumentCosts& best, CostsFor&& costs_for) {
+  const Result& r = *a.best();
+  std::string out = fmt::format("load balancer {}: the slowest ring rank does {:.2f}x the mean attention work at this mix "
+                                "(p95 {:.2f}); the documents leave {:.1f}% of one causal sequence's work",
+                                to_string(best.balancer), best.work.imbalance_tiles_mean,
+                                best.work.imbalance_tiles_p95, 100 * best.work_ratio);
+  for (const Result& other : a.ranked) {
+    const Plan &x = other.plan, &y = r.plan;
+    const bool same = x.method == y.method && x.tp == y.tp && x.ulysses_degree == y.ulysses_degree &&
+                      x.ring_degree == y.ring_degree && x.placement == y.placement;
+    if (&other == &r || !other.balancer || !same) continue;
+    out += fmt::format("; {} of the same structure is {:.1f}% slower (slowest rank {:.2f}x)", to_string(*other.balancer),
+                       slower_pct(r, other), costs_for(other.plan, *other.balancer).work.imbalance_tiles_mean);
+    break;
+  }
   return out;
 }
 
@@ -638,17 +679,49 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
     if (!global_sequences(*space.global_batch, seq_len, why)) throw Error(why);
   }
   Advice a;
+  // Under a packed-document workload each structure runs with every load balancer worth comparing
+  // (balancers_for), each counted once per (U, R, all-gather, balancer) and shared by the TP
+  // degrees, placements and fills that have them.
+  std::map<std::tuple<int, int, bool, Balancer>, DocumentCosts> counted;
+  auto costs_for = [&](const Plan& st, Balancer b) -> const DocumentCosts& {
+    const auto key = std::make_tuple(st.ulysses_degree, st.ring_degree, kv_all_gather(st), b);
+    auto it = counted.find(key);
+    if (it == counted.end()) it = counted.emplace(key, document_costs(*space.documents, st, b)).first;
+    return it->second;
+  };
+  auto reject = [&](const Plan& st, StructureOutcome& o) {
+    a.rejected.push_back({o.closest ? o.closest->plan : (space.memory ? [&] { Plan q = st; q.mem = *space.memory; return q; }() : st),
+                          std::move(o.reasons)});
+  };
   for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
-    StructureOutcome o = best_plan_for(m, s, st, space);
-    if (o.best) {
-      a.ranked.push_back(std::move(*o.best));
-    } else {
-      a.rejected.push_back({o.closest ? o.closest->plan : (space.memory ? [&] { Plan q = st; q.mem = *space.memory; return q; }() : st),
-                            std::move(o.reasons)});
+    if (!space.documents) {
+      StructureOutcome o = best_plan_for(m, s, st, space);
+      if (o.best) a.ranked.push_back(std::move(*o.best));
+      else reject(st, o);
+      continue;
+    }
+    for (const Balancer b : balancers_for(st)) {
+      StructureOutcome o;
+      std::vector<std::string> errors;
+      if (!check_plan(m, s, st, errors)) {
+        o.reasons = std::move(errors);  // a plan rule: every balancer alike
+        reject(st, o);
+        break;
+      }
+      try {
+        o = best_plan_for(m, s, st, space, &costs_for(st, b));
+      } catch (const Error& e) {
+        o.reasons = {fmt::format("balancer {}: {}", to_string(b), e.what())};
+      }
+      if (o.best) a.ranked.push_back(std::move(*o.best));
+      else reject(st, o);
     }
   }
   std::stable_sort(a.ranked.begin(), a.ranked.end(), ranks_before);
-  a.reasons = explain_choice(m, s, gpus, space, a);
+  const DocumentCosts* best_docs =
+      a.best() && a.best()->balancer ? &costs_for(a.best()->plan, *a.best()->balancer) : nullptr;
+  a.reasons = explain_choice(m, s, gpus, space, a, best_docs);
+  if (best_docs) a.reasons.insert(a.reasons.begin() + 1, explain_balancer(a, *best_docs, costs_for));
   return a;
 }
 

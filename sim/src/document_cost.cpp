@@ -11,6 +11,19 @@ Balancer native_balancer(const Plan& p) {
   return method_entry(p.method).ring_layout == RingLayout::zigzag ? Balancer::zigzag : Balancer::contiguous;
 }
 
+std::vector<Balancer> balancers_for(const Plan& p) {
+  if (p.ring_degree < 2) return {native_balancer(p)};
+  switch (p.method) {
+    case Method::ring:
+    case Method::allgather_contiguous:
+    case Method::ulysses: return {native_balancer(p)};
+    case Method::hybrid: return {Balancer::zigzag, Balancer::contiguous, Balancer::per_document, Balancer::balanced};
+    case Method::ring_zigzag:
+    case Method::allgather: break;
+  }
+  return {Balancer::zigzag, Balancer::per_document, Balancer::balanced};
+}
+
 namespace {
 
 SpShape shape_of(const Plan& p) {

@@ -54,6 +54,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
   j["system"] = to_json(s, r.plan.gpus);
   j["model"] = to_json(m);
   j["plan"] = to_json(r.plan);
+  if (r.balancer) j["balancer"] = to_string(*r.balancer);  // a packed-document workload's layout
   j["valid"] = r.valid;
   j["errors"] = r.errors;
   j["memory_capacity_bytes"] = r.capacity_bytes;

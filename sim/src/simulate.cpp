@@ -389,7 +389,9 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
 }
 }  // namespace
 
-StructureCosts structure_costs(const Model& m, const System& s, const Plan& p) { return costs_of(m, s, p, true); }
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
+  return costs_of(m, s, p, true, docs);
+}
 
 Result simulate(const Model& m, const System& s, const Plan& p) {
   Result r = checked_result(m, s, p);
@@ -406,6 +408,7 @@ Result simulate(const Model& m, const System& s, const Plan& p, const DocumentCo
   time_half(m, s, p, costs_of(m, s, p, false, &docs), r);
   memory_half(m, s, p, r);
   check_numbers(r);
+  r.balancer = docs.balancer;
   return r;
 }
 

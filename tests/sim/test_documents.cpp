@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
@@ -47,7 +48,11 @@ TEST(Documents, OneDocumentFillingTheSequenceIsTodaysStep) {
             EXPECT_EQ(c.work_ratio, 1.0);
             EXPECT_EQ(c.token_factor, 1.0);
             const Result docs = simulate(m, s, p, c);
-            EXPECT_EQ(to_json(m, s, docs), to_json(m, s, plain)) << describe(p) << " on " << sys << " " << to_string(b);
+            ASSERT_EQ(docs.balancer, b);
+            json with = to_json(m, s, docs);
+            EXPECT_EQ(with["balancer"], to_string(b));
+            with.erase("balancer");  // the one key a workload adds
+            EXPECT_EQ(with, to_json(m, s, plain)) << describe(p) << " on " << sys << " " << to_string(b);
             ++compared;
           }
         }
@@ -108,10 +113,67 @@ TEST(DocumentsCli, SimulateShowsTheWorkloadAndEveryMethodAndBalancer) {
       "simulate --model llama3-8b --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 --documents fixed:128K --json");
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(json::parse(one.out)["step_time_s"], json::parse(plain.out)["step_time_s"]);
+  // advise names the balancer of its plan and of every ranked row; --balancer is its to choose.
+  const auto a = seqpar::testing::seqpar(
+      "advise --model llama3-8b --gpus 16 --seq-len 128K --tp 1 --documents lognormal:8.5:1.3 --doc-batches 4 --top 40");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("workload: --documents lognormal:8.5:1.3"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("best: "), std::string::npos);
+  const std::string best = a.out.substr(a.out.find("best: "), a.out.find('\n', a.out.find("best: ")) - a.out.find("best: "));
+  EXPECT_NE(best.find(" balancer="), std::string::npos) << best;
+  EXPECT_NE(a.out.find("balancer=per-document"), std::string::npos);
+  const auto aj = seqpar::testing::seqpar(
+      "advise --model llama3-8b --gpus 16 --seq-len 128K --tp 1 --documents lognormal:8.5:1.3 --doc-batches 4 --json");
+  ASSERT_EQ(aj.code, 0) << aj.err;
+  const json adv = json::parse(aj.out);
+  EXPECT_TRUE(adv["best"].contains("balancer"));
+  EXPECT_TRUE(adv["ranked"][0].contains("balancer"));
+  EXPECT_GT(adv["workload"]["drawn"]["count"].get<int>(), 10);
+  EXPECT_EQ(seqpar::testing::seqpar("advise --gpus 16 --seq-len 128K --documents fixed:1K --balancer zigzag").code, 2);
   // The workload's options without a workload are refused, naming --documents.
   const auto refused = seqpar::testing::seqpar("simulate --gpus 8 --seq-len 128K --balancer zigzag");
   EXPECT_EQ(refused.code, 2);
   EXPECT_NE(refused.err.find("give --documents"), std::string::npos) << refused.err;
+}
+
+// advise under a workload ranks every structure with every balancer worth comparing and names the
+// balancer of its plan; with one document a sequence its answer is the plain advise's.
+TEST(Documents, AdviseRanksTheLoadBalancersAndNamesTheOneItChose) {
+  const Model m = load_model("llama3-8b");
+  const System s = load_system("dgx-h100");
+  const std::int64_t n = std::int64_t{128} << 10;
+  SearchSpace space;
+  space.tp = {1};
+  space.documents = std::make_shared<const SampledWorkload>(sampled_docs("lognormal:8.5:1.3", n, 8));
+  const Advice a = advise(m, s, 16, n, space);
+  ASSERT_NE(a.best(), nullptr);
+  ASSERT_TRUE(a.best()->balancer.has_value());
+  int per_document = 0, zigzag = 0;
+  for (const Result& r : a.ranked) {
+    ASSERT_TRUE(r.balancer.has_value()) << describe(r.plan);
+    per_document += *r.balancer == Balancer::per_document;
+    zigzag += *r.balancer == Balancer::zigzag;
+  }
+  EXPECT_GT(per_document, 3);
+  EXPECT_GT(zigzag, 3);
+  // The best plan's numbers are simulate's under its own balancer.
+  const DocumentCosts c = document_costs(*space.documents, a.best()->plan, *a.best()->balancer);
+  EXPECT_EQ(simulate(m, s, a.best()->plan, c).step_time_s, a.best()->step_time_s);
+  ASSERT_GE(a.reasons.size(), 2u);
+  EXPECT_NE(a.reasons[1].find("load balancer " + to_string(*a.best()->balancer) + ": the slowest ring rank does"),
+            std::string::npos)
+      << a.reasons[1];
+  // No balancer beats the chosen plan: it is the fastest of every structure x balancer that fits.
+  for (const Result& r : a.ranked) EXPECT_LE(r.tokens_per_s_per_gpu, a.best()->tokens_per_s_per_gpu);
+  // One document a sequence: the plain advise's best plan and throughput.
+  SearchSpace one = space;
+  one.documents = std::make_shared<const SampledWorkload>(sampled_docs("fixed:128K", n, 2));
+  SearchSpace plain = space;
+  plain.documents.reset();
+  const Advice o = advise(m, s, 16, n, one), p = advise(m, s, 16, n, plain);
+  ASSERT_NE(o.best(), nullptr);
+  EXPECT_EQ(o.best()->plan, p.best()->plan);
+  EXPECT_EQ(o.best()->tokens_per_s_per_gpu, p.best()->tokens_per_s_per_gpu);
 }
 
 }  // namespace

@@ -4,10 +4,12 @@
 // global batch it fills the batch with data parallelism x micro-batch x gradient accumulation, so
 // every plan it compares runs the same tokens per optimizer step.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "seqpar/core/workload.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/model.hpp"
@@ -15,6 +17,8 @@
 #include "seqpar/sim/simulate.hpp"
 
 namespace seqpar::sim {
+
+struct DocumentCosts;
 
 // The batch of one optimizer step, fixed by the user: tokens (a whole number of sequences at the
 // searched length) or sequences; exactly one of the two is positive.
@@ -34,6 +38,10 @@ struct SearchSpace {
   // that fills it (gradient accumulation makes up the rest).
   std::optional<int> micro_batch;
   std::optional<GlobalBatch> global_batch;  // fixed tokens or sequences per optimizer step; else none (1 micro-step)
+  // A packed-document workload sampled at the searched length (core/workload.hpp): advise runs each
+  // structure with every load balancer worth comparing (document_cost.hpp: balancers_for) and ranks
+  // them all; absent, one causal sequence fills every sequence.
+  std::shared_ptr<const SampledWorkload> documents;
 };
 
 // Throws seqpar::Error naming the field when the search cannot honour a constraint: GPUs, SP
@@ -92,7 +100,10 @@ StructureOutcome best_memory_options(const Model& m, const System& s, const Plan
 // one micro-batch and no accumulation) and memory options, chosen among together (chosen_before):
 // what advise ranks and a sweep point holds. `reasons` says why the structure cannot reach the
 // global batch, when it cannot.
-StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space);
+// With `docs` (document_cost.hpp), the structure under a packed-document workload in that load
+// balancer's layout: the results carry the balancer.
+StructureOutcome best_plan_for(const Model& m, const System& s, const Plan& structure, const SearchSpace& space,
+                               const DocumentCosts* docs = nullptr);
 
 // The advisor's ranking of plans, one definition for every list (advise's ranked plans, the sweep's
 // points, maxlen's structures): higher tokens/s per GPU first; at equal throughput the smaller peak

@@ -20,6 +20,12 @@ namespace seqpar::sim {
 // the hybrid and all-gather; contiguous for the plain ring, the contiguous all-gather and Ulysses.
 Balancer native_balancer(const Plan& p);
 
+// The load balancers worth comparing for a plan: its own layout, and for the zigzag methods
+// (ring-zigzag, all-gather head/tail, the hybrid) the two that re-shard by document; the hybrid
+// also the contiguous ring over its groups. The contiguous methods' other balancers are their
+// zigzag twins' (a balancer names the layout, the method the exchange). Without a ring: its own.
+std::vector<Balancer> balancers_for(const Plan& p);
+
 // The kernel tile the counts use (FlashAttention-2/3 and cuDNN's forward tiles are 128 x 128 or
 // 128 x 64 at head dim 128; one figure for every engine until a measured one says otherwise).
 inline constexpr int kDocumentTileRows = 128;

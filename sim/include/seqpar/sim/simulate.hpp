@@ -1,8 +1,10 @@
 // One plan through the cost models: step time and its breakdown, throughput, MFU, peak memory.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "seqpar/core/doc_layout.hpp"
 #include "seqpar/sim/elementwise_cost.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/memory_cost.hpp"
@@ -50,6 +52,8 @@ struct Result {
   TimeBreakdown time;
   StepFigures figures;  // the per-phase figures `time` adds up (for the step timeline)
   double peak_memory_bytes() const { return memory.peak.total(); }
+  // The load balancer of a packed-document workload's layout (document_cost.hpp); none without one.
+  std::optional<Balancer> balancer;
 };
 
 // The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
@@ -77,7 +81,7 @@ struct StructureCosts {
   int zero_group_ranks = 1;
   double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
 };
-StructureCosts structure_costs(const Model& m, const System& s, const Plan& p);
+StructureCosts structure_costs(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs = nullptr);
 
 // simulate() in two halves, for a search that orders plans by speed before it asks which fit (the
 // advisor times every memory-option set of a structure and estimates the memory of the fastest
