@@ -139,16 +139,13 @@ LengthStats length_stats(std::vector<double> v) {
   LengthStats s;
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
+  const Stats st = summarize(v);  // mean, sample std, median and max as the measurements have them
   s.count = static_cast<std::int64_t>(v.size());
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  double ss = 0;
-  for (double x : v) ss += (x - s.mean) * (x - s.mean);
-  s.stddev = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
-  s.p50 = quantile_sorted(v, 0.5);
+  s.mean = st.mean;
+  s.stddev = st.stddev;
+  s.p50 = st.median;
   s.p95 = quantile_sorted(v, 0.95);
-  s.max = v.back();
+  s.max = st.max;
   return s;
 }
 

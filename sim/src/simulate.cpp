@@ -393,23 +393,22 @@ StructureCosts structure_costs(const Model& m, const System& s, const Plan& p, c
   return costs_of(m, s, p, true, docs);
 }
 
-Result simulate(const Model& m, const System& s, const Plan& p) {
+namespace {
+Result simulate_with(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
   Result r = checked_result(m, s, p);
   if (!r.valid) return r;
-  time_half(m, s, p, costs_of(m, s, p, false), r);
+  time_half(m, s, p, costs_of(m, s, p, false, docs), r);
   memory_half(m, s, p, r);
   check_numbers(r);
+  if (docs) r.balancer = docs->balancer;
   return r;
 }
+}  // namespace
+
+Result simulate(const Model& m, const System& s, const Plan& p) { return simulate_with(m, s, p, nullptr); }
 
 Result simulate(const Model& m, const System& s, const Plan& p, const DocumentCosts& docs) {
-  Result r = checked_result(m, s, p);
-  if (!r.valid) return r;
-  time_half(m, s, p, costs_of(m, s, p, false, &docs), r);
-  memory_half(m, s, p, r);
-  check_numbers(r);
-  r.balancer = docs.balancer;
-  return r;
+  return simulate_with(m, s, p, &docs);
 }
 
 Result simulate_time(const Model& m, const System& s, const Plan& p, const StructureCosts& c) {

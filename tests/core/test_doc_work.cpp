@@ -18,27 +18,14 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/rng.hpp"
 #include "seqpar/core/workload.hpp"
+#include "test_helpers.hpp"
 
 namespace seqpar {
 namespace doc_work_test {
 namespace {
 
-// Every k-th case under the sanitizers (scripts/test.sh sets SEQPAR_TEST_SAMPLE), as tests/sim does.
-int stride() {
-  const char* v = std::getenv("SEQPAR_TEST_SAMPLE");
-  const int k = v && *v ? std::atoi(v) : 1;
-  return k >= 1 ? k : 1;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using core_test::error_of;
+using core_test::stride;
 
 // A token a rank holds: its document, its position in the document, whether it is padding.
 struct Row {

@@ -17,21 +17,13 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/rng.hpp"
 #include "seqpar/core/workload.hpp"
+#include "test_helpers.hpp"
 
 namespace seqpar {
 namespace workload_test {
 namespace {
 
-// The message of the seqpar::Error that f throws ("" when it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using core_test::error_of;
 
 #define EXPECT_ERROR_HAS(expr, text) EXPECT_NE(error_of([&] { (void)(expr); }).find(text), std::string::npos) \
     << "message: '" << error_of([&] { (void)(expr); }) << "', expected it to contain '" << (text) << "'"

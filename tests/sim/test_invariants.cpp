@@ -135,18 +135,23 @@ TEST(Invariants, MemoryPartsAddUpToThePeak) {
   EXPECT_GT(checked, 100 / sample_stride());
 }
 
+// One more of a memory option, each by name: the time-only ones (checkpointing, its offload, the
+// tilings, the parameters' offload) and, for the peak, ZeRO's next stage and the optimizer's offload.
+using Flip = void (*)(MemoryOptions&);
+using NamedFlip = std::pair<const char*, Flip>;
+const NamedFlip kTimeOnlyFlips[] = {
+    {"selective", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::none) o.checkpoint = Checkpoint::selective; }},
+    {"full", [](MemoryOptions& o) { o.checkpoint = Checkpoint::full; }},
+    {"offload-ckpt", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::full) o.offload_checkpoints = true; }},
+    {"tiled-mlp", [](MemoryOptions& o) { o.tiled_mlp = true; }},
+    {"tiled-loss", [](MemoryOptions& o) { o.tiled_loss = true; }},
+    {"offload-params", [](MemoryOptions& o) { if (o.zero == 3) o.offload_params = true; }},
+};
+
 TEST(Invariants, MoreMemoryOptionsNeverRaiseThePeak) {
-  using Flip = void (*)(MemoryOptions&);
-  const std::pair<const char*, Flip> flips[] = {
-      {"zero+1", [](MemoryOptions& o) { o.zero = std::min(3, o.zero + 1); }},
-      {"selective", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::none) o.checkpoint = Checkpoint::selective; }},
-      {"full", [](MemoryOptions& o) { o.checkpoint = Checkpoint::full; }},
-      {"offload-ckpt", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::full) o.offload_checkpoints = true; }},
-      {"offload-opt", [](MemoryOptions& o) { o.offload_optimizer = true; }},
-      {"tiled-mlp", [](MemoryOptions& o) { o.tiled_mlp = true; }},
-      {"tiled-loss", [](MemoryOptions& o) { o.tiled_loss = true; }},
-      {"offload-params", [](MemoryOptions& o) { if (o.zero == 3) o.offload_params = true; }},
-  };
+  std::vector<NamedFlip> flips = {{"zero+1", [](MemoryOptions& o) { o.zero = std::min(3, o.zero + 1); }},
+                                  {"offload-opt", [](MemoryOptions& o) { o.offload_optimizer = true; }}};
+  flips.insert(flips.end(), std::begin(kTimeOnlyFlips), std::end(kTimeOnlyFlips));
   int checked = 0;
   for (auto [m, s, st] : plan_sample())
     for (const MemoryOptions& base : memory_option_sets()) {
@@ -172,15 +177,7 @@ TEST(Invariants, MoreMemoryOptionsNeverRaiseThePeak) {
 // data-parallel and host transfers it leaves exposed (the added compute can hide some of them),
 // and never when it exposes none, under every framework profile.
 TEST(Invariants, TheTimeOnlyOptionsNeverMakeAStepFaster) {
-  using Flip = void (*)(MemoryOptions&);
-  const std::pair<const char*, Flip> flips[] = {
-      {"selective", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::none) o.checkpoint = Checkpoint::selective; }},
-      {"full", [](MemoryOptions& o) { o.checkpoint = Checkpoint::full; }},
-      {"offload-ckpt", [](MemoryOptions& o) { if (o.checkpoint == Checkpoint::full) o.offload_checkpoints = true; }},
-      {"tiled-mlp", [](MemoryOptions& o) { o.tiled_mlp = true; }},
-      {"tiled-loss", [](MemoryOptions& o) { o.tiled_loss = true; }},
-      {"offload-params", [](MemoryOptions& o) { if (o.zero == 3) o.offload_params = true; }},
-  };
+  const auto& flips = kTimeOnlyFlips;
   std::vector<std::tuple<Model, System, Plan>> sample;
   for (const std::string& fw : names("framework"))
     for (const char* mn : {"llama3-8b", "gpt-1.3b", "llama3-70b"}) {
