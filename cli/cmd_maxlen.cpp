@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "documents.hpp"
 #include "options.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
@@ -25,21 +26,39 @@ void add_maxlen_command(CLI::App& app) {
     CommonOptions common;
     SearchOptions search;
     MemoryFlags mem;
+    DocumentOptions docs;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("maxlen", "Longest sequence that fits, over all plans or for a fixed method/SP/memory options");
   add_common(cmd, o->common);
   add_search(cmd, o->search);
   add_memory(cmd, o->mem);
+  add_documents(cmd, o->docs);
   cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan reported then "
-              "takes, of the options that still fit at that length, " + sim::memory_choice_rule() + ".");
+              "takes, of the options that still fit at that length, " + sim::memory_choice_rule() +
+              ". With --documents every structure is searched with each load balancer worth comparing, the workload "
+              "sampled afresh at every length tried.");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m);
       const int gpus = o->search.gpus;
       const sim::SearchSpace space = search_space(o->search, o->mem, s);
-      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space);
+      if (!o->docs.balancer.empty())
+        throw Error("balancer: maxlen searches every load balancer worth comparing for each structure; give "
+                    "--documents alone");
+      const std::optional<Workload> workload = documents_workload(o->docs);
+      const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space, workload ? &*workload : nullptr);
+      // The workload as it runs at the answer: the same sample the search counted at that length.
+      const std::optional<SampledWorkload> at_max =
+          workload && a.max_seq_len > 0 ? std::optional<SampledWorkload>(sample_workload(*workload, a.max_seq_len))
+                                        : std::nullopt;
+      auto balancer_of = [&](std::size_t i) {
+        return i < a.per_structure_balancer.size() ? std::optional<Balancer>(a.per_structure_balancer[i]) : std::nullopt;
+      };
+      auto label = [](const seqpar::Plan& p, std::optional<Balancer> b) {
+        return seqpar::describe(p) + (b && p.ring_degree > 1 ? " balancer=" + to_string(*b) : std::string());
+      };
 
       if (o->common.json) {
         nlohmann::json j = document("seqpar maxlen");
@@ -58,12 +77,18 @@ void add_maxlen_command(CLI::App& app) {
                                        : nlohmann::json(nullptr);
         j["global_batch"] = batch_json(space.global_batch, a.max_seq_len);
         j["plan"] = a.result ? sim::to_json(a.result->plan) : nlohmann::json(nullptr);
+        // The load balancer where it shapes the work: a ring group (Ulysses splits by heads).
+        if (a.result && a.result->balancer && a.result->plan.ring_degree > 1)
+          j["plan"]["balancer"] = to_string(*a.result->balancer);
+        if (at_max) j["workload"] = workload_summary_json(o->docs, *at_max);
         j["result"] = a.result ? sim::to_json(m, s, *a.result) : nlohmann::json(nullptr);
         j["per_plan"] = nlohmann::json::array();
-        for (const auto& [p, n] : a.per_structure) {
+        for (std::size_t i = 0; i < a.per_structure.size(); ++i) {
+          const auto& [p, n] = a.per_structure[i];
           // The plan at its own longest length (null where no length fits), not the search's start.
           nlohmann::json plan = sim::to_json(p);
           plan["seq_len"] = n > 0 ? nlohmann::json(n) : nlohmann::json(nullptr);
+          if (const std::optional<Balancer> b = balancer_of(i); b && p.ring_degree > 1) plan["balancer"] = to_string(*b);
           j["per_plan"].push_back({{"plan", plan}, {"max_seq_len", n}});
         }
         j["rejected"] = nlohmann::json::array();
@@ -72,10 +97,11 @@ void add_maxlen_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs{}\n{}\n", m.name, s.name, gpus, batch_text(space.global_batch, a.max_seq_len),
                    inferred_text(s));
+        if (at_max) print_workload_summary(o->docs, *at_max);
         if (a.result) {
           fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, optimizer step {}, "
                      "peak {} of {} GiB\n\n",
-                     a.max_seq_len, double(a.max_seq_len) / (1 << 20), seqpar::describe(a.result->plan),
+                     a.max_seq_len, double(a.max_seq_len) / (1 << 20), label(a.result->plan, a.result->balancer),
                      a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
           if (!a.limit_why.empty()) fmt::print("ended by {}\n\n", a.limit_why);
@@ -90,7 +116,10 @@ void add_maxlen_command(CLI::App& app) {
           fmt::print("{}\n", none_reason(a));
         }
         Table t({"plan (memory options as searched)", "max tokens"});
-        for (const auto& [p, n] : a.per_structure) t.add({seqpar::describe(p), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
+        for (std::size_t i = 0; i < a.per_structure.size(); ++i) {
+          const auto& [p, n] = a.per_structure[i];
+          t.add({label(p, balancer_of(i)), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
+        }
         fmt::print("{}", t.str());
         if (!a.rejected.empty()) {
           fmt::print("\nrejected:\n");

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "documents.hpp"
 #include "options.hpp"
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -62,13 +63,22 @@ std::string csv_row(const sim::SweepPoint& pt) {
   for (char& c : err)
     if (c == '"') c = '\'';
   auto num = [&](double v) { return r.valid ? fmt::format("{:.6g}", v) : std::string(); };
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
+  // Under documents: the point's load balancer and its layout's counts (empty without documents).
+  const std::optional<sim::DocumentCosts>& d = pt.documents;
+  auto doc = [&](double v) { return d ? fmt::format("{:.6g}", v) : std::string(); };
+  const std::string documents =
+      fmt::format("{},{},{},{},{}", !r.balancer ? std::string() : p.sp == 1 ? std::string("-")
+                                    : p.ring_degree > 1                ? to_string(*r.balancer)
+                                                                       : std::string("heads"),
+                  doc(d ? d->work.imbalance_tiles_mean : 0), doc(d ? d->work.imbalance_tiles_p95 : 0),
+                  doc(d ? d->work_ratio : 0), doc(d ? d->token_factor : 0));
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", pt.system, p.gpus,
                      p.seq_len, to_string(p.method), p.sp, p.tp, p.ulysses_degree, p.ring_degree, p.micro_batch,
                      p.grad_accum_steps, p.mem.zero,
                      to_string(p.mem.checkpoint), int(p.mem.offload_checkpoints), int(p.mem.offload_optimizer),
                      int(p.mem.tiled_mlp), int(p.mem.tiled_loss), int(r.valid), int(r.valid && r.fits),
                      num(r.step_time_s), num(r.tokens_per_s_per_gpu), num(r.tflops_per_gpu), num(r.mfu),
-                     num(r.peak_memory_bytes()), num(r.time.exposed_comm), err);
+                     num(r.peak_memory_bytes()), num(r.time.exposed_comm), documents, err);
 }
 
 struct Opts {
@@ -79,6 +89,7 @@ struct Opts {
   BatchOptions batch;
   bool json = false;
   MemoryFlags mem;
+  DocumentOptions docs;  // --balancer: a comma-separated list here
 };
 
 // The grid the options name, each list checked for repeats.
@@ -88,6 +99,7 @@ struct Grid {
   std::vector<int> gpus;
   std::vector<std::int64_t> seq_lens;
   sim::SearchSpace space;
+  std::optional<sim::SweepDocuments> documents;
 };
 
 std::vector<sim::System> parse_systems(const std::string& text, const std::string& attention_kernel,
@@ -129,6 +141,18 @@ Grid parse_grid(const Opts& o) {
   g.space.memory = o.mem.fixed_over(sim::default_memory_options(g.systems.front().profile));
   g.space.micro_batch = o.micro_batch;
   g.space.global_batch = global_batch(o.batch);
+  DocumentOptions plain = o.docs;
+  plain.balancer.clear();  // a list here: checked below
+  if (std::optional<Workload> w = documents_workload(plain)) {
+    g.documents = sim::SweepDocuments{std::move(*w), {}};
+    if (!o.docs.balancer.empty()) {
+      g.documents->only = parse_list<Balancer>(o.docs.balancer, "balancer",
+                                               [](const std::string& b) { return parse_balancer(b); });
+      refuse_duplicates(g.documents->only, split_list(o.docs.balancer, "balancer"), "balancer");
+    }
+  } else if (!o.docs.balancer.empty()) {
+    throw Error("balancer: applies to a packed-document workload; give --documents");
+  }
   return g;
 }
 
@@ -145,6 +169,7 @@ nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
   }
   const sim::Result& r = sw.points[*c.best].result;
   b["plan"] = sim::to_json(r.plan);
+  if (r.balancer) b["plan"]["balancer"] = to_string(*r.balancer);
   b["step_time_s"] = r.step_time_s;  // one optimizer step (all its micro-steps)
   b["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
   b["mfu"] = r.mfu;
@@ -152,14 +177,42 @@ nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
   return b;
 }
 
-nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw) {
+// A point's document counts: its layout's imbalance, the work the mask leaves, the fullest rank's
+// tokens and each ring rank's attention tiles over the mean (the report's per-rank plot).
+nlohmann::json point_documents_json(const sim::SweepPoint& pt) {
+  const sim::DocumentCosts& d = *pt.documents;
+  return {{"balancer", to_string(d.balancer)},
+          {"imbalance", {{"mean", d.work.imbalance_tiles_mean}, {"p95", d.work.imbalance_tiles_p95}}},
+          {"work_ratio", d.work_ratio},
+          {"token_factor", d.token_factor},
+          {"rank_work", rank_work(d)},
+          {"one_sequence", pt.one_sequence ? nlohmann::json{{"step_time_s", pt.one_sequence->step_time_s},
+                                                            {"tokens_per_s_per_gpu", pt.one_sequence->tokens_per_s_per_gpu},
+                                                            {"fits", pt.one_sequence->fits}}
+                                           : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
   nlohmann::json doc = document("seqpar sweep");
   doc["model"] = sim::to_json(g.model);
   doc["global_batch"] = batch_json(g.space.global_batch, 0);
   doc["systems"] = nlohmann::json::array();
   for (const auto& s : g.systems) doc["systems"].push_back(sim::to_json(s, 0));
   doc["results"] = nlohmann::json::array();
-  for (const sim::SweepPoint& pt : sw.points) doc["results"].push_back(sim::to_json(g.model, system_named(g, pt.system), pt.result));
+  for (const sim::SweepPoint& pt : sw.points) {
+    nlohmann::json r = sim::to_json(g.model, system_named(g, pt.system), pt.result);
+    if (pt.documents) r["documents"] = point_documents_json(pt);
+    doc["results"].push_back(std::move(r));
+  }
+  if (g.documents) {
+    // The workload at each length: what was drawn and packed, and the work the mask leaves.
+    doc["workloads"] = nlohmann::json::array();
+    for (const SampledWorkload& w : sw.workloads) {
+      nlohmann::json j = workload_summary_json(docs, w);
+      j["seq_len"] = w.seq_len;
+      doc["workloads"].push_back(std::move(j));
+    }
+  }
   doc["best"] = nlohmann::json::array();
   for (const sim::SweepCell& c : sw.cells) doc["best"].push_back(best_json(sw, c));
   return doc;
@@ -170,7 +223,7 @@ std::string sweep_csv(const sim::Sweep& sw) {
       "system,gpus,seq_len,method,sp,tp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
       "offload_checkpoints,"
       "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
-      "peak_memory_bytes,exposed_comm_s,errors\n";
+      "peak_memory_bytes,exposed_comm_s,balancer,imbalance_mean,imbalance_p95,work_ratio,token_factor,errors\n";
   for (const sim::SweepPoint& pt : sw.points) csv += csv_row(pt);
   return csv;
 }
@@ -209,7 +262,9 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
         if (w && g.space.global_batch)
           batch = fmt::format(" dp{}xmb{}xga{}, step {},", w->plan.dp(), w->plan.micro_batch, w->plan.grad_accum_steps,
                               seconds(w->step_time_s));
-        row.push_back(w ? fmt::format("{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan),
+        const std::string balancer =
+            w && w->balancer && w->plan.ring_degree > 1 ? " " + to_string(*w->balancer) : std::string();
+        row.push_back(w ? fmt::format("{}{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan), balancer,
                                       to_string(w->plan.mem.checkpoint), batch, w->tokens_per_s_per_gpu)
                         : any_valid ? "does not fit" : "no valid plan");
       }
@@ -223,13 +278,15 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
 
 void run(const Opts& o) {
   const Grid g = parse_grid(o);
-  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space);
-  const nlohmann::json doc = sweep_json(g, sw);
+  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr);
+  const nlohmann::json doc = sweep_json(g, sw, o.docs);
   write_outputs(o.out, doc, sweep_csv(sw));
   if (o.json) {
     print_json(doc);
     return;
   }
+  for (const SampledWorkload& w : sw.workloads) print_workload_summary(o.docs, w);
+  if (!sw.workloads.empty()) fmt::print("\n");
   print_tables(g, sw);
   fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", sw.points.size(), o.out, o.out);
 }
@@ -260,8 +317,11 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);
+  add_documents(cmd, o->docs);
   cmd->footer("Memory options given on the command line are fixed; otherwise each point takes " +
-              sim::memory_choice_rule() + ".");
+              sim::memory_choice_rule() + ". With --documents the workload is sampled at each length and every "
+              "structure runs with each load balancer worth comparing (--balancer: a comma-separated list of them), "
+              "one point each.");
   cmd->callback([o] { guarded(o->json, "seqpar sweep", [&] { run(*o); }); });
 }
 

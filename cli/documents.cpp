@@ -25,14 +25,20 @@ void add_documents(CLI::App* app, DocumentOptions& o) {
                   "default: the method's own");
 }
 
-std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len) {
+std::optional<Workload> documents_workload(const DocumentOptions& o) {
   if (o.documents.empty()) {
     if (!o.balancer.empty()) throw Error("balancer: applies to a packed-document workload; give --documents");
     if (o.packing != "fill" || o.seed != 1 || o.batches != 16)
       throw Error("packing, doc_seed, doc_batches: apply to a packed-document workload; give --documents");
     return std::nullopt;
   }
-  return sample_workload(make_workload(o.documents, o.packing, o.seed, o.batches), seq_len);
+  return make_workload(o.documents, o.packing, o.seed, o.batches);
+}
+
+std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len) {
+  const std::optional<Workload> w = documents_workload(o);
+  if (!w) return std::nullopt;
+  return sample_workload(*w, seq_len);
 }
 
 Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p) {
@@ -91,7 +97,10 @@ std::string lengths(const LengthStats& l) {
 nlohmann::json lengths_json(const LengthStats& l) {
   return {{"count", l.count}, {"mean", l.mean}, {"std", l.stddev}, {"p50", l.p50}, {"p95", l.p95}, {"max", l.max}};
 }
-std::vector<double> normalized_ranks(const std::vector<double>& v) {
+}  // namespace
+
+std::vector<double> rank_work(const sim::DocumentCosts& c) {
+  const std::vector<double>& v = c.work.rank_tiles;
   double mean = 0;
   for (double x : v) mean += x;
   mean /= double(std::max<std::size_t>(1, v.size()));
@@ -99,7 +108,6 @@ std::vector<double> normalized_ranks(const std::vector<double>& v) {
   for (double x : v) out.push_back(mean > 0 ? x / mean : 0.0);
   return out;
 }
-}  // namespace
 
 void print_workload_summary(const DocumentOptions& o, const SampledWorkload& w) {
   const WorkloadSummary sum = summarize(w);
@@ -116,7 +124,7 @@ void print_workload(const DocumentOptions& o, const SampledWorkload& w, const se
                     const sim::DocumentCosts& c) {
   print_workload_summary(o, w);
   if (p.ring_degree > 1 || p.ulysses_degree > 1) {
-    const std::vector<double> ranks = normalized_ranks(c.work.rank_tiles);
+    const std::vector<double> ranks = rank_work(c);
     std::string list;
     if (ranks.size() <= 16) {
       for (double r : ranks) list += fmt::format("{}{:.2f}", list.empty() ? "" : " ", r);
@@ -179,7 +187,7 @@ nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w,
   nlohmann::json j = workload_summary_json(o, w);
   j.update(nlohmann::json{
           {"balancer", to_string(c.balancer)},
-          {"rank_work", normalized_ranks(c.work.rank_tiles)},
+          {"rank_work", rank_work(c)},
           {"imbalance", {{"mean", c.work.imbalance_tiles_mean}, {"p95", c.work.imbalance_tiles_p95}}},
           {"step_factor", c.step_factor},
           {"token_factor", c.token_factor},
@@ -201,6 +209,12 @@ nlohmann::json document_rows_json(const std::vector<DocumentRow>& rows) {
       j["tokens_per_s_per_gpu"] = r.docs.tokens_per_s_per_gpu;
       j["attention_s"] = r.docs.time.attention;
       j["one_sequence_step_time_s"] = r.uniform.step_time_s;
+      j["one_sequence_tokens_per_s_per_gpu"] = r.uniform.tokens_per_s_per_gpu;
+      j["fits"] = r.docs.fits;
+      j["one_sequence_fits"] = r.uniform.fits;
+      j["ring_degree"] = r.plan.ring_degree;
+      j["work_ratio"] = r.costs->work_ratio;
+      j["rank_work"] = rank_work(*r.costs);  // each ring rank's tiles over the mean
     }
     out.push_back(std::move(j));
   }

@@ -24,8 +24,10 @@ struct DocumentOptions {
 };
 void add_documents(CLI::App* app, DocumentOptions& o);
 
-// The workload the options name, sampled at seq_len; nullopt without --documents (then --balancer
-// and the other document options are refused, naming --documents).
+// The workload the options name; nullopt without --documents (then --balancer and the other
+// document options are refused, naming --documents).
+std::optional<Workload> documents_workload(const DocumentOptions& o);
+// The same, sampled at seq_len.
 std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len);
 // --balancer, or the plan's own.
 Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p);
@@ -40,6 +42,9 @@ struct DocumentRow {
 };
 std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s, const seqpar::Plan& p,
                                        const SampledWorkload& w);
+
+// Each ring rank's attention tiles over the mean of the ranks (mean over the sampled sequences).
+std::vector<double> rank_work(const sim::DocumentCosts& c);
 
 // The workload's own lines (document lengths drawn and packed, the work the mask leaves), then for
 // simulate the plan's balancer: its per-rank work and imbalance.

@@ -752,7 +752,8 @@ std::string_view to_string(LengthLimit l) {
 namespace {
 // What stops `p` at the next length after `last` (a multiple of its granularity): a rule it breaks
 // there, or the memory that no longer holds it.
-void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std::int64_t gran, MaxLenSearch& out) {
+void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std::int64_t gran, MaxLenSearch& out,
+                const SimulateAt& simulate_at) {
   if (last > limits::kMaxSeqLen - gran) {
     out.limit = LengthLimit::search_limit;
     out.limit_why = fmt::format("the search stops at {} tokens", limits::kMaxSeqLen);
@@ -765,8 +766,11 @@ void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std:
     out.limit_why = errors.front();
     return;
   }
-  const Result r = simulate(m, s, p);
-  if (!r.gpu_fits) {
+  const Result r = simulate_at(p);
+  if (!r.valid) {  // a load balancer's rule at that length (document workloads)
+    out.limit = LengthLimit::rule;
+    out.limit_why = r.errors.empty() ? std::string("invalid plan") : r.errors.front();
+  } else if (!r.gpu_fits) {
     out.limit = LengthLimit::gpu_memory;
     out.limit_why = fmt::format("GPU memory: {} tokens need {:.2f} of {:.2f} GiB", p.seq_len, r.peak_memory_bytes() / kGiB,
                                 r.capacity_bytes / kGiB);
@@ -779,6 +783,10 @@ void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std:
 }  // namespace
 
 MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan) {
+  return max_seq_len_search(m, s, plan, [&](const Plan& p) { return simulate(m, s, p); });
+}
+
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan, const SimulateAt& simulate_at) {
   Plan p = plan;
   const std::int64_t gran = seq_granularity(p);
   std::vector<std::string> errors;
@@ -786,7 +794,8 @@ MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& pla
     p.seq_len = k * gran;
     errors.clear();
     if (!check_plan(m, s, p, errors)) return false;
-    return simulate(m, s, p).fits;
+    const Result r = simulate_at(p);
+    return r.valid && r.fits;
   };
   MaxLenSearch out;
   constexpr std::int64_t kLimit = limits::kMaxSeqLen;  // a trillion tokens: no GPU fits more
@@ -824,7 +833,7 @@ MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& pla
     return last_true(a, std::min(b, end + 1) - 1, ok);
   };
   out.max_seq_len = grow(run_start(run), run_end(run)) * gran;
-  name_limit(m, s, p, out.max_seq_len, gran, out);
+  name_limit(m, s, p, out.max_seq_len, gran, out, simulate_at);
   // Runs below whose longest lengths do not fit: a suffix of them (their last lengths' peaks grow
   // with the run). Each gap runs from the first length of its run that does not fit to the run's end.
   if (run > 1) {
@@ -874,11 +883,67 @@ std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, st
   return 0;
 }
 
-MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space) {
+MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space,
+                                const Workload* documents) {
   MaxLenAdvice out;
   const MemoryOptions bound = space.memory.value_or(most_saving(s.profile));
   const std::optional<GlobalBatch>& batch = space.global_batch;
+  if (documents && batch && batch->tokens > 0)
+    throw Error("global_batch_tokens: maxlen under --documents searches one length at a time, with the workload "
+                "sampled at each; give --global-batch (sequences) or no global batch");
+  // Under documents: the workload sampled once per length compared or reported, shared by every
+  // structure and balancer, and counted once per (length, U, R, all-gather, balancer).
+  std::map<std::int64_t, SampledWorkload> sampled;
+  std::map<std::tuple<std::int64_t, int, int, bool, Balancer>, DocumentCosts> counted;
+  auto sampled_at = [&](std::int64_t seq_len) -> const SampledWorkload& {
+    auto w = sampled.find(seq_len);
+    if (w == sampled.end()) w = sampled.emplace(seq_len, sample_workload(*documents, seq_len)).first;
+    return w->second;
+  };
+  auto costs_at = [&](const Plan& p, Balancer b) -> const DocumentCosts& {
+    const auto key = std::make_tuple(p.seq_len, p.ulysses_degree, p.ring_degree, kv_all_gather(p), b);
+    auto it = counted.find(key);
+    if (it != counted.end()) return it->second;
+    return counted.emplace(key, document_costs(sampled_at(p.seq_len), p, b)).first->second;
+  };
+  auto refused = [&](const Plan& p, Balancer b, const Error& e) {  // the balancer cannot lay the sequence out
+    Result r;
+    r.plan = p;
+    r.capacity_bytes = s.gpu.memory_bytes;
+    r.errors = {fmt::format("balancer {}: {}", to_string(b), e.what())};
+    return r;
+  };
+  auto simulate_under = [&](const Plan& p, std::optional<Balancer> b) {
+    if (!b) return simulate(m, s, p);
+    try {
+      return simulate(m, s, p, costs_at(p, *b));
+    } catch (const Error& e) {
+      return refused(p, *b, e);
+    }
+  };
+  // The length search's test under documents. Whether a plan fits at a length does not depend on
+  // the sampled documents: the memory estimate reads no document figure (simulate's memory half: a
+  // rank holds N / SP tokens whatever DocumentCosts::token_factor says), and place_documents' rules,
+  // which document_costs applies first, depend on the length and the degrees alone. So one document
+  // filling the length checks the balancer's rules, then the plan's fit: exactly where
+  // simulate(m, s, p, document_costs(...)) fits, without sampling and counting at every length tried
+  // (measured on the 2-core CI machine: `maxlen --gpus 8 --documents lognormal:8:1` took 22 s so,
+  // 0.05 s this way; 0.04 s without documents). The workload is sampled and counted at the lengths
+  // a result is compared or reported. tests/sim/test_maxlen_documents.cpp holds the
+  // answer to simulate under the workload, so a memory estimate that comes to read the workload
+  // fails it rather than this shortcut.
+  auto fits_under = [&](const Plan& p, std::optional<Balancer> b) {
+    if (!b) return simulate(m, s, p);
+    const std::int64_t whole[] = {0, p.seq_len};
+    try {
+      (void)place_documents(whole, p.ulysses_degree, p.ring_degree, *b);
+    } catch (const Error& e) {
+      return refused(p, *b, e);
+    }
+    return simulate(m, s, p);
+  };
   std::optional<Plan> winner;
+  std::optional<Balancer> winner_balancer;
   for (Plan st : structures(m, s, gpus, 0, space)) {
     st.mem = bound;
     // Structural rules that do not depend on the length (heads vs U, GPUs vs degrees).
@@ -890,50 +955,62 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       continue;
     }
     // A global batch: the smallest micro-batch (the longest sequences), accumulation for the rest.
-    std::string why;
-    MaxLenSearch search;
     if (batch && batch->sequences > 0) {
+      std::string why;
       const std::vector<Plan> fills = batch_fills(st, batch->sequences, space.micro_batch.value_or(1), why);
       if (fills.empty()) {
         out.rejected.push_back({st, {why}});
         continue;
       }
       st = fills.front();
-      search = max_seq_len_search(m, s, st);
-    } else if (batch) {
-      search.max_seq_len = max_seq_len_for_tokens(m, s, st, batch->tokens, why);
-    } else {
-      search = max_seq_len_search(m, s, st);
     }
-    const std::int64_t n = search.max_seq_len;
-    if (n == 0 && !why.empty()) {  // the batch cannot be reached, or no length of it fits
-      out.rejected.push_back({st, {why}});
-      continue;
+    std::vector<std::optional<Balancer>> balancers{std::nullopt};
+    if (documents) {
+      const std::vector<Balancer> each = balancers_for(st);
+      balancers.assign(each.begin(), each.end());
     }
-    out.per_structure.emplace_back(st, n);
-    if (n == 0) {
-      Result r = simulate(m, s, probe);
-      out.rejected.push_back({probe, {fmt::format("does not fit even at {} tokens: peak {:.1f} GiB > {:.1f} GiB",
-                                                  probe.seq_len, r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB)}});
-      continue;
-    }
-    st.seq_len = n;
-    bool better = n > out.max_seq_len;
-    if (!better && n == out.max_seq_len && winner)
-      better = simulate(m, s, st).tokens_per_s_per_gpu > simulate(m, s, *winner).tokens_per_s_per_gpu;
-    if (better) {
-      out.max_seq_len = n;
-      out.gaps = search.gaps;
-      out.gap_count = search.gap_count;
-      out.limit = search.limit;
-      out.limit_why = search.limit_why;
-      winner = st;
+    for (const std::optional<Balancer> b : balancers) {
+      const SimulateAt at = [&](const Plan& p) { return fits_under(p, b); };
+      Plan sb = st;
+      std::string why;
+      MaxLenSearch search;
+      if (batch && batch->tokens > 0) search.max_seq_len = max_seq_len_for_tokens(m, s, sb, batch->tokens, why);
+      else search = max_seq_len_search(m, s, sb, at);
+      const std::int64_t n = search.max_seq_len;
+      if (n == 0 && !why.empty()) {  // the batch cannot be reached, or no length of it fits
+        out.rejected.push_back({sb, {why}});
+        continue;
+      }
+      out.per_structure.emplace_back(sb, n);
+      if (b) out.per_structure_balancer.push_back(*b);
+      if (n == 0) {
+        const Result r = at(probe);
+        out.rejected.push_back({probe, {r.valid ? fmt::format("does not fit even at {} tokens: peak {:.1f} GiB > {:.1f} GiB",
+                                                              probe.seq_len, r.peak_memory_bytes() / kGiB,
+                                                              r.capacity_bytes / kGiB)
+                                                : r.errors.front()}});
+        continue;
+      }
+      sb.seq_len = n;
+      bool better = n > out.max_seq_len;
+      if (!better && n == out.max_seq_len && winner)
+        better = simulate_under(sb, b).tokens_per_s_per_gpu > simulate_under(*winner, winner_balancer).tokens_per_s_per_gpu;
+      if (better) {
+        out.max_seq_len = n;
+        out.gaps = search.gaps;
+        out.gap_count = search.gap_count;
+        out.limit = search.limit;
+        out.limit_why = search.limit_why;
+        winner = sb;
+        winner_balancer = b;
+      }
     }
   }
   if (winner) {
     // The fastest plan at that length: memory options and, with a global batch, its fills.
-    StructureOutcome o = best_plan_for(m, s, *winner, space);
-    out.result = o.best ? o.best : std::optional<Result>(simulate(m, s, *winner));
+    StructureOutcome o = best_plan_for(m, s, *winner, space, winner_balancer ? &costs_at(*winner, *winner_balancer) : nullptr);
+    out.result = o.best ? o.best : std::optional<Result>(simulate_under(*winner, winner_balancer));
+    if (winner_balancer) out.result->balancer = *winner_balancer;
   }
   return out;
 }

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
 
@@ -15,8 +17,9 @@ namespace {
 // One structure's point: its best fitting memory options (and batch fill), else the closest set
 // (with the reasons it does not fit), else the structure itself with the rules it breaks or why it
 // cannot reach the global batch.
-Result structure_point(const Model& m, const System& s, const Plan& st, const SearchSpace& space) {
-  StructureOutcome oc = best_plan_for(m, s, st, space);
+Result structure_point(const Model& m, const System& s, const Plan& st, const SearchSpace& space,
+                       const DocumentCosts* docs = nullptr) {
+  StructureOutcome oc = best_plan_for(m, s, st, space, docs);
   Result r;
   if (oc.best) return std::move(*oc.best);
   if (oc.closest) {
@@ -39,18 +42,52 @@ bool replaces(const Result& r, const Result& held) {
   return !fits(held) && r.valid && (!held.valid || r.peak_memory_bytes() < held.peak_memory_bytes());
 }
 
-// Appends one cell's points (one per TP degree, method and SP degree) and returns the index of its choice.
+// One structure's point under documents in balancer `b`'s layout: a plan rule first (as without
+// documents), else the balancer's rule, else best_plan_for with the layout's counts.
+SweepPoint document_point(const Model& m, const System& s, const Plan& st, const SearchSpace& space,
+                          const SampledWorkload& w, Balancer b) {
+  SweepPoint pt{s.name, st.gpus, st.seq_len, {}, std::nullopt, std::nullopt};
+  std::vector<std::string> errors;
+  if (check_plan(m, s, st, errors)) {  // a plan rule: structure_point names it, as advise does
+    try {
+      pt.documents = document_costs(w, st, b);
+    } catch (const Error& e) {
+      pt.result.plan = st;
+      if (space.memory) pt.result.plan.mem = *space.memory;
+      pt.result.capacity_bytes = s.gpu.memory_bytes;
+      pt.result.errors = {fmt::format("balancer {}: {}", to_string(b), e.what())};
+    }
+  }
+  if (pt.documents || pt.result.errors.empty()) pt.result = structure_point(m, s, st, space, pt.documents ? &*pt.documents : nullptr);
+  pt.result.balancer = b;
+  if (pt.documents && pt.result.valid) pt.one_sequence = simulate(m, s, pt.result.plan);
+  return pt;
+}
+
+// Appends one cell's points (one per TP degree, method, SP degree and, under documents, load
+// balancer) and returns the index of its choice.
 std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus, std::int64_t seq_len,
-                                       const SearchSpace& space, std::vector<SweepPoint>& points) {
+                                       const SearchSpace& space, const SampledWorkload* w,
+                                       const std::vector<Balancer>& only, std::vector<SweepPoint>& points) {
   const std::size_t first = points.size();
-  std::map<std::tuple<int, Method, int>, std::size_t> slot;
-  for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
-    Result r = structure_point(m, s, st, space);
-    const auto [it, added] = slot.try_emplace({st.tp, st.method, st.sp}, points.size());
+  std::map<std::tuple<int, Method, int, int>, std::size_t> slot;  // the balancer as its index, -1 without documents
+  auto keep = [&](SweepPoint pt, int balancer) {
+    const Plan& st = pt.result.plan;
+    const auto [it, added] = slot.try_emplace({st.tp, st.method, st.sp, balancer}, points.size());
     if (added) {
-      points.push_back({s.name, gpus, seq_len, std::move(r)});
-    } else if (replaces(r, points[it->second].result)) {
-      points[it->second].result = std::move(r);
+      points.push_back(std::move(pt));
+    } else if (replaces(pt.result, points[it->second].result)) {
+      points[it->second] = std::move(pt);
+    }
+  };
+  for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
+    if (!w) {
+      keep({s.name, gpus, seq_len, structure_point(m, s, st, space), std::nullopt, std::nullopt}, -1);
+      continue;
+    }
+    for (const Balancer b : balancers_for(st)) {
+      if (!only.empty() && std::find(only.begin(), only.end(), b) == only.end()) continue;
+      keep(document_point(m, s, st, space, *w, b), int(b));
     }
   }
   std::optional<std::size_t> best;
@@ -62,7 +99,7 @@ std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus
 }  // namespace
 
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
-                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space) {
+                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space, const SweepDocuments* documents) {
   for (std::size_t i = 0; i < systems.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
       if (systems[i].name == systems[k].name)
@@ -70,9 +107,16 @@ Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::v
   for (int g : gpus) check_search(g, space);  // every constraint is honoured, or an error before any work
 
   Sweep out;
+  if (documents)
+    for (std::int64_t n : seq_lens) out.workloads.push_back(sample_workload(documents->workload, n));
+  const std::vector<Balancer> every;
   for (const System& s : systems)
     for (int g : gpus)
-      for (std::int64_t n : seq_lens) out.cells.push_back({s.name, g, n, search_cell(m, s, g, n, space, out.points)});
+      for (std::size_t i = 0; i < seq_lens.size(); ++i) {
+        const std::int64_t n = seq_lens[i];
+        const SampledWorkload* w = documents ? &out.workloads[i] : nullptr;
+        out.cells.push_back({s.name, g, n, search_cell(m, s, g, n, space, w, documents ? documents->only : every, out.points)});
+      }
   return out;
 }
 

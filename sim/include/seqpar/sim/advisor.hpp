@@ -4,6 +4,7 @@
 // global batch it fills the batch with data parallelism x micro-batch x gradient accumulation, so
 // every plan it compares runs the same tokens per optimizer step.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -169,6 +170,12 @@ inline constexpr std::size_t kMaxGapsListed = 16;
 // So the search finds the last run whose shortest length fits, then the longest length in it that
 // fits, and lists the runs below whose longest lengths do not fit.
 MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& p);
+// How a length search simulates a plan at each length it tries (p.seq_len set): simulate(m, s, p)
+// above; an invalid result (its errors name the rule) ends the search as a broken rule does. Under
+// a packed-document workload advise_max_seq_len passes one that also applies the load balancer's
+// rules at that length.
+using SimulateAt = std::function<Result(const Plan&)>;
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& p, const SimulateAt& simulate_at);
 std::int64_t max_seq_len(const Model& m, const System& s, const Plan& p);  // max_seq_len_search(...).max_seq_len
 // The same under a fixed global batch of tokens: the longest seq_len = tokens / (dp x micro_batch x
 // grad_accum_steps) over grad_accum_steps >= 1 that is valid and fits; the plan's grad_accum_steps
@@ -183,6 +190,8 @@ struct MaxLenAdvice {
   std::string limit_why;
   std::optional<Result> result;     // the plan at that length, with the memory options best_plan_for chooses
   std::vector<std::pair<Plan, std::int64_t>> per_structure;  // each structure's own maximum
+  // Under a packed-document workload, per_structure's load balancers (one entry each); else empty.
+  std::vector<Balancer> per_structure_balancer;
   std::vector<Rejection> rejected;
 };
 // Over all structures of `space`; with space.memory unset, each structure uses the memory options
@@ -190,6 +199,13 @@ struct MaxLenAdvice {
 // With a global batch of sequences, each structure runs micro-batch 1 (or the fixed one) and
 // accumulates the rest; of tokens, the length is what one sequence of the batch gets
 // (max_seq_len_for_tokens).
-MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space);
+// With `documents`: each structure with every load balancer worth comparing (balancers_for), each
+// searched on its own; the workload is sampled at each length compared or reported (the fit at a
+// length depends on the balancer's rules and the memory, which reads no document figure: see
+// advisor.cpp), and the result carries the winner's balancer. A global batch of tokens is refused
+// with documents (seqpar::Error): its lengths come from the batch's divisors, a search not run
+// under a workload.
+MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space,
+                                const Workload* documents = nullptr);
 
 }  // namespace seqpar::sim

@@ -3,13 +3,18 @@
 // point (a hybrid its best Ulysses x Ring split), and each cell names its chosen plan. Both
 // choices use the advisor's own ranking (ranks_before), so a sweep cell and `seqpar advise` on
 // the same inputs choose the same plan.
+// Under a packed-document workload (core/workload.hpp), sampled once per length of the grid, each
+// (TP, method, SP degree, load balancer) keeps one point, the balancers those advise compares
+// (document_cost.hpp: balancers_for), and each point carries its layout's counts.
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "seqpar/core/workload.hpp"
 #include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/document_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -18,6 +23,12 @@ struct SweepPoint {
   int gpus = 0;
   std::int64_t seq_len = 0;
   Result result;  // the memory options best_plan_for chooses, else the closest to fitting, else invalid (errors say why)
+  // Under documents: the counts of the point's layout (result.balancer names it); empty where the
+  // balancer cannot lay the sequence out (result.errors says why) or without documents.
+  std::optional<DocumentCosts> documents;
+  // Under documents, where the point is valid: its plan with one causal sequence filling the
+  // length (no document mask), the ranking the workload is read against.
+  std::optional<Result> one_sequence;
 };
 
 struct SweepCell {
@@ -30,11 +41,20 @@ struct SweepCell {
 struct Sweep {
   std::vector<SweepPoint> points;  // in grid order: system, GPUs, length, then the advisor's structure order
   std::vector<SweepCell> cells;    // one per (system, GPUs, length), in the same order
+  std::vector<SampledWorkload> workloads;  // under documents: the workload at each length, in seq_lens order
+};
+
+// The sweep's packed-document workload: the distribution, sampled at each length, and the load
+// balancers to run (empty: every one balancers_for compares; else only these, where a structure has them).
+struct SweepDocuments {
+  Workload workload;
+  std::vector<Balancer> only;
 };
 
 // Throws seqpar::Error when a GPU count breaks the search's constraints (check_search) or two
 // systems share a name (points are keyed by it), before simulating anything.
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
-                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space);
+                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space,
+                const SweepDocuments* documents = nullptr);
 
 }  // namespace seqpar::sim
