@@ -5,12 +5,13 @@ per method), and the same model on several systems. Spec (from `seqpar report`, 
 "figures"):
 {"type": "lines", "title", "xlabel", "ylabel", "xscale": "log2"|"linear", "yscale": "log2"|"linear" (optional),
  "ylim": [lo, hi] (optional), "hline": {"y", "label"} (optional: a reference line on every panel),
+ "xinteger": true (optional: whole-number x ticks, e.g. ring ranks),
  "panels": [{"title", "series": [{"label", "x": [...], "y": [...]}]}]}
 Usage: lines.py SPEC.json OUT.png"""
 import json
 import sys
 
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from common import format_tokens, new_figure, reference_line, save
 
@@ -36,6 +37,8 @@ def draw(spec, path):
         if spec.get("yscale") == "log2":
             ax.set_yscale("log", base=2)
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        if spec.get("xinteger"):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if "ylim" in spec:
             ax.set_ylim(*spec["ylim"])
         ax.set_title(panel["title"])

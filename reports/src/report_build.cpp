@@ -357,8 +357,68 @@ json parity_figure(const json& comparisons) {
 
 }  // namespace
 
+namespace {
+
+// Per ring rank attention work under a packed-document workload (document_comparison.hpp): for the
+// fastest ring structure under the workload, and the fastest on one causal sequence where that is
+// another, a line per load balancer over the ring ranks, each rank's work over the mean of the ranks.
+void add_document_figures(const json& entries, json& figs) {
+  int n = 0;
+  for (const auto& e : entries) {
+    std::vector<std::string> picked;
+    for (const char* rank : {"rank", "one_sequence_rank"}) {
+      const json* best = nullptr;
+      for (const auto& r : e["rows"])
+        if (number_or(r, "ring_degree", 1) > 1 && !r["rank_work"].empty() && r[rank].get<int>() > 0 &&
+            (!best || r[rank].get<int>() < (*best)[rank].get<int>()))
+          best = &r;
+      if (best && std::find(picked.begin(), picked.end(), (*best)["structure"]) == picked.end())
+        picked.push_back((*best)["structure"].get<std::string>());
+    }
+    if (picked.empty()) continue;
+    json panels = json::array();
+    std::string slowest;
+    for (const std::string& structure : picked) {
+      json series = json::array();
+      for (const auto& r : e["rows"]) {
+        if (r["structure"] != structure || r["rank_work"].empty()) continue;
+        json x = json::array();
+        for (std::size_t i = 0; i < r["rank_work"].size(); ++i) x.push_back(i);
+        series.push_back({{"label", fmt::format("{} (slowest {:.2f}x)", r["balancer"].get<std::string>(),
+                                                number_or(r, "imbalance_mean"))},
+                          {"x", x},
+                          {"y", r["rank_work"]}});
+        slowest += fmt::format("{}{} {}: slowest rank {:.2f}x the mean (p95 over sequences {:.2f})",
+                               slowest.empty() ? "" : "; ", structure, r["balancer"].get<std::string>(),
+                               number_or(r, "imbalance_mean"), number_or(r, "imbalance_p95"));
+      }
+      panels.push_back({{"title", structure}, {"series", series}});
+    }
+    const std::string where = fmt::format("{} on {}, {} tokens, {} GPUs", e["model"].get<std::string>(),
+                                          e["system"].get<std::string>(), fmt_seq(number_or(e, "seq_len")),
+                                          int_of(e, "gpus"));
+    json fig = figure_spec(kLinesFigure, "documents", fmt::format("per-rank-work-{}.png", ++n));
+    fig.update({{"title", "Attention work per ring rank under the workload: " + where},
+                {"xlabel", "ring rank"}, {"ylabel", "attention tiles / mean of the ranks"}, {"xscale", "linear"},
+                {"xinteger", true},
+                {"hline", {{"y", 1.0}, {"label", "mean of the ranks"}}}, {"panels", panels},
+                {"caption", fmt::format("{} under --documents {}: each ring rank's attention work (kernel tiles under "
+                                        "the document mask, mean over the sampled sequences) over the mean of the "
+                                        "ranks, a line per load balancer; the step waits for the slowest rank of "
+                                        "each sequence, which the mean over sequences hides, so each label gives "
+                                        "the slowest rank over the mean, averaged over the sequences. {}. "
+                                        "Modelled by the simulator (exact counts of the sampled batches). Source: {}.",
+                                        where, e["workload"]["documents"].get<std::string>(), slowest,
+                                        e["source"].get<std::string>())}});
+    figs.push_back(fig);
+  }
+}
+
+}  // namespace
+
 json plan_figures(const json& data) {
   json figs = json::array();
+  if (data.contains("documents")) add_document_figures(data["documents"], figs);
   if (data.contains("method_comparison")) add_method_figures(data["method_comparison"], figs);
   for (const auto& [key, pts] : groups_of(data["points"])) {
     if (json f = throughput_figure(key, pts); !f.is_null()) figs.push_back(f);
@@ -710,6 +770,67 @@ Section verdict_section(const json& data) {
   return s;
 }
 
+// Packed documents (document_comparison.hpp): per cell the workload, the ranking under it beside
+// the ranking on one causal sequence of the same length, and the per-rank work figures. The table
+// lists the first kDocumentRows under the workload and the first kDocumentRowsOneSequence on one
+// sequence (where they moved is the point of the table).
+constexpr int kDocumentRows = 10, kDocumentRowsOneSequence = 3;
+Section documents_section(const json& data, const json& figures, const std::set<std::string>& drawn) {
+  Section s;
+  s.title = "Packed documents: the ranking under the workload against one causal sequence";
+  const json entries = data.contains("documents") ? data["documents"] : json::array();
+  if (entries.empty()) {
+    s.paragraph("No input was run under a packed-document workload (--documents): every plan assumes one causal "
+                "sequence filling the length.");
+    return s;
+  }
+  s.paragraph("Each plan under the packed-document workload (document mask: a token sees earlier tokens of its own "
+              "document) beside the same plan on one causal sequence of the same length, as seqpar ranks it without "
+              "--documents. Rank 1 is the fastest (tokens/s per GPU) of the plans that fit (of all, where none fits: "
+              "simulate's memory options as given); '-': not ranked. slowest/mean: the "
+              "slowest ring rank's attention tiles over the mean of the ranks, the mean and p95 over the sampled "
+              "sequences. Modelled by the simulator.");
+  for (const auto& e : entries) {
+    const json& w = e["workload"];
+    s.paragraph(fmt::format(
+        "{} on {}, {} tokens, {} GPUs [{}]. Workload --documents {} (packing {}): {:.0f} documents drawn, length mean "
+        "{:.0f} tokens, std {:.0f}; {:.1f} pieces per sequence; attention work under the document mask {:.3f} of one "
+        "full causal sequence (min {:.3f}, max {:.3f} over the sampled sequences).",
+        e["model"].get<std::string>(), e["system"].get<std::string>(), fmt_seq(number_or(e, "seq_len")), int_of(e, "gpus"),
+        e["source"].get<std::string>(), w["documents"].get<std::string>(), string_or(w, "packing", "-"),
+        number_or(w, "drawn_count"), number_or(w, "drawn_mean"), number_or(w, "drawn_std"),
+        number_or(w, "pieces_per_sequence"), number_or(w, "work_ratio_mean"), number_or(w, "work_ratio_min"),
+        number_or(w, "work_ratio_max")));
+    s.paragraph(e["answer"].get<std::string>() + ".");
+    Table t{{"rank", "plan (load balancer)", "tokens/s/GPU", "fits", "rank, one sequence",
+             "tokens/s/GPU, one sequence", "slowest/mean", "p95"},
+            {}};
+    auto rate = [](const json& v) { return v.is_number() ? fmt_rate(v.get<double>()) : std::string("-"); };
+    auto rank = [](const json& v) { return v.get<int>() > 0 ? std::to_string(v.get<int>()) : std::string("-"); };
+    // The top of both rankings: a sweep cell holds every structure x balancer, the rest are in the data.
+    auto top = [](const json& v, int n) { return v.get<int>() > 0 && v.get<int>() <= n; };
+    std::size_t left = 0;
+    for (const auto& r : e["rows"]) {
+      if (!top(r["rank"], kDocumentRows) && !top(r["one_sequence_rank"], kDocumentRowsOneSequence)) {
+        ++left;
+        continue;
+      }
+      const std::string b = r["balancer"].get<std::string>();
+      t.rows.push_back({rank(r["rank"]), r["structure"].get<std::string>() + (b.empty() ? "" : " (" + b + ")"),
+                        rate(r["tokens_per_s_per_gpu"]), r["fits"].get<bool>() ? "yes" : "no",
+                        rank(r["one_sequence_rank"]), rate(r["one_sequence_tokens_per_s_per_gpu"]),
+                        fmt::format("{:.3f}", number_or(r, "imbalance_mean")),
+                        fmt::format("{:.3f}", number_or(r, "imbalance_p95"))});
+    }
+    s.add_table(t);
+    if (left > 0)
+      s.paragraph(fmt::format("{} more plans below the first {} under the workload and {} on one sequence: "
+                              "report-data.json, \"documents\".", left, kDocumentRows, kDocumentRowsOneSequence));
+  }
+  add_figures(s, figures, drawn, "documents");
+  return s;
+}
+
 Section sources_section(const json& data) {
   Section src;
   src.title = "Sources";
@@ -735,6 +856,7 @@ Document build_document(const json& data, const json& figures, const std::set<st
   doc.title = title;
   doc.sections.push_back(answer_section(data));
   doc.sections.push_back(verdict_section(data));
+  doc.sections.push_back(documents_section(data, figures, drawn));
   doc.sections.push_back(figure_section("What each method costs against the best plan", figures, drawn, "relative",
                                         "No valid plan that fits in memory in the inputs: nothing to plot."));
   doc.sections.push_back(figure_section("Peak memory against capacity", figures, drawn, "memory_capacity",

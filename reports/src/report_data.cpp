@@ -4,6 +4,7 @@
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/measurement.hpp"
+#include "seqpar/reports/document_comparison.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/method_comparison.hpp"
 #include "seqpar/reports/peer_comparison.hpp"
@@ -73,7 +74,7 @@ bool same_gpu(const std::string& reported, const std::string& preset) {
 struct Gatherer {
   json data = {{"sources", json::array()}, {"points", json::array()}, {"best", json::array()},
                {"comparisons", json::array()}, {"benchmarks", json::array()},
-               {"validations", json::array()}};
+               {"validations", json::array()}, {"documents", json::array()}};
   // seqpar-train and bench_torch_step steps, paired after every input is read (pair_peer_steps).
   json peer_steps = json::array();
   // Measured training steps, predicted on one system after every input is read (compare_steps).
@@ -131,6 +132,11 @@ struct Gatherer {
     if (pt["model"] == "") throw Error(fmt::format("{}: missing field 'model' (a name or an object with 'name')", where));
     pt["plan"] = plan_fields(require(p, "plan", where), where);
     pt["plan_label"] = plan_label(pt["plan"]);
+    // A packed-document workload's load balancer (simulate, advise, sweep --documents): two points of
+    // one plan that differ only in it keep two labels.
+    pt["balancer"] = string_or(p, "balancer", "");
+    if (pt["balancer"] != "" && number_or(pt["plan"], "ring_degree", 1) > 1)
+      pt["plan_label"] = pt["plan_label"].get<std::string>() + " balancer=" + pt["balancer"].get<std::string>();
     // Where the plan's groups sit and what crosses the NICs (sim: describe_placement), when the
     // document says.
     pt["placement"] = p.contains("groups") && p["groups"].is_object() ? string_or(p["groups"], "label", "") : "";
@@ -289,7 +295,10 @@ struct Gatherer {
       return;
     }
     std::string src = add_source(doc, where, kind);
-    if (kind == "prediction") add_prediction(doc, where, src);
+    if (kind == "prediction") {
+      add_prediction(doc, where, src);
+      for (json& e : document_comparisons(doc, where, src)) data["documents"].push_back(std::move(e));
+    }
     else if (kind == "measurement") {
       add_measurement(doc, where, src);
       if (is_step_document(doc)) add_steps(doc, where, file, src);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -287,6 +288,49 @@ TEST(DocumentsCli, TheWorkloadOptionsAreRefusedWhereTheyCannotApply) {
   refused("sweep --seq-len 64K --out /tmp/x --documents fixed:1K --balancer zigzag,zigzag", "listed twice");
   refused("sweep --seq-len 64K --out /tmp/x --documents fixed:1K --balancer sideways", "unknown load balancer");
   refused("sweep --seq-len 64K --out /tmp/x --documents nonsense:1", "documents");
+}
+
+}  // namespace
+}  // namespace seqpar::sim
+
+namespace seqpar::sim {
+namespace {
+
+// `seqpar report` on sweep and simulate outputs made with documents: the section states the
+// workload and sets its ranking beside one causal sequence's; with one document a sequence the
+// fastest plan is the same both ways, under a skewed mix the ranks move.
+TEST(DocumentsCli, ReportSetsTheWorkloadsRankingBesideOneSequences) {
+  const std::string dir = ::testing::TempDir() + "seqpar-report-documents";
+  auto sweep_and_report = [&](const std::string& docs, const std::string& name) {
+    const std::string out = dir + "/" + name;
+    const auto s = seqpar::testing::seqpar("sweep --gpus 8 --seq-len 128K --tp 1 " + docs + " --out " + out);
+    EXPECT_EQ(s.code, 0) << s.err;
+    const auto sim = seqpar::testing::seqpar("simulate --gpus 8 --seq-len 128K --method ring-zigzag --sp 8 " + docs +
+                                             " --checkpoint full --json");
+    EXPECT_EQ(sim.code, 0) << sim.err;
+    std::ofstream(out + "/simulate.json") << sim.out;
+    const auto r = seqpar::testing::seqpar("report " + out + "/sweep.json " + out + "/simulate.json --no-plots --out " + out);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return std::make_pair(seqpar::testing::slurp(out + "/report.md"),
+                          json::parse(seqpar::testing::slurp(out + "/report-data.json"))["documents"]);
+  };
+  const auto [md, entries] = sweep_and_report("--documents lognormal:8.5:1.3 --doc-batches 8", "skewed");
+  EXPECT_NE(md.find("## Packed documents: the ranking under the workload against one causal sequence"), std::string::npos);
+  EXPECT_NE(md.find("Workload --documents lognormal:8.5:1.3 (packing fill): "), std::string::npos) << md;
+  ASSERT_EQ(entries.size(), 2u);  // the sweep's cell and simulate's
+  int moved = 0;
+  for (const json& e : entries)
+    for (const json& r : e["rows"]) moved += r["rank"] != r["one_sequence_rank"];
+  EXPECT_GT(moved, 0) << "a skewed mix moves some plan's rank";
+  const auto [fixed_md, fixed] = sweep_and_report("--documents fixed:128K", "fixed");
+  ASSERT_EQ(fixed.size(), 2u);
+  for (const json& e : fixed) {
+    EXPECT_NE(e["answer"].get<std::string>().find("fastest both under the workload and on one causal sequence"),
+              std::string::npos) << e["answer"];
+    for (const json& r : e["rows"])
+      if (r["balancer"] != "contiguous" || r["structure"].get<std::string>().find("hybrid") == std::string::npos)
+        EXPECT_EQ(r["tokens_per_s_per_gpu"], r["one_sequence_tokens_per_s_per_gpu"]) << r;
+  }
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ namespace seqpar::reports {
 //  "method_comparison": [...] (per predicted length and GPU count, the best plan and each method
 //  against it: method_comparison.hpp),
 //  "validations": [...] (one verdict per seqpar-train --validate result: read_validation_verdict's
-//  fields plus source, name, model, mode, backend, plan and plan_label; never a timing)}
+//  fields plus source, name, model, mode, backend, plan and plan_label; never a timing),
+//  "documents": [...] (per predicted cell run under a packed-document workload: the ranking under
+//  it beside one causal sequence's, and the per-rank work: document_comparison.hpp)}
 // Sources get ids S1, S2, ... and every other entry names its source id. Measured training steps
 // (documents with a top-level plan and step_time_s) are predicted as they ran (step_system.hpp):
 // on `system` (a preset name or profile path; empty: the preset of each step's GPU) with `framework`
