@@ -49,3 +49,18 @@ else:
     plt.legend()
     plt.savefig("ulysses_vs_ring.png", dpi=120)
     print("wrote ulysses_vs_ring.png")
+
+# %% The same question under packed documents (documents= is --documents: a histogram CSV, a lengths
+# file or a form such as "lognormal:8:1.5"): each method's best plan and load balancer at 128K under
+# the document mask, beside its best on one causal sequence.
+mix = "lognormal:8:1.5"
+print(f"\n{model} on {system}, {gpus} GPUs, 128K tokens: tokens/s per GPU under --documents {mix} (predicted)")
+for method in ("ulysses", "ring-zigzag"):
+    under = seqpar.advise(model=model, system=system, gpus=gpus, seq_len="128K", method=method, sp=gpus, documents=mix)
+    one = seqpar.advise(model=model, system=system, gpus=gpus, seq_len="128K", method=method, sp=gpus)
+    if under["best"] and one["best"]:
+        best = under["ranked"][0]
+        # A load balancer shards the ring; Ulysses splits by heads, even whatever the mask.
+        balancer = best["balancer"] if best["plan"]["ring_degree"] > 1 else "none: by heads"
+        print(f"  {method:>12}: {best['tokens_per_s_per_gpu']:.0f} (balancer {balancer}), "
+              f"one causal sequence {one['ranked'][0]['tokens_per_s_per_gpu']:.0f}")

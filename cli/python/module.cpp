@@ -100,11 +100,17 @@ NB_MODULE(seqpar, m) {
   m.def("presets", [](const nb::kwargs& kw) { return run_command("presets", kw); },
         "seqpar presets --json: the built-in GPUs, systems and models with their sources (kind=...).");
   m.def("simulate", [](const nb::kwargs& kw) { return run_command("simulate", kw); },
-        "seqpar simulate --json: one plan (model=, system=, gpus=, seq_len=, method=, sp=, ...).");
+        "seqpar simulate --json: one plan (model=, system=, gpus=, seq_len=, method=, sp=, ...); documents= "
+        "(a packed-document workload: 'lognormal:7:1', 'hist:FILE.csv', ...), packing=, doc_seed=, doc_batches= and "
+        "balancer= run it under a document mask.");
   m.def("advise", [](const nb::kwargs& kw) { return run_command("advise", kw); },
-        "seqpar advise --json: the best plans for a model, system, GPU count and sequence length.");
+        "seqpar advise --json: the best plans for a model, system, GPU count and sequence length; documents= (with "
+        "packing=, doc_seed=, doc_batches=) ranks every method and load balancer under that workload.");
   m.def("maxlen", [](const nb::kwargs& kw) { return run_command("maxlen", kw); },
-        "seqpar maxlen --json: the longest sequence each plan fits.");
+        "seqpar maxlen --json: the longest sequence each plan fits; documents= (with packing=, doc_seed=, "
+        "doc_batches=) searches each structure with every load balancer, the workload sampled at each length.");
   m.def("sweep", [](const nb::kwargs& kw) { return run_command("sweep", kw); },
-        "seqpar sweep --json: a grid (lists for seq_len=, gpus=, sp=, method=, system=); out= is required.");
+        "seqpar sweep --json: a grid (lists for seq_len=, gpus=, sp=, method=, system=); out= is required; "
+        "documents= (with packing=, doc_seed=, doc_batches=) samples the workload at each length, a point per load "
+        "balancer (balancer=: a list of them).");
 }

@@ -180,3 +180,49 @@ def test_tensor_parallelism_from_python(seqpar, tmp_path):
     assert {r["plan"]["tp"] for r in grid["results"]} == {1, 2}
     with pytest.raises(seqpar.Error, match="tp"):
         seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["32K"], tp=[2, 2], out=str(tmp_path))
+
+
+def test_documents_and_balancer_from_python(seqpar, tmp_path):
+    # documents=, packing=, doc_seed=, doc_batches= and balancer= are the CLI's --documents ... --balancer
+    # on every command that takes them; the documents are the CLI's own.
+    docs = dict(documents="lognormal:8.5:1.3", doc_batches=4)
+    kw = dict(model="llama3-8b", gpus=8, seq_len="128K", method="ring-zigzag", sp=8, balancer="per-document", **docs)
+    got = seqpar.simulate(**kw)
+    assert without_run(got) == without_run(json.loads(cli(
+        "simulate", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "128K", "--method", "ring-zigzag", "--sp", "8",
+        "--balancer", "per-document", "--documents", "lognormal:8.5:1.3", "--doc-batches", "4", "--json").stdout))
+    assert got["workload"]["balancer"] == "per-document" and got["workload"]["batches"] == 4
+    assert got["workload"]["work_ratio"]["mean"] < 0.5
+    # One document filling the sequence: the step without documents.
+    fixed = seqpar.simulate(model="llama3-8b", gpus=8, seq_len="128K", method="ring-zigzag", sp=8, documents="fixed:128K")
+    plain = seqpar.simulate(model="llama3-8b", gpus=8, seq_len="128K", method="ring-zigzag", sp=8)
+    assert fixed["step_time_s"] == plain["step_time_s"]
+    assert got["step_time_s"] != plain["step_time_s"]
+
+    advice = seqpar.advise(model="llama3-8b", gpus=8, seq_len="128K", tp=1, **docs)
+    assert without_run(advice) == without_run(json.loads(cli(
+        "advise", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "128K", "--tp", "1",
+        "--documents", "lognormal:8.5:1.3", "--doc-batches", "4", "--json").stdout))
+    assert "balancer" in advice["best"] and advice["workload"]["documents"] == "lognormal:8.5:1.3"
+
+    longest = seqpar.maxlen(model="llama3-8b", gpus=8, method="ring-zigzag", sp=8, tp=1, **docs)
+    assert without_run(longest) == without_run(json.loads(cli(
+        "maxlen", "--model", "llama3-8b", "--gpus", "8", "--method", "ring-zigzag", "--sp", "8", "--tp", "1",
+        "--documents", "lognormal:8.5:1.3", "--doc-batches", "4", "--json").stdout))
+    assert longest["plan"]["balancer"] in ("zigzag", "per-document", "balanced")
+    assert longest["workload"]["work_ratio"]["mean"] < 0.1
+
+    grid = seqpar.sweep(model="llama3-8b", gpus=[8], seq_len=["64K", "128K"], method=["ring-zigzag"], sp=[8], tp=[1],
+                        balancer=["zigzag", "per-document"], out=str(tmp_path), **docs)
+    assert without_run(grid) == without_run(json.loads((tmp_path / "sweep.json").read_text()))
+    assert [w["seq_len"] for w in grid["workloads"]] == [64 << 10, 128 << 10]
+    assert {r["documents"]["balancer"] for r in grid["results"]} == {"zigzag", "per-document"}
+    zigzag = [r["documents"]["imbalance"]["mean"] for r in grid["results"] if r["balancer"] == "zigzag"]
+    assert zigzag and min(zigzag) > 1.1
+
+    with pytest.raises(seqpar.Error, match="give --documents"):
+        seqpar.simulate(model="llama3-8b", seq_len="64K", balancer="zigzag")
+    with pytest.raises(seqpar.Error, match="balancer: maxlen searches every load balancer"):
+        seqpar.maxlen(model="llama3-8b", gpus=8, documents="fixed:1K", balancer="zigzag")
+    with pytest.raises(seqpar.Error, match="documents"):
+        seqpar.sweep(seq_len=["64K"], out=str(tmp_path), documents="nonsense:1")
