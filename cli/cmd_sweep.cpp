@@ -169,7 +169,7 @@ nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
   }
   const sim::Result& r = sw.points[*c.best].result;
   b["plan"] = sim::to_json(r.plan);
-  if (r.balancer) b["plan"]["balancer"] = to_string(*r.balancer);
+  if (r.balancer && r.plan.ring_degree > 1) b["plan"]["balancer"] = to_string(*r.balancer);  // Ulysses: by heads
   b["step_time_s"] = r.step_time_s;  // one optimizer step (all its micro-steps)
   b["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
   b["mfu"] = r.mfu;

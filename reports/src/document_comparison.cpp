@@ -84,8 +84,11 @@ void finish(json& e) {
   if (!best) {
     e["answer"] = fmt::format("{}: no plan has numbers under the workload", where);
   } else if (!best_one) {
-    e["answer"] = fmt::format("{}: under the workload {} is fastest{}; no plan has numbers on one causal sequence", where,
-                              row_label(*best), none);
+    e["answer"] = fmt::format("{}: under the workload {} is fastest{}; no plan has numbers on one causal sequence{}",
+                              where, row_label(*best), none,
+                              e.value("one_sequence_from", "") == "advise"
+                                  ? " (give the same advise without --documents beside it for that ranking)"
+                                  : "");
   } else if (best == best_one) {
     e["answer"] = fmt::format("{}: {} is fastest both under the workload and on one causal sequence{}", where,
                               row_label(*best), none);
@@ -189,11 +192,65 @@ json from_simulate(const json& doc, std::string_view where, const std::string& s
   return json::array({e});
 }
 
+// `seqpar advise --documents`: its ranked plans under the workload; the one-sequence figures come
+// from an advise without --documents among the inputs (pair_one_sequence).
+json from_advise(const json& doc, std::string_view where, const std::string& src) {
+  json e = {{"source", src}, {"system", system_name(doc, where)}, {"model", model_of(doc)},
+            {"gpus", static_cast<std::int64_t>(require_number(doc, "gpus", where))},
+            {"seq_len", static_cast<std::int64_t>(require_number(doc, "seq_len", where))},
+            {"workload", workload_of(require(doc, "workload", where), fmt::format("{}: workload", where))},
+            {"one_sequence_from", "advise"},
+            {"rows", json::array()}};
+  const json& ranked = require_array(doc, "ranked", where);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const std::string w = fmt::format("{}: ranked[{}]", where, i);
+    const json& r = ranked[i];
+    const json& plan = require(r, "plan", w);
+    const int ring = plan.value("ring_degree", 1);
+    e["rows"].push_back({{"structure", structure_label(plan)},
+                         {"balancer", plan.value("sp", 1) == 1 ? "-" : ring > 1 ? string_or(r, "balancer", "-") : "heads"},
+                         {"ring_degree", ring},
+                         {"tokens_per_s_per_gpu", rate_or_null(r, "tokens_per_s_per_gpu", w)},
+                         {"fits", r.value("fits", true)},
+                         {"one_sequence_tokens_per_s_per_gpu", json()},
+                         {"one_sequence_fits", false},
+                         {"imbalance_mean", json()},  // advise's rows carry no per-rank counts
+                         {"imbalance_p95", json()},
+                         {"rank_work", json::array()}});
+  }
+  return e;
+}
+
 }  // namespace
 
+void pair_one_sequence(json& entries, const json& points) {
+  for (json& e : entries) {
+    if (e.value("one_sequence_from", "") != "advise") continue;
+    // Each structure's fastest fitting plan among the predictions without a workload, same cell.
+    std::map<std::string, double> best;
+    for (const json& p : points) {
+      if (p.value("origin", "") != "prediction" || !p.value("balancer", std::string()).empty()) continue;
+      if (p["system"] != e["system"] || p["model"] != e["model"] || !p["valid"].get<bool>() || !p["fits"].get<bool>() ||
+          !p["tokens_per_s_per_gpu"].is_number())
+        continue;
+      if (number_or(p["plan"], "gpus") != e["gpus"].get<double>() || number_or(p["plan"], "seq_len") != e["seq_len"].get<double>())
+        continue;
+      double& b = best[structure_label(p["plan"])];
+      b = std::max(b, p["tokens_per_s_per_gpu"].get<double>());
+    }
+    for (json& r : e["rows"]) {
+      const auto it = best.find(r["structure"].get<std::string>());
+      r["one_sequence_tokens_per_s_per_gpu"] = it == best.end() ? json() : json(it->second);
+      r["one_sequence_fits"] = it != best.end();
+    }
+    finish(e);
+  }
+}
+
 json document_comparisons(const json& doc, std::string_view where, const std::string& src) {
-  json out = doc.contains("workloads") ? from_sweep(doc, where, src)
+  json out = doc.contains("workloads")                                 ? from_sweep(doc, where, src)
              : doc.contains("document_table") && doc.contains("workload") ? from_simulate(doc, where, src)
+             : doc.contains("ranked") && doc.contains("workload")         ? json::array({from_advise(doc, where, src)})
                                                                           : json::array();
   for (json& e : out) finish(e);
   return out;

@@ -802,11 +802,15 @@ Section documents_section(const json& data, const json& figures, const std::set<
         number_or(w, "pieces_per_sequence"), number_or(w, "work_ratio_mean"), number_or(w, "work_ratio_min"),
         number_or(w, "work_ratio_max")));
     s.paragraph(e["answer"].get<std::string>() + ".");
+    if (e.value("one_sequence_from", "") == "advise")
+      s.paragraph("From advise: each plan's one-sequence figure is its structure's fastest plan in the advise without "
+                  "--documents given beside it (memory options may differ); advise carries no per-rank counts.");
     Table t{{"rank", "plan (load balancer)", "tokens/s/GPU", "fits", "rank, one sequence",
              "tokens/s/GPU, one sequence", "slowest/mean", "p95"},
             {}};
     auto rate = [](const json& v) { return v.is_number() ? fmt_rate(v.get<double>()) : std::string("-"); };
     auto rank = [](const json& v) { return v.get<int>() > 0 ? std::to_string(v.get<int>()) : std::string("-"); };
+    auto ratio = [](const json& v) { return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : std::string("-"); };
     // The top of both rankings: a sweep cell holds every structure x balancer, the rest are in the data.
     auto top = [](const json& v, int n) { return v.get<int>() > 0 && v.get<int>() <= n; };
     std::size_t left = 0;
@@ -819,8 +823,7 @@ Section documents_section(const json& data, const json& figures, const std::set<
       t.rows.push_back({rank(r["rank"]), r["structure"].get<std::string>() + (b.empty() ? "" : " (" + b + ")"),
                         rate(r["tokens_per_s_per_gpu"]), r["fits"].get<bool>() ? "yes" : "no",
                         rank(r["one_sequence_rank"]), rate(r["one_sequence_tokens_per_s_per_gpu"]),
-                        fmt::format("{:.3f}", number_or(r, "imbalance_mean")),
-                        fmt::format("{:.3f}", number_or(r, "imbalance_p95"))});
+                        ratio(r["imbalance_mean"]), ratio(r["imbalance_p95"])});
     }
     s.add_table(t);
     if (left > 0)

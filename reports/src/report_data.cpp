@@ -377,6 +377,7 @@ json gather_report_data(const std::vector<InputDocument>& inputs, const std::str
   StepSystems systems(system, framework);
   g.data["step_comparisons"] = g.steps.empty() ? no_step_comparisons() : compare_steps(systems, g.steps);
   g.data["method_comparison"] = method_comparison(g.data["points"]);
+  pair_one_sequence(g.data["documents"], g.data["points"]);
   return g.data;
 }
 

@@ -135,3 +135,37 @@ TEST(ReportDocuments, PlansThatDoNotFitAreNotRankedAndAWorkloadWithoutFieldsIsNa
   const std::string md = render_markdown(build_document(plain, json::array(), {}, "t"));
   EXPECT_NE(md.find("No input was run under a packed-document workload"), std::string::npos);
 }
+
+TEST(ReportDocuments, AdviseUnderAWorkloadIsRankedBesideThePlainAdviseGivenWithIt) {
+  auto ranked = [](std::vector<json> points, bool documents) {
+    json doc = {{"kind", "prediction"}, {"program", "seqpar advise"}, {"system", {{"name", "dgx-h100"}}},
+                {"model", {{"name", "llama3-8b"}}}, {"gpus", 8}, {"seq_len", 131072}, {"ranked", json::array()}};
+    for (json& p : points) {
+      p.erase("documents");
+      if (!documents) p.erase("balancer");
+      doc["ranked"].push_back(p);
+    }
+    if (documents) doc["workload"] = workload("lognormal:8:1.5");
+    return doc;
+  };
+  const json with = ranked({point("ulysses", 8, 8, 1, "contiguous", 3000, 0, 1, {}),
+                            point("ring-zigzag", 8, 1, 8, "per-document", 2500, 0, 1, {})},
+                           true);
+  const json without = ranked({point("ring-zigzag", 8, 1, 8, "zigzag", 1800, 0, 1, {}),
+                               point("ulysses", 8, 8, 1, "contiguous", 1700, 0, 1, {})},
+                              false);
+  // Alone: the workload's ranking, and the answer says what to give for the other.
+  const json alone = gather_report_data({{"advise-docs.json", with}})["documents"];
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_NE(alone[0]["answer"].get<std::string>().find("give the same advise without --documents"), std::string::npos);
+  // With the plain advise: each structure's one-sequence rate, and the turn-over.
+  const json both = gather_report_data({{"advise-docs.json", with}, {"advise.json", without}})["documents"];
+  ASSERT_EQ(both.size(), 1u);
+  const json& rows = both[0]["rows"];
+  EXPECT_EQ(rows[0]["structure"], "ulysses sp=8");
+  EXPECT_EQ(rows[0]["one_sequence_tokens_per_s_per_gpu"], 1700.0);
+  EXPECT_EQ(rows[0]["one_sequence_rank"], 2);
+  EXPECT_EQ(rows[1]["one_sequence_rank"], 1);
+  EXPECT_TRUE(rows[1]["imbalance_mean"].is_null());
+  EXPECT_NE(both[0]["answer"].get<std::string>().find("the ranking turns over"), std::string::npos) << both[0]["answer"];
+}
