@@ -36,8 +36,9 @@ void add_maxlen_command(CLI::App& app) {
   add_documents(cmd, o->docs);
   cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan reported then "
               "takes, of the options that still fit at that length, " + sim::memory_choice_rule() +
-              ". With --documents every structure is searched with each load balancer worth comparing, the workload "
-              "sampled afresh at every length tried.");
+              ". With --documents every structure is searched with each load balancer worth comparing; a plan fits "
+              "under the workload where it fits without it and its balancer can lay the length out (the memory "
+              "estimate reads no document figure), and the workload is sampled at the lengths compared.");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);

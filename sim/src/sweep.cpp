@@ -85,8 +85,10 @@ std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus
       keep({s.name, gpus, seq_len, structure_point(m, s, st, space), std::nullopt, std::nullopt}, -1);
       continue;
     }
-    for (const Balancer b : balancers_for(st)) {
-      if (!only.empty() && std::find(only.begin(), only.end(), b) == only.end()) continue;
+    // `only` narrows the structures that have a choice of balancer; one without runs in its own layout.
+    const std::vector<Balancer> choice = balancers_for(st);
+    for (const Balancer b : choice) {
+      if (choice.size() > 1 && !only.empty() && std::find(only.begin(), only.end(), b) == only.end()) continue;
       keep(document_point(m, s, st, space, *w, b), int(b));
     }
   }

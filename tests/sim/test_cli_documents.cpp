@@ -196,8 +196,12 @@ TEST(SweepDocuments, ASkewedWorkloadShowsEachBalancersImbalanceAndTheWorkRatio) 
   // --balancer: only the balancers listed, where a structure has them.
   const SweepDocuments only{d.workload, {Balancer::per_document}};
   const Sweep one = run_sweep(m, systems, {8}, {n}, space, &only);
-  for (const SweepPoint& pt : one.points)
+  int ulysses = 0;
+  for (const SweepPoint& pt : one.points) {
     if (pt.result.plan.method == Method::ring_zigzag) EXPECT_EQ(*pt.result.balancer, Balancer::per_document);
+    ulysses += pt.result.plan.method == Method::ulysses;  // no balancer to choose: in its own layout
+  }
+  EXPECT_GT(ulysses, 0);
 }
 
 // The plan a maxlen document names, as simulate's flags.

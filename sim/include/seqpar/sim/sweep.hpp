@@ -45,7 +45,8 @@ struct Sweep {
 };
 
 // The sweep's packed-document workload: the distribution, sampled at each length, and the load
-// balancers to run (empty: every one balancers_for compares; else only these, where a structure has them).
+// balancers to run (empty: every one balancers_for compares; else, of a structure with a choice of
+// balancers, only these; a structure with none to choose, as Ulysses, runs in its own layout).
 struct SweepDocuments {
   Workload workload;
   std::vector<Balancer> only;
