@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +150,44 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
   if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
   out << dump_json(doc) << '\n';  // argv and paths may hold invalid UTF-8: replaced, not thrown on
   if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
+
+std::string nearest_name(std::string_view name, std::span<const std::string_view> known) {
+  // Levenshtein distance, one row at a time; names are a few dozen characters.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(1, name.size() / 2) + 1;
+  for (std::string_view k : known)
+    if (const std::size_t d = distance(name, k); d < best_d) best_d = d, best = std::string(k);
+  return best;
+}
+
+void check_fields(const nlohmann::json& object, std::span<const std::string_view> known, std::string_view what) {
+  if (!object.is_object()) return;
+  for (const auto& [key, value] : object.items()) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || key == k;
+    if (ok) continue;
+    std::string all;
+    for (std::string_view k : known) all += (all.empty() ? "" : ", ") + std::string(k);
+    const std::string near = nearest_name(key, known);
+    // The key as JSON text: quoted, invalid UTF-8 replaced (it is echoed back to a terminal).
+    throw Error(fmt::format("{}: unknown field {} ({}known: {})", what, dump_json(nlohmann::json(key), -1),
+                            near.empty() ? "" : fmt::format("did you mean '{}'? ", near), all));
+  }
 }
 
 }  // namespace seqpar

@@ -221,9 +221,10 @@ TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
   const CliRun r = expect_exit("simulate --seq-len 64K --model " + hf_config("num_key_value_heads", "5"), 2,
                                "num_attention_heads 32 is not a multiple of num_key_value_heads 5");
   EXPECT_EQ(r.err.find("kv_heads 5"), std::string::npos) << r.err;
-  // A sweep cell whose plans all break a rule said "does not fit".
+  // A sweep cell whose plans all break a rule said "does not fit"; with no valid point at all the
+  // sweep exits 2 (README "Exit codes").
   const CliRun sw = seqpar("sweep --seq-len 32K --gpus 8 --sp 3 --out " + (dir_ / "sp3").string());
-  EXPECT_EQ(sw.code, 0) << sw.err;
+  EXPECT_EQ(sw.code, 2) << sw.err;
   EXPECT_NE(sw.out.find("no valid plan"), std::string::npos) << sw.out;
   EXPECT_EQ(sw.out.find("does not fit"), std::string::npos) << sw.out;
 }
