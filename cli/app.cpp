@@ -109,6 +109,10 @@ OptionKind option_kind(const std::string& command, const std::string& option) {
 
 const Invocation& invocation() { return g_invocation; }
 
+void capture_is_error() {
+  if (g_capture) g_capture->error_document = true;
+}
+
 bool capture_json(const nlohmann::json& j) {
   if (!g_capture) return false;
   g_capture->document = j;

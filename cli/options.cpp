@@ -174,6 +174,7 @@ void guarded(bool json, const std::string& program, const std::function<void()>&
     j["valid"] = false;
     j["errors"] = {message};
     print_json(j);
+    capture_is_error();
     throw CLI::RuntimeError(2);
   };
   try {
