@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -150,6 +151,40 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
   if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
   out << dump_json(doc) << '\n';  // argv and paths may hold invalid UTF-8: replaced, not thrown on
   if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char b) { out += fmt::format("\\x{:02X}", b); };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      if (b < 0x20 && b != '\n' && b != '\t') escape(b);
+      else if (b == 0x7F) escape(b);
+      else out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    // The length a lead byte announces, and the smallest code point of that length (no overlongs).
+    const int n = b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    std::uint32_t cp = n == 2 ? b & 0x1F : n == 3 ? b & 0x0F : b & 0x07;
+    for (int k = 1; ok && k < n; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      ok = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    ok = ok && !(n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) && !(n == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    if (!ok) {
+      escape(b);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, static_cast<std::size_t>(n)));
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
 }
 
 std::string nearest_name(std::string_view name, std::span<const std::string_view> known) {

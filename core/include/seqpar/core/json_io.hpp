@@ -34,6 +34,11 @@ std::string dump_json(const nlohmann::json& j, int indent = 2);
 // with it because nlohmann writes non-finite numbers as null, silently.
 std::string first_bad_number(const nlohmann::json& j, bool allow_negative = false);
 
+// `text` for a terminal: valid UTF-8 kept, every byte that is not part of it written as \xNN and
+// control characters other than newline and tab likewise (argv and file contents echoed in
+// messages are bytes, and a raw 0xFF or escape sequence would garble the user's terminal).
+std::string printable(std::string_view text);
+
 // Refuses a field of `object` that is not in `known`: "<what>: unknown field 'allocater' (did you
 // mean 'allocator'? known: ...)". User-written data (profiles, presets) would otherwise lose a
 // misspelt setting silently. A non-object is left to the caller's own check.
