@@ -4,6 +4,8 @@
 // verdict, or a result that is neither timed nor validated, is refused naming the file and field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -253,4 +255,32 @@ TEST(ReportValidation, GateRefusesAVerdictAsATiming) {
               std::string::npos) << msg;
     EXPECT_NE(msg.find("records a verdict, not a time"), std::string::npos) << msg;
   }
+}
+
+// Every JSON the project has committed under reports/results/ is read by the report, each on its
+// own (issue 35, case 12): results of every schema it has written (the older --validate documents
+// without closest_to_bound among them), and the inputs and script verdicts kept beside them named
+// as what they are. One that is neither would be refused, and fail here.
+TEST(ReportValidation, EveryCommittedResultFileIsRead) {
+  namespace fs = std::filesystem;
+  int files = 0, skipped = 0;
+  for (const auto& e : fs::recursive_directory_iterator(source_path("reports/results"))) {
+    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    ++files;
+    const std::string rel = fs::relative(e.path(), source_path("")).string();
+    try {
+      const json d = seqpar::reports::gather_report_data({source_doc(rel)});
+      skipped += static_cast<int>(d["skipped"].size());
+    } catch (const seqpar::Error& err) {
+      ADD_FAILURE() << rel << ": " << err.what();
+    }
+  }
+  EXPECT_GE(files, 60);
+  EXPECT_GE(skipped, 7);  // two model presets, a calibrated system, two maxlen answers, two script verdicts
+  // The H100 --validate documents of the older schema are read, their closest check derived.
+  const json old = seqpar::reports::gather_report_data({source_doc("reports/results/h100/check/validate_ring_sp_4.json")});
+  ASSERT_EQ(old["validations"].size(), 1u);
+  EXPECT_EQ(old["validations"][0]["arithmetic"], "not recorded (an older document)");
+  EXPECT_NE(old["validations"][0]["closest"]["explanation"].get<std::string>().find("derived from the steps"),
+            std::string::npos);
 }
