@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/json_io.hpp"
 #include "seqpar/core/run_info.hpp"
 
 namespace seqpar::cli {
@@ -29,7 +30,7 @@ struct CaptureScope {
 // `kind` is "error" or "internal error": the prefix of the printed line, not of the captured text.
 int fail(int code, const char* kind, const std::string& message) {
   if (g_capture) g_capture->error = message;
-  else std::fprintf(stderr, "seqpar: %s: %s\n", kind, message.c_str());
+  else std::fprintf(stderr, "seqpar: %s: %s\n", kind, printable(message).c_str());
   return code;
 }
 
@@ -108,6 +109,10 @@ OptionKind option_kind(const std::string& command, const std::string& option) {
 }
 
 const Invocation& invocation() { return g_invocation; }
+
+void capture_is_error() {
+  if (g_capture) g_capture->error_document = true;
+}
 
 bool capture_json(const nlohmann::json& j) {
   if (!g_capture) return false;

@@ -14,10 +14,14 @@ namespace seqpar::cli {
 struct Captured {
   std::optional<nlohmann::json> document;
   std::string error;
+  // The document is an error report (bad input under --json: valid false and the message), not an
+  // answer; an invalid plan's own document (exit 2 too) is an answer.
+  bool error_document = false;
 };
 
 // Parses argv (argv[0] is the program name) and runs the subcommand. Returns the exit status:
-// 0 done, 1 an invalid plan (reported), 2 bad input, 3 an internal error. With `capture`, JSON
+// 0 an answer, 1 a valid question without an answer (nothing fits), 2 input that can never be
+// valid (an invalid plan, reported in its document, or bad input), 3 an internal error. With `capture`, JSON
 // documents and error messages go there instead of stdout/stderr (human tables still print).
 int run(int argc, const char* const* argv, Captured* capture = nullptr);
 
@@ -28,5 +32,7 @@ OptionKind option_kind(const std::string& command, const std::string& option);
 
 // For print_json: true when a run() is capturing, which then holds `j` as its document.
 bool capture_json(const nlohmann::json& j);
+// Marks the captured document as an error report (options.cpp's guarded).
+void capture_is_error();
 
 }  // namespace seqpar::cli

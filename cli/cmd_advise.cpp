@@ -2,6 +2,8 @@
 // alternatives, and why each rejected plan was rejected.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <limits>
 
 #include "commands.hpp"
@@ -110,7 +112,8 @@ void add_advise_command(CLI::App& app) {
             for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
         }
       }
-      if (!a.best()) throw CLI::RuntimeError(1);
+      if (!a.best())
+        no_answer(std::any_of(a.rejected.begin(), a.rejected.end(), [](const sim::Rejection& r) { return r.valid; }));
     });
   });
 }

@@ -2,6 +2,8 @@
 // plans or for a fixed method / SP degree / memory options.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "documents.hpp"
 #include "options.hpp"
@@ -128,7 +130,8 @@ void add_maxlen_command(CLI::App& app) {
             for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
         }
       }
-      if (a.max_seq_len == 0) throw CLI::RuntimeError(1);
+      if (a.max_seq_len == 0)
+        no_answer(std::any_of(a.rejected.begin(), a.rejected.end(), [](const sim::Rejection& r) { return r.valid; }));
     });
   });
 }

@@ -1,6 +1,8 @@
 // seqpar simulate: one plan -> time breakdown, throughput, memory breakdown, fits or not.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "documents.hpp"
 #include "options.hpp"
@@ -139,7 +141,7 @@ void add_simulate_command(CLI::App& app) {
       } else {
         for (const auto& e : r.errors) fmt::print(stderr, "seqpar: invalid plan: {}\n", e);
       }
-      if (!r.valid) throw CLI::RuntimeError(1);
+      if (!r.valid) no_answer(false);
     });
   });
 }

@@ -276,6 +276,12 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
   }
 }
 
+// No cell with an advised plan: 2 when no point is valid, 1 when some is but none fits.
+void exit_status(const sim::Sweep& sw) {
+  if (std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.best.has_value(); })) return;
+  no_answer(std::any_of(sw.points.begin(), sw.points.end(), [](const sim::SweepPoint& p) { return p.result.valid; }));
+}
+
 void run(const Opts& o) {
   const Grid g = parse_grid(o);
   const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr);
@@ -283,12 +289,14 @@ void run(const Opts& o) {
   write_outputs(o.out, doc, sweep_csv(sw));
   if (o.json) {
     print_json(doc);
+    exit_status(sw);
     return;
   }
   for (const SampledWorkload& w : sw.workloads) print_workload_summary(o.docs, w);
   if (!sw.workloads.empty()) fmt::print("\n");
   print_tables(g, sw);
   fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", sw.points.size(), o.out, o.out);
+  exit_status(sw);
 }
 
 }  // namespace

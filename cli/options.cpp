@@ -118,7 +118,7 @@ sim::Model load_model(const CommonOptions& o) { return sim::load_model(o.model);
 sim::System load_system(const std::string& name) { return sim::load_system(name); }
 sim::System load_system(const CommonOptions& o) {
   sim::System s = o.framework.empty() ? sim::load_system(o.system, o.attention_kernel)
-                                      : sim::load_system(o.system, o.attention_kernel, sim::load_framework(o.framework));
+                                      : sim::load_system_with_framework(o.system, o.attention_kernel, o.framework);
   s.framework_why = !o.framework.empty()     ? "--framework"
                     : s.framework_calibrated ? "the calibrated profile's"
                                              : "the default; --framework names another";
@@ -165,6 +165,8 @@ void print_json(const nlohmann::json& j) {
 }  // namespace seqpar::cli
 
 namespace seqpar::cli {
+void no_answer(bool some_plan_valid) { throw CLI::RuntimeError(some_plan_valid ? 1 : 2); }
+
 void guarded(bool json, const std::string& program, const std::function<void()>& body) {
   auto fail = [&](const std::string& message) {
     if (!json) throw Error(message);
@@ -172,6 +174,7 @@ void guarded(bool json, const std::string& program, const std::function<void()>&
     j["valid"] = false;
     j["errors"] = {message};
     print_json(j);
+    capture_is_error();
     throw CLI::RuntimeError(2);
   };
   try {

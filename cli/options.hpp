@@ -99,4 +99,9 @@ namespace seqpar::cli {
 // Runs a subcommand body. A seqpar::Error becomes, with --json, a document with valid=false and
 // the message in errors (exit 2); without it, the message on stderr (exit 2).
 void guarded(bool json, const std::string& program, const std::function<void()>& body);
+
+// The exit status of a command that answered nothing (README "Exit codes", one rule for every
+// command): 1 when some plan breaks no rule but none fits (a valid question without an answer), 2
+// when no plan is valid (the question can never be answered as asked).
+[[noreturn]] void no_answer(bool some_plan_valid);
 }  // namespace seqpar::cli

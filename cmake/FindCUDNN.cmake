@@ -39,14 +39,25 @@ if(CUDNN_FRONTEND_INCLUDE_DIR AND EXISTS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_fr
   set(CUDNN_FRONTEND_VERSION "${_maj}.${_min}.${_pat}")
 endif()
 
+# A directory given by hand (-DCUDNN_FRONTEND_INCLUDE_DIR=...) is not searched, so check it holds the header.
+if(CUDNN_FRONTEND_INCLUDE_DIR AND NOT EXISTS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
+  set(_cudnn_frontend_bad_dir "${CUDNN_FRONTEND_INCLUDE_DIR}")
+  set(CUDNN_FRONTEND_INCLUDE_DIR "CUDNN_FRONTEND_INCLUDE_DIR-NOTFOUND" CACHE PATH "" FORCE)
+endif()
+
+# The reasons hold no semicolon: CMake would split the message into arguments of
+# find_package_handle_standard_args, which then stops the configure on "unknown keywords".
 set(CUDNN_NOT_FOUND_REASON "")
 if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
-  set(CUDNN_NOT_FOUND_REASON "cuDNN (cudnn.h and libcudnn) was not found at configure time; set CUDNN_ROOT")
+  set(CUDNN_NOT_FOUND_REASON "cuDNN (cudnn.h and libcudnn) was not found at configure time: set CUDNN_ROOT")
 elseif(CUDNN_VERSION VERSION_LESS 9.0)
-  set(CUDNN_NOT_FOUND_REASON "cuDNN ${CUDNN_VERSION} is too old; the fused attention graphs need cuDNN 9")
+  set(CUDNN_NOT_FOUND_REASON "cuDNN ${CUDNN_VERSION} is too old: the fused attention graphs need cuDNN 9")
+elseif(_cudnn_frontend_bad_dir)
+  set(CUDNN_NOT_FOUND_REASON "CUDNN_FRONTEND_INCLUDE_DIR ${_cudnn_frontend_bad_dir} has no cudnn_frontend.h")
 elseif(NOT CUDNN_FRONTEND_INCLUDE_DIR)
-  set(CUDNN_NOT_FOUND_REASON "the cuDNN frontend headers (cudnn_frontend.h) were not found; run scripts/setup.sh or set CUDNN_FRONTEND_ROOT")
+  set(CUDNN_NOT_FOUND_REASON "the cuDNN frontend headers (cudnn_frontend.h) were not found: run scripts/setup.sh or set CUDNN_FRONTEND_ROOT")
 endif()
+string(REPLACE ";" "," CUDNN_NOT_FOUND_REASON "${CUDNN_NOT_FOUND_REASON}")
 
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(CUDNN REQUIRED_VARS CUDNN_LIBRARY CUDNN_INCLUDE_DIR CUDNN_FRONTEND_INCLUDE_DIR

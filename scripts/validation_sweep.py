@@ -115,12 +115,17 @@ def table_plans(seqpar, shape, tmp, degrees=DEGREES, backend="cpu"):
         cmd = [seqpar, "advise", "--model", str(model), "--gpus", str(sp), "--sp", str(sp), "--tp", "1",
                "--seq-len", "64", "--zero", "0", "--checkpoint", "none", "--top", "1000", "--json"]
         r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode not in (0, 1):
+        # 0: plans; 1: valid plans, none fits; 2: no valid plan at this degree (an answer: none), or
+        # bad input (a document with errors and no ranking).
+        if r.returncode not in (0, 1, 2):
             raise SweepError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
         try:
-            plans += plans_from_advise(json.loads(r.stdout))
+            doc = json.loads(r.stdout)
         except json.JSONDecodeError as e:
-            raise SweepError(f"{' '.join(cmd)}: not JSON: {e}")
+            raise SweepError(f"{' '.join(cmd)} (exit {r.returncode}): not JSON: {e}: {r.stderr.strip()}")
+        if "ranked" not in doc:
+            raise SweepError(f"{' '.join(cmd)} failed ({r.returncode}): {doc.get('errors') or r.stderr.strip()}")
+        plans += plans_from_advise(doc)
     if not plans:
         raise SweepError(f"advise listed no plan for {shape}: the method table is empty or its JSON changed")
     return sorted(set(plans), key=lambda x: (x[3], x[0], x[1]))

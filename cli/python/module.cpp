@@ -78,8 +78,9 @@ nb::object run_command(const char* command, const nb::kwargs& kwargs) {
 
   seqpar::cli::Captured captured;
   const int code = seqpar::cli::run(static_cast<int>(argv.size()), argv.data(), &captured);
-  // 0: done; 1: an invalid plan, reported in the document (valid false, errors).
-  if ((code == 0 || code == 1) && captured.document)
+  // An answer, an invalid plan's document (valid false, errors) or a search without an answer: the
+  // document; bad input (an error report): seqpar.Error.
+  if ((code == 0 || code == 1 || code == 2) && captured.document && !captured.error_document)
     return nb::module_::import_("json").attr("loads")(seqpar::dump_json(*captured.document, -1));
   std::string message = captured.error;
   if (captured.document) {

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -149,6 +151,78 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
   if (!out) throw Error(fmt::format("-J {}: cannot open the file for writing", path));
   out << dump_json(doc) << '\n';  // argv and paths may hold invalid UTF-8: replaced, not thrown on
   if (!out) throw Error(fmt::format("-J {}: writing failed", path));
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char b) { out += fmt::format("\\x{:02X}", b); };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x80) {
+      if (b < 0x20 && b != '\n' && b != '\t') escape(b);
+      else if (b == 0x7F) escape(b);
+      else out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    // The length a lead byte announces, and the smallest code point of that length (no overlongs).
+    const int n = b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size();
+    std::uint32_t cp = n == 2 ? b & 0x1F : n == 3 ? b & 0x0F : b & 0x07;
+    for (int k = 1; ok && k < n; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      ok = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    ok = ok && !(n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) && !(n == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    if (!ok) {
+      escape(b);
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, static_cast<std::size_t>(n)));
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+std::string nearest_name(std::string_view name, std::span<const std::string_view> known) {
+  // Levenshtein distance, one row at a time; names are a few dozen characters.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(1, name.size() / 2) + 1;
+  for (std::string_view k : known)
+    if (const std::size_t d = distance(name, k); d < best_d) best_d = d, best = std::string(k);
+  return best;
+}
+
+void check_fields(const nlohmann::json& object, std::span<const std::string_view> known, std::string_view what) {
+  if (!object.is_object()) return;
+  for (const auto& [key, value] : object.items()) {
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || key == k;
+    if (ok) continue;
+    std::string all;
+    for (std::string_view k : known) all += (all.empty() ? "" : ", ") + std::string(k);
+    const std::string near = nearest_name(key, known);
+    // The key as JSON text: quoted, invalid UTF-8 replaced (it is echoed back to a terminal).
+    throw Error(fmt::format("{}: unknown field {} ({}known: {})", what, dump_json(nlohmann::json(key), -1),
+                            near.empty() ? "" : fmt::format("did you mean '{}'? ", near), all));
+  }
 }
 
 }  // namespace seqpar

@@ -128,7 +128,14 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.tp = f.tp;
   // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
   // not divide the GPUs).
-  p.sp = implied_sp(f).value_or(f.tp >= 1 && gpus % f.tp == 0 ? gpus / f.tp : gpus);
+  const std::optional<int> sp = implied_sp(f);
+  // Without an SP degree SP takes the GPUs the TP groups leave: a TP degree that does not divide
+  // the GPUs leaves no whole SP degree, and naming one (the GPU count) would cite an SP never given.
+  if (!sp && f.tp >= 1 && gpus >= 1 && gpus % f.tp != 0)
+    throw Error(fmt::format("tp: {} GPUs are not divisible by tp {}: the tensor-parallel groups must tile the GPUs "
+                            "(without --sp, sequence parallelism takes the GPUs they leave)",
+                            gpus, f.tp));
+  p.sp = sp.value_or(f.tp >= 1 && gpus % f.tp == 0 ? gpus / f.tp : gpus);
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;

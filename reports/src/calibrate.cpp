@@ -67,7 +67,9 @@ struct Collected {
   std::vector<KernelPoint> attention, gemm;
   std::set<std::string> attention_files, gemm_files;
   std::optional<std::string> gpu_name;
-  std::map<std::string, std::set<std::string>> gpu_files;  // measured GPU name -> files: one GPU per profile
+  // Measured GPU (gpu_key) -> files: one GPU per profile; and each GPU's name as first written.
+  std::map<std::string, std::set<std::string>> gpu_files;
+  std::map<std::string, std::string> gpu_names;
   std::vector<std::string> notes;
   std::map<std::string, std::map<std::string, int>> unused_ops;  // file -> op -> rows not fitted
   std::map<std::string, int> rows_without_op;                  // file -> rows (end-to-end times)
@@ -96,6 +98,19 @@ std::optional<int> node_count(const json& doc, std::string_view where) {
   return std::nullopt;
 }
 
+// One GPU however its name is written: "NVIDIA H100 80GB HBM3" and "nvidia  h100 80gb hbm3" are the
+// same device (case and runs of blanks differ between drivers, tools and hand-written steps).
+std::string gpu_key(std::string_view name) {
+  std::string k;
+  for (char ch : name) {
+    const bool blank = ch == ' ' || ch == '\t';
+    if (blank && (k.empty() || k.back() == ' ')) continue;
+    k += blank ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  while (!k.empty() && k.back() == ' ') k.pop_back();
+  return k;
+}
+
 void collect(const json& doc, const std::string& where, const std::string& file, const CalibrateOptions& opt,
              Collected& c) {
   // Training steps (seqpar-train's document or the minimal format): step_input.hpp.
@@ -109,7 +124,8 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       }
       if (s.gpu_name) {
         if (!c.gpu_name) c.gpu_name = s.gpu_name;
-        c.gpu_files[*s.gpu_name].insert(file);
+        c.gpu_files[gpu_key(*s.gpu_name)].insert(file);
+        c.gpu_names.emplace(gpu_key(*s.gpu_name), *s.gpu_name);
       }
       c.steps.push_back(std::move(s));
     }
@@ -138,7 +154,8 @@ void collect(const json& doc, const std::string& where, const std::string& file,
     const json& env = doc["environment"];
     if (env.contains("gpu") && env["gpu"].is_object() && env["gpu"].contains("name") && env["gpu"]["name"].is_string()) {
       c.gpu_name = env["gpu"]["name"].get<std::string>();
-      c.gpu_files[*c.gpu_name].insert(file);
+      c.gpu_files[gpu_key(*c.gpu_name)].insert(file);
+      c.gpu_names.emplace(gpu_key(*c.gpu_name), *c.gpu_name);
     }
   }
   std::string level;
@@ -286,7 +303,7 @@ Base load_base(const Collected& c, const CalibrateOptions& opt, const PresetLook
   // the base came from would follow the order of the files.
   if (c.gpu_files.size() > 1) {
     std::string list;
-    for (const auto& [gpu, files] : c.gpu_files) list += fmt::format("{}'{}' ({})", list.empty() ? "" : "; ", gpu, join(files));
+    for (const auto& [gpu, files] : c.gpu_files) list += fmt::format("{}'{}' ({})", list.empty() ? "" : "; ", c.gpu_names.at(gpu), join(files));
     throw Error(fmt::format("calibrate: the inputs were measured on {} different GPUs: {}; a profile describes one GPU: "
                             "calibrate each GPU's measurements on their own (--base-system does not make them one GPU)",
                             c.gpu_files.size(), list));
@@ -307,6 +324,20 @@ Base load_base(const Collected& c, const CalibrateOptions& opt, const PresetLook
   else if (g.is_object()) b.gpu = g;
   else throw Error(fmt::format("{}: field 'gpu' must be a preset name or an object", b.sys_where));
   b.gpu_where = fmt::format("{}: gpu", b.sys_where);
+  // A profile describes the GPU its measurements ran on: a base of another GPU would turn them into
+  // that GPU's figures.
+  if (!opt.base_system.empty() && c.gpu_name)
+    if (auto measured = sim::system_for_device_name(*c.gpu_name)) {
+      const json ms = lookup("system", *measured);
+      const json& mg = ms.at("gpu");
+      const std::string measured_gpu = mg.is_string() ? mg.get<std::string>() : mg.value("name", std::string());
+      const std::string base_gpu = b.gpu.value("name", std::string());
+      if (!measured_gpu.empty() && !base_gpu.empty() && measured_gpu != base_gpu)
+        throw Error(fmt::format("calibrate: the measurements ran on '{}' (gpu preset {}), but --base-system {} has gpu "
+                                "{}: a profile describes the GPU its measurements ran on; give a base system with that "
+                                "GPU (e.g. --base-system {})",
+                                *c.gpu_name, measured_gpu, b.name, base_gpu, *measured));
+    }
   b.peak = figure_value(b.gpu, "bf16_tflops", b.gpu_where) * 1e12;
   return b;
 }
@@ -626,6 +657,37 @@ StepsRan steps_ran(const std::vector<MeasuredStep>& steps, const CalibrateOption
   return r;
 }
 
+// A step this far from the base system's prediction (its priors) is not a framework's overhead or
+// efficiency: every step-time term is bounded within its physical range, and a measured step
+// 5x slower than predicted, or a peak half or twice the predicted, is a wrong field, a different
+// model or plan, or a broken run. Such a step is left out of the fit, named with its ratio.
+constexpr double kOutlierTimeRatio = 5, kOutlierPeakRatio = 2;
+
+std::vector<MeasuredStep> without_outliers(const sim::System& sys, std::vector<MeasuredStep> steps,
+                                           std::vector<std::string>& notes) {
+  constexpr double gib = 1024.0 * 1024 * 1024;
+  std::vector<MeasuredStep> kept;
+  for (auto& s : steps) {
+    const StepPrediction p = predict_step(sys, s);
+    const double t = s.step_time_s / p.step_time_s, m = s.peak_memory_bytes / p.peak_memory_bytes;
+    std::string why;
+    if (!(t <= kOutlierTimeRatio && t >= 1 / kOutlierTimeRatio))
+      why = fmt::format("its step time {:.4g} s is {:.3g}x the prediction {:.4g} s", s.step_time_s, t, p.step_time_s);
+    else if (s.has_peak_memory && !(m <= kOutlierPeakRatio && m >= 1 / kOutlierPeakRatio))
+      why = fmt::format("its peak {:.2f} GiB is {:.3g}x the prediction {:.2f} GiB", s.peak_memory_bytes / gib, m,
+                        p.peak_memory_bytes / gib);
+    if (why.empty()) {
+      kept.push_back(std::move(s));
+      continue;
+    }
+    notes.push_back(fmt::format("{}: {}: outlier, left out of the fit: {} at the base system's terms (beyond {:g}x in "
+                                "time or {:g}x in memory no framework term explains it: check the step's fields, "
+                                "model and plan)",
+                                s.file, s.name, why, kOutlierTimeRatio, kOutlierPeakRatio));
+  }
+  return kept;
+}
+
 // The framework terms from measured training steps (step_fit.hpp), fitted on the profile as the
 // kernel and link fits above left it, and each step's leave-one-out error. The base system's own
 // framework terms are the priors (a term the steps cannot determine keeps its value) and its
@@ -648,7 +710,10 @@ void fit_steps(Collected& c, Base& b, Fitted& out, CalibrationResult& res, const
   // A base calibrated over another framework lends it no priors: its terms describe that one.
   if (base.framework_calibrated && base.profile.name != ran.framework.name) prof.erase("framework");
   sim::System sys = sim::system_from_json(prof, "calibrated profile", ran.kernel, ran.framework);
-  const std::vector<MeasuredStep> used = distinct_steps(sys, bf16, c.notes);
+  const std::vector<MeasuredStep> used = without_outliers(sys, distinct_steps(sys, bf16, c.notes), c.notes);
+  if (used.empty())
+    throw Error("calibrate: every training step is an outlier against the base system's prediction (see the notes "
+                "above): nothing left to fit; check the steps' times, peaks, models and plans, or the --base-system");
   const StepFit f = fit_framework_terms(sys, used);
   for (auto& line : describe_undetermined(f)) c.notes.push_back(std::move(line));
   std::set<std::string> files;

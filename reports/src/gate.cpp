@@ -65,13 +65,15 @@ double relative_spread(const std::vector<double>& v, double median) {
 
 void validate(const GateOptions& o) {
   if (!(o.alpha > 0 && o.alpha < 1)) throw Error(fmt::format("--alpha {} must lie strictly between 0 and 1", o.alpha));
-  // Infinite thresholds are refused: such a gate could never fail.
-  if (!(o.min_effect >= 0) || !std::isfinite(o.min_effect))
-    throw Error(fmt::format("--min-effect {} must be a finite non-negative fraction (0.05 = 5%); an infinite one "
-                            "would never fail the gate", o.min_effect));
-  if (!(o.noise_factor >= 0) || !std::isfinite(o.noise_factor))
-    throw Error(fmt::format("--noise-factor {} must be finite and non-negative; an infinite one would never fail the "
-                            "gate", o.noise_factor));
+  // Each threshold's own fault named: a negative one is no threshold, NaN is no number, and an
+  // infinite one would never fail the gate.
+  auto threshold = [](const char* flag, double v, const char* what) {
+    if (std::isnan(v)) throw Error(fmt::format("{} nan is not a number; give {}", flag, what));
+    if (v < 0) throw Error(fmt::format("{} {:g} is negative; give {}", flag, v, what));
+    if (std::isinf(v)) throw Error(fmt::format("{} inf would never fail the gate; give {}", flag, what));
+  };
+  threshold("--min-effect", o.min_effect, "a finite non-negative fraction (0.05 = 5%)");
+  threshold("--noise-factor", o.noise_factor, "a finite non-negative factor");
   if (o.min_repetitions < 2) throw Error(fmt::format("--min-repetitions {} must be at least 2", o.min_repetitions));
 }
 

@@ -471,6 +471,13 @@ Section inputs_section(const json& data) {
                               data["sources"].size(), data["points"].size(), count_origin(data["points"], "prediction"),
                               count_origin(data["points"], "measurement"), data["benchmarks"].size(), verdicts.size(),
                               fails));
+  if (data.contains("skipped") && !data["skipped"].empty()) {
+    std::string list;
+    for (const auto& s : data["skipped"])
+      list += fmt::format("{}{} ({})", list.empty() ? "" : "; ", s["file"].get<std::string>(), s["why"].get<std::string>());
+    intro.paragraph(fmt::format("Read but not shown: {} file{} that hold no result: {}.", data["skipped"].size(),
+                                data["skipped"].size() == 1 ? "" : "s", list));
+  }
   return intro;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/measurement.hpp"
 #include "seqpar/reports/document_comparison.hpp"
@@ -71,10 +73,32 @@ bool same_gpu(const std::string& reported, const std::string& preset) {
   return r.find(family) != std::string::npos;
 }
 
+// The other JSON the project writes beside its results (reports/results/ holds them with the runs
+// they belong to): inputs of a run, or a script's verdict on it, with no plan point, step, timing or
+// verdict for the report to show. Named, so that a folder of results is read whole; anything else
+// without a 'kind' is still refused.
+std::optional<std::string> not_a_result(const json& doc) {
+  if (!doc.is_object() || doc.contains("kind")) {
+    if (doc.is_object() && doc.value("kind", json()) == "prediction" && doc.value("program", json()) == "seqpar maxlen")
+      return std::string("a seqpar maxlen answer (a length, not a timed plan): read it with seqpar maxlen --json");
+    return std::nullopt;
+  }
+  if (doc.contains("states") && doc.contains("layer")) return std::string("a framework profile (an input of the runs)");
+  if (doc.contains("hidden") && doc.contains("layers") && doc.contains("heads"))
+    return std::string("a model preset (an input of the runs)");
+  if (doc.contains("gpus_per_node") && doc.contains("gpu")) return std::string("a system preset or profile (an input of the runs)");
+  if (doc.contains("bf16_tflops") && doc.contains("hbm_gbps")) return std::string("a GPU preset (an input of the runs)");
+  if (doc.contains("rows") && doc.contains("reference") && doc.contains("min_ratio"))
+    return std::string("scripts/device/compare_attention.py's comparison (its rows are the attention documents')");
+  if (doc.contains("verdict") && doc.contains("probes") && doc.contains("predicted"))
+    return std::string("scripts/device/maxlen_search.py's verdict (its probes are the training steps')");
+  return std::nullopt;
+}
+
 struct Gatherer {
   json data = {{"sources", json::array()}, {"points", json::array()}, {"best", json::array()},
                {"comparisons", json::array()}, {"benchmarks", json::array()},
-               {"validations", json::array()}, {"documents", json::array()}};
+               {"validations", json::array()}, {"documents", json::array()}, {"skipped", json::array()}};
   // seqpar-train and bench_torch_step steps, paired after every input is read (pair_peer_steps).
   json peer_steps = json::array();
   // Measured training steps, predicted on one system after every input is read (compare_steps).
@@ -282,6 +306,10 @@ struct Gatherer {
   }
 
   void add(const json& doc, const std::string& where, const std::string& file) {
+    if (auto why = not_a_result(doc)) {
+      data["skipped"].push_back({{"file", where}, {"why", *why}});
+      return;
+    }
     if (!doc.contains("kind") && is_step_document(doc)) {  // the minimal step format (README)
       std::string src = add_source(doc, where, "steps");
       data["sources"].back()["mode_description"] = "measured training steps (minimal step format)";

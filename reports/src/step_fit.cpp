@@ -291,6 +291,13 @@ std::vector<MeasuredStep> distinct_steps(const sim::System& base, const std::vec
                               "peak (check step_time_s, the model and the plan, or give the right --base-system)",
                               s.file, s.name, rate / 1e12, r.model_flops_per_gpu, s.step_time_s, g.name,
                               g.bf16_flops / 1e12));
+    // The weights the plan keeps on each GPU at the peak (sharded and offloaded as the plan says)
+    // are a floor no measured peak can be under.
+    if (s.has_peak_memory && s.peak_memory_bytes < r.memory.peak.parameters)
+      throw Error(fmt::format("{}: {}: peak_memory_bytes {:.4g} GiB is below the {:.2f} GiB of parameters the plan keeps "
+                              "on each GPU: no step holds less than its own weights (check peak_memory_bytes, the model "
+                              "and the plan)",
+                              s.file, s.name, s.peak_memory_bytes / kGiB, r.memory.peak.parameters / kGiB));
     if (s.peak_memory_bytes > g.memory_bytes)
       throw Error(fmt::format("{}: {}: peak_memory_bytes {:.2f} GiB is above the {} GPU's memory of {:.2f} GiB: no step "
                               "holds more than its GPU has (check peak_memory_bytes, or give the right --base-system)",

@@ -691,7 +691,7 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
   };
   auto reject = [&](const Plan& st, StructureOutcome& o) {
     a.rejected.push_back({o.closest ? o.closest->plan : (space.memory ? [&] { Plan q = st; q.mem = *space.memory; return q; }() : st),
-                          std::move(o.reasons)});
+                          std::move(o.reasons), o.closest.has_value()});
   };
   for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
     if (!space.documents) {
@@ -985,10 +985,11 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       if (b) out.per_structure_balancer.push_back(*b);
       if (n == 0) {
         const Result r = at(probe);
-        out.rejected.push_back({probe, {r.valid ? fmt::format("does not fit even at {} tokens: peak {:.1f} GiB > {:.1f} GiB",
-                                                              probe.seq_len, r.peak_memory_bytes() / kGiB,
-                                                              r.capacity_bytes / kGiB)
-                                                : r.errors.front()}});
+        out.rejected.push_back({probe,
+                                {r.valid ? fmt::format("does not fit even at {} tokens: peak {:.1f} GiB > {:.1f} GiB",
+                                                       probe.seq_len, r.peak_memory_bytes() / kGiB, r.capacity_bytes / kGiB)
+                                         : r.errors.front()},
+                                r.valid});
         continue;
       }
       sb.seq_len = n;

@@ -134,6 +134,38 @@ System load_system(std::string_view name_or_path, std::string_view attention_ker
                             attention_kernel, &framework);
 }
 
+System load_system_with_framework(std::string_view name_or_path, std::string_view attention_kernel,
+                                  std::string_view framework) {
+  json sys = preset_document("system", name_or_path);
+  const std::string what = preset_label("system", name_or_path);
+  const json* carried = nullptr;
+  if (sys.is_object())
+    if (auto f = sys.find("framework"); f != sys.end() && f->is_object())
+      if (auto p = f->find("profile"); p != f->end() && p->is_object() && p->contains("name") && (*p)["name"].is_string())
+        carried = &*p;
+  if (carried) {
+    const std::string carried_name = (*carried)["name"].get<std::string>();
+    if (framework == carried_name) return system_with_kernel(std::move(sys), what, attention_kernel, nullptr);
+    if (framework == preset_label("framework", framework)) {  // a path: its profile may be the carried one
+      json file = preset_document("framework", framework);
+      if (file.is_object() && file.value("name", json()) == json(carried_name)) {
+        // calibrate records the attention kernel its steps ran in the carried profile.
+        json kept = *carried;
+        file.erase("attention_kernel");
+        kept.erase("attention_kernel");
+        if (file != kept)
+          throw Error(fmt::format("--framework {}: its profile is named '{}', as the profile {} was calibrated over, "
+                                  "but differs from it: calibrate again over {}, or give --framework {} (the "
+                                  "calibrated one)",
+                                  framework, carried_name, what, framework, carried_name));
+        return system_with_kernel(std::move(sys), what, attention_kernel, nullptr);
+      }
+    }
+  }
+  const Framework f = load_framework(framework);
+  return system_with_kernel(std::move(sys), what, attention_kernel, &f);
+}
+
 System load_system(std::string_view name_or_path, std::string_view attention_kernel) {
   return system_with_kernel(preset_document("system", name_or_path), preset_label("system", name_or_path),
                             attention_kernel, nullptr);

@@ -19,9 +19,36 @@ Placement place_group(const System& s, int size, int stride) {
   Placement p;
   p.size = size;
   p.stride = stride;
-  const int g = s.gpus_per_node;
-  p.per_node = stride >= g ? 1 : std::min(size, std::max(1, g / stride));
-  p.nodes = (size + p.per_node - 1) / p.per_node;
+  const int g = std::max(1, s.gpus_per_node);
+  const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
+  // Groups that tile the nodes (a block inside a node, or blocks of whole nodes whose members sit
+  // evenly on them) are alike: the closed form. Otherwise every instance of one period of the
+  // layout is laid on the real node boundaries and the widest is the group's.
+  const bool tiles = g % block == 0 || (block % g == 0 && (stride % g == 0 || g % stride == 0));
+  if (tiles) {
+    p.per_node = stride >= g ? 1 : std::min(size, std::max(1, g / stride));
+    p.most_per_node = p.per_node;
+    p.nodes = (size + p.per_node - 1) / p.per_node;
+  } else {
+    const std::int64_t period = std::min<std::int64_t>(block / std::gcd(block, std::int64_t{g}) * g, 64 * std::int64_t{g});
+    p.nodes = 0;
+    for (std::int64_t start = 0; start < period; start += block)
+      for (std::int64_t b = start; b < start + std::max(1, stride); ++b) {
+        int nodes = 0, fewest = size, most = 0, run = 0;
+        std::int64_t node = -1;
+        for (int k = 0; k < size; ++k) {
+          const std::int64_t n = (b + std::int64_t{k} * stride) / g;
+          if (n != node) {
+            if (run > 0) fewest = std::min(fewest, run), most = std::max(most, run);
+            node = n, run = 0, ++nodes;
+          }
+          ++run;
+        }
+        fewest = std::min(fewest, run), most = std::max(most, run);
+        if (nodes > p.nodes || (nodes == p.nodes && fewest < p.per_node))
+          p.nodes = nodes, p.per_node = fewest, p.most_per_node = most;
+      }
+  }
   if (s.intra.kind == LinkKind::pcie && s.intra.gpus_per_socket > 0) {
     // Members in a node sit at offsets 0, stride, 2*stride, ...; the first socket holds offsets below gpus_per_socket.
     const int gps = s.intra.gpus_per_socket;
@@ -304,7 +331,9 @@ std::string describe_placement(const System& s, const seqpar::Plan& p) {
     if (pl.size <= 1) return std::string();
     const int flows = crossing_flows_per_nic(s, c, pl);
     if (flows == 0) return fmt::format("{}{} in a node", name, pl.size);
-    const std::string spread = pl.nodes > 1 ? fmt::format("over {} nodes ({}/node)", pl.nodes, pl.per_node)
+    const std::string per = pl.most_per_node > pl.per_node ? fmt::format("{}-{}", pl.per_node, pl.most_per_node)
+                                                           : fmt::format("{}", pl.per_node);
+    const std::string spread = pl.nodes > 1 ? fmt::format("over {} nodes ({}/node)", pl.nodes, per)
                                             : std::string("across a node boundary");
     return fmt::format("{}{} {}, {} crossing flow{} per NIC", name, pl.size, spread, flows, flows == 1 ? "" : "s");
   };

@@ -133,6 +133,7 @@ Condition read_condition(const json& e, std::string_view what) {
   if (it == e.end()) return c;
   const std::string w = fmt::format("{}: when", what);
   if (!it->is_object()) throw Error(fmt::format("{}: expected an object", w));
+  check_fields(*it, {"checkpoint", "tiled_mlp", "tiled_loss", "ulysses", "ring", "offload_checkpoints"}, w);
   for (const auto& [key, v] : it->items()) {
     if (key == "checkpoint") {
       if (!v.is_array() || v.empty())
@@ -168,6 +169,9 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
   TensorTerm t;
   t.name = string_field(e, "name", what);
   const std::string w = fmt::format("{} ('{}')", what, t.name);
+  check_fields(e, {"name", "source", "per_token", "constant", "times_layers", "bytes", "part", "until", "rows", "input",
+                   "when"},
+               w);
   t.source = string_field(e, "source", w, "");
   read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
   read_symbols<Constant, kConstants>(e, "constant", w, t.constant);
@@ -208,6 +212,7 @@ std::vector<ElementwiseTerm> read_elementwise(const json& time, std::string_view
     const json& e = (*it)[i];
     const std::string w = fmt::format("{}: layer_elementwise[{}]", what, i);
     if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+    check_fields(e, {"name", "source", "per_token", "forward_bytes", "backward_bytes"}, w);
     ElementwiseTerm t;
     t.name = string_field(e, "name", w);
     t.source = string_field(e, "source", w, "");
@@ -249,6 +254,7 @@ void read_attention_choices(const json& j, std::string_view what, Framework& f) 
   }
   if (!it->is_object())
     throw Error(fmt::format("{}: must be a kernel name or an object with 'choices' (or 'value') and 'source'", w));
+  check_fields(*it, {"value", "choices", "source"}, w);
   f.attention_source = string_field(*it, "source", w, "");
   if (auto v = it->find("value"); v != it->end()) {
     f.attention_choices.push_back({name(*v, w + ".value"), {}});
@@ -261,6 +267,7 @@ void read_attention_choices(const json& j, std::string_view what, Framework& f) 
     const json& c = (*cs)[i];
     const std::string cw = fmt::format("{}: choices[{}]", w, i);
     if (!c.is_object()) throw Error(fmt::format("{}: expected an object", cw));
+    check_fields(c, {"kernel", "compute_capability"}, cw);
     AttentionChoice choice{name(c.contains("kernel") ? c["kernel"] : json(), cw + ".kernel"), {}};
     if (auto cc = c.find("compute_capability"); cc != c.end()) {
       if (!cc->is_array() || cc->empty())
@@ -280,8 +287,30 @@ bool AttentionChoice::applies_to(std::string_view gpu) const {
   return std::find(compute_capability.begin(), compute_capability.end(), gpu) != compute_capability.end();
 }
 
+namespace {
+
+// A model, GPU or system preset given where a framework profile belongs: named as what it is.
+void refuse_other_preset(const json& j, std::string_view what) {
+  if (j.contains("states")) return;
+  const char* kind = j.contains("hidden") || j.contains("layers")              ? "a model preset (give it to --model)"
+                     : j.contains("bf16_tflops") || j.contains("hbm_gbps")       ? "a GPU preset (give it to --gpu or a system)"
+                     : j.contains("gpus_per_node") || j.contains("intra_node")   ? "a system preset (give it to --system)"
+                                                                                  : nullptr;
+  if (kind)
+    throw Error(fmt::format("{}: not a framework profile but {}; a framework profile lists its 'states' and the "
+                            "'layer' tensors it saves (README, \"Framework profiles\")",
+                            what, kind));
+}
+
+}  // namespace
+
 Framework framework_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  refuse_other_preset(j, what);
+  check_fields(j, {"name", "description", "source", "attention_kernel", "states", "gradients", "checkpoint_bytes",
+                   "layer", "backward", "loss", "every_phase", "attention", "offload", "zero3_gathered_layers",
+                   "allocator", "time", "runs", "index_limits", "mlp", "tensor_parallel"},
+               what);
   Framework f;
   f.name = string_field(j, "name", what);
   f.description = string_field(j, "description", what, "");
@@ -294,6 +323,9 @@ Framework framework_from_json(const json& j, std::string_view what) {
     const json& e = (*st)[i];
     const std::string w = fmt::format("{}: states[{}]", what, i);
     if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+    check_fields(e, {"name", "source", "part", "bytes_per_param", "zero_stage", "offloaded_with_optimizer",
+                     "offloaded_with_params"},
+                 w);
     StateTerm s;
     s.name = string_field(e, "name", w);
     s.source = string_field(e, "source", w, "");
@@ -311,8 +343,14 @@ Framework framework_from_json(const json& j, std::string_view what) {
              std::array<std::pair<const char*, bool>, 2>{{{"persistent", false}, {"during_backward", true}}}, false);
   f.checkpoint_bytes = number(j, "checkpoint_bytes", what, 0.125, kMaxBytesPerValue, 2);
   f.layer = read_tensors(j, "layer", what, MemPart::activations);
+  // Every framework saves tensors for the backward: without them activations would all but vanish.
+  if (f.layer.empty())
+    throw Error(fmt::format("{}: field 'layer' must be a non-empty list of the tensors one layer saves for its "
+                            "backward",
+                            what));
   const json& bw = object(j, "backward", what);
   const std::string bws = fmt::format("{}: backward", what);
+  check_fields(bw, {"recompute", "mlp", "attention", "qkv", "stored"}, bws);
   f.recompute = read_tensors(bw, "recompute", bws, MemPart::working);
   f.mlp_backward = read_tensors(bw, "mlp", bws, MemPart::working);
   f.attention_backward = read_tensors(bw, "attention", bws, MemPart::working);
@@ -320,12 +358,14 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.backward_stored = read_tensors(bw, "stored", bws, MemPart::activations);
   const json& loss = object(j, "loss", what);
   const std::string ls = fmt::format("{}: loss", what);
+  check_fields(loss, {"stored", "forward", "backward", "final_norm"}, ls);
   f.loss_stored = read_tensors(loss, "stored", ls, MemPart::activations);
   f.loss_forward = read_tensors(loss, "forward", ls, MemPart::working);
   f.loss_backward = read_tensors(loss, "backward", ls, MemPart::working);
   f.loss_final_norm = read_tensors(loss, "final_norm", ls, MemPart::working);
   f.every_phase = read_tensors(j, "every_phase", what, MemPart::working);
   const json& attn = object(j, "attention", what);
+  check_fields(attn, {"workspace", "ulysses_all_to_all", "ring_backward"}, fmt::format("{}: attention", what));
   f.attention_workspace_persistent =
       one_of(attn, "workspace", fmt::format("{}: attention", what),
              std::array<std::pair<const char*, bool>, 2>{{{"per_call", false}, {"persistent", true}}}, false);
@@ -337,20 +377,29 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.zero3_gathered_layers = number(j, "zero3_gathered_layers", what, 0, 1e3, 3);
   const json& off = object(j, "offload", what);
   const std::string os = fmt::format("{}: offload", what);
+  check_fields(off, {"params", "checkpoints"}, os);
   f.params_prefetched = one_of(off, "params", os,
                                std::array<std::pair<const char*, bool>, 2>{{{"prefetch", true}, {"on_demand", false}}}, true);
   f.checkpoints_overlapped =
       one_of(off, "checkpoints", os,
              std::array<std::pair<const char*, bool>, 2>{{{"double_buffer", true}, {"synchronous", false}}}, true);
+  check_fields(object(j, "tensor_parallel", what), {"norm_regions"}, fmt::format("{}: tensor_parallel", what));
   f.tp_sequence_parallel =
       one_of(object(j, "tensor_parallel", what), "norm_regions", fmt::format("{}: tensor_parallel", what),
              std::array<std::pair<const char*, bool>, 2>{{{"sequence_parallel", true}, {"replicated", false}}}, true);
   const json& alloc = object(j, "allocator", what);
   const std::string as = fmt::format("{}: allocator", what);
+  check_fields(alloc, {"reserve_bytes", "fragmentation"}, as);
   f.reserve_bytes = number(alloc, "reserve_bytes", as, 0, kMaxReserve, 0);
   f.fragmentation = number(alloc, "fragmentation", as, 0, 1, 0);
   const json& time = object(j, "time", what);
   const std::string ts = fmt::format("{}: time", what);
+  {
+    std::vector<std::string_view> known{"loss_elementwise_bytes_per_logit", "layer_elementwise"};
+    for (const FrameworkTermSpec& t : kFrameworkTerms)
+      if (t.target == FrameworkTarget::step_time) known.push_back(t.key);
+    check_fields(time, known, ts);
+  }
   // The step-time terms, each within its physical range (hardware.hpp: kFrameworkTerms).
   for (const FrameworkTermSpec& t : kFrameworkTerms) {
     if (t.target != FrameworkTarget::step_time || !time.contains(t.key)) continue;
@@ -362,6 +411,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
   if (const json& runs = object(j, "runs", what); !runs.empty()) {
     const std::string rw = fmt::format("{}: runs", what);
+    check_fields(runs, {"zero", "offload_optimizer", "offload_params", "tensor_parallel", "source"}, rw);
     if (auto z = runs.find("zero"); z != runs.end()) {
       if (!z->is_array() || z->empty())
         throw Error(fmt::format("{}: field 'zero' must be a non-empty list of the ZeRO stages it runs (0-3)", rw));
@@ -383,6 +433,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
       const json& e = (*it)[i];
       const std::string w = fmt::format("{}: index_limits[{}]", what, i);
       if (!e.is_object()) throw Error(fmt::format("{}: expected an object", w));
+      check_fields(e, {"tensor", "max_elements", "kernel", "source"}, w);
       IndexLimit l;
       l.tensor = one_of(e, "tensor", w,
                         std::array<std::pair<const char*, IndexedTensor>, 2>{

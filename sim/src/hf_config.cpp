@@ -78,6 +78,10 @@ void refuse_unmodelled(const json& doc, const std::string& file) {
   // Sliding-window attention: Qwen2/Qwen3 switch it with use_sliding_window (their sliding_window
   // is then only the unused width); Mistral applies any non-null sliding_window.
   if (auto it = doc.find("use_sliding_window"); it != doc.end()) {
+    // A switch is true, false or null: "false" (a string) would otherwise read as set.
+    if (!it->is_boolean() && !it->is_null())
+      throw Error(fmt::format("{}: field 'use_sliding_window' must be true, false or null (got {})", file,
+                              dump_json(*it, -1)));
     if (set(*it))
       throw Error(fmt::format("{}: field 'use_sliding_window' = true: sliding-window attention is not modelled "
                               "(seqpar costs full causal attention)", file));

@@ -76,7 +76,8 @@ json to_json(const Model& m, const System& s, const Result& r) {
   // plans only: their degrees are in range.
   const SpGroups g = place_sp_groups(s, r.plan);
   auto group = [](const Placement& p) {
-    return json{{"size", p.size}, {"stride", p.stride}, {"per_node", p.per_node}, {"nodes", p.nodes}};
+    return json{{"size", p.size}, {"stride", p.stride}, {"per_node", p.per_node}, {"most_per_node", p.most_per_node},
+                {"nodes", p.nodes}};
   };
   j["groups"] = {{"tensor", group(place_tp_group(s, r.plan))},
                  {"ulysses", group(g.ulysses)},

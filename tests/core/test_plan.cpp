@@ -258,6 +258,23 @@ TEST(PlanFromFlags, InfersSpTheSameWayForEveryProgram) {
   EXPECT_EQ(p.ulysses_degree, 4);
 }
 
+// --tp 3 on 8 GPUs without --sp: the TP groups cannot tile the GPUs, and the message says so
+// without citing an SP degree the user never gave.
+TEST(PlanFromFlags, ATpThatDoesNotDivideTheGpusIsNamedAlone) {
+  PlanFlags f = flags("ulysses", {}, {}, {});
+  f.tp = 3;
+  try {
+    plan_from_flags(f, 8, 1 << 16, 8);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tp: 8 GPUs are not divisible by tp 3"), std::string::npos) << m;
+    EXPECT_EQ(m.find("sp 8"), std::string::npos) << m;
+  }
+  f.sp = 2;  // given: the rules name it (check_plan)
+  EXPECT_NO_THROW(plan_from_flags(f, 8, 1 << 16, 8));
+}
+
 TEST(PlanFromFlags, NeverOverridesAGivenFlag) {
   // --method ulysses --sp 8 --ulysses-degree 1: kept, so the rules can say it is wrong.
   const Plan p = plan_from_flags(flags("ulysses", 8, 1, {}), 8, 1 << 16, 8);

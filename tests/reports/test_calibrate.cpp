@@ -257,9 +257,20 @@ TEST(CalibrateRealH100, ProfileLoadsAsSystemAndReproducesTheRowsThroughTheSimula
 #endif
 
 TEST(CalibrateRealH100, RatesAbovePeakAreTheWrongBaseNotAFitToClip) {
-  // The same H100 rows against an A100 preset (312 TFLOP/s peak): cuBLAS's 794 TFLOP/s cannot be.
+  // The same H100 rows against an A100 preset: the documents name their H100, so the base is refused.
   try {
     calibrate(h100_inputs(), {"dgx-a100-80g", "", "auto"}, file_lookup);
+    FAIL() << "expected the A100 base for H100 measurements to be refused";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("but --base-system dgx-a100-80g has gpu a100-80g"), std::string::npos)
+        << e.what();
+  }
+  // Without the GPU's name the rates say it (312 TFLOP/s peak): cuBLAS's 794 TFLOP/s cannot be.
+  std::vector<InputDocument> unnamed = h100_inputs();
+  for (auto& d : unnamed)
+    if (d.doc.contains("environment") && d.doc["environment"].contains("gpu")) d.doc["environment"]["gpu"].erase("name");
+  try {
+    calibrate(unnamed, {"dgx-a100-80g", "", "auto"}, file_lookup);
     FAIL() << "expected the rates above peak to be refused";
   } catch (const seqpar::Error& e) {
     EXPECT_NE(std::string(e.what()).find("above the base GPU's peak"), std::string::npos) << e.what();

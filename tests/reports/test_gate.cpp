@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -237,6 +238,20 @@ TEST(Gate, BadInputNamesFileAndField) {
   GateOptions o;
   o.alpha = 2;
   EXPECT_THROW(run(measurement({{"a", {1e-3}}}), measurement({{"a", {1e-3}}}), o), seqpar::Error);
+  // Each threshold's fault in its own words (NaN and -1 were answered about infinity).
+  const std::pair<double, const char*> thresholds[] = {{std::nan(""), "--min-effect nan is not a number"},
+                                                       {-1, "--min-effect -1 is negative"},
+                                                       {HUGE_VAL, "--min-effect inf would never fail the gate"}};
+  for (const auto& [v, message] : thresholds) {
+    GateOptions t;
+    t.min_effect = v;
+    try {
+      run(measurement({{"a", {1e-3}}}), measurement({{"a", {1e-3}}}), t);
+      ADD_FAILURE() << message;
+    } catch (const seqpar::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The committed H100 baseline (reports/baselines/dgx-h100/, links into reports/results/h100/): each

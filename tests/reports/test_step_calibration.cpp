@@ -434,6 +434,46 @@ TEST(StepCalibration, StepsBeyondTheGpuAreRefusedNamingTheFileAndRule) {
   EXPECT_NE(too_big.find("above the h100-sxm GPU's memory of 80.00 GiB"), std::string::npos) << too_big;
 }
 
+// Impossible steps (issue 35, case 5): a peak below the weights the plan keeps is refused; a step far
+// from the base's prediction is left out of the fit and named, not allowed to move the terms; a base
+// system of another GPU than the steps' is refused; one GPU written in two spellings is one GPU.
+TEST(StepCalibration, ImpossibleStepsAndAnotherGpusBaseAreRefusedOrLeftOut) {
+  const InputDocument a = committed("sp1_8K_none.json"), b = committed("sp1_16K_full.json"),
+                      c = committed("sp1_32K_full.json");
+  InputDocument tiny = a;
+  tiny.file = "tiny.json";
+  tiny.doc["peak_memory_bytes"] = 1;
+  const std::string e = calibrate_error({tiny, b, c});
+  EXPECT_NE(e.find("tiny.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("below the"), std::string::npos) << e;
+  EXPECT_NE(e.find("of parameters the plan keeps on each GPU"), std::string::npos) << e;
+
+  const CalibrationResult clean = calibrate({a, b, c}, {"dgx-h100", "", "auto"}, sim_preset_lookup());
+  InputDocument slow = a;
+  slow.file = "slow.json";
+  slow.doc["step_time_s"] = 100000.0;
+  const CalibrationResult r = calibrate({slow, b, c}, {"dgx-h100", "", "auto"}, sim_preset_lookup());
+  EXPECT_TRUE(noted(r, "slow.json", "outlier, left out of the fit")) << (r.notes.empty() ? "" : r.notes.back());
+  EXPECT_EQ(r.steps.size(), 2u);
+  // The two steps left give the terms two steps give, whatever the outlier said.
+  const CalibrationResult two = calibrate({b, c}, {"dgx-h100", "", "auto"}, sim_preset_lookup());
+  EXPECT_EQ(r.profile["framework"]["memory_bound_efficiency"], two.profile["framework"]["memory_bound_efficiency"]);
+  EXPECT_EQ(clean.steps.size(), 3u);
+
+  InputDocument a100 = a;
+  a100.file = "a100.json";
+  a100.doc["environment"]["gpu"]["name"] = "NVIDIA A100-SXM4-80GB";
+  const std::string wrong = calibrate_error({a100}, {"dgx-h100"});
+  EXPECT_NE(wrong.find("ran on 'NVIDIA A100-SXM4-80GB' (gpu preset a100-80g), but --base-system dgx-h100 has gpu "
+                       "h100-sxm"),
+            std::string::npos)
+      << wrong;
+
+  json spaced = b.doc;
+  spaced["environment"]["gpu"]["name"] = "nvidia  H100 80GB   hbm3";
+  EXPECT_EQ(calibrate_error({a, {"spaced.json", spaced}, c}), "no error");
+}
+
 // One profile, one GPU: steps of two GPUs are refused with both named, --base-system or not (before,
 // the base followed whichever file came first).
 TEST(StepCalibration, StepsOfTwoGpusAreRefused) {

@@ -88,12 +88,12 @@ TEST(Cli, AllGatherIsAMethodOfEverySubcommand) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.json()["best"]["method"], "allgather");
   EXPECT_EQ(r.json()["best"]["ring_degree"], 8);
-  // Invalid plans exit 1 naming the rule; an unknown name exits 2 listing the methods.
+  // Invalid plans exit 2 naming the rule, as an unknown name does (listing the methods).
   r = seqpar("simulate --gpus 8 --seq-len 1000 --method allgather --sp 8");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("head/tail load balancing splits it into 2 x sp chunks"), std::string::npos) << r.err;
   r = seqpar("simulate --gpus 8 --seq-len 64K --method allgather --sp 8 --ulysses-degree 2");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("method allgather has no Ulysses part"), std::string::npos) << r.err;
   expect_error("simulate --seq-len 64K --method all-gather", "allgather or allgather-contiguous");
 }
@@ -139,7 +139,7 @@ TEST(Cli, BadInputNamesTheFieldAndExitsNonZero) {
 
 TEST(Cli, BadInputWithJsonGivesValidFalse) {
   CliRun r = seqpar("simulate --seq-len 128K --gpus 64 --sp 64 --json");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   auto j = r.json();
   EXPECT_FALSE(j["valid"].get<bool>());
   EXPECT_FALSE(j["errors"].empty());
@@ -269,6 +269,35 @@ TEST(CliLimits, SizeRangesHaveAtMostAThousandRows) {
   EXPECT_EQ(rows.back()["bytes"], 1 << 20);
 }
 
+// One exit rule for every command (README "Exit codes"): 2 for input that can never be valid (a
+// flag's value, a plan that breaks a rule, a grid with no valid point), 1 for a valid question
+// without an answer (nothing fits), 0 for an answer, a plan predicted not to fit included.
+TEST(Cli, ExitCodesFollowOneRuleInEveryCommand) {
+  const std::pair<std::string, int> cases[] = {
+      {"simulate --seq-len 8K --zero 4", 2},
+      {"simulate --seq-len 8K --checkpoint bogus", 2},
+      {"simulate --seq-len 8K --micro-batch 0", 2},
+      {"simulate --seq-len 8K --tp 3", 2},
+      {"simulate --seq-len 4M --gpus 1", 0},  // answered: it does not fit
+      {"maxlen --micro-batch 0", 2},
+      {"maxlen --method hybrid --ulysses-degree 3", 2},
+      {"maxlen --model llama3-70b --gpus 1 --zero 0", 1},
+      {"advise --seq-len 8K --tp 3", 2},
+      {"advise --seq-len 16M --gpus 1", 1},
+      {"advise --seq-len 8K", 0},
+      {"sweep --seq-len 8K --micro-batch 0 --out " + ::testing::TempDir() + "/exit0", 2},
+      {"sweep --seq-len 8K --tp 3 --out " + ::testing::TempDir() + "/exit1", 2},
+      {"sweep --seq-len 8K --sp 3 --out " + ::testing::TempDir() + "/exit2", 2},
+      {"sweep --seq-len 8K --global-batch-tokens 12K --out " + ::testing::TempDir() + "/exit3", 2},
+      {"sweep --seq-len 16M --gpus 1 --out " + ::testing::TempDir() + "/exit4", 1},
+      {"sweep --seq-len 8K --gpus 8 --out " + ::testing::TempDir() + "/exit5", 0},
+  };
+  for (const auto& [args, code] : cases) {
+    const CliRun r = seqpar(args);
+    EXPECT_EQ(r.code, code) << args << "\n" << r.err;
+  }
+}
+
 TEST(CliLimits, SearchConstraintsAreHonouredOrRefused) {
   expect_error("advise --seq-len 128K --ulysses-degree -4", "ulysses_degree: -4 must be at least 1");
   expect_error("maxlen --sp 0", "sp: 0 must be at least 1");
@@ -276,7 +305,7 @@ TEST(CliLimits, SearchConstraintsAreHonouredOrRefused) {
   expect_error("maxlen --method hybrid --sp 1", "hybrid needs an SP degree of at least 2");
   // No hybrid on 8 GPUs has U = 3: the answer says so instead of offering a data-parallel plan.
   CliRun r = seqpar("maxlen --method hybrid --ulysses-degree 3 --json");
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.code, 2) << r.out;
   auto j = r.json();
   EXPECT_FALSE(j["valid"].get<bool>());
   EXPECT_TRUE(j["plan"].is_null());

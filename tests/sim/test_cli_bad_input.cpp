@@ -187,9 +187,12 @@ TEST_F(CliBadInput, AGateThatCouldNeverFailIsRefused) {
   json doc = {{"kind", "measurement"}, {"program", "p"}, {"mode", "real-ranks"}, {"device", "gpu"},
               {"results", {{{"name", "a"}, {"time_s", 1e-3}, {"samples_s", {1e-3, 1.1e-3, 0.9e-3, 1e-3, 1e-3}}}}}};
   const std::string base = write("base.json", doc.dump());
-  expect_exit("gate " + base + " " + base + " --min-effect inf", 2, "--min-effect inf must be a finite");
-  expect_exit("gate " + base + " " + base + " --min-effect nan", 2, "--min-effect nan must be a finite");
-  expect_exit("gate " + base + " " + base + " --noise-factor inf", 2, "--noise-factor inf must be finite");
+  expect_exit("gate " + base + " " + base + " --min-effect inf", 2, "--min-effect inf would never fail the gate");
+  expect_exit("gate " + base + " " + base + " --min-effect nan", 2, "--min-effect nan is not a number");
+  expect_exit("gate " + base + " " + base + " --min-effect -1", 2, "--min-effect -1 is negative");
+  expect_exit("gate " + base + " " + base + " --noise-factor inf", 2, "--noise-factor inf would never fail the gate");
+  // A byte that is not UTF-8 is escaped, not echoed raw to the terminal.
+  expect_exit("simulate --seq-len \"$(printf '8K\\377')\"", 2, "'8K\\xFF'");
   EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 0.1").code, 0);
   // --time names one of Google Benchmark's two times; a measurement document has only the wall clock.
   expect_exit("gate " + base + " " + base + " --time wall", 2, "--time: wall not in {real,cpu}");
@@ -221,9 +224,10 @@ TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
   const CliRun r = expect_exit("simulate --seq-len 64K --model " + hf_config("num_key_value_heads", "5"), 2,
                                "num_attention_heads 32 is not a multiple of num_key_value_heads 5");
   EXPECT_EQ(r.err.find("kv_heads 5"), std::string::npos) << r.err;
-  // A sweep cell whose plans all break a rule said "does not fit".
+  // A sweep cell whose plans all break a rule said "does not fit"; with no valid point at all the
+  // sweep exits 2 (README "Exit codes").
   const CliRun sw = seqpar("sweep --seq-len 32K --gpus 8 --sp 3 --out " + (dir_ / "sp3").string());
-  EXPECT_EQ(sw.code, 0) << sw.err;
+  EXPECT_EQ(sw.code, 2) << sw.err;
   EXPECT_NE(sw.out.find("no valid plan"), std::string::npos) << sw.out;
   EXPECT_EQ(sw.out.find("does not fit"), std::string::npos) << sw.out;
 }

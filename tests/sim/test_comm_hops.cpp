@@ -216,7 +216,34 @@ TEST(CommLinks, AGroupThatStraddlesTwoNodesCrosses) {
   const System s = pair_nic_system();
   EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 3, 1)), 20e-6 + 50e-6);
   EXPECT_EQ(describe_placement(s, plan(Method::ring_zigzag, 12, 3 * 1024, 3, 1, 3)),
-            "R3 across a node boundary, 1 crossing flow per NIC");
+            "R3 over 2 nodes (1-2/node), 1 crossing flow per NIC");
+}
+
+// Nodes that the groups do not tile (issue 35, case 7): 12 GPUs on 6-GPU nodes, TP 4 and a ring of
+// 3. TP groups 0-3, 4-7, 8-11: the middle one crosses (4, 5 | 6, 7); rings 0, 4, 8 and the like sit
+// 2 + 1 on the two nodes, never on three. The placement says so, and the costs come from the real
+// ranks (link_loads walks them), so the crossing TP group is what the step pays for.
+TEST(CommLinks, GroupsOnNodesTheyDoNotTileAreLaidOnTheRealBoundaries) {
+  System s = pair_nic_system();
+  s.gpus_per_node = 6;
+  s.nics_per_node = 6;
+  const Plan p = plan(Method::ring, 12, 48 * 1024, 3, 1, 3, 4);
+  const Placement tp = place_tp_group(s, p), ring = place_sp_groups(s, p).ring;
+  EXPECT_EQ(tp.nodes, 2);
+  EXPECT_EQ(tp.per_node, 2);
+  EXPECT_EQ(ring.nodes, 2);
+  EXPECT_EQ(ring.per_node, 1);
+  EXPECT_EQ(ring.most_per_node, 2);
+  const std::string label = describe_placement(s, p);
+  EXPECT_NE(label.find("TP4 over 2 nodes (2/node)"), std::string::npos) << label;
+  EXPECT_NE(label.find("R3 over 2 nodes (1-2/node)"), std::string::npos) << label;
+  // A TP group inside one node pays no network; this one does.
+  EXPECT_GT(crossing_flows_per_nic(s, Collective::all_gather, tp), 0);
+  // Nodes the groups tile keep the closed form: TP 2 and rings of 3, 2 apart, on 6-GPU nodes.
+  const Placement whole = place_sp_groups(s, plan(Method::ring, 12, 48 * 1024, 6, 1, 6, 2)).ring;
+  EXPECT_EQ(whole.nodes, 2);
+  EXPECT_EQ(whole.per_node, 3);
+  EXPECT_EQ(whole.most_per_node, 3);
 }
 
 TEST(CommLinks, CountsTheCrossingFlowsPerNicAndNamesThePlacement) {

@@ -3,6 +3,7 @@
 // that falls where the tile count steps up.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -50,7 +51,7 @@ TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
   expect_refused(j, "field 'until' must be one of mlp, attention, qkv");
   j = minimal_profile();
   j["layer"][0]["when"] = {{"tiled", true}};
-  expect_refused(j, "unknown condition 'tiled'");
+  expect_refused(j, "when: unknown field \"tiled\" (known: checkpoint, tiled_mlp,");
   j = minimal_profile();
   j["layer"][0]["when"] = {{"checkpoint", {"some"}}};
   expect_refused(j, "checkpoint");
@@ -76,6 +77,84 @@ TEST(FrameworkProfiles, MalformedProfilesAreRefusedNamingTheField) {
   j = minimal_profile();
   j["mlp"] = "swiglu";
   expect_refused(j, "field 'mlp' must be a non-empty list");
+}
+
+// A profile is user-written data: every field it may hold is known, a misspelt one is refused with
+// the nearest known name (it would otherwise drop a setting silently), the saved tensors are
+// required, and a preset of another kind is named as what it is.
+TEST(FrameworkProfiles, UnknownFieldsEmptyLayersAndOtherPresetsAreRefused) {
+  json j = minimal_profile();
+  j["allocater"] = {{"reserve_bytes", 2e10}};
+  expect_refused(j, "unknown field \"allocater\" (did you mean 'allocator'?");
+  j = minimal_profile();
+  j["allocator"] = {{"reserve_byte", 2e10}};
+  expect_refused(j, "allocator: unknown field \"reserve_byte\" (did you mean 'reserve_bytes'?");
+  j = minimal_profile();
+  j["layer"][0]["untill"] = "mlp";
+  expect_refused(j, "did you mean 'until'?");
+  j = minimal_profile();
+  j["states"][0]["zero"] = 3;
+  expect_refused(j, "states[0]: unknown field \"zero\"");
+  j = minimal_profile();
+  j["time"] = {{"step_overhead", 0.1}};
+  expect_refused(j, "did you mean 'step_overhead_s'?");
+  j = minimal_profile();
+  j["vendor"] = "x";  // nothing near it: no suggestion, the known fields listed
+  expect_refused(j, "unknown field \"vendor\" (known: name,");
+  j = minimal_profile();
+  j["layer"] = json::array();
+  expect_refused(j, "field 'layer' must be a non-empty list");
+  j = minimal_profile();
+  j.erase("layer");
+  expect_refused(j, "field 'layer' must be a non-empty list");
+  expect_refused(preset_document("model", "llama3-8b"), "not a framework profile but a model preset");
+  expect_refused(preset_document("gpu", "h100-sxm"), "not a framework profile but a GPU preset");
+  expect_refused(preset_document("system", "dgx-h100"), "not a framework profile but a system preset");
+  // Every built-in profile passes its own checks.
+  for (const char* name : {"deepspeed-alst", "hf-transformers", "megatron-core", "megatron-lm-2021", "seqpar-train"})
+    EXPECT_NO_THROW(load_framework(name)) << name;
+}
+
+// A profile calibrated over a custom framework file carries that profile whole: naming it later (by
+// name, or by the same file) predicts with it, never with a built-in that shares its name; a file
+// that shares the name but differs is refused.
+TEST(FrameworkProfiles, ACalibratedProfileKeepsTheFrameworkItWasFittedOver) {
+  const std::string dir = ::testing::TempDir() + "/calibrated_framework";
+  std::filesystem::create_directories(dir);
+  const std::string root = std::string(SEQPAR_PRESETS_DIR) + "/../..";
+  const std::string step = root + "/reports/results/h100/hf/hf_04_llama3-8b_L4_s8192_none.json";
+  auto write = [&](const std::string& name, const json& doc) {
+    std::ofstream(dir + "/" + name) << doc.dump(2);
+    return dir + "/" + name;
+  };
+  auto peak = [&](const std::string& args) {
+    const auto r = seqpar::testing::seqpar("simulate --model llama3-8b --seq-len 8K --gpus 1 --json " + args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+    return r.code == 0 ? r.json()["peak_memory_bytes"].get<double>() : -1.0;
+  };
+  json custom = preset_document("framework", "seqpar-train");
+  custom["name"] = "my-fw";
+  const std::string custom_file = write("myfw.json", custom);
+  const std::string p1 = dir + "/p1.json";
+  auto c = seqpar::testing::seqpar("calibrate --framework " + custom_file + " " + step + " --out " + p1);
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(peak("--system " + p1 + " --framework my-fw"), peak("--system " + p1));
+  EXPECT_EQ(peak("--system " + p1 + " --framework " + custom_file), peak("--system " + p1));
+  // A file reusing a built-in's name, with 20 GB more reserve than the built-in.
+  json twin = preset_document("framework", "seqpar-train");
+  twin["allocator"]["reserve_bytes"] = 2e10;
+  const std::string twin_file = write("twin.json", twin);
+  const std::string p2 = dir + "/p2.json";
+  c = seqpar::testing::seqpar("calibrate --framework " + twin_file + " " + step + " --out " + p2);
+  ASSERT_EQ(c.code, 0) << c.err;
+  const double own = peak("--system " + p2);
+  EXPECT_EQ(peak("--system " + p2 + " --framework seqpar-train"), own);
+  twin["allocator"]["reserve_bytes"] = 3e10;
+  write("twin.json", twin);
+  const auto r = seqpar::testing::seqpar("simulate --model llama3-8b --seq-len 8K --gpus 1 --system " + p2 +
+                                         " --framework " + twin_file);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("differs from it"), std::string::npos) << r.err;
 }
 
 // A framework's own per-layer kernels (time.layer_elementwise) add their bytes to the elementwise

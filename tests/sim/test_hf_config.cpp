@@ -161,6 +161,15 @@ TEST(HfConfig, WhatIsNotModelledIsRefusedWithTheFieldNamed) {
   expect_refused(with(kLlama3_8b, "quantization_config", R"({"quant_method": "awq"})"), "quantization_config");
   expect_refused(with(with(kLlama3_8b, "model_type", "\"mistral\"").c_str(), "sliding_window", "4096"), "sliding_window");
   expect_refused(with(kQwen2_7b, "use_sliding_window", "true"), "use_sliding_window");
+  // A string is no switch ("false" read as set, then reported as true).
+  try {
+    load_model(write_config("string-switch", with(kQwen2_7b, "use_sliding_window", "\"false\"")));
+    ADD_FAILURE() << "accepted use_sliding_window \"false\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'use_sliding_window' must be true, false or null (got \"false\")"),
+              std::string::npos)
+        << e.what();
+  }
   expect_refused(with(kQwen2_7b, "layer_types", R"(["full_attention", "sliding_attention"])"), "layer_types");
   expect_refused(with(kLlama3_8b, "model_type", "\"mixtral\""), "model_type");
   expect_refused(with(kLlama3_8b, "hidden_size", "\"4096\""), "hidden_size");

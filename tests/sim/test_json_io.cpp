@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -89,6 +90,30 @@ TEST(JsonIo, DumpReplacesInvalidUtf8InsteadOfThrowing) {
   EXPECT_NE(out.find("bad\xef\xbf\xbd.json"), std::string::npos) << out;  // U+FFFD
   json back;
   EXPECT_NO_THROW(back = json::parse(out));
+}
+
+// What messages echo goes to a terminal: valid UTF-8 as it is, every other byte escaped.
+TEST(JsonIo, PrintableEscapesWhatIsNotUtf8) {
+  EXPECT_EQ(printable("8K"), "8K");
+  EXPECT_EQ(printable("x\xffy"), "x\\xFFy");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(printable("\xc3"), "\\xC3");                  // a lead byte cut short
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xC0\\xAF");          // an overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xED\\xA0\\x80");  // a surrogate
+  EXPECT_EQ(printable("a\x1b[31mb\n"), "a\\x1B[31mb\n");   // an escape sequence, the newline kept
+}
+
+// A field a reader does not know is refused with the nearest known one, or the list alone.
+TEST(JsonIo, CheckFieldsNamesTheNearestKnownField) {
+  const json j = {{"allocater", 1}};
+  try {
+    check_fields(j, {"allocator", "time"}, "f.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "f.json: unknown field \"allocater\" (did you mean 'allocator'? known: allocator, time)");
+  }
+  EXPECT_NO_THROW(check_fields(json{{"time", 1}}, {"allocator", "time"}, "f.json"));
+  EXPECT_EQ(nearest_name("zzzzzz", std::vector<std::string_view>{"allocator", "time"}), "");
 }
 
 TEST(JsonIo, FirstBadNumberNamesThePath) {

@@ -367,9 +367,9 @@ TEST(TensorParallelCli, SimulateAdviseSweepMaxlenTakeTp) {
   r = seqpar("simulate --gpus 16 --tp 2 --seq-len 128K");
   EXPECT_NE(r.out.find("tp=2 ulysses sp=8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tensor parallel (all-gather, reduce-scatter)"), std::string::npos) << r.out;
-  // Invalid: exit 1 naming the rule.
+  // Invalid: exit 2 naming the rule.
   r = seqpar("simulate --gpus 64 --tp 4 --sp 16 --seq-len 128K");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE((r.out + r.err).find("query heads per TP rank"), std::string::npos) << r.out << r.err;
   r = seqpar("advise --gpus 16 --tp 2 --seq-len 128K --json");
   ASSERT_EQ(r.code, 0) << r.err;

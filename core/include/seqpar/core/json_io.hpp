@@ -4,6 +4,8 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <initializer_list>
+#include <span>
 #include <string_view>
 
 namespace seqpar {
@@ -31,6 +33,23 @@ std::string dump_json(const nlohmann::json& j, int indent = 2);
 // ("time.compute_s = inf"); empty when there is none. Documents that will be dumped are checked
 // with it because nlohmann writes non-finite numbers as null, silently.
 std::string first_bad_number(const nlohmann::json& j, bool allow_negative = false);
+
+// `text` for a terminal: valid UTF-8 kept, every byte that is not part of it written as \xNN and
+// control characters other than newline and tab likewise (argv and file contents echoed in
+// messages are bytes, and a raw 0xFF or escape sequence would garble the user's terminal).
+std::string printable(std::string_view text);
+
+// Refuses a field of `object` that is not in `known`: "<what>: unknown field 'allocater' (did you
+// mean 'allocator'? known: ...)". User-written data (profiles, presets) would otherwise lose a
+// misspelt setting silently. A non-object is left to the caller's own check.
+void check_fields(const nlohmann::json& object, std::span<const std::string_view> known, std::string_view what);
+inline void check_fields(const nlohmann::json& object, std::initializer_list<std::string_view> known,
+                         std::string_view what) {
+  check_fields(object, std::span<const std::string_view>(known.begin(), known.size()), what);
+}
+// The entry of `known` nearest `name` by edit distance (ties: the first), or empty when none is
+// within half of name's length: a suggestion, not a guess.
+std::string nearest_name(std::string_view name, std::span<const std::string_view> known);
 
 // Writes a measurement document to the -J path with dump_json; throws seqpar::Error naming the path
 // when the file cannot be opened or written.

@@ -82,6 +82,7 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
 struct Rejection {
   Plan plan;
   std::vector<std::string> reasons;
+  bool valid = false;  // the plan breaks no rule but does not fit (the exit status tells them apart)
 };
 
 // The best memory options for one structure: of the sets that fit, those whose throughput is

@@ -53,5 +53,11 @@ System system_from_json(nlohmann::json system_document, std::string_view what, s
 System load_system(std::string_view name_or_path, std::string_view requested, const Framework& framework);
 System system_from_json(nlohmann::json system_document, std::string_view what, std::string_view requested,
                         const Framework& framework);
+// The same with the framework --framework names (a preset name or a path). A system calibrated
+// over a profile carries that profile whole: naming it (by its name, or by a file holding the same
+// profile) uses the carried one, never a built-in or file that merely shares its name; a file
+// that names the carried profile but differs from it is refused, naming both.
+System load_system_with_framework(std::string_view name_or_path, std::string_view requested,
+                                  std::string_view framework);
 
 }  // namespace seqpar::sim

@@ -40,7 +40,10 @@ using seqpar::to_string;
 struct Placement {
   int size = 1;
   int stride = 1;          // world ranks between consecutive members
-  int per_node = 1;        // members that share a node
+  // The group's instances laid on the real node boundaries, the one that spans the most nodes (and
+  // of those the fewest members on a node): where the nodes do not tile the groups, instances differ.
+  int per_node = 1;        // members that share a node: the fewest on any of its nodes
+  int most_per_node = 1;   // ... and the most
   int nodes = 1;           // nodes the group spans
   int socket_a = 1;        // PCIe: members of one node behind the first and second CPU socket
   int socket_b = 0;
