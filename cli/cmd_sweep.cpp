@@ -5,8 +5,8 @@
 // options and writes the output.
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -17,6 +17,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/core/progress.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -284,7 +285,10 @@ void exit_status(const sim::Sweep& sw) {
 
 void run(const Opts& o) {
   const Grid g = parse_grid(o);
-  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr);
+  // A line on the terminal for a long grid (nothing in a pipe or a log): cells done, time left.
+  seqpar::Progress progress("sweep", static_cast<std::int64_t>(g.systems.size() * g.gpus.size() * g.seq_lens.size()));
+  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
+                                       [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); });
   const nlohmann::json doc = sweep_json(g, sw, o.docs);
   write_outputs(o.out, doc, sweep_csv(sw));
   if (o.json) {

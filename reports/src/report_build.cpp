@@ -416,7 +416,61 @@ void add_document_figures(const json& entries, json& figs) {
 
 }  // namespace
 
-json plan_figures(const json& data) {
+namespace {
+
+// A sweep may hold hundreds of GPU counts; a figure (or a panel) per count would not finish in
+// seconds nor be read. Figures show at most kFigureGpuCounts counts: the smallest, the largest and
+// counts evenly between; the tables keep every one, and the report says which are drawn.
+constexpr std::size_t kFigureGpuCounts = 6;
+
+std::vector<std::int64_t> all_gpu_counts(const json& data) {
+  std::set<std::int64_t> counts;
+  for (const auto& p : data["points"]) counts.insert(static_cast<std::int64_t>(number_or(p["plan"], "gpus")));
+  if (data.contains("method_comparison"))
+    for (const auto& c : data["method_comparison"]) counts.insert(c["gpus"].get<std::int64_t>());
+  return {counts.begin(), counts.end()};
+}
+
+std::set<std::int64_t> figure_gpu_counts(const std::vector<std::int64_t>& all) {
+  if (all.size() <= kFigureGpuCounts) return {all.begin(), all.end()};
+  std::set<std::int64_t> shown;
+  for (std::size_t i = 0; i < kFigureGpuCounts; ++i)
+    shown.insert(all[i * (all.size() - 1) / (kFigureGpuCounts - 1)]);
+  return shown;
+}
+
+// The data the figures are drawn from: the points, comparisons and workload entries of the shown GPU counts.
+json figure_subset(const json& data) {
+  const std::vector<std::int64_t> all = all_gpu_counts(data);
+  if (all.size() <= kFigureGpuCounts) return data;
+  const std::set<std::int64_t> shown = figure_gpu_counts(all);
+  auto keep = [&](const json& list, auto gpus_of) {
+    json out = json::array();
+    for (const auto& e : list)
+      if (shown.count(gpus_of(e))) out.push_back(e);
+    return out;
+  };
+  json d = data;
+  d["points"] = keep(data["points"], [](const json& p) { return static_cast<std::int64_t>(number_or(p["plan"], "gpus")); });
+  for (const char* key : {"method_comparison", "documents"})
+    if (data.contains(key)) d[key] = keep(data[key], [](const json& e) { return e["gpus"].get<std::int64_t>(); });
+  return d;
+}
+
+}  // namespace
+
+std::string figure_gpu_counts_text(const json& data) {
+  const std::vector<std::int64_t> all = all_gpu_counts(data);
+  if (all.size() <= kFigureGpuCounts) return "";
+  std::string list;
+  for (std::int64_t g : figure_gpu_counts(all)) list += (list.empty() ? "" : ", ") + std::to_string(g);
+  return fmt::format("The figures show {} of the {} GPU counts ({}: the smallest, the largest and counts evenly "
+                     "between); the tables hold every one.",
+                     kFigureGpuCounts, all.size(), list);
+}
+
+json plan_figures(const json& all_data) {
+  const json data = figure_subset(all_data);
   json figs = json::array();
   if (data.contains("documents")) add_document_figures(data["documents"], figs);
   if (data.contains("method_comparison")) add_method_figures(data["method_comparison"], figs);
@@ -451,8 +505,40 @@ Section answer_section(const json& data) {
     return s;
   }
   for (const auto& [key, group] : comparison_groups(cells)) {
-    s.paragraph(fmt::format("{} on {} (modelled by the simulator): the fastest plan that fits, then each other method's "
-                            "fastest plan as a fraction of its throughput (1.00 = the best).", key.second, key.first));
+    // At a glance: lengths down, GPU counts across; each cell the best plan, its tokens/s per GPU
+    // and the runner-up method at its fraction of that (advice.txt's table, with the runner-up).
+    std::set<std::int64_t> gpus;
+    std::map<std::int64_t, std::map<std::int64_t, std::string>> at;
+    for (const auto& c : group) {
+      const std::int64_t g = c["gpus"].get<std::int64_t>(), n = static_cast<std::int64_t>(number_or(c, "seq_len"));
+      gpus.insert(g);
+      std::string text = "does not fit";
+      if (!c["best"].is_null()) {
+        const json& best = c["best"];
+        text = fmt::format("{}, {:.0f} tok/s", best["plan_label"].get<std::string>(),
+                           number_or(best, "tokens_per_s_per_gpu"));
+        const json* second = nullptr;
+        for (const auto& m : c["methods"])
+          if (m["relative"].is_number() && m["method"] != best["method"] &&
+              (!second || m["relative"].get<double>() > (*second)["relative"].get<double>()))
+            second = &m;
+        if (second)
+          text += fmt::format("; next {} {:.2f}", (*second)["method"].get<std::string>(), (*second)["relative"].get<double>());
+      }
+      at[n][g] = text;
+    }
+    s.paragraph(fmt::format("{} on {} (modelled by the simulator): the fastest plan that fits at each length and GPU "
+                            "count, its tokens/s per GPU, and the next method's fastest plan as a fraction of it.",
+                            key.second, key.first));
+    Table t{{"length"}, {}};
+    for (std::int64_t g : gpus) t.header.push_back(fmt::format("{} GPUs", g));
+    for (const auto& [n, row] : at) {
+      std::vector<std::string> r{fmt_seq(static_cast<double>(n))};
+      for (std::int64_t g : gpus) r.push_back(row.count(g) ? row.at(g) : "-");
+      t.rows.push_back(std::move(r));
+    }
+    s.add_table(std::move(t));
+    s.paragraph("Each cell in full, every method at its fraction of the best (1.00 = the best):");
     std::vector<std::string> lines;
     for (const auto& c : group) lines.push_back(c["answer"].get<std::string>());
     s.list(lines);
@@ -471,6 +557,7 @@ Section inputs_section(const json& data) {
                               data["sources"].size(), data["points"].size(), count_origin(data["points"], "prediction"),
                               count_origin(data["points"], "measurement"), data["benchmarks"].size(), verdicts.size(),
                               fails));
+  if (const std::string shown = figure_gpu_counts_text(data); !shown.empty()) intro.paragraph(shown);
   if (data.contains("skipped") && !data["skipped"].empty()) {
     std::string list;
     for (const auto& s : data["skipped"])

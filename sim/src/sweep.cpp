@@ -101,7 +101,16 @@ std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus
 }  // namespace
 
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
-                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space, const SweepDocuments* documents) {
+                const std::vector<std::int64_t>& seq_lens, const SearchSpace& space, const SweepDocuments* documents,
+                const std::function<void(std::size_t, std::size_t)>& on_cell) {
+  // In 64 bits: three list lengths, each far below 2^21.
+  const std::uint64_t cells = std::uint64_t{systems.size()} * gpus.size() * seq_lens.size();
+  if (cells > kMaxSweepCells)
+    throw Error(fmt::format("sweep: {} system{} x {} GPU counts x {} sequence lengths = {} cells, above the limit of {} "
+                            "cells a sweep searches (each cell is a whole advise); split the grid into sweeps of at "
+                            "most {} cells",
+                            systems.size(), systems.size() == 1 ? "" : "s", gpus.size(), seq_lens.size(), cells,
+                            kMaxSweepCells, kMaxSweepCells));
   for (std::size_t i = 0; i < systems.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)
       if (systems[i].name == systems[k].name)
@@ -118,6 +127,7 @@ Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::v
         const std::int64_t n = seq_lens[i];
         const SampledWorkload* w = documents ? &out.workloads[i] : nullptr;
         out.cells.push_back({s.name, g, n, search_cell(m, s, g, n, space, w, documents ? documents->only : every, out.points)});
+        if (on_cell) on_cell(out.cells.size(), static_cast<std::size_t>(cells));
       }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "cli_runner.hpp"
@@ -296,6 +297,37 @@ TEST(Cli, ExitCodesFollowOneRuleInEveryCommand) {
     const CliRun r = seqpar(args);
     EXPECT_EQ(r.code, code) << args << "\n" << r.err;
   }
+}
+
+// A grid is bounded (issue 35, cases 3 and 4): above kMaxSweepCells cells it is refused before any
+// work, naming the product and the limit; a sweep of many GPU counts reports in seconds, its
+// figures drawn for six counts that the report names, every count in the tables.
+TEST(CliLimits, SweepGridsAndTheirReportsAreBounded) {
+  std::string thousand;
+  for (int g = 1; g <= 1001; ++g) thousand += (g > 1 ? "," : "") + std::to_string(g);
+  CliRun r = seqpar("sweep --seq-len 32K --gpus " + thousand + " --out " + ::testing::TempDir() + "/huge");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("1 system x 1001 GPU counts x 1 sequence lengths = 1001 cells, above the limit of 1000"),
+            std::string::npos)
+      << r.err;
+  std::string counts;
+  for (int g = 8; g <= 8 * 40; g += 8) counts += (g > 8 ? "," : "") + std::to_string(g);
+  const std::string dir = ::testing::TempDir() + "/forty";
+  r = seqpar("sweep --seq-len 32K,64K --method ulysses,ring-zigzag --gpus " + counts + " --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = seqpar("report " + dir + "/sweep.json --no-plots --json --out " + dir + "/report");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string md = seqpar::testing::slurp(dir + "/report/report.md");
+  EXPECT_NE(md.find("The figures show 6 of the 40 GPU counts (8, 64, 128, 192, 256, 320: the smallest, the largest"),
+            std::string::npos);
+  const json figures = json::parse(seqpar::testing::slurp(dir + "/report/report-data.json"))["figures"];
+  std::set<std::string> panels;
+  for (const auto& f : figures)
+    if (f.contains("panels"))
+      for (const auto& p : f["panels"]) panels.insert(p["title"].get<std::string>());
+  EXPECT_LE(figures.size(), 30u);
+  EXPECT_LE(panels.size(), 6u);
+  EXPECT_NE(md.find("| 320 "), std::string::npos);  // the tables hold the counts the figures leave out
 }
 
 TEST(CliLimits, SearchConstraintsAreHonouredOrRefused) {

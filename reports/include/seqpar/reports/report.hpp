@@ -34,8 +34,11 @@ struct ReportOutput {
 };
 
 // The figures to draw for this data (type, drawer, file, title, and the series to plot); each kind
-// and the script that draws it are listed in figure_kinds.hpp (reports/plots/<drawer>).
+// and the script that draws it are listed in figure_kinds.hpp (reports/plots/<drawer>). Bounded
+// whatever the sweep: at most six GPU counts are drawn (figure_gpu_counts_text says which).
 nlohmann::json plan_figures(const nlohmann::json& data);
+// Which GPU counts the figures show where the data has more than they draw ("" when all).
+std::string figure_gpu_counts_text(const nlohmann::json& data);
 
 // Sections, tables and figure references; figures whose file is not in `drawn` become a note.
 Document build_document(const nlohmann::json& data, const nlohmann::json& figures, const std::set<std::string>& drawn,

@@ -8,6 +8,7 @@
 // (document_cost.hpp: balancers_for), and each point carries its layout's counts.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,10 +53,18 @@ struct SweepDocuments {
   std::vector<Balancer> only;
 };
 
-// Throws seqpar::Error when a GPU count breaks the search's constraints (check_search) or two
-// systems share a name (points are keyed by it), before simulating anything.
+// The most cells (systems x GPU counts x lengths) one sweep searches: each cell is a whole advise
+// (tens of plans, each with its memory options), kept in memory and written to the JSON, CSV and
+// report. A thousand is far beyond any grid a plan is read from (the comm command caps its sizes
+// at the same figure); a larger grid is refused before any work, to be split.
+inline constexpr std::size_t kMaxSweepCells = 1000;
+
+// Throws seqpar::Error when the grid has more than kMaxSweepCells cells, a GPU count breaks the
+// search's constraints (check_search) or two systems share a name (points are keyed by it), before
+// simulating anything. `on_cell` (optional) hears each cell done: (cells done, cells in all).
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
                 const std::vector<std::int64_t>& seq_lens, const SearchSpace& space,
-                const SweepDocuments* documents = nullptr);
+                const SweepDocuments* documents = nullptr,
+                const std::function<void(std::size_t, std::size_t)>& on_cell = {});
 
 }  // namespace seqpar::sim
