@@ -40,6 +40,13 @@ void add_published_command(CLI::App& app) {
                                                                             {"published", c.run.baseline->published},
                                                                             {"run_published", c.run.published}}
                                                            : nlohmann::json(nullptr)},
+                               {"documents", c.run.documents.empty() ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json{{"spec", c.run.documents},
+                                                                                     {"packing", c.run.packing},
+                                                                                     {"seed", c.run.doc_seed},
+                                                                                     {"batches", c.run.doc_batches},
+                                                                                     {"balancer", to_string(c.run.balancer)},
+                                                                                     {"baseline_balancer", to_string(c.run.baseline_balancer)}}},
                                {"predicted", c.errors.empty() ? nlohmann::json(c.predicted) : nlohmann::json(nullptr)},
                                {"error", c.errors.empty() ? nlohmann::json(c.error) : nlohmann::json(nullptr)},
                                {"in_band", c.in_band}, {"errors", c.errors},
@@ -60,6 +67,10 @@ void add_published_command(CLI::App& app) {
         if (c.run.baseline)
           fmt::print("  ratio to {}: published {:.4g} / {:.4g}\n", c.run.baseline->label, c.run.published,
                      c.run.baseline->published);
+        if (!c.run.documents.empty())
+          fmt::print("  workload: --documents {} --packing {} --doc-seed {} --doc-batches {}; balancer {} over {}\n",
+                     c.run.documents, c.run.packing, c.run.doc_seed, c.run.doc_batches, to_string(c.run.balancer),
+                     to_string(c.run.baseline_balancer));
         for (const auto& e : c.errors) fmt::print("  rejected: {}\n", e);
         if (!c.run.finding.empty()) fmt::print("  finding: {}\n", c.run.finding);
       }
