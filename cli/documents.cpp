@@ -15,7 +15,8 @@ void add_documents(CLI::App* app, DocumentOptions& o) {
                   "Packed documents under a document mask: fixed:L, uniform:A:B, lognormal:MU:SIGMA (of ln length), "
                   "powerlaw:ALPHA:MIN:MAX, hist:FILE.csv (min_tokens,max_tokens,count) or lengths:FILE (one a line)");
   app->add_option("--packing", o.packing,
-                  "How documents fill each sequence: fill (arrival order, split at the sequence end) or best-fit[:WINDOW]")
+                  "How documents fill each sequence: fill (arrival order, split at the sequence end), best-fit[:WINDOW] "
+                  "or balanced:W (the pieces of W fill sequences repacked to even their attention work)")
       ->capture_default_str();
   app->add_option("--doc-seed", o.seed, "Seed of the sampled document stream")->capture_default_str();
   app->add_option("--doc-batches", o.batches, "Packed sequences sampled")->capture_default_str();

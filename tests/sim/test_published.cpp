@@ -209,7 +209,7 @@ TEST(Published, DocumentLayerSpeedupComparesTheTwoShardingsOfOneLayer) {
   for (const PublishedRun& r : builtin_published_runs())
     if (r.measure == PublishedMeasure::document_layer_speedup) runs.push_back(r);
   ASSERT_EQ(runs.size(), 2u);
-  for (PublishedRun r : runs) {
+  for (PublishedRun r : runs) {  // a copy: each is changed below
     EXPECT_EQ(r.balancer, Balancer::per_document);
     EXPECT_EQ(r.baseline_balancer, Balancer::zigzag);
     const PublishedComparison c = compare_published(r);
@@ -224,7 +224,8 @@ TEST(Published, DocumentLayerSpeedupComparesTheTwoShardingsOfOneLayer) {
   }
   nlohmann::json j = one_run();
   j["runs"][0]["documents"] = {{"spec", "fixed:1K"}};
-  EXPECT_NE(error_of(j).find("field 'documents' goes with measure document_layer_speedup"), std::string::npos)
+  EXPECT_NE(error_of(j).find("field 'documents' goes with measures document_layer_speedup and packing_imbalance"),
+            std::string::npos)
       << error_of(j);
   j["runs"][0]["measure"] = "document_layer_speedup";
   j["runs"][0]["balancer"] = "per-document";
@@ -233,6 +234,35 @@ TEST(Published, DocumentLayerSpeedupComparesTheTwoShardingsOfOneLayer) {
   j["runs"][0]["baseline_balancer"] = "zigzag";
   j["runs"][0]["documents"] = {{"spec", "lognormal:x:1"}};
   EXPECT_NE(error_of(j).find("run 'x': documents: "), std::string::npos) << error_of(j);
+}
+
+// WLB-LLM's packing imbalance degree (packing_imbalance): equal micro-batches give exactly 1;
+// balanced packing over more global batches never leaves it higher on the built-in runs (the
+// trend of the paper's Table 2); micro_batches is checked when read.
+TEST(Published, PackingImbalanceIsTheLargestMicroBatchOverTheMean) {
+  std::vector<PublishedRun> runs;
+  for (const PublishedRun& r : builtin_published_runs())
+    if (r.measure == PublishedMeasure::packing_imbalance) runs.push_back(r);
+  ASSERT_EQ(runs.size(), 5u);
+  std::vector<double> got;
+  for (const PublishedRun& r : runs) {
+    const PublishedComparison c = compare_published(r);
+    ASSERT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_GT(c.predicted, 1.0) << r.id;
+    got.push_back(c.predicted);
+  }
+  for (std::size_t i = 2; i < got.size(); ++i) EXPECT_LT(got[i], got[i - 1]) << runs[i].id;
+  PublishedRun same = runs.front();
+  same.documents = "fixed:" + std::to_string(same.plan.seq_len / 8);
+  same.doc_seed = ::testing::UnitTest::GetInstance()->random_seed();
+  EXPECT_DOUBLE_EQ(compare_published(same).predicted, 1.0) << "every micro-batch alike";
+  nlohmann::json j = one_run();
+  j["runs"][0]["measure"] = "packing_imbalance";
+  j["runs"][0]["documents"] = {{"spec", "fixed:1K"}, {"batches", 8}};
+  j["runs"][0]["micro_batches"] = 3;
+  EXPECT_NE(error_of(j).find("field 'micro_batches' must be a whole number from 2 that divides documents.batches (8)"),
+            std::string::npos)
+      << error_of(j);
 }
 
 // The share divides one GPU's rate: ring-flash-attention's 'theoretic flash_attn' column.
