@@ -125,7 +125,7 @@ class Packer {
     return b;
   }
 
-  // balanced:W (workload.hpp): W fill sequences' documents repacked onto W sequences.
+  // balanced:W (workload.hpp): the pieces of W fill sequences repacked onto W sequences.
   std::vector<PackedBatch> balanced(int window) {
     // The group's pieces as fill cut them: the loader's sequence-length cut stays, so the group's
     // causal work is fill's and only where each piece runs changes.
