@@ -69,7 +69,10 @@ void add_advise_command(CLI::App& app) {
         j["errors"] = a.best() ? nlohmann::json::array() : nlohmann::json::array({"no plan is valid and fits; see rejected"});
         j["best"] = a.best() ? sim::to_json(a.best()->plan) : nlohmann::json(nullptr);
         if (a.best() && a.best()->balancer) j["best"]["balancer"] = to_string(*a.best()->balancer);
-        if (space.documents) j["workload"] = workload_summary_json(o->docs, *space.documents);
+        if (space.documents) {
+          j["workload"] = workload_summary_json(o->docs, *space.documents);
+          j["workload"]["short_documents"] = short_documents_json(s.gpu);
+        }
         j["reasons"] = a.reasons;
         j["ranked"] = nlohmann::json::array();
         for (const auto& r : a.ranked) j["ranked"].push_back(sim::to_json(m, s, r));
@@ -79,7 +82,10 @@ void add_advise_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n{}\n", m.name, s.name, gpus, format_count(n),
                    batch_text(space.global_batch, n), inferred_text(s));
-        if (space.documents) print_workload_summary(o->docs, *space.documents);
+        if (space.documents) {
+          print_workload_summary(o->docs, *space.documents);
+          print_short_documents(s.gpu);
+        }
         if (const sim::Result* b = a.best()) {
           fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
                      "      placement: {}\n\n",

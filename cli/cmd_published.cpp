@@ -17,7 +17,7 @@ void add_published_command(CLI::App& app) {
     std::string file;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("published", "Predictions beside published measurements (ALST, ring-flash-attention, DeepSpeed-Ulysses, USP), with errors");
+  CLI::App* cmd = app.add_subcommand("published", "Predictions beside published measurements (ALST, ring-flash-attention, DeepSpeed-Ulysses, USP, Megatron-LM, WLB-LLM), with errors");
   cmd->add_flag("--json", o->json, "Print JSON instead of tables");
   cmd->add_option("--runs", o->file, "A JSON file of runs in the schema of sim/published/runs.json (default: the built-in runs)");
   cmd->callback([o] {
@@ -40,6 +40,14 @@ void add_published_command(CLI::App& app) {
                                                                             {"published", c.run.baseline->published},
                                                                             {"run_published", c.run.published}}
                                                            : nlohmann::json(nullptr)},
+                               {"documents", c.run.documents.empty() ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json{{"spec", c.run.documents},
+                                                                                     {"packing", c.run.packing},
+                                                                                     {"seed", c.run.doc_seed},
+                                                                                     {"batches", c.run.doc_batches},
+                                                                                     {"balancer", to_string(c.run.balancer)},
+                                                                                     {"baseline_balancer", to_string(c.run.baseline_balancer)},
+                                                                                     {"micro_batches", c.run.micro_batches}}},
                                {"predicted", c.errors.empty() ? nlohmann::json(c.predicted) : nlohmann::json(nullptr)},
                                {"error", c.errors.empty() ? nlohmann::json(c.error) : nlohmann::json(nullptr)},
                                {"in_band", c.in_band}, {"errors", c.errors},
@@ -60,6 +68,13 @@ void add_published_command(CLI::App& app) {
         if (c.run.baseline)
           fmt::print("  ratio to {}: published {:.4g} / {:.4g}\n", c.run.baseline->label, c.run.published,
                      c.run.baseline->published);
+        if (!c.run.documents.empty())
+          fmt::print("  workload: --documents {} --packing {} --doc-seed {} --doc-batches {}{}\n", c.run.documents,
+                     c.run.packing, c.run.doc_seed, c.run.doc_batches,
+                     c.run.measure == sim::PublishedMeasure::packing_imbalance
+                         ? fmt::format("; {} micro-batches a global batch", c.run.micro_batches)
+                         : fmt::format("; balancer {} over {}", to_string(c.run.balancer),
+                                       to_string(c.run.baseline_balancer)));
         for (const auto& e : c.errors) fmt::print("  rejected: {}\n", e);
         if (!c.run.finding.empty()) fmt::print("  finding: {}\n", c.run.finding);
       }

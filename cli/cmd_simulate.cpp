@@ -116,7 +116,7 @@ void add_simulate_command(CLI::App& app) {
       std::vector<DocumentRow> rows;
       if (workload) {
         const sim::Result plain = sim::simulate(m, s, p);  // a plan rule first, as without documents
-        if (plain.valid) costs = sim::document_costs(*workload, p, plan_balancer(o->docs, p));
+        if (plain.valid) costs = sim::document_costs(*workload, p, plan_balancer(o->docs, p), s.gpu);
         rows = document_rows(m, s, p, *workload);
       }
       const sim::Result r = costs ? sim::simulate(m, s, p, *costs) : sim::simulate(m, s, p);
@@ -128,11 +128,15 @@ void add_simulate_command(CLI::App& app) {
         j.update(sim::to_json(m, s, r));
         if (costs) {
           j["workload"] = workload_json(o->docs, *workload, *costs);
+          j["workload"]["short_documents"] = short_documents_json(s.gpu, &*costs);
           j["document_table"] = document_rows_json(rows);
         }
         print_json(j);
       } else if (r.valid) {
-        if (costs) print_workload(o->docs, *workload, p, *costs);
+        if (costs) {
+          print_workload(o->docs, *workload, p, *costs);
+          print_short_documents(s.gpu, &*costs);
+        }
         print_human(m, s, r);
         if (costs) {
           fmt::print("\n");

@@ -15,7 +15,8 @@ void add_documents(CLI::App* app, DocumentOptions& o) {
                   "Packed documents under a document mask: fixed:L, uniform:A:B, lognormal:MU:SIGMA (of ln length), "
                   "powerlaw:ALPHA:MIN:MAX, hist:FILE.csv (min_tokens,max_tokens,count) or lengths:FILE (one a line)");
   app->add_option("--packing", o.packing,
-                  "How documents fill each sequence: fill (arrival order, split at the sequence end) or best-fit[:WINDOW]")
+                  "How documents fill each sequence: fill (arrival order, split at the sequence end), best-fit[:WINDOW] "
+                  "or balanced:W (the pieces of W fill sequences repacked to even their attention work)")
       ->capture_default_str();
   app->add_option("--doc-seed", o.seed, "Seed of the sampled document stream")->capture_default_str();
   app->add_option("--doc-batches", o.batches, "Packed sequences sampled")->capture_default_str();
@@ -76,7 +77,7 @@ std::vector<DocumentRow> document_rows(const sim::Model& m, const sim::System& s
         row.refused = row.uniform.errors.empty() ? "invalid plan" : row.uniform.errors.front();
       } else {
         try {
-          row.costs = sim::document_costs(w, q, b);
+          row.costs = sim::document_costs(w, q, b, s.gpu);
           row.docs = sim::simulate(m, s, q, *row.costs);
         } catch (const Error& e) {
           row.refused = e.what();
@@ -137,9 +138,32 @@ void print_workload(const DocumentOptions& o, const SampledWorkload& w, const se
     fmt::print("  slowest rank / mean: {:.3f} (p95 over sequences {:.3f}); tokens of the fullest rank {:.3f}x N/R\n",
                c.work.imbalance_tiles_mean, c.work.imbalance_tiles_p95, c.token_factor);
   }
-  fmt::print("  short documents: the kernel is charged whole {}x{} tiles; no measured short-document efficiency figure "
-             "for this GPU's kernels yet\n\n",
-             sim::kDocumentTileRows, sim::kDocumentTileRows);
+}
+
+void print_short_documents(const sim::Gpu& g, const sim::DocumentCosts* c) {
+  const std::string kernel = g.attention_kernel.empty() ? std::string("the attention kernel") : g.attention_kernel;
+  if (!g.varlen.measured()) {
+    fmt::print("  short documents: whole {}x{} tiles charged; {} on {}: {}\n\n", sim::kDocumentTileRows,
+               sim::kDocumentTileRows, kernel, g.name, g.varlen.source);
+    return;
+  }
+  std::string points;
+  for (const TileCost& t : sim::varlen_tile_cost(g.varlen))
+    points += fmt::format("{}{}: {:.2f}", points.empty() ? "" : ", ", format_count(t.rows), t.cost);
+  fmt::print("  short documents: whole {}x{} tiles charged, each costing, for a piece of this many query rows, "
+             "(x a long document's tile) {}", sim::kDocumentTileRows, sim::kDocumentTileRows, points);
+  if (c) fmt::print("; at this mix and balancer it multiplies the slowest ranks' kernel time by {:.3f}", c->short_document_factor);
+  fmt::print("\n    ({} on {}: {})\n\n", kernel, g.name, g.varlen.source);
+}
+
+nlohmann::json short_documents_json(const sim::Gpu& g, const sim::DocumentCosts* c) {
+  nlohmann::json j = {{"tile_rows", sim::kDocumentTileRows}, {"attention_kernel", g.attention_kernel},
+                      {"measured", g.varlen.measured()}, {"source", g.varlen.source}};
+  nlohmann::json curve = nlohmann::json::array();
+  for (const TileCost& t : sim::varlen_tile_cost(g.varlen)) curve.push_back({{"rows", t.rows}, {"tile_cost", t.cost}});
+  j["tile_cost"] = curve;
+  if (c) j["factor"] = c->short_document_factor;
+  return j;
 }
 
 void print_document_rows(const std::vector<DocumentRow>& rows) {
@@ -191,8 +215,7 @@ nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w,
           {"imbalance", {{"mean", c.work.imbalance_tiles_mean}, {"p95", c.work.imbalance_tiles_p95}}},
           {"step_factor", c.step_factor},
           {"token_factor", c.token_factor},
-          {"tile_rows", sim::kDocumentTileRows},
-          {"short_document_efficiency", "not measured: whole tiles charged at the long-sequence rate"}});
+          {"tile_rows", sim::kDocumentTileRows}});
   return j;
 }
 

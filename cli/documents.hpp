@@ -53,6 +53,10 @@ nlohmann::json workload_summary_json(const DocumentOptions& o, const SampledWork
 void print_workload(const DocumentOptions& o, const SampledWorkload& w, const seqpar::Plan& p,
                     const sim::DocumentCosts& c);
 void print_document_rows(const std::vector<DocumentRow>& rows);
+// How the GPU's attention kernel is charged for short documents: its measured varlen figure and
+// source, or that there is none and what is assumed (hardware.hpp: VarlenAttention).
+void print_short_documents(const sim::Gpu& g, const sim::DocumentCosts* c = nullptr);
+nlohmann::json short_documents_json(const sim::Gpu& g, const sim::DocumentCosts* c = nullptr);
 nlohmann::json workload_json(const DocumentOptions& o, const SampledWorkload& w, const sim::DocumentCosts& c);
 nlohmann::json document_rows_json(const std::vector<DocumentRow>& rows);
 

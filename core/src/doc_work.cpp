@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "seqpar/core/checked.hpp"
@@ -41,6 +42,12 @@ std::int64_t keys_upto(const std::vector<Span>& keys, std::int64_t p) {
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
+
+std::int64_t rows_of(const std::vector<Span>& spans) {
+  std::int64_t n = 0;
+  for (const Span& s : spans) n += s.size();
+  return n;
+}
 
 // One document's query spans (buffer order = position order) against its key spans: exact pairs
 // and tiles of the per-document grid (doc_work.hpp).
@@ -130,10 +137,27 @@ double max_over_mean(const std::vector<RankWork>& ranks, std::int64_t RankWork::
 
 }  // namespace
 
+double tile_cost_at(std::span<const TileCost> curve, std::int64_t rows) {
+  if (curve.empty()) return 1.0;
+  if (rows <= curve.front().rows) return curve.front().cost;
+  if (rows >= curve.back().rows) return curve.back().cost;
+  std::size_t i = 1;
+  while (curve[i].rows < rows) ++i;
+  const TileCost &a = curve[i - 1], &b = curve[i];
+  const double t = std::log(double(rows) / double(a.rows)) / std::log(double(b.rows) / double(a.rows));
+  return a.cost + t * (b.cost - a.cost);
+}
+
 BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOptions& opt) {
   require_range("tile q_rows", opt.q_rows, 1, 1 << 20);
   require_range("tile k_rows", opt.k_rows, 1, 1 << 20);
   require_range("kv_bytes_per_token", opt.kv_bytes_per_token, 1, std::int64_t{1} << 40);
+  for (std::size_t i = 0; i < opt.tile_cost.size(); ++i) {
+    const TileCost& t = opt.tile_cost[i];
+    if (t.rows < 1 || !(t.cost > 0) || !std::isfinite(t.cost) || (i > 0 && t.rows <= opt.tile_cost[i - 1].rows))
+      throw Error(fmt::format("tile_cost point {} (rows {}, cost {}): rows must rise from 1 and each cost be a "
+                              "positive finite number", i, t.rows, t.cost));
+  }
   require_range("ulysses_degree", shape.ulysses, 1, limits::kMaxGpus);
   require_range("ring_degree", shape.ring, 1, limits::kMaxGpus);
   if (shape.kv_all_gather && shape.ulysses != 1)
@@ -155,12 +179,16 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   for (const DocClass& c : document_classes(layout)) {
     const std::vector<Span> whole = {{0, c.len}};
     for (const Holder& q : c.holders) {
+      // A tile of this piece costs the curve's figure at the piece's query rows in the call.
+      const double weight = opt.tile_cost.empty() ? 1.0 : tile_cost_at(opt.tile_cost, rows_of(q.spans));
       auto add = [&](int step, const std::vector<Span>& keys) {
         std::int64_t pairs = 0, tiles = 0;
         count_document(q.spans, keys, opt, pairs, tiles);
         StepWork& st = out.grid[static_cast<std::size_t>(q.rank * out.steps + step)];
         st.pairs += checked_mul(pairs, c.count, "attention pairs");
-        st.tiles += checked_mul(tiles, c.count, "attention tiles");
+        const std::int64_t t = checked_mul(tiles, c.count, "attention tiles");
+        st.tiles += t;
+        st.cost += weight * static_cast<double>(t);
       };
       if (shape.kv_all_gather) {
         add(0, whole);
@@ -220,6 +248,7 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
       out.step_max_pairs.assign(static_cast<std::size_t>(w.steps), 0.0);
       out.step_max_tiles.assign(static_cast<std::size_t>(w.steps), 0.0);
       out.step_max_kv_bytes.assign(static_cast<std::size_t>(w.steps), 0.0);
+      out.step_max_cost.assign(static_cast<std::size_t>(w.steps), 0.0);
     }
     std::int64_t launches = 0, masked = 0;
     for (std::size_t r = 0; r < w.ranks.size(); ++r) {
@@ -233,11 +262,14 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
     }
     for (int st = 0; st < w.steps; ++st) {
       std::int64_t mp = 0, mt = 0, mb = 0;
+      double mc = 0;
       for (int r = 0; r < static_cast<int>(w.ranks.size()); ++r) {
         mp = std::max(mp, w.at(r, st).pairs);
         mt = std::max(mt, w.at(r, st).tiles);
         mb = std::max(mb, w.at(r, st).kv_bytes);
+        mc = std::max(mc, w.at(r, st).cost);
       }
+      out.step_max_cost[static_cast<std::size_t>(st)] += mc;
       out.step_max_pairs[static_cast<std::size_t>(st)] += static_cast<double>(mp);
       out.step_max_tiles[static_cast<std::size_t>(st)] += static_cast<double>(mt);
       out.step_max_kv_bytes[static_cast<std::size_t>(st)] += static_cast<double>(mb);
@@ -252,7 +284,8 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
     imb_tiles.push_back(w.imbalance_tiles);
   }
   const auto n = static_cast<double>(s.batches.size());
-  for (auto* v : {&out.rank_pairs, &out.rank_tiles, &out.step_max_pairs, &out.step_max_tiles, &out.step_max_kv_bytes})
+  for (auto* v : {&out.rank_pairs, &out.rank_tiles, &out.step_max_pairs, &out.step_max_tiles, &out.step_max_kv_bytes,
+                  &out.step_max_cost})
     for (double& x : *v) x /= n;
   for (double* x : {&out.slowest_pairs, &out.slowest_tiles, &out.total_pairs, &out.padding_tokens, &out.launches_max,
                     &out.masked_steps_max})

@@ -192,7 +192,7 @@ LengthDistribution parse_documents(std::string_view spec_text) {
   return d;
 }
 
-Packing parse_packing(std::string_view text, int* window) {
+Packing parse_packing(std::string_view text, int* window, int* balance_window) {
   const std::string_view s = trim(text);
   if (s == "fill") return Packing::fill;
   if (s == "best-fit" || s.starts_with("best-fit:")) {
@@ -204,15 +204,28 @@ Packing parse_packing(std::string_view text, int* window) {
     if (window) *window = w;
     return Packing::best_fit;
   }
-  throw Error(fmt::format("packing: unknown policy '{}'; expected fill, best-fit or best-fit:WINDOW", text));
+  if (s.starts_with("balanced:")) {
+    const std::int64_t v = parse_count(s.substr(9), "packing: balanced WINDOW", kMaxDocBatches);
+    if (balance_window) *balance_window = static_cast<int>(v);
+    return Packing::balanced;
+  }
+  throw Error(fmt::format("packing: unknown policy '{}'; expected fill, best-fit, best-fit:WINDOW or balanced:WINDOW",
+                          text));
 }
 
-std::string to_string(Packing p) { return p == Packing::fill ? "fill" : "best-fit"; }
+std::string to_string(Packing p) {
+  switch (p) {
+    case Packing::fill: return "fill";
+    case Packing::best_fit: return "best-fit";
+    case Packing::balanced: return "balanced";
+  }
+  return "?";
+}
 
 Workload make_workload(std::string_view documents, std::string_view packing, std::uint64_t seed, int batches) {
   Workload w;
   w.documents = parse_documents(documents);
-  w.packing = parse_packing(packing, &w.best_fit_window);
+  w.packing = parse_packing(packing, &w.best_fit_window, &w.balance_window);
   w.seed = seed;
   require_range("doc-batches", batches, 1, kMaxDocBatches);
   w.batches = batches;

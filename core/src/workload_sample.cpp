@@ -125,6 +125,42 @@ class Packer {
     return b;
   }
 
+  // balanced:W (workload.hpp): the pieces of W fill sequences repacked onto W sequences.
+  std::vector<PackedBatch> balanced(int window) {
+    // The group's pieces as fill cut them: the loader's sequence-length cut stays, so the group's
+    // causal work is fill's and only where each piece runs changes.
+    std::vector<Pending> docs;
+    for (int i = 0; i < window; ++i) {
+      const PackedBatch b = fill();
+      for (std::size_t k = 0; k < b.pieces(); ++k) docs.push_back({b.doc[k], b.cu_seqlens[k + 1] - b.cu_seqlens[k]});
+    }
+    // Longest first (ties: arrival order), each onto the sequence with the least causal work that
+    // has room; one that fits none fills the roomiest and its rest goes back in line.
+    std::stable_sort(docs.begin(), docs.end(), [](const Pending& a, const Pending& b) { return a.rest > b.rest; });
+    std::vector<PackedBatch> seqs(static_cast<std::size_t>(window));
+    std::vector<std::int64_t> work(seqs.size(), 0);
+    for (PackedBatch& b : seqs) b.cu_seqlens.push_back(0);
+    auto room = [&](std::size_t j) { return n_ - seqs[j].cu_seqlens.back(); };
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      Pending d = docs[i];
+      std::size_t pick = seqs.size(), roomiest = 0;
+      for (std::size_t j = 0; j < seqs.size(); ++j) {
+        if (room(j) >= d.rest && (pick == seqs.size() || work[j] < work[pick])) pick = j;
+        if (room(j) > room(roomiest)) roomiest = j;
+      }
+      const std::size_t j = pick < seqs.size() ? pick : roomiest;
+      const std::int64_t take = std::min(d.rest, room(j));
+      place(seqs[j], d, take);
+      work[j] += causal_pairs(take);
+      if (d.rest > 0) {  // its rest, back in line by length
+        const auto at = std::upper_bound(docs.begin() + static_cast<std::ptrdiff_t>(i) + 1, docs.end(), d,
+                                         [](const Pending& a, const Pending& b) { return a.rest > b.rest; });
+        docs.insert(at, d);
+      }
+    }
+    return seqs;
+  }
+
  private:
   const Workload& w_;
   LengthSampler sampler_;
@@ -164,9 +200,16 @@ SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len) {
   if (w.packing == Packing::best_fit) require_range("packing: best-fit WINDOW", w.best_fit_window, 1, kMaxBestFitWindow);
   SampledWorkload out;
   out.seq_len = seq_len;
+  if (w.packing == Packing::balanced) require_range("packing: balanced WINDOW", w.balance_window, 1, kMaxDocBatches);
   Packer packer(w, seq_len, out);
-  for (int i = 0; i < w.batches; ++i)
-    out.batches.push_back(w.packing == Packing::fill ? packer.fill() : packer.best_fit());
+  while (out.batches.size() < static_cast<std::size_t>(w.batches)) {
+    if (w.packing != Packing::balanced) {
+      out.batches.push_back(w.packing == Packing::fill ? packer.fill() : packer.best_fit());
+      continue;
+    }
+    for (PackedBatch& b : packer.balanced(w.balance_window))
+      if (out.batches.size() < static_cast<std::size_t>(w.batches)) out.batches.push_back(std::move(b));
+  }
   return out;
 }
 

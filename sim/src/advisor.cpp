@@ -686,7 +686,7 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
   auto costs_for = [&](const Plan& st, Balancer b) -> const DocumentCosts& {
     const auto key = std::make_tuple(st.ulysses_degree, st.ring_degree, kv_all_gather(st), b);
     auto it = counted.find(key);
-    if (it == counted.end()) it = counted.emplace(key, document_costs(*space.documents, st, b)).first;
+    if (it == counted.end()) it = counted.emplace(key, document_costs(*space.documents, st, b, s.gpu)).first;
     return it->second;
   };
   auto reject = [&](const Plan& st, StructureOutcome& o) {

@@ -75,7 +75,7 @@ json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view ke
   // (hardware.hpp); absent: per KV head, and the default workspace.
   for (const char* key : {"attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
                           "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim",
-                          "attention_score_bound_head_dim"}) {
+                          "attention_score_bound_head_dim", "varlen_attention"}) {
     if (auto f = entry->find(key); f != entry->end()) out[key] = *f;
     else out.erase(key);
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/methods.hpp"
 
@@ -39,7 +41,30 @@ double ratio(double a, double b, double fallback_b) {
 
 }  // namespace
 
-DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b) {
+std::vector<TileCost> varlen_tile_cost(const VarlenAttention& v) {
+  std::vector<TileCost> out;
+  if (!v.measured()) return out;
+  // Useful FLOPs per charged tile, in pairs: a causal document of L tokens has causal_pairs(L) over
+  // the tiles doc_work counts for it; without a mask L^2 over the whole grid.
+  auto density = [&](std::int64_t L) {
+    if (v.causal) {
+      WorkOptions opt;
+      opt.q_rows = opt.k_rows = kDocumentTileRows;
+      const std::int64_t cu[] = {0, L};
+      const BatchWork one = count_batch_work(cu, SpShape{}, Balancer::contiguous, opt);
+      return double(one.total_pairs) / double(one.ranks.front().tiles);
+    }
+    const double t = std::ceil(double(L) / kDocumentTileRows);
+    return double(L) * double(L) / (t * t);
+  };
+  const std::size_t last = v.lengths.size() - 1;
+  const double long_tile = density(v.lengths[last]) / v.flops_per_s[last];
+  for (std::size_t i = 0; i < v.lengths.size(); ++i)
+    out.push_back({v.lengths[i], density(v.lengths[i]) / v.flops_per_s[i] / long_tile});
+  return out;
+}
+
+DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b, const Gpu& gpu) {
   if (w.seq_len != p.seq_len)
     throw Error(fmt::format("documents: the workload was sampled for {}-token sequences, the plan runs {}", w.seq_len,
                             p.seq_len));
@@ -47,6 +72,9 @@ DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b
   c.balancer = b;
   WorkOptions opt;
   opt.q_rows = opt.k_rows = kDocumentTileRows;
+  opt.tile_cost = varlen_tile_cost(gpu.varlen);
+  c.varlen_measured = gpu.varlen.measured();
+  c.varlen_source = gpu.varlen.source;
   const SpShape shape = shape_of(p);
   c.work = count_workload_work(w, shape, b, opt);
   // One causal sequence filling seq_len: the workload the simulator has always assumed.
@@ -55,14 +83,22 @@ DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b
   one.batches.push_back(PackedBatch{{0, p.seq_len}, {0}, {1}});
   one.drawn = {p.seq_len};
   c.reference = count_workload_work(one, shape, native_balancer(p), opt);
-  const std::size_t steps = c.work.step_max_tiles.size();
+  // Per step the slowest rank's weighted tiles (= its tiles without a varlen measurement).
+  const std::vector<double>&work = c.work.step_max_cost, &ref = c.reference.step_max_cost;
+  const std::size_t steps = work.size();
   double ref_mean = 0;
-  for (double t : c.reference.step_max_tiles) ref_mean += t;
-  ref_mean /= double(std::max<std::size_t>(1, c.reference.step_max_tiles.size()));
+  for (double t : ref) ref_mean += t;
+  ref_mean /= double(std::max<std::size_t>(1, ref.size()));
   c.step_factor.resize(steps);
-  for (std::size_t s = 0; s < steps; ++s)
-    c.step_factor[s] = ratio(c.work.step_max_tiles[s], s < c.reference.step_max_tiles.size() ? c.reference.step_max_tiles[s] : 0,
-                             ref_mean);
+  for (std::size_t s = 0; s < steps; ++s) c.step_factor[s] = ratio(work[s], s < ref.size() ? ref[s] : 0, ref_mean);
+  if (c.varlen_measured) {
+    auto weighted_over_tiles = [](const WorkloadWork& x) {
+      double cost = 0;
+      for (double t : x.step_max_cost) cost += t;
+      return x.sum_step_max_tiles > 0 ? cost / x.sum_step_max_tiles : 1.0;
+    };
+    c.short_document_factor = weighted_over_tiles(c.work) / weighted_over_tiles(c.reference);
+  }
   c.token_factor = c.reference.max_rank_tokens > 0
                        ? double(c.work.max_rank_tokens) / double(c.reference.max_rank_tokens)
                        : 1.0;

@@ -194,6 +194,49 @@ std::string compute_capability_text(const json& v, std::string_view what) {
   return t;
 }
 
+namespace {
+// "varlen_attention": {"lengths": [...], "tflops": [...], "causal": bool, "source": "..."}, or only a
+// source saying that no measurement exists and what is assumed (hardware.hpp: VarlenAttention).
+VarlenAttention varlen_from_json(const json& gpu, std::string_view gpu_what) {
+  VarlenAttention v;
+  auto it = gpu.find("varlen_attention");
+  if (it == gpu.end()) {
+    v.source = "no measurement in the preset; assumed: a tile of a short document runs at the long-sequence rate "
+               "(only whole tiles are charged)";
+    return v;
+  }
+  const std::string what = fmt::format("{}: varlen_attention", gpu_what);
+  if (!it->is_object()) throw Error(fmt::format("{}: expected an object", what));
+  v.source = string_field(*it, "source", what);
+  const bool has_l = it->contains("lengths"), has_t = it->contains("tflops");
+  if (has_l != has_t) throw Error(fmt::format("{}: 'lengths' and 'tflops' go together", what));
+  if (!has_l) {
+    if (v.source.rfind("no measurement", 0) != 0)
+      throw Error(fmt::format("{}: without 'lengths' and 'tflops' the source must say \"no measurement ...; assumed "
+                              "...\"", what));
+    return v;
+  }
+  const json &l = (*it)["lengths"], &t = (*it)["tflops"];
+  if (!l.is_array() || !t.is_array() || l.size() != t.size() || l.size() < 2)
+    throw Error(fmt::format("{}: 'lengths' and 'tflops' must be arrays of the same size, at least two points", what));
+  for (std::size_t i = 0; i < l.size(); ++i) {
+    if (!l[i].is_number_integer() || l[i].get<std::int64_t>() < 1 || l[i].get<std::int64_t>() > (std::int64_t{1} << 30) ||
+        (i > 0 && l[i].get<std::int64_t>() <= v.lengths.back()))
+      throw Error(fmt::format("{}: lengths[{}] must be a whole number of tokens from 1 to 2^30, rising", what, i));
+    if (!t[i].is_number() || !std::isfinite(t[i].get<double>()) || t[i].get<double>() < kRate.lo ||
+        t[i].get<double>() > kRate.hi)
+      throw Error(fmt::format("{}: tflops[{}] must be a rate from {} to {} TFLOP/s", what, i, kRate.lo, kRate.hi));
+    v.lengths.push_back(l[i].get<std::int64_t>());
+    v.flops_per_s.push_back(t[i].get<double>() * 1e12);
+  }
+  if (auto c = it->find("causal"); c != it->end()) {
+    if (!c->is_boolean()) throw Error(fmt::format("{}: field 'causal' must be true or false", what));
+    v.causal = c->get<bool>();
+  }
+  return v;
+}
+}  // namespace
+
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   Gpu g;
@@ -224,6 +267,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   g.attention_fwd_workspace_per_head_dim = figure(j, "attention_fwd_workspace_per_head_dim", what, Range{0, 64}, 0.0);
   g.attention_score_bound_head_dim = figure(j, "attention_score_bound_head_dim", what, Range{0, 1e4}, 0.0);
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
+  g.varlen = varlen_from_json(j, what);
   return g;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "published_data.hpp"
@@ -9,6 +10,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/attention_kernels.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/framework.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/simulate.hpp"
@@ -29,10 +31,12 @@ std::string text(const json& j, const char* key, std::string_view what) {
 
 PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
   for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
-                             PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio})
+                             PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio,
+                             PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance})
     if (s == to_string(m)) return m;
   throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
-                          "megatron_tflops_per_gpu or throughput_ratio", what, s));
+                          "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup or packing_imbalance",
+                          what, s));
 }
 
 double positive_figure(const json& j, const char* key, std::string_view what) {
@@ -104,6 +108,44 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
       throw Error(fmt::format("{}: field 'share' applies only to measure attention_iterations_per_s", where));
     r.share = si->get<int>();
   }
+  const bool docs =
+      r.measure == PublishedMeasure::document_layer_speedup || r.measure == PublishedMeasure::packing_imbalance;
+  if (j.contains("documents") != docs)
+    throw Error(fmt::format("{}: field 'documents' goes with measures document_layer_speedup and packing_imbalance, "
+                            "and only there", where));
+  if (docs) {
+    const json& d = j["documents"];
+    const std::string dwhere = fmt::format("{}: documents", where);
+    if (!d.is_object()) throw Error(fmt::format("{} must be an object", dwhere));
+    r.documents = text(d, "spec", dwhere);
+    if (d.contains("packing")) r.packing = text(d, "packing", dwhere);
+    if (auto si = d.find("seed"); si != d.end()) {
+      if (!si->is_number_unsigned()) throw Error(fmt::format("{}: field 'seed' must be a whole number >= 0", dwhere));
+      r.doc_seed = si->get<std::uint64_t>();
+    }
+    if (auto bi = d.find("batches"); bi != d.end()) {
+      if (!bi->is_number_integer()) throw Error(fmt::format("{}: field 'batches' must be a whole number", dwhere));
+      r.doc_batches = bi->get<int>();
+    }
+    try {
+      (void)make_workload(r.documents, r.packing, r.doc_seed, r.doc_batches);  // refused here, naming the run
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", dwhere, e.what()));
+    }
+  }
+  if (r.measure == PublishedMeasure::document_layer_speedup) {
+    r.balancer = parse_balancer(text(j, "balancer", where), fmt::format("{}: balancer", where));
+    r.baseline_balancer =
+        parse_balancer(text(j, "baseline_balancer", where), fmt::format("{}: baseline_balancer", where));
+  }
+  if (r.measure == PublishedMeasure::packing_imbalance) {
+    auto mi = j.find("micro_batches");
+    if (mi == j.end() || !mi->is_number_integer() || mi->get<std::int64_t>() < 2 ||
+        mi->get<std::int64_t>() > r.doc_batches || r.doc_batches % mi->get<std::int64_t>() != 0)
+      throw Error(fmt::format("{}: field 'micro_batches' must be a whole number from 2 that divides documents.batches "
+                              "({})", where, r.doc_batches));
+    r.micro_batches = mi->get<int>();
+  }
   r.published = positive_figure(j, "published", where);
   const std::string status = text(j, "status", where);
   if (status == "in_band") {
@@ -131,6 +173,8 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::attention_iterations_per_s: return "attention_iterations_per_s";
     case PublishedMeasure::megatron_tflops_per_gpu: return "megatron_tflops_per_gpu";
     case PublishedMeasure::throughput_ratio: return "throughput_ratio";
+    case PublishedMeasure::document_layer_speedup: return "document_layer_speedup";
+    case PublishedMeasure::packing_imbalance: return "packing_imbalance";
   }
   return "?";
 }
@@ -218,6 +262,55 @@ PublishedComparison compare_published(const PublishedRun& run) {
       // ratio is the step-time ratio.
       c.predicted = b.step_time_s / r.step_time_s;
       c.published = run.published / run.baseline->published;
+      break;
+    }
+    case PublishedMeasure::document_layer_speedup: {
+      if (!check_plan(m, s, run.plan, c.errors)) return c;
+      const SampledWorkload w =
+          sample_workload(make_workload(run.documents, run.packing, run.doc_seed, run.doc_batches), run.plan.seq_len);
+      // One layer forward and backward: what the structure costs say a layer takes under each balancer.
+      auto layer = [&](Balancer b) {
+        const DocumentCosts d = document_costs(w, run.plan, b, s.gpu);
+        const StructureCosts k = structure_costs(m, s, run.plan, &d);
+        return k.gemm_fwd_s + k.gemm_bwd_s + k.elementwise.fwd_s + k.elementwise.bwd_s + k.attention.fwd_s +
+               k.attention.bwd_s + k.tensor_parallel.layer_fwd_s + k.tensor_parallel.layer_bwd_s;
+      };
+      try {
+        c.predicted = layer(run.baseline_balancer) / layer(run.balancer);
+      } catch (const Error& e) {
+        c.errors.push_back(e.what());
+        return c;
+      }
+      break;
+    }
+    case PublishedMeasure::packing_imbalance: {
+      if (!check_plan(m, s, run.plan, c.errors)) return c;
+      const SampledWorkload w =
+          sample_workload(make_workload(run.documents, run.packing, run.doc_seed, run.doc_batches), run.plan.seq_len);
+      try {
+        // Each micro-batch's forward latency: one layer's forward under its own documents.
+        std::vector<double> latency;
+        for (const PackedBatch& b : w.batches) {
+          SampledWorkload one;
+          one.seq_len = w.seq_len;
+          one.batches = {b};
+          one.drawn = w.drawn;
+          const DocumentCosts d = document_costs(one, run.plan, native_balancer(run.plan), s.gpu);
+          const StructureCosts k = structure_costs(m, s, run.plan, &d);
+          latency.push_back(k.gemm_fwd_s + k.elementwise.fwd_s + k.attention.fwd_s + k.tensor_parallel.layer_fwd_s);
+        }
+        const std::size_t per = static_cast<std::size_t>(run.micro_batches), groups = latency.size() / per;
+        double sum = 0;
+        for (std::size_t g = 0; g < groups; ++g) {
+          double mx = 0, total = 0;
+          for (std::size_t i = g * per; i < (g + 1) * per; ++i) mx = std::max(mx, latency[i]), total += latency[i];
+          sum += mx * double(per) / total;
+        }
+        c.predicted = sum / double(groups);
+      } catch (const Error& e) {
+        c.errors.push_back(e.what());
+        return c;
+      }
       break;
     }
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -62,8 +63,9 @@ const std::vector<Tile> kTiles = {{1, 1}, {5, 3}, {16, 16}, {7, 13}};
 struct Brute {
   std::int64_t pairs = 0;
   std::vector<std::int64_t> tiles;  // per kTiles entry
+  double cost = 0;                  // kTiles[0]'s tiles, each document's weighted by `curve` at its query rows
 };
-Brute brute(const std::vector<Row>& q, const std::vector<Row>& k) {
+Brute brute(const std::vector<Row>& q, const std::vector<Row>& k, const std::vector<TileCost>& curve = {}) {
   Brute b;
   b.tiles.assign(kTiles.size(), 0);
   std::vector<std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>> seen(kTiles.size());
@@ -84,6 +86,10 @@ Brute brute(const std::vector<Row>& q, const std::vector<Row>& k) {
       for (std::size_t t = 0; t < kTiles.size(); ++t) seen[t].insert({q[a].doc, qi[a] / kTiles[t].q, ki[c] / kTiles[t].k});
     }
   for (std::size_t t = 0; t < kTiles.size(); ++t) b.tiles[t] = static_cast<std::int64_t>(seen[t].size());
+  std::map<std::int64_t, std::int64_t> doc_rows, doc_tiles;
+  for (std::size_t a = 0; a < q.size(); ++a) doc_rows[q[a].doc] += q[a].real ? 1 : 0;
+  for (const auto& [doc, qt, kt] : seen[0]) ++doc_tiles[doc];
+  for (const auto& [doc, tiles] : doc_tiles) b.cost += double(tiles) * tile_cost_at(curve, doc_rows[doc]);
   return b;
 }
 
@@ -95,6 +101,14 @@ std::vector<Row> whole_sequence(const DocLayout& l) {
   return out;
 }
 
+// Without a tile-cost curve a step's cost is its tile count.
+double got_plain_cost(const DocLayout& layout, SpShape shape, int r, int s) {
+  WorkOptions opt;
+  opt.q_rows = kTiles[0].q;
+  opt.k_rows = kTiles[0].k;
+  return count_layout_work(layout, shape, opt).at(r, s).cost;
+}
+
 // The library's counts of one configuration against the brute force, at every tile shape.
 void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Balancer b) {
   const DocLayout layout = place_documents(cu, shape.ulysses, shape.ring, b);
@@ -102,6 +116,15 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
   std::vector<std::vector<Row>> rows;
   for (const RankHold& h : layout.ranks) rows.push_back(rows_of(layout, h));
   const std::vector<Row> gathered = whole_sequence(layout);
+  // A random tile-cost curve over the lengths these sequences hold.
+  std::vector<TileCost> curve;
+  for (std::int64_t rows = 1 + cu.back() % 7; rows < cu.back(); rows *= 3)
+    curve.push_back({rows, 0.5 + double((rows * 37) % 11) / 4});
+  WorkOptions weighted;
+  weighted.q_rows = kTiles[0].q;
+  weighted.k_rows = kTiles[0].k;
+  weighted.tile_cost = curve;
+  const BatchWork costed = count_layout_work(layout, shape, weighted);
   std::vector<BatchWork> got;
   for (const Tile& t : kTiles) {
     WorkOptions opt;
@@ -116,8 +139,11 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
   for (int r = 0; r < ring; ++r)
     for (int s = 0; s < steps; ++s) {
       const int from = ((r - s) % ring + ring) % ring;  // the ring's convention: rank r - s's block at step s
-      const Brute want = brute(rows[std::size_t(r)], shape.kv_all_gather ? gathered : rows[std::size_t(from)]);
+      const Brute want = brute(rows[std::size_t(r)], shape.kv_all_gather ? gathered : rows[std::size_t(from)], curve);
       all_pairs += want.pairs;
+      EXPECT_NEAR(costed.at(r, s).cost, want.cost, 1e-9 * (1 + want.cost)) << "rank " << r << " step " << s;
+      EXPECT_EQ(costed.at(r, s).tiles, want.tiles[0]);
+      EXPECT_EQ(got_plain_cost(layout, shape, r, s), double(want.tiles[0])) << "no curve: the cost is the tiles";
       for (std::size_t t = 0; t < kTiles.size(); ++t) {
         const StepWork& st = got[t].at(r, s);
         EXPECT_EQ(st.pairs, want.pairs) << "rank " << r << " step " << s;
@@ -353,6 +379,26 @@ TEST(DocWork, MaskedStepsLaunchUnlessSkipped) {
     EXPECT_EQ(skip.ranks[std::size_t(r)].launches, 1);
     EXPECT_EQ(skip.ranks[std::size_t(r)].kv_bytes, 30);  // three blocks of 10 tokens received
   }
+}
+
+// The tile-cost curve between and beyond its points, by hand.
+TEST(DocWork, TileCostIsLinearInLogRowsAndFlatBeyondThePoints) {
+  const std::vector<TileCost> c = {{100, 3.0}, {400, 1.0}, {1600, 2.0}};
+  EXPECT_EQ(tile_cost_at(c, 1), 3.0);
+  EXPECT_EQ(tile_cost_at(c, 100), 3.0);
+  EXPECT_NEAR(tile_cost_at(c, 200), 2.0, 1e-12);  // halfway in log between 100 and 400
+  EXPECT_NEAR(tile_cost_at(c, 800), 1.5, 1e-12);
+  EXPECT_EQ(tile_cost_at(c, 1600), 2.0);
+  EXPECT_EQ(tile_cost_at(c, 1 << 30), 2.0);
+  EXPECT_EQ(tile_cost_at({}, 5), 1.0);
+  WorkOptions bad;
+  bad.tile_cost = {{100, 1.0}, {100, 2.0}};
+  const std::vector<std::int64_t> cu = {0, 64};
+  EXPECT_NE(error_of([&] { (void)count_batch_work(cu, {}, Balancer::contiguous, bad); }).find("rows must rise"),
+            std::string::npos);
+  bad.tile_cost = {{100, 0.0}};
+  EXPECT_NE(error_of([&] { (void)count_batch_work(cu, {}, Balancer::contiguous, bad); }).find("positive"),
+            std::string::npos);
 }
 
 TEST(DocWork, ErrorsNameTheRule) {

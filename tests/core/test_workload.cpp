@@ -2,6 +2,8 @@
 // that is the same everywhere, packing that keeps every token, and the summary's work ratio against
 // a count over the explicit document mask.
 #include <gtest/gtest.h>
+
+#include <numeric>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,9 +129,10 @@ TEST(Workload, GeneratorMatchesTheReferenceStream) {
 }
 
 // Every sequence is exactly n tokens of pieces; a piece is whole exactly when it is its document;
-// cuts only at sequence ends; per document, the pieces never exceed it. Returns the documents
+// cuts only at sequence ends (balanced moves the document crossing a group's end anywhere in its
+// group: `cuts_at_ends` false); per document, the pieces never exceed it. Returns the documents
 // drawn but not wholly placed (still pending when sampling stopped), in id order.
-std::vector<std::int64_t> expect_keeps_every_token(const SampledWorkload& s, std::int64_t n) {
+std::vector<std::int64_t> expect_keeps_every_token(const SampledWorkload& s, std::int64_t n, bool cuts_at_ends = true) {
   std::map<std::int64_t, std::int64_t> placed;
   for (const PackedBatch& b : s.batches) {
     EXPECT_EQ(b.cu_seqlens.size(), b.pieces() + 1);
@@ -144,7 +147,7 @@ std::vector<std::int64_t> expect_keeps_every_token(const SampledWorkload& s, std
       placed[b.doc[i]] += len;
       // A document is cut only at a sequence's end: a piece with more of its document to come is
       // the last of its sequence (the rest may go anywhere later).
-      if (placed[b.doc[i]] < drawn) {
+      if (cuts_at_ends && placed[b.doc[i]] < drawn) {
         EXPECT_EQ(i + 1, b.pieces()) << "piece " << i;
       }
     }
@@ -239,6 +242,61 @@ TEST(Workload, BestFitNeverSplitsWhereADocumentFits) {
   const SampledWorkload s = sample_workload(make_workload("fixed:250", "best-fit:3", 5, 6), 1000);
   for (const PackedBatch& b : s.batches)
     for (std::uint8_t whole : b.whole) EXPECT_TRUE(whole);
+}
+
+// balanced:W repacks the documents of W fill sequences onto W sequences: the same tokens of the
+// same documents as fill's W sequences for the same seed, every sequence full, and the causal work
+// spread more evenly than arrival order leaves it.
+TEST(Workload, BalancedRepacksEachGroupOfFillSequences) {
+  const std::uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  const std::int64_t n = 4096;
+  for (const int window : {1, 2, 4, 8}) {
+    SCOPED_TRACE("balanced:" + std::to_string(window));
+    const Workload fill = make_workload("powerlaw:1.7:16:8192", "fill", seed, 64);
+    const Workload bal = make_workload("powerlaw:1.7:16:8192", "balanced:" + std::to_string(window), seed, 64);
+    ASSERT_EQ(bal.packing, Packing::balanced);
+    ASSERT_EQ(bal.balance_window, window);
+    const SampledWorkload f = sample_workload(fill, n), b = sample_workload(bal, n);
+    EXPECT_TRUE(same_batches(b, sample_workload(bal, n)));
+    expect_keeps_every_token(b, n, false);
+    double imb_fill = 0, imb_bal = 0;
+    for (int g = 0; g < 64 / window; ++g) {
+      std::map<std::int64_t, std::int64_t> want, got;
+      std::vector<double> wf, wb;
+      for (int i = g * window; i < (g + 1) * window; ++i) {
+        const PackedBatch &x = f.batches[std::size_t(i)], &y = b.batches[std::size_t(i)];
+        ASSERT_EQ(y.cu_seqlens.back(), n);
+        double a = 0, c = 0;
+        for (std::size_t k = 0; k < x.pieces(); ++k) {
+          want[x.doc[k]] += x.cu_seqlens[k + 1] - x.cu_seqlens[k];
+          a += double(causal_pairs(x.cu_seqlens[k + 1] - x.cu_seqlens[k]));
+        }
+        for (std::size_t k = 0; k < y.pieces(); ++k) {
+          got[y.doc[k]] += y.cu_seqlens[k + 1] - y.cu_seqlens[k];
+          c += double(causal_pairs(y.cu_seqlens[k + 1] - y.cu_seqlens[k]));
+        }
+        wf.push_back(a);
+        wb.push_back(c);
+      }
+      EXPECT_EQ(got, want) << "group " << g;
+      auto max_over_mean = [](const std::vector<double>& v) {
+        return *std::max_element(v.begin(), v.end()) / (std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()));
+      };
+      imb_fill += max_over_mean(wf);
+      imb_bal += max_over_mean(wb);
+    }
+    if (window == 1) {
+      EXPECT_DOUBLE_EQ(imb_bal, imb_fill) << "one sequence: nothing to balance";
+    } else {
+      EXPECT_LT(imb_bal, imb_fill);
+    }
+  }
+  // Lengths that tile the sequence: nothing is split.
+  const SampledWorkload t = sample_workload(make_workload("fixed:250", "balanced:3", seed, 6), 1000);
+  for (const PackedBatch& b : t.batches)
+    for (std::uint8_t whole : b.whole) EXPECT_TRUE(whole);
+  EXPECT_ERROR_HAS(parse_packing("balanced:0", nullptr), "packing: balanced WINDOW");
+  EXPECT_ERROR_HAS(parse_packing("balanced", nullptr), "unknown policy 'balanced'");
 }
 
 TEST(Workload, DistributionsDrawWhatTheySay) {

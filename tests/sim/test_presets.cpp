@@ -15,7 +15,8 @@ using nlohmann::json;
 
 // Every number in a preset must sit in {"value": x, "source": "..."} with a non-empty source, or
 // in an entry that names its own source (a framework profile's tensor: its widths and bytes are
-// the one thing its source describes).
+// the one thing its source describes; a GPU's varlen_attention: its lengths and rates are one
+// measurement).
 void expect_sourced(const json& j, const std::string& where) {
   if (j.is_object()) {
     if (j.contains("value")) {
@@ -23,7 +24,7 @@ void expect_sourced(const json& j, const std::string& where) {
           << where << ": a figure without a source";
       return;
     }
-    if (j.contains("name") && j.contains("source") && j["source"].is_string()) {
+    if ((j.contains("name") || j.contains("lengths")) && j.contains("source") && j["source"].is_string()) {
       EXPECT_FALSE(j["source"].get<std::string>().empty()) << where << ": an entry with an empty source";
       return;
     }

@@ -200,6 +200,71 @@ TEST(Published, MalformedRunsNameTheRunAndTheField) {
   EXPECT_NE(error_of(j).find("run id 'x' appears twice"), std::string::npos) << error_of(j);
 }
 
+// WLB-LLM's CP sharding speed-ups (document_layer_speedup): one document a sequence leaves the two
+// shardings the same layout, so the speed-up is exactly 1; a mix of lengths on the per-sequence
+// sharding loads one rank most, so per-document sharding is faster; the workload's fields go with
+// the measure alone and are checked when read.
+TEST(Published, DocumentLayerSpeedupComparesTheTwoShardingsOfOneLayer) {
+  std::vector<PublishedRun> runs;
+  for (const PublishedRun& r : builtin_published_runs())
+    if (r.measure == PublishedMeasure::document_layer_speedup) runs.push_back(r);
+  ASSERT_EQ(runs.size(), 2u);
+  for (PublishedRun r : runs) {  // a copy: each is changed below
+    EXPECT_EQ(r.balancer, Balancer::per_document);
+    EXPECT_EQ(r.baseline_balancer, Balancer::zigzag);
+    const PublishedComparison c = compare_published(r);
+    ASSERT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_GT(c.predicted, 1.05) << r.id;
+    r.documents = "fixed:" + std::to_string(r.plan.seq_len);
+    r.doc_seed = ::testing::UnitTest::GetInstance()->random_seed();
+    EXPECT_EQ(compare_published(r).predicted, 1.0) << r.id << ": one document a sequence";
+    r.baseline_balancer = Balancer::per_document;
+    r.documents = "uniform:100:9000";
+    EXPECT_EQ(compare_published(r).predicted, 1.0) << r.id << ": a balancer against itself";
+  }
+  nlohmann::json j = one_run();
+  j["runs"][0]["documents"] = {{"spec", "fixed:1K"}};
+  EXPECT_NE(error_of(j).find("field 'documents' goes with measures document_layer_speedup and packing_imbalance"),
+            std::string::npos)
+      << error_of(j);
+  j["runs"][0]["measure"] = "document_layer_speedup";
+  j["runs"][0]["balancer"] = "per-document";
+  j["runs"][0]["baseline_balancer"] = "diagonal";
+  EXPECT_NE(error_of(j).find("baseline_balancer"), std::string::npos) << error_of(j);
+  j["runs"][0]["baseline_balancer"] = "zigzag";
+  j["runs"][0]["documents"] = {{"spec", "lognormal:x:1"}};
+  EXPECT_NE(error_of(j).find("run 'x': documents: "), std::string::npos) << error_of(j);
+}
+
+// WLB-LLM's packing imbalance degree (packing_imbalance): equal micro-batches give exactly 1;
+// balanced packing over more global batches never leaves it higher on the built-in runs (the
+// trend of the paper's Table 2); micro_batches is checked when read.
+TEST(Published, PackingImbalanceIsTheLargestMicroBatchOverTheMean) {
+  std::vector<PublishedRun> runs;
+  for (const PublishedRun& r : builtin_published_runs())
+    if (r.measure == PublishedMeasure::packing_imbalance) runs.push_back(r);
+  ASSERT_EQ(runs.size(), 5u);
+  std::vector<double> got;
+  for (const PublishedRun& r : runs) {
+    const PublishedComparison c = compare_published(r);
+    ASSERT_TRUE(c.errors.empty()) << c.errors.front();
+    EXPECT_GT(c.predicted, 1.0) << r.id;
+    got.push_back(c.predicted);
+  }
+  for (std::size_t i = 2; i < got.size(); ++i) EXPECT_LT(got[i], got[i - 1]) << runs[i].id;
+  PublishedRun same = runs.front();
+  same.documents = "fixed:" + std::to_string(same.plan.seq_len / 8);
+  same.doc_seed = ::testing::UnitTest::GetInstance()->random_seed();
+  EXPECT_DOUBLE_EQ(compare_published(same).predicted, 1.0) << "every micro-batch alike";
+  nlohmann::json j = one_run();
+  j["runs"][0]["measure"] = "packing_imbalance";
+  j["runs"][0]["documents"] = {{"spec", "fixed:1K"}, {"batches", 8}};
+  j["runs"][0]["micro_batches"] = 3;
+  EXPECT_NE(error_of(j).find("field 'micro_batches' must be a whole number from 2 that divides documents.batches (8)"),
+            std::string::npos)
+      << error_of(j);
+}
+
 // The share divides one GPU's rate: ring-flash-attention's 'theoretic flash_attn' column.
 TEST(Published, ShareDividesTheAttentionRate) {
   PublishedRun run = published_runs_from_json(one_run(), "runs.json").front();

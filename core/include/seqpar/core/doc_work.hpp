@@ -32,6 +32,11 @@
 // ring_flash_attn/ring_flash_attn_varlen.py); its zigzag varlen form computes half a block at every
 // step. Whether Transformer Engine's THD context parallelism skips a step the documents empty is
 // unknown here (not checked against its source). So the default launches every step (false).
+//
+// Tile cost. A varlen kernel runs a tile of a short document slower than a tile of a long one
+// (per-document setup, fewer tiles sharing each K,V load). `tile_cost` gives, for a document
+// piece of `rows` query rows in the call, the time of one of its tiles relative to a tile of a
+// long one; each step's `cost` is its tiles weighted so. Empty: every tile costs 1 (cost = tiles).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -48,15 +53,28 @@ struct SpShape {
   bool kv_all_gather = false;  // the R ranks gather K,V in one all-gather (U must be 1)
 };
 
+// One point of a tile-cost curve: a tile of a document piece of `rows` query rows in the call costs
+// `cost` tiles of a long document.
+struct TileCost {
+  std::int64_t rows = 0;
+  double cost = 1;
+};
+
+// The curve at `rows`: linear in log(rows) between the points (rows rising), the first point's cost
+// below it, the last's above it; 1 for an empty curve.
+double tile_cost_at(std::span<const TileCost> curve, std::int64_t rows);
+
 struct WorkOptions {
   int q_rows = 128, k_rows = 128;         // the kernel's tile (Bq x Bk)
   bool skip_masked_steps = false;         // see the header comment
   std::int64_t kv_bytes_per_token = 1;    // K and V of one token on this rank's heads (1: tokens)
+  std::vector<TileCost> tile_cost;        // see the header comment; empty: 1 per tile
 };
 
 // One ring rank at one step.
 struct StepWork {
   std::int64_t pairs = 0, tiles = 0;
+  double cost = 0;            // tiles weighted by WorkOptions::tile_cost (= tiles without one)
   std::int64_t kv_bytes = 0;  // received for this step: the visiting block (0 at step 0), or the gather
   bool launched = false;      // a kernel call runs (pairs > 0, or masked steps are not skipped)
 };
@@ -94,6 +112,7 @@ struct WorkloadWork {
   std::vector<double> rank_pairs, rank_tiles;          // per ring rank
   std::vector<double> step_max_pairs, step_max_tiles;  // per step: the slowest rank's at that step
   std::vector<double> step_max_kv_bytes;               // per step: the largest block received
+  std::vector<double> step_max_cost;                   // per step: the most weighted tiles of any rank
   double slowest_pairs = 0, slowest_tiles = 0;          // the slowest rank's totals
   double sum_step_max_tiles = 0;                        // sum over steps of the per-step maxima
   double imbalance_pairs_mean = 1, imbalance_pairs_p95 = 1;

@@ -16,8 +16,9 @@
 //                            length uniformly over its integers min_tokens..max_tokens
 //   lengths:FILE | FILE      one document length a line ('#' comments and blank lines skipped);
 //                            lengths are drawn from the list uniformly with replacement
-// Sizes take K/M suffixes (binary, as --seq-len). --packing fill | best-fit[:WINDOW] (default fill,
-// window 256 documents), --doc-seed S (default 1), --doc-batches B (default 16).
+// Sizes take K/M suffixes (binary, as --seq-len). --packing fill | best-fit[:WINDOW] | balanced:W
+// (default fill, best-fit's window 256 documents), --doc-seed S (default 1), --doc-batches B
+// (default 16).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -46,7 +47,7 @@ struct LengthDistribution {
   std::string spec;                      // the text as given, for outputs
 };
 
-enum class Packing { fill, best_fit };
+enum class Packing { fill, best_fit, balanced };
 
 inline constexpr int kDefaultBestFitWindow = 256;
 inline constexpr int kMaxDocBatches = 1 << 16;
@@ -58,6 +59,7 @@ struct Workload {
   LengthDistribution documents;
   Packing packing = Packing::fill;
   int best_fit_window = kDefaultBestFitWindow;  // documents considered at once by best-fit
+  int balance_window = 1;                       // sequences repacked together by balanced
   std::uint64_t seed = 1;
   int batches = 16;
 };
@@ -68,8 +70,9 @@ LengthDistribution parse_documents(std::string_view spec);
 // The file contents alone (`source` names the file in errors): for tests and callers with the text.
 LengthDistribution parse_histogram_csv(std::string_view text, std::string_view source);
 LengthDistribution parse_length_list(std::string_view text, std::string_view source);
-// "fill", "best-fit" or "best-fit:W"; sets *window for best-fit.
-Packing parse_packing(std::string_view text, int* window);
+// "fill", "best-fit", "best-fit:W" or "balanced:W"; sets *window for best-fit, *balance_window for
+// balanced.
+Packing parse_packing(std::string_view text, int* window, int* balance_window = nullptr);
 // The four options together, each checked (batches 1..kMaxDocBatches).
 Workload make_workload(std::string_view documents, std::string_view packing = "fill", std::uint64_t seed = 1,
                        int batches = 16);
@@ -98,7 +101,12 @@ struct SampledWorkload {
 // one fits the space left, the longest that fits (ties: earliest); when none fits, the earliest
 // pending document is split to fill the sequence and its rest stays pending. So a document is split
 // only where it does not fit the space left: at a sequence's end, or because it is longer than a
-// sequence. Every token is kept (no padding).
+// sequence. balanced:W (fixed-length greedy packing, WLB-LLM's 'Fixed-Len Greedy' baseline, arXiv
+// 2503.17924 Sec. 3.2 and 7.4): the pieces of W fill sequences (documents as fill cut them at
+// sequence ends) are repacked onto those W sequences to balance their attention work: longest
+// first, each onto the sequence with the least causal pairs so far that has room for it (ties: the
+// lowest); one that fits none (bin packing's leftovers) fills the sequence with the most room and
+// its rest goes back in line by length. Every token is kept (no padding).
 SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len);
 
 // The next document length of the distribution (tests, and callers drawing their own streams).

@@ -3,7 +3,11 @@
 // causal sequence filling the same length in the method's own layout, counted at the kernel's tile
 // granularity (core/doc_work.hpp). attention_layer_cost scales its per-step kernel times by these
 // factors, so with every document as long as the sequence they are exactly 1 and the step is
-// today's; the communication is left as it is (the ring relays every block, the all-gather gathers
+// today's. A tile of a short document costs more than one of a long document where the GPU's
+// preset has a measurement for its attention kernel (hardware.hpp: VarlenAttention; see
+// varlen_tile_cost); the factors then count tiles so weighted, the workload's and the reference's
+// alike, so the reference call's own length (which attention_half_tokens' curve already charges)
+// is never charged twice: only a piece shorter than the call it runs in costs more; the communication is left as it is (the ring relays every block, the all-gather gathers
 // the whole sequence, the all-to-alls move every token whatever the mask).
 #pragma once
 #include <string>
@@ -13,6 +17,7 @@
 #include "seqpar/core/doc_work.hpp"
 #include "seqpar/core/plan.hpp"
 #include "seqpar/core/workload.hpp"
+#include "seqpar/sim/hardware.hpp"
 
 namespace seqpar::sim {
 
@@ -42,11 +47,23 @@ struct DocumentCosts {
   // or whole documents moved between ranks give a rank more. Every block it sends, gathers or
   // exchanges in an all-to-all grows with it.
   double token_factor = 1;
+  // The short-document figure's share of step_factor: the slowest ranks' weighted tiles over their
+  // tiles, the workload's over the reference's (1 without a measurement, or with long documents).
+  double short_document_factor = 1;
+  bool varlen_measured = false;  // the GPU's kernel has a measured varlen figure
+  std::string varlen_source;     // its source, or what is assumed without one
 };
+
+// The relative cost of one kernel tile of a document piece of `rows` query rows, from the measured
+// rates: a tile's time is the useful FLOPs per tile (the whole tiles core/doc_work.hpp charges at
+// the measurement's mask) over the rate, relative to the longest measured length's. Empty without
+// a measurement. Lengths beyond the measured range take the nearest end's cost (tile_cost_at).
+std::vector<TileCost> varlen_tile_cost(const VarlenAttention& v);
 
 // Counts the workload (sampled at p.seq_len) for p's Ulysses and ring degrees under `b`. Throws
 // seqpar::Error where the balancer cannot lay the sequence out (place_documents' rules) or the
 // workload was sampled for another length.
-DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b);
+// The tiles are weighted by the GPU's varlen figure (varlen_tile_cost of gpu.varlen).
+DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b, const Gpu& gpu);
 
 }  // namespace seqpar::sim

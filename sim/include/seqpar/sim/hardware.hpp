@@ -1,6 +1,7 @@
 // Hardware as the cost models see it: one GPU type, and one system (node type) built of it.
 // Rates are achievable figures (peak x efficiency) where the preset gives an efficiency.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,20 @@ struct AttentionCurve {
   int head_dim = 0;                 // 0: the measurements did not say
   std::optional<bool> causal;       // empty: the measurements did not say
   EfficiencyCurve curve;
+};
+
+// How the attention kernel's rate falls with the length of the documents a varlen call holds
+// (preset field "varlen_attention", of the GPU's default kernel or of one of its attention_kernels):
+// the rate measured at each document length, all at one total of tokens per call, so that the
+// call's own size (attention_half_tokens' curve) is the same at every point and only the documents'
+// length changes. document_cost.hpp turns it into a relative cost per kernel tile. No lengths: no
+// measurement, and `source` says what is assumed instead.
+struct VarlenAttention {
+  std::vector<std::int64_t> lengths;  // document length of each measurement, rising
+  std::vector<double> flops_per_s;    // the rate measured at each length (its FLOPs as `causal` says)
+  bool causal = false;                // the measurement's mask (a causal one counts half the FLOPs)
+  std::string source;
+  bool measured() const { return !lengths.empty(); }
 };
 
 struct Gpu {
@@ -72,6 +87,7 @@ struct Gpu {
   // efficiencies hold at this head dimension and scale with head_dim / it. 0: a fused (flash)
   // kernel, whose efficiencies hold at any head dimension.
   double attention_score_bound_head_dim = 0;
+  VarlenAttention varlen;  // the attention kernel's rate against document length
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "seqpar/core/doc_layout.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/plan.hpp"
 
@@ -25,6 +26,16 @@ enum class PublishedMeasure {
   // the run's baseline: same model, system, GPUs and tokens per optimizer step, so the ratio is
   // the baseline's step time over the run's whatever FLOP formula the source used.
   throughput_ratio,
+  // Under a packed-document workload (`documents`): one transformer layer's forward + backward
+  // (GEMMs, elementwise work, attention with its communication) under `baseline_balancer` over the
+  // same under `balancer`: the speed-up of the run's context-parallel sharding.
+  document_layer_speedup,
+  // WLB-LLM's packing imbalance degree (arXiv:2503.17924, Sec. 7.4): the forward latency of the
+  // largest micro-batch x the micro-batches per global batch over all of their forward latency, a
+  // micro-batch being one packed sequence of the workload (`documents`, whose packing policy is the
+  // one compared) and its latency one layer's forward under the plan's own layout; the mean over
+  // the sampled global batches (`micro_batches` consecutive sequences each).
+  packing_imbalance,
 };
 std::string_view to_string(PublishedMeasure m);
 
@@ -51,6 +62,14 @@ struct PublishedRun {
   int share = 1;
   double published = 0;
   std::optional<PublishedBaseline> baseline;  // throughput_ratio only (required there)
+  // document_layer_speedup and packing_imbalance: the workload (core/workload.hpp's make_workload
+  // arguments); document_layer_speedup: the two load balancers compared; packing_imbalance: the
+  // micro-batches of one global batch.
+  std::string documents, packing = "fill";
+  std::uint64_t doc_seed = 1;
+  int doc_batches = 16;
+  Balancer balancer = Balancer::zigzag, baseline_balancer = Balancer::zigzag;
+  int micro_batches = 0;
   bool expect_in_band = true;  // status "in_band"; false for "open_finding"
   std::string finding;         // why an open finding misses (required for one)
 };
