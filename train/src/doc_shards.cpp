@@ -15,6 +15,16 @@ std::int64_t doc_group_len(const DocLayout& placed, int ulysses) {
   return (most + ulysses - 1) / ulysses * ulysses;
 }
 
+std::vector<HeldToken> group_tokens(const DocShards& s, int g) {
+  std::vector<HeldToken> out;
+  out.reserve(static_cast<std::size_t>(s.group_len));
+  for (const Segment& sg : s.groups[static_cast<std::size_t>(g)])
+    for (int i = 0; i < sg.len; ++i)
+      out.push_back(sg.doc < 0 ? HeldToken{-1, -1, 0, sg.pos + i}
+                               : HeldToken{s.source(sg) + i, sg.doc, sg.doc_pos + i, sg.pos + i});
+  return out;
+}
+
 DocShards shard_documents(std::span<const std::int64_t> cu_seqlens, int ulysses, int ring, Balancer b,
                           std::int64_t group_len) {
   return shard_documents(place_documents(cu_seqlens, ulysses, ring, b), cu_seqlens, ulysses, group_len);

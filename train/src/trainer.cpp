@@ -172,15 +172,7 @@ void Trainer::load_documents() {
     const DocShards& sh = shards(which);
     step_cu_.push_back(sh.cu_seqlens);
     seqs.push_back(sh.groups);
-    // The ring group's buffer, token by token: (segment, index in it).
-    struct Tok {
-      const Segment* seg;
-      int i;
-    };
-    std::vector<Tok> group;
-    group.reserve(static_cast<std::size_t>(sh.group_len));
-    for (const Segment& sg : sh.groups[static_cast<std::size_t>(ring_index_)])
-      for (int i = 0; i < sg.len; ++i) group.push_back({&sg, i});
+    std::vector<HeldToken> group = group_tokens(sh, ring_index_);
     if (sp_index_ == 0 && setup_.ring > 1) {
       if (setup_.fault == Fault::zigzag_permutation_wrong && balancer_ == Balancer::zigzag)  // its two chunks swapped
         std::rotate(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(group.size() / 2), group.end());
@@ -205,16 +197,15 @@ void Trainer::load_documents() {
     }
     const bool packed_positions = setup_.fault == Fault::positions_not_restarted && sp_index_ == 1;
     for (std::size_t i = 0; i < nl; ++i) {
-      const Tok& t = group[u * nl + i];
+      const HeldToken& t = group[u * nl + i];
       const std::size_t k = static_cast<std::size_t>(b) * nl + i;
       positions_[k] = 0;
-      if (t.seg->doc < 0) continue;  // padding: token 0, no label, position 0
-      const std::int64_t j = t.seg->doc_pos + t.i, p = sh.source(*t.seg) + t.i;
-      src[k] = p;
-      tokens[k] = seq[static_cast<std::size_t>(p)];
-      positions_[k] = static_cast<int>(packed_positions ? t.seg->pos + t.i : j);
+      if (t.doc < 0) continue;  // padding: token 0, no label, position 0
+      src[k] = t.src;
+      tokens[k] = seq[static_cast<std::size_t>(t.src)];
+      positions_[k] = static_cast<int>(packed_positions ? t.pos : t.doc_pos);
       // The label is the next token of the same document; a document's last token has none.
-      if (j + 1 < sh.doc_len(t.seg->doc)) labels_[k] = seq[static_cast<std::size_t>(p) + 1];
+      if (t.doc_pos + 1 < sh.doc_len(t.doc)) labels_[k] = seq[static_cast<std::size_t>(t.src) + 1];
     }
   }
   if (setup_.fault == Fault::label_off_by_one && sp_index_ == 0 && dp_index_ == 0 &&

@@ -41,6 +41,14 @@ struct DocShards {
   }
 };
 
+// One token of a ring group's buffer: its sequence position (src, -1 for padding), document (-1:
+// padding), document position (the RoPE position; 0 for padding) and packed position.
+struct HeldToken {
+  std::int64_t src = -1, doc = -1, doc_pos = 0, pos = 0;
+};
+// Ring group g's tokens in buffer order (Ulysses rank u holds [u L, (u+1) L) of them, L = group_len / U).
+std::vector<HeldToken> group_tokens(const DocShards& s, int g);
+
 // The tokens a ring group must hold for this sequence: the most any ring rank holds (padding
 // included), rounded up to a multiple of U.
 std::int64_t doc_group_len(const DocLayout& placed, int ulysses);
