@@ -7,6 +7,8 @@
 // SeqLayout::kv_all_gather) gathers the whole sequence's K,V over the ring group instead, runs one
 // attention call per local query chunk over its key prefix (nothing to merge), and in the backward
 // gathers K,V again and reduce-scatters the whole sequence's dK,dV (fp32) to their owners.
+// Under packed documents (set_sequences; doc_shards.hpp) every (query segment, key block) call is
+// cut per document, causal through the document positions, as a varlen kernel sees cu_seqlens.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -41,9 +41,9 @@ struct TrainSetup {
   seqpar::MemoryOptions mem = train_memory_default();
   int tile_tokens = 0;  // rows per TiledMLP / tiled-loss tile; 0: ALST's (alst_tile_tokens)
   Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
-  // Packed documents under a document mask (workload.hpp): sequence id (see load order below)
-  // takes the boundaries of sampled sequence id mod documents->batches. nullopt: one document a
-  // sequence.
+  // Packed documents under a document mask (workload.hpp): sequence id (step x dp x micro_batch +
+  // dp_index x micro_batch + b, the numbering the unsharded reference shares) takes the boundaries
+  // of sampled sequence id mod documents->batches. nullopt: one document a sequence.
   std::optional<seqpar::Workload> documents;
   // Where the ring groups hold the tokens (doc_layout.hpp; doc_shards.hpp for the padding).
   // nullopt: the layout's own, zigzag when `zigzag` else contiguous (sim::native_balancer).
