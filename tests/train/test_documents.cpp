@@ -185,5 +185,25 @@ TEST(DocumentStep, RefusesWhatTheLayoutsRefuse) {
   for (const std::string& e : errors) EXPECT_NE(e.find("divisible"), std::string::npos) << e;
 }
 
+// One-token documents leave no label: a step of them alone has no loss and is refused up front;
+// with one longer document in the step it runs.
+TEST(DocumentStep, RefusesAStepWithoutALabel) {
+  seqpar::Plan p;
+  p.method = seqpar::Method::ring;
+  p.sp = p.gpus = p.ring_degree = 1;
+  p.seq_len = 8;
+  p.micro_batch = 1;
+  p.mem = train_memory_default();
+  auto be = make_cpu_backend();
+  try {
+    Trainer t(*be, nullptr, doc_setup(p, "fixed:1", Balancer::contiguous, 1));
+    ADD_FAILURE() << "one-token documents were not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none of its tokens has a label"), std::string::npos) << e.what();
+  }
+  Trainer ok(*be, nullptr, doc_setup(p, "fixed:2", Balancer::contiguous, 1));
+  EXPECT_EQ(ok.compute_gradients().real_tokens, 4);
+}
+
 }  // namespace
 }  // namespace seqpar::train

@@ -113,6 +113,24 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
       group_len_ = std::max(group_len_, doc_group_len(placed_.back(), setup.ulysses));
     }
     shards_.resize(sampled_cu_.size());
+    // A sequence whose documents are all one token long has no label (a label is the next token of
+    // the same document). A step made of such sequences alone has no loss: refused before it runs.
+    // Sequence ids repeat with period = the sampled count, so those steps are the first ones.
+    const std::int64_t per_step = static_cast<std::int64_t>(setup.micro_batch) *
+                                  (world_ ? world_->size() / (setup.ulysses * setup.ring) : 1);
+    const auto batches = static_cast<std::int64_t>(sampled_cu_.size());
+    for (std::int64_t st = 0; st < batches; ++st) {
+      bool labelled = false;
+      for (std::int64_t j = 0; j < per_step && !labelled; ++j) {
+        const auto& cu = sampled_cu_[static_cast<std::size_t>((st * per_step + j) % batches)];
+        for (std::size_t i = 0; i + 1 < cu.size() && !labelled; ++i) labelled = cu[i + 1] - cu[i] > 1;
+      }
+      if (!labelled)
+        throw Error(fmt::format("--documents: step {} (and every {}th after it) packs only one-token documents into "
+                                "its {} sequences of {} tokens, so none of its tokens has a label (the next token of "
+                                "its own document) and the step has no loss; use longer sequences or documents",
+                                st + 1, batches, per_step, setup.seq_len));
+    }
     step_len = checked_mul(group_len_, static_cast<std::int64_t>(setup.ring), "the step's tokens a sequence");
   }
   const SeqLayout layout(step_len, setup.ulysses, setup.ring, docs_ ? balancer_ == Balancer::zigzag : setup.zigzag,
