@@ -366,7 +366,8 @@ def sweep(args):
     for plan, shape, n, why in refusals[: 8 if not args.verbose else None]:
         print(f"#   {plan_label(plan)} {shape} seq {n}: {why}")
     if total["refused_here"]:
-        print(f"# refused by the {args.backend} back end or the workload after the plan's rules accepted them: "
+        by = f"the {args.backend} back end" + (" or the workload" if args.documents else "")
+        print(f"# refused by {by} after the plan's rules accepted them: "
               f"{len(total['refused_here'])} runs")
         for r in total["refused_here"]:
             print(f"#   {r}")
