@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -17,6 +19,11 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/core/usage_exit.hpp"
+#include "seqpar/core/doc_layout.hpp"
+#include "seqpar/core/doc_work.hpp"
+#include "seqpar/core/workload.hpp"
+#include "seqpar/sim/document_cost.hpp"
+#include "seqpar/train/doc_shards.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/model.hpp"
 #include "seqpar/train/sp_attention.hpp"
@@ -30,7 +37,37 @@ struct Options {
   st::RunOptions run;
   std::string methods = seqpar::method_names(",");
   int reps = 5, warmup = 1;
+  // Packed documents (as seqpar-train): sequence b of the micro-batch takes sampled sequence b mod
+  // --doc-batches; --balancer: the method's own layout when empty.
+  std::string documents, packing = "fill", balancer;
+  std::uint64_t doc_seed = 1;
+  int doc_batches = 16;
 };
+
+// The micro-batch's documents on a plan: the sampled boundaries, the balancer and each sequence's
+// placement, every ring group holding the most any of them needs (doc_shards.hpp).
+struct PlanDocuments {
+  seqpar::Balancer balancer = seqpar::Balancer::contiguous;
+  std::vector<std::vector<std::int64_t>> cu_seqlens;
+  std::vector<st::DocShards> shards;
+  std::int64_t group_len = 0;
+};
+
+PlanDocuments plan_documents(const Options& o, const seqpar::Plan& plan) {
+  PlanDocuments d;
+  d.balancer = o.balancer.empty() ? seqpar::sim::native_balancer(plan) : seqpar::parse_balancer(o.balancer, "--balancer");
+  const seqpar::SampledWorkload w =
+      seqpar::sample_workload(seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches), plan.seq_len);
+  std::vector<seqpar::DocLayout> placed;
+  for (int b = 0; b < plan.micro_batch; ++b) {
+    d.cu_seqlens.push_back(w.batches[static_cast<std::size_t>(b) % w.batches.size()].cu_seqlens);
+    placed.push_back(seqpar::place_documents(d.cu_seqlens.back(), plan.ulysses_degree, plan.ring_degree, d.balancer));
+    d.group_len = std::max(d.group_len, st::doc_group_len(placed.back(), plan.ulysses_degree));
+  }
+  for (std::size_t b = 0; b < placed.size(); ++b)
+    d.shards.push_back(st::shard_documents(placed[b], d.cu_seqlens[b], plan.ulysses_degree, d.group_len));
+  return d;
+}
 
 // Hybrid without given degrees: U = the largest divisor of P not above sqrt(P) (a square-ish split).
 st::RunOptions for_method(const Options& o, const std::string& method) {
@@ -92,15 +129,32 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
     st::join_compute_stream(be, groups);
     if (be.on_gpu()) world.set_stream(be.compute_stream());
     const int w = world.rank();
-    const st::SeqLayout layout(plan.seq_len, plan.ulysses_degree, plan.ring_degree, plan.zigzag(),
+    std::optional<PlanDocuments> docs;
+    if (!o.documents.empty()) docs = plan_documents(o, plan);  // the same on every rank
+    const int ring_index = groups.layout.ring_index(w), sp_index = groups.layout.sp_index(w);
+    const st::SeqLayout layout(docs ? docs->group_len * plan.ring_degree : plan.seq_len, plan.ulysses_degree,
+                               plan.ring_degree, docs ? docs->balancer == seqpar::Balancer::zigzag : plan.zigzag(),
                                st::kv_exchange(plan.method));
     st::ModelConfig one = cfg;
     one.layers = 1;
-    st::Model model(be, one, plan.micro_batch, layout, groups.layout.ring_index(w),
+    st::Model model(be, one, plan.micro_batch, layout, ring_index,
                     groups.ulysses.get(), groups.ring.get(), /*blocks_only=*/true);
     model.init(o.run.seed);
-    std::vector<int> pos = layout.positions(groups.layout.sp_index(w)), pos_b;
-    for (int b = 0; b < plan.micro_batch; ++b) pos_b.insert(pos_b.end(), pos.begin(), pos.end());
+    std::vector<int> pos_b;
+    if (docs) {  // RoPE positions restart at every document (padding: 0); one call per document
+      std::vector<std::vector<std::vector<st::Segment>>> seqs;
+      const std::size_t nl = static_cast<std::size_t>(layout.local_len());
+      const std::size_t u = static_cast<std::size_t>(sp_index % plan.ulysses_degree);
+      for (const st::DocShards& sh : docs->shards) {
+        seqs.push_back(sh.groups);
+        const std::vector<st::HeldToken> group = st::group_tokens(sh, ring_index);
+        for (std::size_t i = 0; i < nl; ++i) pos_b.push_back(static_cast<int>(group[u * nl + i].doc_pos));
+      }
+      model.attention().set_sequences(std::move(seqs));
+    } else {
+      const std::vector<int> pos = layout.positions(sp_index);
+      for (int b = 0; b < plan.micro_batch; ++b) pos_b.insert(pos_b.end(), pos.begin(), pos.end());
+    }
     st::Ints positions(be, static_cast<std::int64_t>(pos_b.size()), st::MemCategory::working);
     be.copy_from_host(positions.data(), pos_b.data(), positions.bytes());
     const std::int64_t tc = static_cast<std::int64_t>(model.tokens_per_rank()) * cfg.hidden;
@@ -121,6 +175,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
         world.barrier();
         const auto t0 = std::chrono::steady_clock::now();
         st::LayerActs acts;
+        model.attention().reset_work();
         st::Tensor y = model.block_forward(0, std::move(x), acts, positions.data(), attention_only);
         y.reset();
         model.block_backward(0, acts, dx.ref(), positions.data(), attention_only);
@@ -141,13 +196,37 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                     seqpar::describe_structure(plan).c_str(), static_cast<long long>(plan.seq_len),
                     s.median * 1e3, tflops, tokens,
                     static_cast<double>(be.memory().peak_bytes()) / (1 << 20));
-      results.push_back({{"name", name}, {"benchmark", bench}, {"plan", seqpar::to_json(plan)},
+      nlohmann::json record = {{"name", name}, {"benchmark", bench}, {"plan", seqpar::to_json(plan)},
                          {"attention_engine", be.attention_engine()},
                          {"time_s", s.median}, {"samples_s", samples}, {"stats", seqpar::to_json(s, "_s")},
                          {"tflops_per_gpu", tflops}, {"tokens_per_s_per_gpu", tokens},
                          {"flops", flops}, {"peak_memory_bytes", be.memory().peak_bytes()},
                          {"memory", be.memory().parts_at_peak_json()},
-                         {"kv_replication", model.attention().kv_replication()}});
+                         {"kv_replication", model.attention().kv_replication()}};
+      if (docs) {
+        // flops above are the dense causal step's; the attention each rank computed under the mask
+        // (its last repetition) is here, beside core's count of it (doc_work.hpp).
+        const std::vector<double> pairs =
+            st::gather_over(world, be, static_cast<double>(model.attention().work().pairs));
+        const std::vector<double> calls =
+            st::gather_over(world, be, static_cast<double>(model.attention().work().calls));
+        const seqpar::SpShape shape{plan.ulysses_degree, plan.ring_degree,
+                                    seqpar::kv_allgather(plan.method) && plan.ring_degree > 1};
+        std::int64_t counted = 0;
+        for (const auto& cu : docs->cu_seqlens)
+          counted += seqpar::count_batch_work(cu, shape, docs->balancer).ranks[static_cast<std::size_t>(ring_index)].pairs;
+        const std::vector<double> counted_all =
+            st::gather_over(world, be, static_cast<double>(counted * (cfg.heads / plan.ulysses_degree)));
+        nlohmann::json per_rank = nlohmann::json::array();
+        for (std::size_t r = 0; r < pairs.size(); ++r)
+          per_rank.push_back({{"rank", r}, {"pairs", static_cast<std::int64_t>(pairs[r])},
+                              {"calls", static_cast<std::int64_t>(calls[r])},
+                              {"counted_pairs", static_cast<std::int64_t>(counted_all[r])}});
+        record["flops_note"] = "dense causal FLOPs of the sequence; the document mask leaves attention_per_rank's pairs";
+        record["documents"] = {{"balancer", seqpar::to_string(docs->balancer)}, {"cu_seqlens", docs->cu_seqlens},
+                               {"group_tokens", docs->group_len}, {"attention_per_rank", per_rank}};
+      }
+      results.push_back(std::move(record));
     }
   }
   if (lead && !o.run.json_path.empty()) {
@@ -162,6 +241,9 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"attention_engine", be.attention_engine()},
                      {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(be.act_dtype())},
                      {"seed", o.run.seed}};
+    if (!o.documents.empty())
+      doc["config"]["documents"] = {{"documents", o.documents}, {"packing", o.packing}, {"doc_seed", o.doc_seed},
+                                    {"doc_batches", o.doc_batches}, {"balancer", o.balancer.empty() ? "own" : o.balancer}};
     doc["results"] = results;
     doc["skipped"] = skipped;
     seqpar::write_json_file(o.run.json_path, doc);
@@ -180,6 +262,15 @@ int main(int argc, char** argv) {
   app.add_option("--methods", o.methods, "comma-separated (default every method): " + seqpar::method_names(","));
   app.add_option("--reps", o.reps, "timed repetitions (the median is reported)");
   app.add_option("--warmup", o.warmup, "untimed repetitions first");
+  app.add_option("--documents", o.documents,
+                 "packed documents under a document mask (as seqpar-train: fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
+                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE); sequence b takes sampled sequence b mod --doc-batches");
+  CLI::Option* doc_opts[] = {
+      app.add_option("--packing", o.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
+      app.add_option("--doc-seed", o.doc_seed, "with --documents: the sampling seed (default 1)"),
+      app.add_option("--doc-batches", o.doc_batches, "with --documents: sequences sampled (default 16)"),
+      app.add_option("--balancer", o.balancer,
+                     "with --documents: contiguous | zigzag | per-document | balanced (default: each method's own)")};
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
   try {
@@ -188,6 +279,12 @@ int main(int argc, char** argv) {
     return seqpar::usage_exit(app, e);
   }
   try {
+    if (o.documents.empty())
+      for (const CLI::Option* opt : doc_opts)
+        if (opt->count() > 0)
+          throw seqpar::Error("--packing, --doc-seed, --doc-batches and --balancer describe a packed-document "
+                              "workload: give it with --documents");
+    if (!o.documents.empty()) seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches);  // checked once
     if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
     if (o.warmup < 0) throw seqpar::Error(fmt::format("--warmup = {}: must be >= 0", o.warmup));
     const st::ModelConfig cfg = o.model.resolve();
@@ -196,7 +293,9 @@ int main(int argc, char** argv) {
     // Parsed values; -J is left out (only rank 0 writes it).
     checks.same_options = st::run_options_json(o.run, cfg);
     checks.same_options.update({{"--methods", seqpar::split_list(o.methods, "--methods")},
-                                {"--reps", o.reps}, {"--warmup", o.warmup}});
+                                {"--reps", o.reps}, {"--warmup", o.warmup}, {"--documents", o.documents},
+                                {"--packing", o.packing}, {"--doc-seed", o.doc_seed},
+                                {"--doc-batches", o.doc_batches}, {"--balancer", o.balancer}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               return run_rank(o, cfg, world, be, argc, argv);

@@ -18,6 +18,7 @@
 #include "seqpar/core/progress.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/core/usage_exit.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
 #include "seqpar/train/size_limits.hpp"
@@ -40,6 +41,11 @@ struct Options {
   std::string removed_rtol, removed_atol;  // the old tolerance flags, refused with a pointer to the new rule
   std::string gpu;  // preset whose bf16 peak gives MFU
   std::string trace;  // --trace: the last step's timeline, one file per rank
+  // Packed documents (core's workload.hpp; the options `seqpar simulate` takes).
+  std::string documents, packing = "fill", balancer;
+  std::uint64_t doc_seed = 1;
+  int doc_batches = 16;
+  bool doc_options_without_documents = false;  // set after parsing: refused, naming --documents
 };
 
 // Option checks that need no plan: a NaN learning rate or tolerance never reaches a step.
@@ -60,6 +66,9 @@ void check_options(const Options& o) {
   if (!o.trace.empty() && o.validate)
     throw seqpar::Error("--trace with --validate: a validated step runs the unsharded steps beside it; trace a run "
                         "without --validate");
+  if (o.doc_options_without_documents)
+    throw seqpar::Error("--packing, --doc-seed, --doc-batches and --balancer describe a packed-document workload: "
+                        "give it with --documents");
   const st::Precision p = st::parse_precision(o.precision);
   if (p == st::Precision::fp32 && o.run.backend == "cuda")
     throw seqpar::Error("--precision fp32 with --backend cuda: the CUDA back end's attention kernels take bf16 "
@@ -72,6 +81,10 @@ st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const se
   st::apply_plan(s, plan);  // with --checkpoint, --offload-checkpoints, --tiled-mlp, --tiled-loss
   s.opt.lr = o.lr;
   s.seed = o.run.seed;
+  if (!o.documents.empty()) {
+    s.documents = seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches);
+    s.balancer = o.balancer.empty() ? seqpar::sim::native_balancer(plan) : seqpar::parse_balancer(o.balancer, "--balancer");
+  }
   return s;
 }
 
@@ -220,6 +233,13 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
   if (lead && !o.validate) std::printf("%s", st::parts_table(be.memory()).c_str());
   const double total_failures = proxy ? failures : st::sum_over(world, be, failures);
   const std::vector<double> peaks = st::gather_over(world, be, static_cast<double>(be.memory().peak_bytes()));
+  // The attention each rank computed in the last step, and core's count of it (doc_work.hpp).
+  const std::vector<double> attn_pairs =
+      st::gather_over(world, be, static_cast<double>(trainer.attention_work().pairs));
+  const std::vector<double> attn_calls =
+      st::gather_over(world, be, static_cast<double>(trainer.attention_work().calls));
+  const std::vector<double> attn_counted =
+      st::gather_over(world, be, static_cast<double>(trainer.counted_attention_pairs()));
   if (o.validate && lead) {
     std::printf("# step %d, every tensor (n: terms; b: the unsharded err per term; allowed = factor x b + floor):\n"
                 "%-28s %9s %12s %12s %8s %10s %12s %s\n", o.steps, "tensor", "n", "sharded_err", "b",
@@ -249,6 +269,11 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                      {"gemm_library", be.gemm_library()},
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::to_json(plan);
+    if (s.documents)
+      doc["config"]["documents"] = {{"documents", o.documents}, {"packing", o.packing}, {"doc_seed", o.doc_seed},
+                                    {"doc_batches", o.doc_batches},
+                                    {"balancer", seqpar::to_string(st::step_balancer(s))},
+                                    {"last_step_cu_seqlens", trainer.step_documents()}};
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,
                                                seqpar::to_string(plan.method), plan.sp, plan.seq_len)},
                           {"attention_engine", be.attention_engine()},
@@ -256,6 +281,15 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                           {"peak_memory_bytes", be.memory().peak_bytes()},
                           {"peak_memory_bytes_per_rank", peaks},
                           {"memory", be.memory().parts_at_peak_json()}};
+    // Per rank, the last step: forward attention calls and their unmasked (query, key) pairs times
+    // the call's heads (H/U), every layer (twice under full checkpointing); counted: core's
+    // count_batch_work for the same sequences and balancer.
+    nlohmann::json attn = nlohmann::json::array();
+    for (std::size_t r = 0; r < attn_pairs.size(); ++r)
+      attn.push_back({{"rank", r}, {"pairs", static_cast<std::int64_t>(attn_pairs[r])},
+                      {"calls", static_cast<std::int64_t>(attn_calls[r])},
+                      {"counted_pairs", static_cast<std::int64_t>(attn_counted[r])}});
+    res["attention_per_rank"] = attn;
     if (!samples.empty()) {
       const seqpar::Stats stt = seqpar::summarize(samples);
       const double tf = flops / stt.median / plan.gpus / 1e12;
@@ -325,6 +359,17 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
   app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
+  app.add_option("--documents", o.documents,
+                 "packed documents under a document mask: fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
+                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE (as `seqpar simulate`); each sequence of the "
+                 "step takes sampled sequence (id mod --doc-batches)");
+  CLI::Option* doc_opts[] = {
+      app.add_option("--packing", o.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
+      app.add_option("--doc-seed", o.doc_seed, "with --documents: the sampling seed (default 1)"),
+      app.add_option("--doc-batches", o.doc_batches, "with --documents: sequences sampled (default 16)"),
+      app.add_option("--balancer", o.balancer,
+                     "with --documents: contiguous | zigzag | per-document | balanced (default: the method's own "
+                     "layout, zigzag for ring-zigzag, hybrid and all-gather, else contiguous)")};
   app.add_option("--trace", o.trace,
                  "write the last step's measured timeline as a Chrome trace event file (open in ui.perfetto.dev); "
                  "with more than one rank, one file per rank: FILE.rank<r>.json");
@@ -335,6 +380,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return seqpar::usage_exit(app, e);
   }
+  if (o.documents.empty())
+    for (const CLI::Option* opt : doc_opts) o.doc_options_without_documents |= opt->count() > 0;
   try {
     check_options(o);
     if (o.validate && o.run.comm == "loopback")
@@ -354,7 +401,9 @@ int main(int argc, char** argv) {
     checks.same_options.update({{"--steps", o.steps}, {"--warmup", o.warmup}, {"--lr", o.lr},
                                 {"--validate", o.validate}, {"--precision", o.precision},
                                 {"--error-factor", o.rule.error_factor.value_or(0)},
-                                {"--error-atol", o.rule.error_atol.value_or(-1)}, {"--gpu", o.gpu}});
+                                {"--error-atol", o.rule.error_atol.value_or(-1)}, {"--gpu", o.gpu},
+                                {"--documents", o.documents}, {"--packing", o.packing}, {"--doc-seed", o.doc_seed},
+                                {"--doc-batches", o.doc_batches}, {"--balancer", o.balancer}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::Plan plan = o.run.plan(world.size());

@@ -110,3 +110,32 @@ foreach(i RANGE 1 21)
     message(FATAL_ERROR "validation tensor ${i}: unsharded_error is 0 in bf16")
   endif()
 endforeach()
+
+# Packed documents: the workload and balancer in config.documents, and each rank's recorded
+# attention pairs equal to core's count of them (counted_pairs).
+execute_process(COMMAND ${PROGRAM} --comm virtual --method hybrid --sp 4 --ulysses-degree 2 --ring-degree 2
+                        --steps 2 --documents uniform:3:20 --balancer per-document -J ${OUT}.docs.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "seqpar-train --documents failed (${rc}): ${out} ${err}")
+endif()
+file(READ ${OUT}.docs.json doc)
+expect_eq("config;documents;balancer" "per-document")
+expect_eq("config;documents;documents" "uniform:3:20")
+string(JSON nranks LENGTH "${doc}" results 0 attention_per_rank)
+if(NOT nranks EQUAL 4)
+  message(FATAL_ERROR "attention_per_rank: ${nranks} entries for 4 ranks")
+endif()
+foreach(r RANGE 3)
+  string(JSON p GET "${doc}" results 0 attention_per_rank ${r} pairs)
+  string(JSON c GET "${doc}" results 0 attention_per_rank ${r} counted_pairs)
+  if(NOT p EQUAL c)
+    message(FATAL_ERROR "rank ${r}: recorded attention pairs ${p}, core's count ${c}")
+  endif()
+endforeach()
+# A document option without --documents is refused, naming it.
+execute_process(COMMAND ${PROGRAM} --comm virtual --method ring --sp 2 --steps 2 --balancer per-document
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "give it with --documents")
+  message(FATAL_ERROR "--balancer without --documents: expected exit 2 naming --documents, got ${rc}: ${err}")
+endif()

@@ -12,7 +12,9 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -303,46 +305,100 @@ TEST(Validation, FaultsNeverReachTheReference) {
   }
 }
 
+// ---- packed documents ----
+
+// A workload of documents that cross every shard edge at SP 2, 4 and 8 over 32 tokens (fixed:5:
+// boundaries at 5, 10, ..., 30), so each document fault has a boundary or a shared document to
+// break on every rank it sits on.
+constexpr const char* kMatrixDocuments = "fixed:5";
+
+bool is_document_fault(Fault f) {
+  return f == Fault::document_boundary_ignored || f == Fault::document_chunk_order_wrong ||
+         f == Fault::positions_not_restarted;
+}
+
+TrainSetup with_documents(TrainSetup s, const std::string& docs, std::optional<Balancer> b, std::uint64_t seed = 1) {
+  s.documents = make_workload(docs, "fill", seed, 4);
+  s.balancer = b;
+  return s;
+}
+
+// Every method of the table at SP 2 and 4 under every balancer, on fresh random workloads: the
+// validated step passes (the documents' false alarms; scripts/validation_sweep.py documents runs
+// thousands of steps).
+TEST(Validation, EveryMethodAndBalancerPassesWithDocuments) {
+  const ModelConfig m = matrix_model();
+  const std::uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (const PlanCase& c : table_plans({2, 4}, m, 32))
+    for (const Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced}) {
+      const std::int64_t hi = std::uniform_int_distribution<std::int64_t>(2, 32)(rng);
+      const std::string docs = "uniform:1:" + std::to_string(hi);
+      const std::uint64_t doc_seed = rng();
+      SCOPED_TRACE(c.label + ", " + to_string(b) + ", " + docs + ", doc seed " + std::to_string(doc_seed));
+      for (const ValidationReport& r :
+           validate_on_virtual_ranks(with_documents(setup_of(c.plan, m), docs, b, doc_seed), c.plan.sp))
+        EXPECT_TRUE(r.ok()) << describe(r);
+    }
+}
+
 // ---- the mutation matrix ----
 
 // Every planted fault against every plan of the method table at SP 2, 4 and 8: caught (some rank's
-// --validate fails) wherever it applies; the correct step passes on every plan. The cell lists the
-// degrees (U x R for hybrids).
+// --validate fails) wherever it applies; the correct step passes on every plan, also with packed
+// documents. The document faults run on kMatrixDocuments (the chunk order's under the per-document
+// balancer, the others under the method's own layout). The cell lists the degrees (U x R for
+// hybrids).
 TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
   const ModelConfig m = matrix_model();
   const std::vector<PlanCase> plans = table_plans({2, 4, 8}, m, 32);
   const auto& methods = seqpar::kAllMethods;
   // cells[fault][method]: "caught" / "n/a" / "PASSED" -> the degrees; margin[fault][method]: the
   // least, over the plans that caught it, of how far past its allowance the worst check went.
-  std::map<Fault, std::map<seqpar::Method, std::map<std::string, std::vector<std::string>>>> cells;
+  std::map<std::size_t, std::map<seqpar::Method, std::map<std::string, std::vector<std::string>>>> cells;  // by row
   std::map<Fault, std::map<seqpar::Method, double>> margin;
-  std::vector<Fault> rows = {Fault::none};
+  // Fault::none twice: the correct step, then the correct step with documents.
+  std::vector<Fault> rows = {Fault::none, Fault::none};
   rows.insert(rows.end(), kFaults.begin(), kFaults.end());
   for (const PlanCase& c : plans) {
     const std::string degree = c.plan.method == seqpar::Method::hybrid
                                    ? std::to_string(c.plan.ulysses_degree) + "x" + std::to_string(c.plan.ring_degree)
                                    : std::to_string(c.plan.sp);
-    StepValidator val(make_cpu_backend(Precision::bf16), setup_of(c.plan, m), 1);
-    const StepValidator::Baseline b = val.baseline();
-    for (const Fault f : rows) {
-      const TrainSetup s = setup_of(c.plan, m, f);
+    // One validator (and baseline) per kind of setup: plain, documents, documents per-document.
+    std::map<int, std::pair<std::unique_ptr<StepValidator>, StepValidator::Baseline>> vals;
+    for (std::size_t row = 0; row < rows.size(); ++row) {
+      const Fault f = rows[row];
+      const bool docs = row == 1 || is_document_fault(f);
+      const int kind = !docs ? 0 : f == Fault::document_chunk_order_wrong ? 2 : 1;
+      TrainSetup clean = setup_of(c.plan, m);
+      if (docs)
+        clean = with_documents(clean, kMatrixDocuments,
+                               kind == 2 ? std::optional<Balancer>(Balancer::per_document) : std::nullopt);
+      TrainSetup s = clean;
+      s.fault = f;
       std::string outcome = "n/a";
       if (applies(f, site_of(s))) {
-        const std::vector<ValidationReport> reports = validate_on_virtual_ranks(s, c.plan.sp, val, b);
+        auto& [val, b] = vals[kind];
+        if (!val) {
+          val = std::make_unique<StepValidator>(make_cpu_backend(Precision::bf16), clean, 1);
+          b = val->baseline();
+        }
+        const std::vector<ValidationReport> reports = validate_on_virtual_ranks(s, c.plan.sp, *val, b);
         const bool failed = caught(reports);
         if (failed) {
           const auto it = margin[f].find(c.plan.method);
           margin[f][c.plan.method] = std::min(it == margin[f].end() ? HUGE_VAL : it->second, worst_used(reports));
         }
         if (f == Fault::none) {
-          EXPECT_FALSE(failed) << c.label << ": the correct step failed --validate";
+          EXPECT_FALSE(failed) << c.label << (docs ? " with documents" : "") << ": the correct step failed --validate";
           outcome = failed ? "FAILED" : "passes";
         } else {
           EXPECT_TRUE(failed) << c.label << ": " << describe(f) << " passed --validate";
           outcome = failed ? "caught" : "MISSED";
         }
       }
-      cells[f][c.plan.method][outcome].push_back(degree);
+      cells[row][c.plan.method][outcome].push_back(degree);
     }
   }
   const char* path = std::getenv("SEQPAR_VALIDATION_MATRIX");
@@ -353,11 +409,16 @@ TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
   out << "\n|---|";
   for (std::size_t i = 0; i < methods.size(); ++i) out << "---|";
   out << "\n";
-  for (const Fault f : rows) {
-    out << "| " << (f == Fault::none ? "none (a correct step)" : std::string(describe(f))) << " |";
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const Fault f = rows[row];
+    out << "| "
+        << (row == 0   ? std::string("none (a correct step)")
+            : row == 1 ? std::string("none, packed documents (") + kMatrixDocuments + ")"
+                       : std::string(describe(f)))
+        << " |";
     for (const seqpar::Method meth : methods) {
       std::string cell;
-      const auto& outcomes = cells[f][meth];
+      const auto& outcomes = cells[row][meth];
       for (const char* outcome : {"passes", "caught", "FAILED", "MISSED", "n/a"}) {
         const auto it = outcomes.find(outcome);
         if (it == outcomes.end()) continue;

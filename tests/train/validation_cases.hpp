@@ -59,8 +59,11 @@ inline TrainSetup setup_of(const seqpar::Plan& p, const ModelConfig& m, Fault fa
 }
 
 inline FaultSite site_of(const TrainSetup& s) {
-  return {s.ulysses, s.ring, s.zigzag && s.ring > 1, s.model.heads, s.model.kv_heads,
-          s.kv == KvExchange::all_gather};
+  FaultSite f{s.ulysses, s.ring, step_balancer(s) == Balancer::zigzag && s.ring > 1, s.model.heads, s.model.kv_heads,
+              s.kv == KvExchange::all_gather};
+  f.documents = s.documents.has_value();
+  f.per_document = step_balancer(s) == Balancer::per_document;
+  return f;
 }
 
 }  // namespace seqpar::train::testing

@@ -36,7 +36,7 @@ std::vector<Segment> SeqLayout::group_segments(int g) const {
       return;
     }
     const int offset = segs.empty() ? 0 : segs.back().offset + segs.back().len;
-    segs.push_back({pos, len, offset});
+    segs.push_back({pos, len, offset, 0, pos});
   };
   if (!zigzag_) {
     push(static_cast<std::int64_t>(g) * group_len(), group_len());

@@ -47,7 +47,43 @@ SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
   ng_ = layout.group_len();
   hl_ = dims.heads / u_;
   kvl_ = kv / u_;
-  my_segs_ = layout.group_segments(ring_index);
+  std::vector<std::vector<Segment>> groups;
+  for (int g = 0; g < r_; ++g) groups.push_back(layout.group_segments(g));
+  seqs_.assign(static_cast<std::size_t>(dims.batch), groups);
+  single_ = r_ == 1 && seqs_[0][static_cast<std::size_t>(ring_index_)].size() == 1;
+}
+
+void SpAttention::set_sequences(std::vector<std::vector<std::vector<Segment>>> seqs) {
+  if (seqs.size() != static_cast<std::size_t>(dims_.batch))
+    throw Error(fmt::format("set_sequences: {} sequences for a micro-batch of {}", seqs.size(), dims_.batch));
+  single_ = r_ == 1;
+  for (const auto& groups : seqs) {
+    if (groups.size() != static_cast<std::size_t>(r_))
+      throw Error(fmt::format("set_sequences: {} ring groups for a ring of {}", groups.size(), r_));
+    for (const auto& g : groups) {
+      std::int64_t held = 0;
+      for (const Segment& sg : g) held += sg.len;
+      if (held != ng_) throw Error(fmt::format("set_sequences: a ring group holds {} tokens, not {}", held, ng_));
+    }
+    single_ = single_ && groups[static_cast<std::size_t>(ring_index_)].size() == 1;
+  }
+  seqs_ = std::move(seqs);
+}
+
+bool SpAttention::sees(const Segment& qs, const Segment& ks) const {
+  if (qs.doc < 0 || ks.doc < 0) return false;  // padding: attends nothing, nothing attends it
+  if (ignores_documents()) return ks.pos <= qs.pos + qs.len - 1;
+  return qs.doc == ks.doc && ks.doc_pos <= qs.doc_pos + qs.len - 1;
+}
+
+void SpAttention::record(const AttnShape& sh) {
+  // The mask as the call applies it (AttnShape: query i sees key j iff k_offset + j <= q_offset + i),
+  // row by row: what the rank computed, counted independently of core's doc_work formulae.
+  std::int64_t pairs = 0;
+  for (int i = 0; i < sh.seq_q; ++i)
+    pairs += std::clamp<std::int64_t>(sh.q_offset + i - sh.k_offset + 1, 0, sh.seq_k);
+  work_.pairs += pairs * sh.heads;
+  work_.calls += 1;
 }
 
 int SpAttention::open_hop(const char* what, int step) {
@@ -97,6 +133,7 @@ void SpAttention::scatter_qkv(CRef dq, CRef dk, CRef dv, Ref xq, Ref xk, Ref xv,
 }
 
 AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
+  const bool packed = ignores_documents();  // Fault::document_boundary_ignored: sequence positions
   AttnShape s;
   s.batch = 1;  // one sequence at a time: a segment of it is then one contiguous block
   s.seq_q = qs.len;
@@ -105,14 +142,14 @@ AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
   s.kv_heads = kvl_;
   s.head_dim = dims_.head_dim;
   s.causal = true;
-  s.q_offset = qs.pos;
-  s.k_offset = ks.pos;
+  s.q_offset = packed ? qs.pos : qs.doc_pos;
+  s.k_offset = packed ? ks.pos : ks.doc_pos;
   return s;
 }
 
 std::int64_t SpAttention::lse_offset(int b, int seg) const {
   // [b][segment][H/U][segment length]: each (sequence, segment) block is its own lse array.
-  return (static_cast<std::int64_t>(b) * ng_ + my_segs_[seg].offset) * hl_;
+  return (static_cast<std::int64_t>(b) * ng_ + segs(b)[static_cast<std::size_t>(seg)].offset) * hl_;
 }
 
 void SpAttention::forward(Tensor&& q, Tensor&& k, Tensor&& v, AttnSaved& s) {
@@ -168,12 +205,13 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
   const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
   if (single_block()) {  // each sequence's queries see its keys in one block: nothing to merge
-    const Segment& sg = my_segs_[0];
     for (int bi = 0; bi < b; ++bi) {
+      const Segment& sg = segs(bi)[0];
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * hl_ * d;
       const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * kvl_ * d;
       be_.attention_forward(block_shape(sg, sg), q.at(qo), k.at(ko), v.at(ko), o.at(qo),
                             lse + lse_offset(bi, 0));
+      record(block_shape(sg, sg));
     }
     return;
   }
@@ -190,7 +228,8 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
   be_.zero(o_acc.data(), o_acc.bytes());
   be_.fill(lse, -std::numeric_limits<float>::infinity(), static_cast<std::int64_t>(b) * ng_ * hl_);
   int max_seg = 0;
-  for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
+  for (int bi = 0; bi < b; ++bi)
+    for (const Segment& sg : segs(bi)) max_seg = std::max(max_seg, sg.len);
   Tensor o_part = act(static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
   Floats lse_part(be_, static_cast<std::int64_t>(max_seg) * hl_, MemCategory::attention_buffers);
 
@@ -210,20 +249,21 @@ void SpAttention::ring_forward(CRef q, CRef k, CRef v, Ref o, float* lse) {
       req = ring_->send_recv_async(cur.data(), next_rank, next.data(), prev_rank,
                                    static_cast<std::size_t>(2 * kv_n), adt_);
     const int src = (ring_index_ + r_ - t) % r_;
-    const std::vector<Segment> ksegs = layout_.group_segments(src);
     const CRef kv = stale_step && t == 1 ? stale.cref() : cur.cref();
     const bool skipped = faulty(Fault::ring_step_skipped, 1) && t == 1;
     for (int bi = 0; bi < b && !skipped; ++bi) {
-      for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
-        const Segment& qs = my_segs_[qi];
+      const std::vector<Segment>& ksegs = group(bi, src);
+      for (std::size_t qi = 0; qi < segs(bi).size(); ++qi) {
+        const Segment& qs = segs(bi)[qi];
         for (const Segment& ks : ksegs) {
           const bool leak = leaks_future_key(qs, ks);
-          if (ks.pos > qs.pos + qs.len - 1 && !leak) continue;  // entirely in the causal future
+          if (!sees(qs, ks) && !leak) continue;  // another document, or entirely in the causal future
           AttnShape sh = block_shape(qs, ks);
           if (leak) sh.k_offset -= 1;
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
           const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + ks.offset) * kvl_ * d;
           be_.attention_forward(sh, q.at(qo), kv.at(ko), kv.at(kv_n + ko), o_part.ref(), lse_part.data());
+          record(sh);
           float* const lse_q = lse + lse_offset(bi, static_cast<int>(qi));
           if (faulty(Fault::lse_merge_wrong_max, 1))
             merge_with_wrong_max(qs.len, o_acc.data() + qo, lse_q, o_part.cref(), lse_part.data());
@@ -282,8 +322,8 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
   const std::int64_t q_n = static_cast<std::int64_t>(b) * ng_ * hl_ * d;
   const std::int64_t kv_n = static_cast<std::int64_t>(b) * ng_ * kvl_ * d;
   if (single_block()) {  // one block per sequence: its gradients are the whole gradients
-    const Segment& sg = my_segs_[0];
     for (int bi = 0; bi < b; ++bi) {
+      const Segment& sg = segs(bi)[0];
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * hl_ * d;
       const std::int64_t ko = (static_cast<std::int64_t>(bi) * ng_ + sg.offset) * kvl_ * d;
       be_.attention_backward(block_shape(sg, sg), s.q.cref(qo), s.k.cref(ko), s.v.cref(ko), s.o.cref(qo),
@@ -311,7 +351,8 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
   be_.zero(dq_acc.data(), dq_acc.bytes());
 
   int max_seg = 0;
-  for (const Segment& sg : my_segs_) max_seg = std::max(max_seg, sg.len);
+  for (int bi = 0; bi < b; ++bi)
+    for (const Segment& sg : segs(bi)) max_seg = std::max(max_seg, sg.len);
   const std::int64_t max_k = ng_;  // a K segment is at most a whole group
   Tensor dq_t = act(static_cast<std::int64_t>(max_seg) * hl_ * d, MemCategory::attention_buffers);
   Tensor dk_t = act(max_k * kvl_ * d, MemCategory::attention_buffers);
@@ -329,14 +370,14 @@ void SpAttention::ring_backward(const AttnSaved& s, CRef dout, Ref dq, Ref dk, R
     Floats& acc = dkv_local[t % 2];
     be_.zero(acc.data(), acc.bytes());
     const int src = (ring_index_ + r_ - t) % r_;
-    const std::vector<Segment> ksegs = layout_.group_segments(src);
     const bool skipped = faulty(Fault::ring_step_skipped, 1) && t == 1;
     for (int bi = 0; bi < b && !skipped; ++bi) {
-      for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
-        const Segment& qs = my_segs_[qi];
+      const std::vector<Segment>& ksegs = group(bi, src);
+      for (std::size_t qi = 0; qi < segs(bi).size(); ++qi) {
+        const Segment& qs = segs(bi)[qi];
         for (const Segment& ks : ksegs) {
           const bool leak = leaks_future_key(qs, ks);
-          if (ks.pos > qs.pos + qs.len - 1 && !leak) continue;
+          if (!sees(qs, ks) && !leak) continue;
           AttnShape sh = block_shape(qs, ks);
           if (leak) sh.k_offset -= 1;
           const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
@@ -397,8 +438,8 @@ Tensor SpAttention::gather_sequence(CRef local, const char* what, bool swap_firs
   const std::size_t elem = dtype_size(adt_);
   for (int p = 0; p < r_; ++p) {
     const int from = swap_first_peers && p < 2 ? 1 - p : p;  // peers hold equally long chunks
-    for (const Segment& sg : layout_.group_segments(p))
-      for (int bi = 0; bi < b; ++bi)
+    for (int bi = 0; bi < b; ++bi)
+      for (const Segment& sg : group(bi, p))
         be_.copy(seq.ref((bi * n + sg.pos) * row).p,
                  by_rank.cref(from * local_n + (static_cast<std::int64_t>(bi) * nl_ + sg.offset) * row).p,
                  static_cast<std::size_t>(sg.len * row) * elem);
@@ -412,13 +453,18 @@ void SpAttention::all_gather_forward(CRef q, CRef k, CRef v, Ref o, float* lse) 
   // Fault::kv_wrong_block: ring rank 1 sees the K,V of peers 0 and 1 swapped (the wrong peer's block).
   const bool wrong = fault_ == Fault::kv_wrong_block && ring_index_ == 1;
   const Tensor ks = gather_sequence(k, "K", wrong), vs = gather_sequence(v, "V", wrong);
+  // Padding queries (documents) get no call: their output stays 0.
+  be_.zero(o.p, static_cast<std::size_t>(b) * ng_ * hl_ * d * dtype_size(o.t));
   for (int bi = 0; bi < b; ++bi)
-    for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
-      const Segment& qs = my_segs_[qi];
+    for (std::size_t qi = 0; qi < segs(bi).size(); ++qi) {
+      const Segment& qs = segs(bi)[qi];
+      if (qs.doc < 0) continue;
+      std::int64_t key_start = 0;
+      const AttnShape sh = prefix_shape(qs, qi == 0, &key_start);
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
-      const std::int64_t ko = bi * n * kvl_ * d;
-      be_.attention_forward(prefix_shape(qs), q.at(qo), ks.cref(ko), vs.cref(ko), o.at(qo),
-                            lse + lse_offset(bi, static_cast<int>(qi)));
+      const std::int64_t ko = (bi * n + key_start) * kvl_ * d;
+      be_.attention_forward(sh, q.at(qo), ks.cref(ko), vs.cref(ko), o.at(qo), lse + lse_offset(bi, static_cast<int>(qi)));
+      record(sh);
     }
 }
 
@@ -431,27 +477,35 @@ void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref
   // [dK | dV], each in p's local token order.
   Floats acc(be_, 2 * r_ * local_n, MemCategory::attention_buffers);
   be_.zero(acc.data(), acc.bytes());
+  // Padding queries (documents) get no call: their dQ is 0.
+  be_.zero(dq.p, static_cast<std::size_t>(b) * ng_ * hl_ * d * dtype_size(dq.t));
   int longest = 0;
-  for (const Segment& qs : my_segs_) longest = std::max(longest, static_cast<int>(prefix_shape(qs).seq_k));
+  std::int64_t unused = 0;
+  for (int bi = 0; bi < b; ++bi)
+    for (std::size_t qi = 0; qi < segs(bi).size(); ++qi)
+      longest = std::max(longest, static_cast<int>(prefix_shape(segs(bi)[qi], qi == 0, &unused).seq_k));
   Tensor dk_t = act(longest * row, MemCategory::attention_buffers), dv_t = act(longest * row, MemCategory::attention_buffers);
   for (int bi = 0; bi < b; ++bi)
-    for (std::size_t qi = 0; qi < my_segs_.size(); ++qi) {
-      const Segment& qs = my_segs_[qi];
-      const AttnShape sh = prefix_shape(qs);
-      const Segment keys{0, sh.seq_k, 0};
+    for (std::size_t qi = 0; qi < segs(bi).size(); ++qi) {
+      const Segment& qs = segs(bi)[qi];
+      if (qs.doc < 0) continue;  // padding: no call, no gradient
+      std::int64_t key_start = 0;
+      const AttnShape sh = prefix_shape(qs, qi == 0, &key_start);
+      const std::int64_t keys_end = key_start + sh.seq_k;
       const std::int64_t qo = (static_cast<std::int64_t>(bi) * ng_ + qs.offset) * hl_ * d;
-      const std::int64_t ko = bi * n * row;
+      const std::int64_t ko = (bi * n + key_start) * row;
       // One call per query chunk: its dQ is whole, written in place.
       be_.attention_backward(sh, s.q.cref(qo), ks.cref(ko), vs.cref(ko), s.o.cref(qo),
                              s.lse.data() + lse_offset(bi, static_cast<int>(qi)), dout.at(qo), dq.at(qo), dk_t.ref(),
                              dv_t.ref());
       for (int p = 0; p < r_; ++p)  // each key's gradient to its owner's chunk
-        for (const Segment& sg : layout_.group_segments(p)) {
-          if (sg.pos >= keys.len) continue;
-          const std::int64_t len = std::min<std::int64_t>(sg.len, keys.len - sg.pos) * row;
-          float* at = acc.data() + p * 2 * local_n + (static_cast<std::int64_t>(bi) * nl_ + sg.offset) * row;
-          be_.add(at, dk_t.cref(sg.pos * row), len);
-          be_.add(at + local_n, dv_t.cref(sg.pos * row), len);
+        for (const Segment& sg : group(bi, p)) {
+          const std::int64_t lo = std::max(sg.pos, key_start), hi = std::min(sg.pos + sg.len, keys_end);
+          if (lo >= hi) continue;
+          const std::int64_t len = (hi - lo) * row;
+          float* at = acc.data() + p * 2 * local_n + (static_cast<std::int64_t>(bi) * nl_ + sg.offset + (lo - sg.pos)) * row;
+          be_.add(at, dk_t.cref((lo - key_start) * row), len);
+          be_.add(at + local_n, dv_t.cref((lo - key_start) * row), len);
         }
     }
   ks.reset();
@@ -474,9 +528,15 @@ void SpAttention::all_gather_backward(const AttnSaved& s, CRef dout, Ref dq, Ref
   be_.convert(dv, own + local_n, local_n);
 }
 
-AttnShape SpAttention::prefix_shape(const Segment& qs) const {
-  AttnShape sh = block_shape(qs, key_prefix(qs));
-  if (faulty(Fault::causal_mask_off_by_one, 0) && &qs == &my_segs_.front() && qs.pos + qs.len < layout_.seq_len()) {
+AttnShape SpAttention::prefix_shape(const Segment& qs, bool first, std::int64_t* key_start) const {
+  // The document's keys up to the segment's last query, in the gathered (packed) order; with
+  // Fault::document_boundary_ignored the whole sequence's prefix.
+  const bool packed = ignores_documents();
+  const Segment keys{packed ? 0 : qs.pos - qs.doc_pos, static_cast<int>((packed ? qs.pos : qs.doc_pos) + qs.len), 0,
+                     qs.doc, 0};
+  *key_start = keys.pos;
+  AttnShape sh = block_shape(qs, keys);
+  if (faulty(Fault::causal_mask_off_by_one, 0) && first && qs.pos + qs.len < layout_.seq_len()) {
     sh.seq_k += 1;  // one key too many, and the mask shifted to let each query see it
     sh.q_offset += 1;
   }

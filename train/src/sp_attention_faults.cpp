@@ -25,12 +25,15 @@ bool SpAttention::faulty(Fault f, int rank) const {
   if (fault_ != f) return false;
   // The group mapping's fault sits on a Ulysses rank where there is one, else on a ring rank.
   if (f == Fault::gqa_wrong_group && u_ > 1) return ulysses_->rank() == rank;
+  // Without a ring the boundary's fault sits on a Ulysses rank (after the all-to-all each holds
+  // every token).
+  if (f == Fault::document_boundary_ignored && r_ == 1) return u_ > 1 && ulysses_->rank() == rank;
   return r_ > 1 && ring_index_ == rank;
 }
 
 bool SpAttention::leaks_future_key(const Segment& qs, const Segment& ks) const {
   // Ring rank 0's query chunk followed directly by a key chunk: the boundary the mask gets wrong.
-  return faulty(Fault::causal_mask_off_by_one, 0) && ks.pos == qs.pos + qs.len;
+  return faulty(Fault::causal_mask_off_by_one, 0) && ks.pos == qs.pos + qs.len && ks.doc == qs.doc && qs.doc >= 0;
 }
 
 void SpAttention::swap_kv_heads(Ref x) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include "seqpar/core/checked.hpp"
+#include "seqpar/core/doc_work.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/plan_validity.hpp"
 #include "seqpar/train/size_limits.hpp"
@@ -39,6 +41,10 @@ std::vector<int> swapped_zigzag_positions(const SeqLayout& layout, int sp_index)
 }
 
 }  // namespace
+
+Balancer step_balancer(const TrainSetup& s) {
+  return s.balancer.value_or(s.zigzag && s.ring > 1 ? Balancer::zigzag : Balancer::contiguous);
+}
 
 void apply_plan(TrainSetup& s, const seqpar::Plan& p) {
   s.seq_len = p.seq_len;
@@ -90,8 +96,48 @@ Trainer::Trainer(Backend& be, comm::Communicator* world, const TrainSetup& setup
   }
   validate(setup.model);
   check_train_memory(setup.mem);
-  const SeqLayout layout(setup.seq_len, setup.ulysses, setup.ring, setup.zigzag, setup.kv);
-  check_step_sizes(setup);  // before the first allocation
+  std::int64_t step_len = setup.seq_len;
+  docs_ = uses_documents(setup);
+  if (docs_) {
+    // Every sampled sequence placed once: the ring group length is the most any of them needs, so
+    // one set of buffers serves every step (doc_shards.hpp).
+    balancer_ = step_balancer(setup);
+    if (setup.documents) {
+      for (PackedBatch& pb : sample_workload(*setup.documents, setup.seq_len).batches)
+        sampled_cu_.push_back(std::move(pb.cu_seqlens));
+    } else {
+      sampled_cu_.push_back({0, setup.seq_len});
+    }
+    for (const auto& cu : sampled_cu_) {
+      placed_.push_back(place_documents(cu, setup.ulysses, setup.ring, balancer_));
+      group_len_ = std::max(group_len_, doc_group_len(placed_.back(), setup.ulysses));
+    }
+    shards_.resize(sampled_cu_.size());
+    // A sequence whose documents are all one token long has no label (a label is the next token of
+    // the same document). A step made of such sequences alone has no loss: refused before it runs.
+    // Sequence ids repeat with period = the sampled count, so those steps are the first ones.
+    const std::int64_t per_step = static_cast<std::int64_t>(setup.micro_batch) *
+                                  (world_ ? world_->size() / (setup.ulysses * setup.ring) : 1);
+    const auto batches = static_cast<std::int64_t>(sampled_cu_.size());
+    for (std::int64_t st = 0; st < batches; ++st) {
+      bool labelled = false;
+      for (std::int64_t j = 0; j < per_step && !labelled; ++j) {
+        const auto& cu = sampled_cu_[static_cast<std::size_t>((st * per_step + j) % batches)];
+        for (std::size_t i = 0; i + 1 < cu.size() && !labelled; ++i) labelled = cu[i + 1] - cu[i] > 1;
+      }
+      if (!labelled)
+        throw Error(fmt::format("--documents: step {} (and every {}th after it) packs only one-token documents into "
+                                "its {} sequences of {} tokens, so none of its tokens has a label (the next token of "
+                                "its own document) and the step has no loss; use longer sequences or documents",
+                                st + 1, batches, per_step, setup.seq_len));
+    }
+    step_len = checked_mul(group_len_, static_cast<std::int64_t>(setup.ring), "the step's tokens a sequence");
+  }
+  const SeqLayout layout(step_len, setup.ulysses, setup.ring, docs_ ? balancer_ == Balancer::zigzag : setup.zigzag,
+                         setup.kv);
+  TrainSetup sized = setup;
+  sized.seq_len = step_len;  // padding included
+  check_step_sizes(sized);  // before the first allocation
   model_ = std::make_unique<Model>(be, setup.model, setup.micro_batch, layout, ring_index_,
                                    groups_.ulysses.get(), groups_.ring.get(), false, setup.mem,
                                    setup.tile_tokens);
@@ -118,7 +164,100 @@ void Trainer::ensure_batch() {
 
 Trainer::~Trainer() = default;
 
+const DocShards& Trainer::shards(std::size_t i) {
+  if (!shards_[i]) shards_[i] = shard_documents(placed_[i], sampled_cu_[i], setup_.ulysses, group_len_);
+  return *shards_[i];
+}
+
+void Trainer::load_documents() {
+  const std::int64_t n = setup_.seq_len;
+  const int mb = setup_.micro_batch, dp = world_size() / (setup_.ulysses * setup_.ring);
+  const std::size_t nl = positions_.size() / static_cast<std::size_t>(mb);
+  const std::size_t u = static_cast<std::size_t>(sp_index_ % setup_.ulysses);
+  std::vector<int> tokens(positions_.size(), 0);
+  std::vector<std::int64_t> src(positions_.size(), -1);  // sequence position of each token, -1: padding
+  labels_.assign(positions_.size(), -1);
+  std::vector<int> first;
+  std::vector<std::vector<std::vector<Segment>>> seqs;
+  step_cu_.clear();
+  for (int b = 0; b < mb; ++b) {
+    // Sequence ids as load_batch's, so the unsharded reference reads the same sequences.
+    const std::int64_t id = static_cast<std::int64_t>(steps_done_) * dp * mb +
+                            static_cast<std::int64_t>(dp_index_) * mb + b;
+    const std::vector<int> seq = synthetic_sequence(setup_.seed, id, n, setup_.model.vocab);
+    if (b == 0) first = seq;
+    const std::size_t which = static_cast<std::size_t>(id) % sampled_cu_.size();
+    const DocShards& sh = shards(which);
+    step_cu_.push_back(sh.cu_seqlens);
+    seqs.push_back(sh.groups);
+    std::vector<HeldToken> group = group_tokens(sh, ring_index_);
+    if (sp_index_ == 0 && setup_.ring > 1) {
+      if (setup_.fault == Fault::zigzag_permutation_wrong && balancer_ == Balancer::zigzag)  // its two chunks swapped
+        std::rotate(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(group.size() / 2), group.end());
+      if (setup_.fault == Fault::document_chunk_order_wrong && balancer_ == Balancer::per_document) {
+        // Each document's two runs (chunks r and 2R-1-r, equally long) change places.
+        std::size_t at = 0;
+        const std::vector<DocRun>& runs = placed_[which].ranks[static_cast<std::size_t>(ring_index_)].runs;
+        for (std::size_t k = 0; k < runs.size(); ++k) {
+          const auto len = static_cast<std::size_t>(runs[k].end - runs[k].begin);
+          if (k + 1 < runs.size() && runs[k + 1].doc == runs[k].doc &&
+              static_cast<std::size_t>(runs[k + 1].end - runs[k + 1].begin) == len) {
+            std::swap_ranges(group.begin() + static_cast<std::ptrdiff_t>(at),
+                             group.begin() + static_cast<std::ptrdiff_t>(at + len),
+                             group.begin() + static_cast<std::ptrdiff_t>(at + len));
+            at += 2 * len;
+            ++k;
+          } else {
+            at += len;
+          }
+        }
+      }
+    }
+    const bool packed_positions = setup_.fault == Fault::positions_not_restarted && sp_index_ == 1;
+    for (std::size_t i = 0; i < nl; ++i) {
+      const HeldToken& t = group[u * nl + i];
+      const std::size_t k = static_cast<std::size_t>(b) * nl + i;
+      positions_[k] = 0;
+      if (t.doc < 0) continue;  // padding: token 0, no label, position 0
+      src[k] = t.src;
+      tokens[k] = seq[static_cast<std::size_t>(t.src)];
+      positions_[k] = static_cast<int>(packed_positions ? t.pos : t.doc_pos);
+      // The label is the next token of the same document; a document's last token has none.
+      if (t.doc_pos + 1 < sh.doc_len(t.doc)) labels_[k] = seq[static_cast<std::size_t>(t.src) + 1];
+    }
+  }
+  if (setup_.fault == Fault::label_off_by_one && sp_index_ == 0 && dp_index_ == 0 &&
+      setup_.ulysses * setup_.ring > 1) {
+    // The end of this rank's first run of consecutive sequence positions.
+    std::size_t k = 0;
+    while (k + 1 < nl && src[k] >= 0 && src[k + 1] == src[k] + 1) ++k;
+    if (src[k] >= 0 && src[k] + 2 < n) labels_[k] = first[static_cast<std::size_t>(src[k]) + 2];
+  }
+  model_->attention().set_sequences(std::move(seqs));
+  be_.copy_from_host(tokens_d_.data(), tokens.data(), tokens_d_.bytes());
+  be_.copy_from_host(labels_d_.data(), labels_.data(), labels_d_.bytes());
+  be_.copy_from_host(positions_d_.data(), positions_.data(), positions_d_.bytes());
+}
+
+std::int64_t Trainer::counted_attention_pairs() const {
+  // count_batch_work's pairs are per head and per ring rank; this rank runs heads / U heads of its
+  // ring rank's queries, once per layer's forward (twice under full checkpointing: the recompute).
+  const SpShape shape{setup_.ulysses, setup_.ring, setup_.kv == KvExchange::all_gather && setup_.ring > 1};
+  const Balancer b = docs_ ? balancer_ : step_balancer(setup_);
+  std::int64_t pairs = 0;
+  const std::vector<std::vector<std::int64_t>> plain(static_cast<std::size_t>(setup_.micro_batch),
+                                                     std::vector<std::int64_t>{0, setup_.seq_len});
+  for (const auto& cu : docs_ ? step_cu_ : plain)
+    pairs += count_batch_work(cu, shape, b).ranks[static_cast<std::size_t>(ring_index_)].pairs;
+  const int passes = setup_.model.layers * (setup_.mem.checkpoint == seqpar::Checkpoint::full ? 2 : 1);
+  return pairs * (setup_.model.heads / setup_.ulysses) * passes;
+}
+
 void Trainer::load_batch() {
+  if (docs_) {
+    load_documents();
+    return;
+  }
   const std::int64_t n = setup_.seq_len;
   const int mb = setup_.micro_batch, dp = world_size() / (setup_.ulysses * setup_.ring);
   const std::size_t nl = positions_.size() / static_cast<std::size_t>(mb);
@@ -160,6 +299,7 @@ StepResult Trainer::compute_gradients() {
   StepResult r;
   ensure_batch();
   model_->zero_grads();
+  model_->attention().reset_work();
   Array<double> scalars(be_, 2, MemCategory::working);
   double host[2] = {0.0, 0.0};
   const double local_tokens = static_cast<double>(std::count_if(labels_.begin(), labels_.end(), [](int l) { return l >= 0; }));
@@ -239,6 +379,8 @@ TrainSetup reference_setup(const TrainSetup& s, int dp) {
   r.kv = KvExchange::ring_hops;
   r.micro_batch = s.micro_batch * dp;
   r.fault = Fault::none;
+  // One rank holds every token: the same documents in sequence order, no padding.
+  if (r.balancer) r.balancer = Balancer::contiguous;
   r.mem = train_memory_default();  // the plain step: what every memory feature must reproduce
   r.tile_tokens = 0;
   return r;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seqpar/bench/device_memory.hpp"
@@ -21,6 +22,7 @@
 #include "seqpar/core/cuda_check.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/core/workload.hpp"
 #include "seqpar/bench/attention_engine_table.hpp"
 #include "seqpar/kernels/attention_engine.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
@@ -44,6 +46,12 @@ struct Options {
   int batch = 1;
   int heads = 16;
   int kv_heads = 0;  // 0: same as heads
+  // Packed documents (core's workload.hpp): batch entry b takes sampled sequence b mod --doc-batches,
+  // each document one causal call (as a varlen kernel runs cu_seqlens); replaces --masks.
+  std::string documents, packing = "fill";
+  std::uint64_t doc_seed = 1;
+  int doc_batches = 16;
+  bool masks_given = false;
   TimingOptions timing;
   std::string json_path;
 };
@@ -79,6 +87,38 @@ std::vector<AttentionEngine> engines_to_run(const std::string& flag) {
   return {kernels::choose_attention_engine(requested, have, "--attention")};
 }
 
+// One call of a packed sequence under the document mask: one document of one batch entry, causal
+// within it, at its element offsets in the [b, s, heads, d] buffers (lse: its own [heads][len] block).
+struct DocCall {
+  AttentionShape s;
+  std::size_t q_off = 0, k_off = 0, lse_off = 0;
+};
+
+std::vector<DocCall> document_calls(const AttentionShape& whole, const std::vector<std::vector<std::int64_t>>& cu) {
+  std::vector<DocCall> calls;
+  for (std::size_t b = 0; b < cu.size(); ++b)
+    for (std::size_t i = 0; i + 1 < cu[b].size(); ++i) {
+      DocCall c;
+      c.s = whole;
+      c.s.batch = 1;
+      c.s.seq_q = c.s.seq_k = static_cast<int>(cu[b][i + 1] - cu[b][i]);
+      c.s.causal = true;
+      const std::size_t row = b * static_cast<std::size_t>(whole.seq_q) + static_cast<std::size_t>(cu[b][i]);
+      c.q_off = row * static_cast<std::size_t>(whole.heads) * static_cast<std::size_t>(whole.head_dim);
+      c.k_off = row * static_cast<std::size_t>(whole.kv_heads) * static_cast<std::size_t>(whole.head_dim);
+      c.lse_off = row * static_cast<std::size_t>(whole.heads);
+      calls.push_back(c);
+    }
+  return calls;
+}
+
+// The view `elems` elements of type t further on.
+template <class P>
+P* offset_by(P* p, std::size_t elems, DType t) {
+  using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
+  return reinterpret_cast<P*>(reinterpret_cast<Byte*>(p) + elems * kernels::dtype_size(t));
+}
+
 // One attention call on `engine`; the cuDNN engine's plan cache lives in `cudnn` (null for seqpar).
 void run_forward(AttentionEngine engine, kernels::CudnnAttention* cudnn, const AttentionShape& s, DType t,
                  const void* q, const void* k, const void* v, void* o, float* lse, void* ws) {
@@ -93,7 +133,7 @@ struct AttentionBuffers {
   // that the memory model's workspace figures come from the engine (seqpar calibrate fits them).
   std::size_t call_workspace_bytes = 0;
   AttentionBuffers(const AttentionShape& s, DType t, bool backward, std::uint64_t seed, AttentionEngine engine,
-                   kernels::CudnnAttention* cudnn) {
+                   kernels::CudnnAttention* cudnn, const std::vector<DocCall>& docs = {}) {
     const std::size_t es = kernels::dtype_size(t);
     const std::size_t nq = std::size_t(s.batch) * s.seq_q * s.heads * s.head_dim;
     const std::size_t nk = std::size_t(s.batch) * s.seq_k * s.kv_heads * s.head_dim;
@@ -106,7 +146,17 @@ struct AttentionBuffers {
     kernels::fill_uniform(t, k.get(), nk, seed + 1);
     kernels::fill_uniform(t, v.get(), nk, seed + 2);
     // The engine's workspace: cuDNN's per graph (forward and backward differ); seqpar's forward needs none.
-    const std::size_t fwd_ws = engine == AttentionEngine::cudnn ? cudnn->forward_workspace_bytes(s, t) : 0;
+    std::size_t fwd_ws = engine == AttentionEngine::cudnn ? cudnn->forward_workspace_bytes(s, t) : 0;
+    std::size_t bwd_ws = !backward                         ? 0
+                         : engine == AttentionEngine::cudnn ? cudnn->backward_workspace_bytes(s, t)
+                                                            : kernels::flash_attention_backward_workspace_bytes(s);
+    for (const DocCall& c : docs) {  // the largest any document's call asks for
+      if (engine == AttentionEngine::cudnn) fwd_ws = std::max(fwd_ws, cudnn->forward_workspace_bytes(c.s, t));
+      if (backward)
+        bwd_ws = std::max(bwd_ws, engine == AttentionEngine::cudnn
+                                      ? cudnn->backward_workspace_bytes(c.s, t)
+                                      : kernels::flash_attention_backward_workspace_bytes(c.s));
+    }
     if (!backward) {
       ws = DeviceMemory(fwd_ws);
       call_workspace_bytes = fwd_ws;
@@ -116,12 +166,16 @@ struct AttentionBuffers {
     dq = DeviceMemory(nq * es);
     dk = DeviceMemory(nk * es);
     dv = DeviceMemory(nk * es);
-    call_workspace_bytes = engine == AttentionEngine::cudnn ? cudnn->backward_workspace_bytes(s, t)
-                                                            : kernels::flash_attention_backward_workspace_bytes(s);
+    call_workspace_bytes = bwd_ws;
     ws = DeviceMemory(std::max(fwd_ws, call_workspace_bytes));
     kernels::fill_uniform(t, dout.get(), nq, seed + 3);
     // The backward's o and lse come from a real forward of the same engine, as in training.
-    run_forward(engine, cudnn, s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), ws.get());
+    if (docs.empty())
+      run_forward(engine, cudnn, s, t, q.get(), k.get(), v.get(), o.get(), static_cast<float*>(lse.get()), ws.get());
+    for (const DocCall& c : docs)
+      run_forward(engine, cudnn, c.s, t, offset_by(q.get(), c.q_off, t), offset_by(k.get(), c.k_off, t),
+                  offset_by(v.get(), c.k_off, t), offset_by(o.get(), c.q_off, t), static_cast<float*>(lse.get()) + c.lse_off,
+                  ws.get());
   }
   std::size_t bytes() const {
     return q.bytes() + k.bytes() + v.bytes() + o.bytes() + lse.bytes() + dout.bytes() + dq.bytes() + dk.bytes() +
@@ -144,8 +198,11 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
     const bool backward = op == "bwd";
     for (const std::string& dtext : split_list(opt.head_dims, "--head-dims")) {
       const auto d = parse_count(dtext, "--head-dims");
-      for (const std::string& mask : split_list(opt.masks, "--masks")) {
-        if (mask != "full" && mask != "causal")
+      if (!opt.documents.empty() && opt.masks_given)
+        throw Error("--masks with --documents: the document mask (causal within each document) replaces them");
+      const std::string masks = opt.documents.empty() ? opt.masks : std::string("documents");
+      for (const std::string& mask : split_list(masks, "--masks")) {
+        if (mask != "full" && mask != "causal" && mask != "documents")
           throw Error(fmt::format("--masks: unknown mask '{}' (full, causal)", mask));
         for (const std::string& stext : split_list(opt.seq_lens, "--seq-lens")) {
           const auto seq = parse_count(stext, "--seq-lens");
@@ -155,34 +212,67 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
           s.heads = opt.heads;
           s.kv_heads = kv_heads;
           s.head_dim = static_cast<int>(d);
-          s.causal = mask == "causal";
+          s.causal = mask != "full";
           ref::validate(s);
           if (seq > (1 << 30)) throw Error("--seq-lens: at most 1G tokens");
+          // --documents: the sampled sequences' boundaries, one call per document (host side).
+          std::vector<std::vector<std::int64_t>> cu;
+          if (!opt.documents.empty()) {
+            const SampledWorkload w =
+                sample_workload(make_workload(opt.documents, opt.packing, opt.doc_seed, opt.doc_batches), seq);
+            for (int b = 0; b < s.batch; ++b)
+              cu.push_back(w.batches[static_cast<std::size_t>(b) % w.batches.size()].cu_seqlens);
+          }
+          const std::vector<DocCall> docs = document_calls(s, cu);
+          double flops = docs.empty() ? attention_flops(s, backward) : 0.0;
+          for (const DocCall& c : docs) flops += attention_flops(c.s, backward);
           for (AttentionEngine engine : engines) {
           const std::string name = fmt::format("attention_{}/{}/{}/d{}/{}/seq{}", op, kernels::to_string(engine),
                                                kernels::to_string(t), d, mask, seq);
           // "backend" names the program's side (seqpar vs scripts/bench_sdpa.py's sdpa-*), "attention_engine"
           // which of seqpar's engines ran.
-          const nlohmann::json fields = {{"backend", "seqpar"},  {"attention_engine", kernels::to_string(engine)},
-                                         {"op", op},             {"dtype", kernels::to_string(t)},
-                                         {"head_dim", d},        {"causal", s.causal},
-                                         {"seq_len", seq},       {"batch", s.batch},
-                                         {"heads", s.heads},     {"kv_heads", s.kv_heads}};
+          nlohmann::json fields = {{"backend", "seqpar"},  {"attention_engine", kernels::to_string(engine)},
+                                   {"op", op},             {"dtype", kernels::to_string(t)},
+                                   {"head_dim", d},        {"causal", s.causal},
+                                   {"seq_len", seq},       {"batch", s.batch},
+                                   {"heads", s.heads},     {"kv_heads", s.kv_heads}};
+          if (!docs.empty())
+            fields["documents"] = {{"documents", opt.documents}, {"packing", opt.packing}, {"doc_seed", opt.doc_seed},
+                                   {"cu_seqlens", cu}, {"calls", docs.size()}};
           kernels::CudnnAttention* eng = engine == AttentionEngine::cudnn ? cudnn.get() : nullptr;
-          auto setup = [s, t, backward, fields, engine, eng, cudnn]() {
-            auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1, engine, eng);
+          auto setup = [s, t, backward, fields, engine, eng, cudnn, docs, flops]() {
+            auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1, engine, eng, docs);
             auto sets = std::make_shared<std::vector<std::shared_ptr<AttentionBuffers>>>();
             sets->push_back(first);
             const int copies = rotation_copies(first->bytes());
             for (int c = 1; c < copies; ++c)
-              sets->push_back(std::make_shared<AttentionBuffers>(s, t, backward, 1 + 10ull * c, engine, eng));
+              sets->push_back(std::make_shared<AttentionBuffers>(s, t, backward, 1 + 10ull * c, engine, eng, docs));
             SEQPAR_CUDA_CHECK(cudaDeviceSynchronize());
             nlohmann::json f = fields;
-            f["flops"] = attention_flops(s, backward);
+            f["flops"] = flops;
             f["rotated_copies"] = copies;
             f["workspace_bytes"] = first->call_workspace_bytes;
-            Recorder::Launch launch = [s, t, backward, sets, engine, eng, cudnn](int rep) {
+            Recorder::Launch launch = [s, t, backward, sets, engine, eng, cudnn, docs](int rep) {
               const AttentionBuffers& b = *(*sets)[static_cast<std::size_t>(rep) % sets->size()];
+              if (!docs.empty()) {  // one call per document, as a varlen kernel walks cu_seqlens
+                for (const DocCall& c : docs) {
+                  const void* q = offset_by(b.q.get(), c.q_off, t);
+                  const void* k = offset_by(b.k.get(), c.k_off, t);
+                  const void* v = offset_by(b.v.get(), c.k_off, t);
+                  void* o = offset_by(b.o.get(), c.q_off, t);
+                  float* lse = static_cast<float*>(b.lse.get()) + c.lse_off;
+                  if (backward && engine == AttentionEngine::cudnn)
+                    eng->backward(c.s, t, q, k, v, o, lse, offset_by(b.dout.get(), c.q_off, t), offset_by(b.dq.get(), c.q_off, t),
+                                  offset_by(b.dk.get(), c.k_off, t), offset_by(b.dv.get(), c.k_off, t), b.ws.get());
+                  else if (backward)
+                    kernels::flash_attention_backward(c.s, t, q, k, v, o, lse, offset_by(b.dout.get(), c.q_off, t),
+                                                      offset_by(b.dq.get(), c.q_off, t), offset_by(b.dk.get(), c.k_off, t),
+                                                      offset_by(b.dv.get(), c.k_off, t), b.ws.get());
+                  else
+                    run_forward(engine, eng, c.s, t, q, k, v, o, lse, b.ws.get());
+                }
+                return;
+              }
               if (backward && engine == AttentionEngine::cudnn)
                 eng->backward(s, t, b.q.get(), b.k.get(), b.v.get(), b.o.get(), static_cast<const float*>(b.lse.get()),
                               b.dout.get(), b.dq.get(), b.dk.get(), b.dv.get(), b.ws.get());
@@ -196,7 +286,6 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
             };
             return Recorder::Prepared{launch, f};
           };
-          const double flops = attention_flops(s, backward);
           rec.add(name, setup, [flops](double median_s) { return nlohmann::json{{"tflops", flops / median_s / 1e12}}; },
                   opt.timing);
           }
@@ -216,7 +305,15 @@ int run(int argc, char** argv) {
       "seqpar-bench-attention"};
   app.add_option("--seq-lens", opt.seq_lens, "Comma-separated sequence lengths (K = 1024)")->capture_default_str();
   app.add_option("--head-dims", opt.head_dims, "Comma-separated head dims (64, 128)")->capture_default_str();
-  app.add_option("--masks", opt.masks, "Comma-separated masks: full, causal")->capture_default_str();
+  CLI::Option* masks = app.add_option("--masks", opt.masks, "Comma-separated masks: full, causal")->capture_default_str();
+  app.add_option("--documents", opt.documents,
+                 "packed documents under the document mask (fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
+                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE, as seqpar simulate): batch entry b takes sampled "
+                 "sequence b mod --doc-batches, one causal call per document; replaces --masks");
+  CLI::Option* doc_opts[] = {
+      app.add_option("--packing", opt.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
+      app.add_option("--doc-seed", opt.doc_seed, "with --documents: the sampling seed (default 1)"),
+      app.add_option("--doc-batches", opt.doc_batches, "with --documents: sequences sampled (default 16)")};
   app.add_option("--ops", opt.ops, "Comma-separated: fwd, bwd")->capture_default_str();
   app.add_option("--dtype", opt.dtype, "bf16 or fp16")->capture_default_str();
   app.add_option("--attention", opt.attention,
@@ -227,6 +324,13 @@ int run(int argc, char** argv) {
   app.add_option("--kv-heads", opt.kv_heads, "KV heads (0 = same as --heads)")->capture_default_str();
   add_harness_options(app, opt.timing, opt.json_path);
   if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
+  opt.masks_given = masks->count() > 0;
+  if (opt.documents.empty())
+    for (const CLI::Option* o : doc_opts)
+      if (o->count() > 0)
+        throw Error("--packing, --doc-seed and --doc-batches describe a packed-document workload: give it with "
+                    "--documents");
+  if (!opt.documents.empty()) make_workload(opt.documents, opt.packing, opt.doc_seed, opt.doc_batches);  // checked early
   bool both = false;
   requested_engine(opt.attention, &both);
   if (!device_or_explain("seqpar-bench-attention")) return 2;
@@ -246,7 +350,9 @@ int run(int argc, char** argv) {
                                    {"attention", engine_names},
                                    {"heads", opt.heads},       {"kv_heads", opt.kv_heads == 0 ? opt.heads : opt.kv_heads},
                                    {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
-                                   {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd"}};
+                                   {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd; --documents: "
+                                                       "the sum over the documents' causal calls"},
+                                   {"documents", opt.documents}};
     write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", Mode::real_ranks, config,
                       rec.results());
   }

@@ -53,14 +53,27 @@ enum class Fault {
   gqa_wrong_group,
   // Every rank normalises its loss and its gradient by its own token count instead of the step's.
   loss_local_normalisation,
+  // Packed documents (doc_shards.hpp). One rank ignores the document boundaries: ring rank 1
+  // (Ulysses rank 1 without a ring) attends causally over sequence positions, across documents,
+  // forward and backward.
+  document_boundary_ignored,
+  // SP rank 0 of a per-document layout loads the two chunks of each document it holds in the wrong
+  // order (tokens, labels and RoPE positions of chunk 2R-1-r first), while attention keeps the right
+  // layout.
+  document_chunk_order_wrong,
+  // SP rank 1's RoPE positions do not restart at a document start: it uses the packed sequence
+  // position. (On every rank at once RoPE's relative angles would hide it: the shift is the same
+  // for all of a document's tokens.)
+  positions_not_restarted,
 };
 
 // Every planted fault, in the order the README's matrix lists them.
-inline constexpr std::array<Fault, 11> kFaults = {
+inline constexpr std::array<Fault, 14> kFaults = {
     Fault::label_off_by_one,      Fault::kv_wrong_block,     Fault::ring_step_skipped,
     Fault::zigzag_permutation_wrong, Fault::causal_mask_off_by_one, Fault::dkv_return_dropped,
     Fault::dkv_return_doubled,    Fault::a2a_layout_transposed, Fault::lse_merge_wrong_max,
-    Fault::gqa_wrong_group,       Fault::loss_local_normalisation};
+    Fault::gqa_wrong_group,       Fault::loss_local_normalisation, Fault::document_boundary_ignored,
+    Fault::document_chunk_order_wrong, Fault::positions_not_restarted};
 
 // What the matrix prints.
 constexpr std::string_view describe(Fault f) {
@@ -77,6 +90,9 @@ constexpr std::string_view describe(Fault f) {
     case Fault::lse_merge_wrong_max: return "LSE merge with the wrong maximum";
     case Fault::gqa_wrong_group: return "GQA KV head mapped to the wrong query group";
     case Fault::loss_local_normalisation: return "loss normalised by the local token count";
+    case Fault::document_boundary_ignored: return "one rank ignores a document boundary";
+    case Fault::document_chunk_order_wrong: return "one rank's per-document chunk order wrong";
+    case Fault::positions_not_restarted: return "RoPE positions not restarted at a document start";
   }
   return "?";
 }
@@ -87,12 +103,18 @@ struct FaultSite {
   bool zigzag = false;         // the ring is sharded in zigzag (or head/tail chunks)
   int heads = 1, kv_heads = 1;
   bool kv_all_gather = false;  // K,V all-gathered over the ring group instead of passed in hops
+  // Packed documents: the sequences hold more than one document (and every rank's tokens meet a
+  // boundary or share a document with another rank: the test's workloads are chosen so), and
+  // whether the balancer is per-document.
+  bool documents = false;
+  bool per_document = false;
 };
 
 // Whether the step has the code the fault breaks: ring hops for the skipped step and the merge, a
 // ring group (R > 1, hops or all-gather) for the mask and the dK,dV return, zigzag chunks for the
 // permutation, a Ulysses group (U > 1) whose ranks hold more than one head for the transposed
-// unpack, two KV heads for the group mapping, any sharding (SP > 1) for the rest.
+// unpack, two KV heads for the group mapping, documents for the boundary and the positions, a
+// per-document ring for its chunk order, any sharding (SP > 1) for the rest.
 constexpr bool applies(Fault f, const FaultSite& s) {
   const bool ring = s.ring > 1, ulysses = s.ulysses > 1, sharded = ring || ulysses;
   switch (f) {
@@ -108,6 +130,9 @@ constexpr bool applies(Fault f, const FaultSite& s) {
     case Fault::dkv_return_dropped:
     case Fault::dkv_return_doubled:
     case Fault::loss_local_normalisation: return sharded;
+    case Fault::document_boundary_ignored:
+    case Fault::positions_not_restarted: return sharded && s.documents;
+    case Fault::document_chunk_order_wrong: return ring && s.documents && s.per_document;
   }
   return false;
 }

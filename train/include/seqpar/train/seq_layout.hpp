@@ -13,10 +13,16 @@
 namespace seqpar::train {
 
 // A run of consecutive global positions [pos, pos + len) at token offset `offset` of a buffer.
+// Under a document mask (doc_shards.hpp) a run lies inside one document: `doc` is its index in
+// the packed sequence (-1: padding, which attends nothing and which nothing attends) and
+// `doc_pos` the document position of its first token, where the causal mask and RoPE count from.
+// Without documents the whole sequence is document 0 and doc_pos == pos.
 struct Segment {
   std::int64_t pos = 0;
   int len = 0;
   int offset = 0;
+  std::int64_t doc = 0;
+  std::int64_t doc_pos = 0;
 };
 
 // How K,V cross the ring group.
@@ -37,7 +43,8 @@ class SeqLayout {
   int local_len() const { return static_cast<int>(n_ / (u_ * r_)); }
   int group_len() const { return static_cast<int>(n_ / r_); }
 
-  // The tokens ring group g holds after the Ulysses gather, in buffer order; adjacent runs merged.
+  // The tokens ring group g holds after the Ulysses gather, in buffer order; adjacent runs merged
+  // (document 0, doc_pos == pos).
   std::vector<Segment> group_segments(int g) const;
   // Global positions of the tokens SP rank sp_index (ulysses index = sp_index % U, ring index =
   // sp_index / U) holds, in local order.

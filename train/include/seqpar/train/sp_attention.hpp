@@ -7,9 +7,12 @@
 // SeqLayout::kv_all_gather) gathers the whole sequence's K,V over the ring group instead, runs one
 // attention call per local query chunk over its key prefix (nothing to merge), and in the backward
 // gathers K,V again and reduce-scatters the whole sequence's dK,dV (fp32) to their owners.
+// Under packed documents (set_sequences; doc_shards.hpp) every (query segment, key block) call is
+// cut per document, causal through the document positions, as a varlen kernel sees cu_seqlens.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/train/backend.hpp"
@@ -35,6 +38,12 @@ struct AttnSaved {
 // On the GPU, collectives and ring steps join the back end's compute stream (no-op on the CPU).
 void join_compute_stream(Backend& be, comm::Groups& groups);
 
+// The attention a rank computed (forward calls only; every layer and recomputation adds): the
+// unmasked (query, key) pairs of its calls times the heads of each call (H/U), and the calls.
+struct AttnWork {
+  std::int64_t pairs = 0, calls = 0;
+};
+
 // Throws seqpar::Error when the heads cannot be split over U ranks: core's check_heads, the
 // same rules the simulator applies (docs/ARCHITECTURE.md, Conventions: Methods).
 void check_ulysses_heads(int heads, int kv_heads, int ulysses);
@@ -53,6 +62,14 @@ class SpAttention {
   void backward(const AttnSaved& saved, CRef dout, Ref dq, Ref dk, Ref dv);
 
   int kv_replication() const { return rep_; }
+  // Packed documents (doc_shards.hpp): for each sequence of the micro-batch, every ring group's
+  // segments in buffer order (each group holding the layout's group_len tokens). A (query segment,
+  // key segment) pair gets one call when they share a document and some key is at or before some
+  // query (causal through the document positions); padding gets none. Until called, every
+  // sequence is one document laid out by the SeqLayout.
+  void set_sequences(std::vector<std::vector<std::vector<Segment>>> seqs);
+  const AttnWork& work() const { return work_; }
+  void reset_work() { work_ = {}; }
   // Tests only: plants a sharding bug (fault.hpp); attention ignores the faults that are not its own.
   void plant_fault(Fault f) { fault_ = f; }
 
@@ -67,14 +84,24 @@ class SpAttention {
   // [b, n_local, KV, d], all-gathered and laid out in sequence order [b, seq_len, KV, d].
   // swap_first_peers: Fault::kv_wrong_block, the chunks of peers 0 and 1 change places.
   Tensor gather_sequence(CRef local, const char* what, bool swap_first_peers);
-  // The keys a query segment sees under the causal mask once the whole sequence is at hand.
-  static Segment key_prefix(const Segment& qs) { return {0, static_cast<int>(qs.pos) + qs.len, 0}; }
-  // The attention call of a query segment over its key prefix (Fault::causal_mask_off_by_one: one
-  // key longer, the mask shifted with it).
-  AttnShape prefix_shape(const Segment& qs) const;
+  // The attention call of a query segment once the whole sequence is at hand: over its document's
+  // keys up to its last query, which start at *key_start of the gathered sequence (`first`: the
+  // rank's first segment, where Fault::causal_mask_off_by_one makes it one key longer, the mask
+  // shifted with it).
+  AttnShape prefix_shape(const Segment& qs, bool first, std::int64_t* key_start) const;
   // One sequence-contiguous block per query (no ring, one segment): attention straight into the
   // outputs, nothing to merge or accumulate.
-  bool single_block() const { return r_ == 1 && my_segs_.size() == 1; }
+  bool single_block() const { return single_; }
+  // Sequence bi's segments: this rank's (its ring group's), and ring group g's.
+  const std::vector<Segment>& segs(int bi) const { return group(bi, ring_index_); }
+  const std::vector<Segment>& group(int bi, int g) const {
+    return seqs_[static_cast<std::size_t>(bi)][static_cast<std::size_t>(g)];
+  }
+  // Whether some query of qs sees some key of ks (same document, not all in the future).
+  bool sees(const Segment& qs, const Segment& ks) const;
+  // Fault::document_boundary_ignored on this rank: plain causal over sequence positions.
+  bool ignores_documents() const { return faulty(Fault::document_boundary_ignored, 1); }
+  void record(const AttnShape& sh);
   // forward all-to-all: [b, n, heads, d] -> [b, U*n, heads/U, d]; and its reverse.
   void gather_seq(CRef in, Ref out, int heads);
   void scatter_seq(CRef in, Ref out, int heads);
@@ -113,7 +140,9 @@ class SpAttention {
   AttnDims dims_;
   int u_, r_, rep_ = 1;
   int nl_, ng_, hl_, kvl_;  // local tokens, gathered tokens, heads and KV heads after the gather
-  std::vector<Segment> my_segs_;
+  std::vector<std::vector<std::vector<Segment>>> seqs_;  // [sequence][ring group][segment]
+  bool single_ = false;
+  AttnWork work_;
   Fault fault_ = Fault::none;
 };
 

@@ -4,10 +4,14 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "seqpar/comm/communicator.hpp"
+#include "seqpar/core/doc_layout.hpp"
+#include "seqpar/core/workload.hpp"
+#include "seqpar/train/doc_shards.hpp"
 #include "seqpar/train/fault.hpp"
 #include "seqpar/train/model.hpp"
 
@@ -37,7 +41,20 @@ struct TrainSetup {
   seqpar::MemoryOptions mem = train_memory_default();
   int tile_tokens = 0;  // rows per TiledMLP / tiled-loss tile; 0: ALST's (alst_tile_tokens)
   Fault fault = Fault::none;  // tests only (fault.hpp): a planted sharding bug
+  // Packed documents under a document mask (workload.hpp): sequence id (step x dp x micro_batch +
+  // dp_index x micro_batch + b, the numbering the unsharded reference shares) takes the boundaries
+  // of sampled sequence id mod documents->batches. nullopt: one document a sequence.
+  std::optional<seqpar::Workload> documents;
+  // Where the ring groups hold the tokens (doc_layout.hpp; doc_shards.hpp for the padding).
+  // nullopt: the layout's own, zigzag when `zigzag` else contiguous (sim::native_balancer).
+  std::optional<Balancer> balancer;
 };
+
+// The balancer the step runs: setup.balancer, else the layout's own.
+Balancer step_balancer(const TrainSetup& s);
+// Whether the step runs the document path (documents or a balancer given): then the step holds
+// doc_step_len(s) tokens a sequence, padding included.
+inline bool uses_documents(const TrainSetup& s) { return s.documents.has_value() || s.balancer.has_value(); }
 
 // The plan's shape of the step: seq_len, degrees, zigzag, the K,V exchange, micro_batch and memory
 // options.
@@ -82,11 +99,21 @@ class Trainer {
   // reference's parameters so that rounding does not compound over steps.
   void set_params_host(const std::vector<float>& params);
   int world_size() const { return world_ ? world_->size() : 1; }
+  // The attention this rank computed in the last compute_gradients() (every layer's forward,
+  // recomputations included: SpAttention's record), and what core's count_batch_work counts for
+  // the same sequences, heads and forward passes: the two must be equal.
+  const AttnWork& attention_work() const { return model_->attention().work(); }
+  std::int64_t counted_attention_pairs() const;
+  // The boundaries of the sequences of the current step (micro-batch order).
+  const std::vector<std::vector<std::int64_t>>& step_documents() const { return step_cu_; }
 
  private:
   void all_reduce(void* buf, std::size_t count, comm::DType dt);
   void load_batch();    // this step's sequences, sharded to this rank
   void ensure_batch();  // load_batch() once per step
+  void load_documents();  // load_batch() on the document path
+  // Sampled sequence i's placement (cached).
+  const DocShards& shards(std::size_t i);
 
   Backend& be_;
   comm::Communicator* world_;
@@ -97,6 +124,15 @@ class Trainer {
   std::vector<int> positions_, labels_;
   Ints tokens_d_, labels_d_, positions_d_;
   int steps_done_ = 0, loaded_step_ = -1;
+  // The document path: the balancer, the sampled sequences and their placements, the ring group
+  // length every step uses, and the current step's boundaries.
+  bool docs_ = false;
+  Balancer balancer_ = Balancer::contiguous;
+  std::vector<std::vector<std::int64_t>> sampled_cu_;
+  std::vector<DocLayout> placed_;
+  std::vector<std::optional<DocShards>> shards_;
+  std::int64_t group_len_ = 0;
+  std::vector<std::vector<std::int64_t>> step_cu_;
 };
 
 // Unsharded reference of the same global step: one rank, all dp * micro_batch sequences, no fault,
