@@ -904,7 +904,7 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
     const auto key = std::make_tuple(p.seq_len, p.ulysses_degree, p.ring_degree, kv_all_gather(p), b);
     auto it = counted.find(key);
     if (it != counted.end()) return it->second;
-    return counted.emplace(key, document_costs(sampled_at(p.seq_len), p, b)).first->second;
+    return counted.emplace(key, document_costs(sampled_at(p.seq_len), p, b, s.gpu)).first->second;
   };
   auto refused = [&](const Plan& p, Balancer b, const Error& e) {  // the balancer cannot lay the sequence out
     Result r;

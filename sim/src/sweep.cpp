@@ -50,7 +50,7 @@ SweepPoint document_point(const Model& m, const System& s, const Plan& st, const
   std::vector<std::string> errors;
   if (check_plan(m, s, st, errors)) {  // a plan rule: structure_point names it, as advise does
     try {
-      pt.documents = document_costs(w, st, b);
+      pt.documents = document_costs(w, st, b, s.gpu);
     } catch (const Error& e) {
       pt.result.plan = st;
       if (space.memory) pt.result.plan.mem = *space.memory;

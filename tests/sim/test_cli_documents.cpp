@@ -61,14 +61,14 @@ TEST(MaxLenDocuments, TheAnswerFitsUnderTheWorkloadInSimulateAndOneGranuleMoreDo
       if (n == 0) continue;
       Plan q = p;
       q.seq_len = n;
-      const DocumentCosts at = document_costs(sample_workload(w, n), q, b);
+      const DocumentCosts at = document_costs(sample_workload(w, n), q, b, s.gpu);
       padded += at.token_factor > 1;
       const Result fits = simulate(m, s, q, at);
       EXPECT_TRUE(fits.valid && fits.fits) << describe(q) << " " << to_string(b) << " " << spec << " seed " << seed;
       q.seq_len = n + seq_granularity(q);
       std::vector<std::string> errors;
       if (check_plan(m, s, q, errors)) {
-        const Result over = simulate(m, s, q, document_costs(sample_workload(w, q.seq_len), q, b));
+        const Result over = simulate(m, s, q, document_costs(sample_workload(w, q.seq_len), q, b, s.gpu));
         EXPECT_FALSE(over.valid && over.fits) << describe(q) << " " << to_string(b) << " " << spec << " seed " << seed;
       }
       ++checked;
