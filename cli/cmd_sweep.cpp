@@ -142,17 +142,14 @@ Grid parse_grid(const Opts& o) {
   g.space.memory = o.mem.fixed_over(sim::default_memory_options(g.systems.front().profile));
   g.space.micro_batch = o.micro_batch;
   g.space.global_batch = global_batch(o.batch);
-  DocumentOptions plain = o.docs;
-  plain.balancer.clear();  // a list here: checked below
-  if (std::optional<Workload> w = documents_workload(plain)) {
+  // --balancer is a list here, read below; without --documents it is refused with the others.
+  if (std::optional<Workload> w = documents_workload(o.docs)) {
     g.documents = sim::SweepDocuments{std::move(*w), {}};
     if (!o.docs.balancer.empty()) {
       g.documents->only = parse_list<Balancer>(o.docs.balancer, "balancer",
                                                [](const std::string& b) { return parse_balancer(b); });
       refuse_duplicates(g.documents->only, split_list(o.docs.balancer, "balancer"), "balancer");
     }
-  } else if (!o.docs.balancer.empty()) {
-    throw Error("balancer: applies to a packed-document workload; give --documents");
   }
   return g;
 }

@@ -10,31 +10,7 @@
 
 namespace seqpar::cli {
 
-void add_documents(CLI::App* app, DocumentOptions& o) {
-  app->add_option("--documents", o.documents,
-                  "Packed documents under a document mask: fixed:L, uniform:A:B, lognormal:MU:SIGMA (of ln length), "
-                  "powerlaw:ALPHA:MIN:MAX, hist:FILE.csv (min_tokens,max_tokens,count) or lengths:FILE (one a line)");
-  app->add_option("--packing", o.packing,
-                  "How documents fill each sequence: fill (arrival order, split at the sequence end), best-fit[:WINDOW] "
-                  "or balanced:W (the pieces of W fill sequences repacked to even their attention work)")
-      ->capture_default_str();
-  app->add_option("--doc-seed", o.seed, "Seed of the sampled document stream")->capture_default_str();
-  app->add_option("--doc-batches", o.batches, "Packed sequences sampled")->capture_default_str();
-  app->add_option("--balancer", o.balancer,
-                  "How the ring group shards a packed sequence: contiguous, zigzag, per-document (2 x R chunks of every "
-                  "document, padded as Transformer Engine's THD), balanced (whole documents moved to even the work); "
-                  "default: the method's own");
-}
-
-std::optional<Workload> documents_workload(const DocumentOptions& o) {
-  if (o.documents.empty()) {
-    if (!o.balancer.empty()) throw Error("balancer: applies to a packed-document workload; give --documents");
-    if (o.packing != "fill" || o.seed != 1 || o.batches != 16)
-      throw Error("packing, doc_seed, doc_batches: apply to a packed-document workload; give --documents");
-    return std::nullopt;
-  }
-  return make_workload(o.documents, o.packing, o.seed, o.batches);
-}
+std::optional<Workload> documents_workload(const DocumentOptions& o) { return o.workload(); }
 
 std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len) {
   const std::optional<Workload> w = documents_workload(o);

@@ -10,19 +10,16 @@
 
 #include "seqpar/core/doc_layout.hpp"
 #include "seqpar/core/workload.hpp"
+#include "seqpar/core/workload_flags.hpp"
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/simulate.hpp"
 
 namespace seqpar::cli {
 
-struct DocumentOptions {
-  std::string documents;  // empty: one causal sequence filling every sequence (no document mask)
-  std::string packing = "fill";
-  std::uint64_t seed = 1;
-  int batches = 16;
-  std::string balancer;   // empty: the method's own layout (sim::native_balancer)
-};
-void add_documents(CLI::App* app, DocumentOptions& o);
+// The flags as every program has them (core/workload_flags.hpp); --balancer's default is the
+// method's own layout (sim::native_balancer).
+using DocumentOptions = WorkloadFlags;
+inline void add_documents(CLI::App* app, DocumentOptions& o) { add_workload_flags(app, o, true); }
 
 // The workload the options name; nullopt without --documents (then --balancer and the other
 // document options are refused, naming --documents).

@@ -19,6 +19,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/core/usage_exit.hpp"
+#include "seqpar/core/workload_flags.hpp"
 #include "seqpar/core/doc_layout.hpp"
 #include "seqpar/core/doc_work.hpp"
 #include "seqpar/core/workload.hpp"
@@ -39,9 +40,7 @@ struct Options {
   int reps = 5, warmup = 1;
   // Packed documents (as seqpar-train): sequence b of the micro-batch takes sampled sequence b mod
   // --doc-batches; --balancer: the method's own layout when empty.
-  std::string documents, packing = "fill", balancer;
-  std::uint64_t doc_seed = 1;
-  int doc_batches = 16;
+  seqpar::WorkloadFlags docs;
 };
 
 // The micro-batch's documents on a plan: the sampled boundaries, the balancer and each sequence's
@@ -55,9 +54,9 @@ struct PlanDocuments {
 
 PlanDocuments plan_documents(const Options& o, const seqpar::Plan& plan) {
   PlanDocuments d;
-  d.balancer = o.balancer.empty() ? seqpar::sim::native_balancer(plan) : seqpar::parse_balancer(o.balancer, "--balancer");
-  const seqpar::SampledWorkload w =
-      seqpar::sample_workload(seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches), plan.seq_len);
+  d.balancer =
+      o.docs.balancer.empty() ? seqpar::sim::native_balancer(plan) : seqpar::parse_balancer(o.docs.balancer, "--balancer");
+  const seqpar::SampledWorkload w = seqpar::sample_workload(*o.docs.workload(), plan.seq_len);
   std::vector<seqpar::DocLayout> placed;
   for (int b = 0; b < plan.micro_batch; ++b) {
     d.cu_seqlens.push_back(w.batches[static_cast<std::size_t>(b) % w.batches.size()].cu_seqlens);
@@ -130,7 +129,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
     if (be.on_gpu()) world.set_stream(be.compute_stream());
     const int w = world.rank();
     std::optional<PlanDocuments> docs;
-    if (!o.documents.empty()) docs = plan_documents(o, plan);  // the same on every rank
+    if (o.docs.given()) docs = plan_documents(o, plan);  // the same on every rank
     const int ring_index = groups.layout.ring_index(w), sp_index = groups.layout.sp_index(w);
     const st::SeqLayout layout(docs ? docs->group_len * plan.ring_degree : plan.seq_len, plan.ulysses_degree,
                                plan.ring_degree, docs ? docs->balancer == seqpar::Balancer::zigzag : plan.zigzag(),
@@ -241,9 +240,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                      {"attention_engine", be.attention_engine()},
                      {"comm", o.run.comm}, {"world_size", world.size()}, {"dtype", seqpar::to_string(be.act_dtype())},
                      {"seed", o.run.seed}};
-    if (!o.documents.empty())
-      doc["config"]["documents"] = {{"documents", o.documents}, {"packing", o.packing}, {"doc_seed", o.doc_seed},
-                                    {"doc_batches", o.doc_batches}, {"balancer", o.balancer.empty() ? "own" : o.balancer}};
+    if (o.docs.given()) doc["config"]["documents"] = o.docs.to_json();
     doc["results"] = results;
     doc["skipped"] = skipped;
     seqpar::write_json_file(o.run.json_path, doc);
@@ -262,15 +259,7 @@ int main(int argc, char** argv) {
   app.add_option("--methods", o.methods, "comma-separated (default every method): " + seqpar::method_names(","));
   app.add_option("--reps", o.reps, "timed repetitions (the median is reported)");
   app.add_option("--warmup", o.warmup, "untimed repetitions first");
-  app.add_option("--documents", o.documents,
-                 "packed documents under a document mask (as seqpar-train: fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
-                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE); sequence b takes sampled sequence b mod --doc-batches");
-  CLI::Option* doc_opts[] = {
-      app.add_option("--packing", o.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
-      app.add_option("--doc-seed", o.doc_seed, "with --documents: the sampling seed (default 1)"),
-      app.add_option("--doc-batches", o.doc_batches, "with --documents: sequences sampled (default 16)"),
-      app.add_option("--balancer", o.balancer,
-                     "with --documents: contiguous | zigzag | per-document | balanced (default: each method's own)")};
+  seqpar::add_workload_flags(&app, o.docs, true, "sequence b of the micro-batch takes sampled sequence b mod --doc-batches");
   st::LaunchChecks checks;  // --comm-timeout, and the options every MPI rank must share
   checks.add(app);
   try {
@@ -279,12 +268,7 @@ int main(int argc, char** argv) {
     return seqpar::usage_exit(app, e);
   }
   try {
-    if (o.documents.empty())
-      for (const CLI::Option* opt : doc_opts)
-        if (opt->count() > 0)
-          throw seqpar::Error("--packing, --doc-seed, --doc-batches and --balancer describe a packed-document "
-                              "workload: give it with --documents");
-    if (!o.documents.empty()) seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches);  // checked once
+    (void)o.docs.workload();  // checked once, its flags refused without --documents
     if (o.reps < 1) throw seqpar::Error(fmt::format("--reps = {}: must be >= 1", o.reps));
     if (o.warmup < 0) throw seqpar::Error(fmt::format("--warmup = {}: must be >= 0", o.warmup));
     const st::ModelConfig cfg = o.model.resolve();
@@ -293,9 +277,9 @@ int main(int argc, char** argv) {
     // Parsed values; -J is left out (only rank 0 writes it).
     checks.same_options = st::run_options_json(o.run, cfg);
     checks.same_options.update({{"--methods", seqpar::split_list(o.methods, "--methods")},
-                                {"--reps", o.reps}, {"--warmup", o.warmup}, {"--documents", o.documents},
-                                {"--packing", o.packing}, {"--doc-seed", o.doc_seed},
-                                {"--doc-batches", o.doc_batches}, {"--balancer", o.balancer}});
+                                {"--reps", o.reps}, {"--warmup", o.warmup}, {"--documents", o.docs.documents},
+                                {"--packing", o.docs.packing}, {"--doc-seed", o.docs.seed},
+                                {"--doc-batches", o.docs.batches}, {"--balancer", o.docs.balancer}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               return run_rank(o, cfg, world, be, argc, argv);

@@ -18,6 +18,7 @@
 #include "seqpar/core/progress.hpp"
 #include "seqpar/core/stats.hpp"
 #include "seqpar/core/usage_exit.hpp"
+#include "seqpar/core/workload_flags.hpp"
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/train/launch.hpp"
@@ -42,10 +43,7 @@ struct Options {
   std::string gpu;  // preset whose bf16 peak gives MFU
   std::string trace;  // --trace: the last step's timeline, one file per rank
   // Packed documents (core's workload.hpp; the options `seqpar simulate` takes).
-  std::string documents, packing = "fill", balancer;
-  std::uint64_t doc_seed = 1;
-  int doc_batches = 16;
-  bool doc_options_without_documents = false;  // set after parsing: refused, naming --documents
+  seqpar::WorkloadFlags docs;
 };
 
 // Option checks that need no plan: a NaN learning rate or tolerance never reaches a step.
@@ -66,9 +64,7 @@ void check_options(const Options& o) {
   if (!o.trace.empty() && o.validate)
     throw seqpar::Error("--trace with --validate: a validated step runs the unsharded steps beside it; trace a run "
                         "without --validate");
-  if (o.doc_options_without_documents)
-    throw seqpar::Error("--packing, --doc-seed, --doc-batches and --balancer describe a packed-document workload: "
-                        "give it with --documents");
+  (void)o.docs.workload();  // the workload's own checks, and its flags refused without --documents
   const st::Precision p = st::parse_precision(o.precision);
   if (p == st::Precision::fp32 && o.run.backend == "cuda")
     throw seqpar::Error("--precision fp32 with --backend cuda: the CUDA back end's attention kernels take bf16 "
@@ -81,10 +77,9 @@ st::TrainSetup make_setup(const Options& o, const st::ModelConfig& cfg, const se
   st::apply_plan(s, plan);  // with --checkpoint, --offload-checkpoints, --tiled-mlp, --tiled-loss
   s.opt.lr = o.lr;
   s.seed = o.run.seed;
-  if (!o.documents.empty()) {
-    s.documents = seqpar::make_workload(o.documents, o.packing, o.doc_seed, o.doc_batches);
-    s.balancer = o.balancer.empty() ? seqpar::sim::native_balancer(plan) : seqpar::parse_balancer(o.balancer, "--balancer");
-  }
+  if ((s.documents = o.docs.workload()))
+    s.balancer = o.docs.balancer.empty() ? seqpar::sim::native_balancer(plan)
+                                         : seqpar::parse_balancer(o.docs.balancer, "--balancer");
   return s;
 }
 
@@ -270,10 +265,11 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
                      {"kv_replication", trainer.model().attention().kv_replication()}};
     doc["plan"] = seqpar::to_json(plan);
     if (s.documents)
-      doc["config"]["documents"] = {{"documents", o.documents}, {"packing", o.packing}, {"doc_seed", o.doc_seed},
-                                    {"doc_batches", o.doc_batches},
-                                    {"balancer", seqpar::to_string(st::step_balancer(s))},
-                                    {"last_step_cu_seqlens", trainer.step_documents()}};
+    {
+      doc["config"]["documents"] = o.docs.to_json();
+      doc["config"]["documents"].update({{"balancer", seqpar::to_string(st::step_balancer(s))},
+                                         {"last_step_cu_seqlens", trainer.step_documents()}});
+    }
     nlohmann::json res = {{"name", fmt::format("train_step/{}/L{}/{}/sp{}/seq{}", cfg.name, cfg.layers,
                                                seqpar::to_string(plan.method), plan.sp, plan.seq_len)},
                           {"attention_engine", be.attention_engine()},
@@ -359,17 +355,7 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", o.removed_rtol)->group("");  // removed: refused with a message
   app.add_option("--atol", o.removed_atol)->group("");
   app.add_option("--gpu", o.gpu, "GPU preset whose bf16 peak is the MFU denominator (default: the preset of the device in use; MFU is null on the CPU)");
-  app.add_option("--documents", o.documents,
-                 "packed documents under a document mask: fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
-                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE (as `seqpar simulate`); each sequence of the "
-                 "step takes sampled sequence (id mod --doc-batches)");
-  CLI::Option* doc_opts[] = {
-      app.add_option("--packing", o.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
-      app.add_option("--doc-seed", o.doc_seed, "with --documents: the sampling seed (default 1)"),
-      app.add_option("--doc-batches", o.doc_batches, "with --documents: sequences sampled (default 16)"),
-      app.add_option("--balancer", o.balancer,
-                     "with --documents: contiguous | zigzag | per-document | balanced (default: the method's own "
-                     "layout, zigzag for ring-zigzag, hybrid and all-gather, else contiguous)")};
+  seqpar::add_workload_flags(&app, o.docs, true, "each sequence of the step takes sampled sequence (id mod --doc-batches)");
   app.add_option("--trace", o.trace,
                  "write the last step's measured timeline as a Chrome trace event file (open in ui.perfetto.dev); "
                  "with more than one rank, one file per rank: FILE.rank<r>.json");
@@ -380,8 +366,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return seqpar::usage_exit(app, e);
   }
-  if (o.documents.empty())
-    for (const CLI::Option* opt : doc_opts) o.doc_options_without_documents |= opt->count() > 0;
   try {
     check_options(o);
     if (o.validate && o.run.comm == "loopback")
@@ -402,8 +386,9 @@ int main(int argc, char** argv) {
                                 {"--validate", o.validate}, {"--precision", o.precision},
                                 {"--error-factor", o.rule.error_factor.value_or(0)},
                                 {"--error-atol", o.rule.error_atol.value_or(-1)}, {"--gpu", o.gpu},
-                                {"--documents", o.documents}, {"--packing", o.packing}, {"--doc-seed", o.doc_seed},
-                                {"--doc-batches", o.doc_batches}, {"--balancer", o.balancer}});
+                                {"--documents", o.docs.documents}, {"--packing", o.docs.packing},
+                                {"--doc-seed", o.docs.seed}, {"--doc-batches", o.docs.batches},
+                                {"--balancer", o.docs.balancer}});
     return st::launch_ranks(&argc, &argv, o.run, local_world, checks,
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::Plan plan = o.run.plan(world.size());

@@ -220,7 +220,7 @@ def test_documents_and_balancer_from_python(seqpar, tmp_path):
     zigzag = [r["documents"]["imbalance"]["mean"] for r in grid["results"] if r["balancer"] == "zigzag"]
     assert zigzag and min(zigzag) > 1.1
 
-    with pytest.raises(seqpar.Error, match="give --documents"):
+    with pytest.raises(seqpar.Error, match="give it with --documents"):
         seqpar.simulate(model="llama3-8b", seq_len="64K", balancer="zigzag")
     with pytest.raises(seqpar.Error, match="balancer: maxlen searches every load balancer"):
         seqpar.maxlen(model="llama3-8b", gpus=8, documents="fixed:1K", balancer="zigzag")

@@ -285,10 +285,10 @@ TEST(DocumentsCli, TheWorkloadOptionsAreRefusedWhereTheyCannotApply) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
   };
   refused("maxlen --gpus 8 --documents fixed:1K --balancer zigzag", "balancer: maxlen searches every load balancer");
-  refused("maxlen --gpus 8 --balancer zigzag", "give --documents");
-  refused("maxlen --gpus 8 --doc-seed 3", "give --documents");
+  refused("maxlen --gpus 8 --balancer zigzag", "give --documents alone");
+  refused("maxlen --gpus 8 --doc-seed 3", "give it with --documents");
   refused("maxlen --gpus 8 --documents fixed:1K --global-batch-tokens 4M", "give --global-batch (sequences)");
-  refused("sweep --seq-len 64K --out /tmp/x --balancer zigzag", "give --documents");
+  refused("sweep --seq-len 64K --out /tmp/x --balancer zigzag", "give it with --documents");
   refused("sweep --seq-len 64K --out /tmp/x --documents fixed:1K --balancer zigzag,zigzag", "listed twice");
   refused("sweep --seq-len 64K --out /tmp/x --documents fixed:1K --balancer sideways", "unknown load balancer");
   refused("sweep --seq-len 64K --out /tmp/x --documents nonsense:1", "documents");

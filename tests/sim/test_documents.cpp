@@ -150,7 +150,7 @@ TEST(DocumentsCli, SimulateShowsTheWorkloadAndEveryMethodAndBalancer) {
   // The workload's options without a workload are refused, naming --documents.
   const auto refused = seqpar::testing::seqpar("simulate --gpus 8 --seq-len 128K --balancer zigzag");
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("give --documents"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("give it with --documents"), std::string::npos) << refused.err;
 }
 
 // The short-document figure (hardware.hpp: VarlenAttention): a measured curve becomes a cost per

@@ -23,6 +23,7 @@
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/core/workload.hpp"
+#include "seqpar/core/workload_flags.hpp"
 #include "seqpar/bench/attention_engine_table.hpp"
 #include "seqpar/kernels/attention_engine.hpp"
 #include "seqpar/kernels/cudnn_attention.hpp"
@@ -48,9 +49,7 @@ struct Options {
   int kv_heads = 0;  // 0: same as heads
   // Packed documents (core's workload.hpp): batch entry b takes sampled sequence b mod --doc-batches,
   // each document one causal call (as a varlen kernel runs cu_seqlens); replaces --masks.
-  std::string documents, packing = "fill";
-  std::uint64_t doc_seed = 1;
-  int doc_batches = 16;
+  WorkloadFlags docs;  // no --balancer: one GPU, the whole sequence
   bool masks_given = false;
   TimingOptions timing;
   std::string json_path;
@@ -198,9 +197,9 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
     const bool backward = op == "bwd";
     for (const std::string& dtext : split_list(opt.head_dims, "--head-dims")) {
       const auto d = parse_count(dtext, "--head-dims");
-      if (!opt.documents.empty() && opt.masks_given)
+      if (opt.docs.given() && opt.masks_given)
         throw Error("--masks with --documents: the document mask (causal within each document) replaces them");
-      const std::string masks = opt.documents.empty() ? opt.masks : std::string("documents");
+      const std::string masks = opt.docs.given() ? std::string("documents") : opt.masks;
       for (const std::string& mask : split_list(masks, "--masks")) {
         if (mask != "full" && mask != "causal" && mask != "documents")
           throw Error(fmt::format("--masks: unknown mask '{}' (full, causal)", mask));
@@ -217,9 +216,8 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
           if (seq > (1 << 30)) throw Error("--seq-lens: at most 1G tokens");
           // --documents: the sampled sequences' boundaries, one call per document (host side).
           std::vector<std::vector<std::int64_t>> cu;
-          if (!opt.documents.empty()) {
-            const SampledWorkload w =
-                sample_workload(make_workload(opt.documents, opt.packing, opt.doc_seed, opt.doc_batches), seq);
+          if (opt.docs.given()) {
+            const SampledWorkload w = sample_workload(*opt.docs.workload(), seq);
             for (int b = 0; b < s.batch; ++b)
               cu.push_back(w.batches[static_cast<std::size_t>(b) % w.batches.size()].cu_seqlens);
           }
@@ -237,8 +235,10 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
                                    {"seq_len", seq},       {"batch", s.batch},
                                    {"heads", s.heads},     {"kv_heads", s.kv_heads}};
           if (!docs.empty())
-            fields["documents"] = {{"documents", opt.documents}, {"packing", opt.packing}, {"doc_seed", opt.doc_seed},
-                                   {"cu_seqlens", cu}, {"calls", docs.size()}};
+          {
+            fields["documents"] = opt.docs.to_json();
+            fields["documents"].update({{"cu_seqlens", cu}, {"calls", docs.size()}});
+          }
           kernels::CudnnAttention* eng = engine == AttentionEngine::cudnn ? cudnn.get() : nullptr;
           auto setup = [s, t, backward, fields, engine, eng, cudnn, docs, flops]() {
             auto first = std::make_shared<AttentionBuffers>(s, t, backward, 1, engine, eng, docs);
@@ -306,14 +306,9 @@ int run(int argc, char** argv) {
   app.add_option("--seq-lens", opt.seq_lens, "Comma-separated sequence lengths (K = 1024)")->capture_default_str();
   app.add_option("--head-dims", opt.head_dims, "Comma-separated head dims (64, 128)")->capture_default_str();
   CLI::Option* masks = app.add_option("--masks", opt.masks, "Comma-separated masks: full, causal")->capture_default_str();
-  app.add_option("--documents", opt.documents,
-                 "packed documents under the document mask (fixed:L | uniform:A:B | lognormal:MU:SIGMA | "
-                 "powerlaw:ALPHA:MIN:MAX | hist:FILE | lengths:FILE, as seqpar simulate): batch entry b takes sampled "
-                 "sequence b mod --doc-batches, one causal call per document; replaces --masks");
-  CLI::Option* doc_opts[] = {
-      app.add_option("--packing", opt.packing, "with --documents: fill (default) | best-fit[:WINDOW]"),
-      app.add_option("--doc-seed", opt.doc_seed, "with --documents: the sampling seed (default 1)"),
-      app.add_option("--doc-batches", opt.doc_batches, "with --documents: sequences sampled (default 16)")};
+  add_workload_flags(&app, opt.docs, false,
+                     "batch entry b takes sampled sequence b mod --doc-batches, one causal call per document; replaces "
+                     "--masks");
   app.add_option("--ops", opt.ops, "Comma-separated: fwd, bwd")->capture_default_str();
   app.add_option("--dtype", opt.dtype, "bf16 or fp16")->capture_default_str();
   app.add_option("--attention", opt.attention,
@@ -325,12 +320,7 @@ int run(int argc, char** argv) {
   add_harness_options(app, opt.timing, opt.json_path);
   if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
   opt.masks_given = masks->count() > 0;
-  if (opt.documents.empty())
-    for (const CLI::Option* o : doc_opts)
-      if (o->count() > 0)
-        throw Error("--packing, --doc-seed and --doc-batches describe a packed-document workload: give it with "
-                    "--documents");
-  if (!opt.documents.empty()) make_workload(opt.documents, opt.packing, opt.doc_seed, opt.doc_batches);  // checked early
+  (void)opt.docs.workload();  // checked early, its flags refused without --documents
   bool both = false;
   requested_engine(opt.attention, &both);
   if (!device_or_explain("seqpar-bench-attention")) return 2;
@@ -352,7 +342,7 @@ int run(int argc, char** argv) {
                                    {"warmup", opt.timing.warmup}, {"iterations", opt.timing.iterations},
                                    {"flop_convention", "fwd 4*b*s^2*heads*d, /2 causal; bwd 2.5x fwd; --documents: "
                                                        "the sum over the documents' causal calls"},
-                                   {"documents", opt.documents}};
+                                   {"documents", opt.docs.documents}};
     write_measurement(opt.json_path, argc, argv, "seqpar-bench-attention", Mode::real_ranks, config,
                       rec.results());
   }
