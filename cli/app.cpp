@@ -143,7 +143,8 @@ int run(int argc, const char* const* argv, Captured* capture) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // The RuntimeError a subcommand throws carries its exit status (1 an invalid plan, 2 bad input)
+    // The RuntimeError a subcommand throws carries its exit status (options.hpp's no_answer: 1 nothing
+    // fits, 2 never valid)
     // and prints nothing; --help and --version exit 0 through app.exit.
     if (e.get_name() == "RuntimeError" || e.get_exit_code() == 0) return app.exit(e);
     // Every other parse error (an unknown flag or subcommand, a missing or malformed value) is a

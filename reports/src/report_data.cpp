@@ -169,8 +169,23 @@ struct Gatherer {
     pt["valid"] = valid;
     pt["fits"] = p.contains("fits") && p["fits"].is_boolean() ? p["fits"] : json(false);
     pt["errors"] = p.contains("errors") && p["errors"].is_array() ? p["errors"] : json::array();
-    for (const char* k : kFigureKeys) pt[k] = number_or_null(p, k, where);
+    for (const char* k : kFigureKeys) {
+      pt[k] = number_or_null(p, k, where);
+      // Times, rates and bytes are never negative: such a document would print "-0.0 of 80.0 GiB".
+      if (pt[k].is_number() && pt[k].get<double>() < 0)
+        throw Error(fmt::format("{}: field '{}' is {:g}: a time, rate or size is never negative", where, k,
+                                pt[k].get<double>()));
+    }
     if (pt["memory_capacity_bytes"].is_null()) pt["memory_capacity_bytes"] = number_or_null(sys, "memory_capacity_bytes", where);
+    // The claim recomputed from the numbers beside it: a plan whose peak is above the capacity does
+    // not fit, whatever the document says (the other way, a host memory limit can make a plan that
+    // fits the GPU not fit).
+    if (pt["fits"].get<bool>() && pt["peak_memory_bytes"].is_number() && pt["memory_capacity_bytes"].is_number() &&
+        pt["peak_memory_bytes"].get<double>() > pt["memory_capacity_bytes"].get<double>())
+      throw Error(fmt::format("{}: field 'fits' is true but peak_memory_bytes {:.1f} GiB is above "
+                              "memory_capacity_bytes {:.1f} GiB: the document contradicts its numbers",
+                              where, pt["peak_memory_bytes"].get<double>() / (1024.0 * 1024 * 1024),
+                              pt["memory_capacity_bytes"].get<double>() / (1024.0 * 1024 * 1024)));
     pt["memory"] = numbers_of(p, where, "memory");
     pt["time"] = numbers_of(p, where, "time");
     if (pt["valid"].get<bool>() && pt["step_time_s"].is_null())

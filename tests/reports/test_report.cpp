@@ -83,6 +83,31 @@ TEST(ReportData, BadInputNamesFileAndField) {
   InputDocument nostep = load("sweep.json");
   nostep.doc["results"][0]["step_time_s"] = "fast";
   EXPECT_THROW(gather_report_data({nostep}), seqpar::Error);
+  // Claims that contradict their numbers (issue 35, case 6): a negative size, a plan said to fit
+  // whose peak is above the capacity.
+  auto message = [](const InputDocument& d) {
+    try {
+      gather_report_data({d});
+    } catch (const seqpar::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  InputDocument negative = load("sweep.json");
+  negative.doc["results"][0]["peak_memory_bytes"] = -5;
+  EXPECT_NE(message(negative).find("results[0]: field 'peak_memory_bytes' is -5: a time, rate or size is never negative"),
+            std::string::npos)
+      << message(negative);
+  InputDocument over = load("sweep.json");
+  std::size_t k = 0;
+  while (k < over.doc["results"].size() && !over.doc["results"][k].value("fits", false)) ++k;
+  ASSERT_LT(k, over.doc["results"].size());
+  over.doc["results"][k]["peak_memory_bytes"] = 139.9 * 1024 * 1024 * 1024;
+  over.doc["results"][k]["memory_capacity_bytes"] = 80.0 * 1024 * 1024 * 1024;
+  EXPECT_NE(message(over).find("field 'fits' is true but peak_memory_bytes 139.9 GiB is above memory_capacity_bytes "
+                               "80.0 GiB"),
+            std::string::npos)
+      << message(over);
 }
 
 // Every spec names a kind of the table in figure_kinds.hpp and that kind's drawer in reports/plots/;
