@@ -15,6 +15,51 @@
 
 namespace seqpar::sim {
 
+namespace {
+
+// A group of `size` members `stride` world ranks apart on nodes of g GPUs, laid out on the real node
+// boundaries: of the instances in one period of the layout, the one that spans the most nodes (and
+// of those the fewest members on a node).
+struct LaidOut {
+  int nodes = 0, fewest = 0, most = 0;
+};
+LaidOut lay_out(int g, int size, int stride) {
+  const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
+  const std::int64_t period = std::min<std::int64_t>(block / std::gcd(block, std::int64_t{g}) * g, 64 * std::int64_t{g});
+  LaidOut w;
+  for (std::int64_t start = 0; start < period; start += block)
+    for (std::int64_t b = start; b < start + std::max(1, stride); ++b) {
+      int nodes = 0, fewest = size, most = 0, run = 0;
+      std::int64_t node = -1;
+      for (int k = 0; k < size; ++k) {
+        const std::int64_t n = (b + std::int64_t{k} * stride) / g;
+        if (n != node) {
+          if (run > 0) fewest = std::min(fewest, run), most = std::max(most, run);
+          node = n, run = 0, ++nodes;
+        }
+        ++run;
+      }
+      fewest = std::min(fewest, run), most = std::max(most, run);
+      if (nodes > w.nodes || (nodes == w.nodes && fewest < w.fewest)) w = {nodes, fewest, most};
+    }
+  return w;
+}
+
+// lay_out, once per thread for each (node size, size, stride) a search meets: a direct-mapped slot
+// per key (a collision lays it out again, never a wrong answer; no allocation).
+LaidOut laid_out(int g, int size, int stride) {
+  struct Slot {
+    int g = 0, size = 0, stride = 0;
+    LaidOut laid;
+  };
+  thread_local std::array<Slot, 256> slots;
+  Slot& slot = slots[(std::size_t(size) * 131 + std::size_t(stride) * 31 + std::size_t(g)) % slots.size()];
+  if (!(slot.g == g && slot.size == size && slot.stride == stride)) slot = {g, size, stride, lay_out(g, size, stride)};
+  return slot.laid;
+}
+
+}  // namespace
+
 Placement place_group(const System& s, int size, int stride) {
   Placement p;
   p.size = size;
@@ -22,32 +67,16 @@ Placement place_group(const System& s, int size, int stride) {
   const int g = std::max(1, s.gpus_per_node);
   const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
   // Groups that tile the nodes (a block inside a node, or blocks of whole nodes whose members sit
-  // evenly on them) are alike: the closed form. Otherwise every instance of one period of the
-  // layout is laid on the real node boundaries and the widest is the group's.
+  // evenly on them) are alike: the closed form. Otherwise the widest instance on the real node
+  // boundaries is the group's.
   const bool tiles = g % block == 0 || (block % g == 0 && (stride % g == 0 || g % stride == 0));
   if (tiles) {
     p.per_node = stride >= g ? 1 : std::min(size, std::max(1, g / stride));
     p.most_per_node = p.per_node;
     p.nodes = (size + p.per_node - 1) / p.per_node;
   } else {
-    const std::int64_t period = std::min<std::int64_t>(block / std::gcd(block, std::int64_t{g}) * g, 64 * std::int64_t{g});
-    p.nodes = 0;
-    for (std::int64_t start = 0; start < period; start += block)
-      for (std::int64_t b = start; b < start + std::max(1, stride); ++b) {
-        int nodes = 0, fewest = size, most = 0, run = 0;
-        std::int64_t node = -1;
-        for (int k = 0; k < size; ++k) {
-          const std::int64_t n = (b + std::int64_t{k} * stride) / g;
-          if (n != node) {
-            if (run > 0) fewest = std::min(fewest, run), most = std::max(most, run);
-            node = n, run = 0, ++nodes;
-          }
-          ++run;
-        }
-        fewest = std::min(fewest, run), most = std::max(most, run);
-        if (nodes > p.nodes || (nodes == p.nodes && fewest < p.per_node))
-          p.nodes = nodes, p.per_node = fewest, p.most_per_node = most;
-      }
+    const LaidOut w = laid_out(g, size, stride);
+    p.nodes = w.nodes, p.per_node = w.fewest, p.most_per_node = w.most;
   }
   if (s.intra.kind == LinkKind::pcie && s.intra.gpus_per_socket > 0) {
     // Members in a node sit at offsets 0, stride, 2*stride, ...; the first socket holds offsets below gpus_per_socket.
