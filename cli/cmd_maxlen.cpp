@@ -50,7 +50,7 @@ void add_maxlen_command(CLI::App& app) {
       if (!o->docs.balancer.empty())
         throw Error("balancer: maxlen searches every load balancer worth comparing for each structure; give "
                     "--documents alone");
-      const std::optional<Workload> workload = documents_workload(o->docs);
+      const std::optional<Workload> workload = o->docs.workload();
       const sim::MaxLenAdvice a = sim::advise_max_seq_len(m, s, gpus, space, workload ? &*workload : nullptr);
       // The workload as it runs at the answer: the same sample the search counted at that length.
       const std::optional<SampledWorkload> at_max =

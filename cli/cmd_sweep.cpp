@@ -143,7 +143,7 @@ Grid parse_grid(const Opts& o) {
   g.space.micro_batch = o.micro_batch;
   g.space.global_batch = global_batch(o.batch);
   // --balancer is a list here, read below; without --documents it is refused with the others.
-  if (std::optional<Workload> w = documents_workload(o.docs)) {
+  if (std::optional<Workload> w = o.docs.workload()) {
     g.documents = sim::SweepDocuments{std::move(*w), {}};
     if (!o.docs.balancer.empty()) {
       g.documents->only = parse_list<Balancer>(o.docs.balancer, "balancer",

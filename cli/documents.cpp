@@ -10,10 +10,8 @@
 
 namespace seqpar::cli {
 
-std::optional<Workload> documents_workload(const DocumentOptions& o) { return o.workload(); }
-
 std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len) {
-  const std::optional<Workload> w = documents_workload(o);
+  const std::optional<Workload> w = o.workload();
   if (!w) return std::nullopt;
   return sample_workload(*w, seq_len);
 }

@@ -21,10 +21,8 @@ namespace seqpar::cli {
 using DocumentOptions = WorkloadFlags;
 inline void add_documents(CLI::App* app, DocumentOptions& o) { add_workload_flags(app, o, true); }
 
-// The workload the options name; nullopt without --documents (then --balancer and the other
-// document options are refused, naming --documents).
-std::optional<Workload> documents_workload(const DocumentOptions& o);
-// The same, sampled at seq_len.
+// The workload the options name (WorkloadFlags::workload), sampled at seq_len; nullopt without
+// --documents.
 std::optional<SampledWorkload> sample_documents(const DocumentOptions& o, std::int64_t seq_len);
 // --balancer, or the plan's own.
 Balancer plan_balancer(const DocumentOptions& o, const seqpar::Plan& p);
