@@ -82,6 +82,7 @@ void add_advise_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs, sequence {} tokens{}\n{}\n", m.name, s.name, gpus, format_count(n),
                    batch_text(space.global_batch, n), inferred_text(s));
+        if (const std::string p = precision_text(space, s, o->search.precision); !p.empty()) fmt::print("{}\n", p);
         if (space.documents) {
           print_workload_summary(o->docs, *space.documents);
           print_short_documents(s.gpu);

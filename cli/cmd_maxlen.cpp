@@ -100,6 +100,7 @@ void add_maxlen_command(CLI::App& app) {
       } else {
         fmt::print("{} on {}, {} GPUs{}\n{}\n", m.name, s.name, gpus, batch_text(space.global_batch, a.max_seq_len),
                    inferred_text(s));
+        if (const std::string p = precision_text(space, s, o->search.precision); !p.empty()) fmt::print("{}\n", p);
         if (at_max) print_workload_summary(o->docs, *at_max);
         if (a.result) {
           fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, optimizer step {}, "

@@ -13,6 +13,7 @@
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
 #include "seqpar/sim/step_trace.hpp"
+#include "seqpar/sim/fp8_cost.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -27,6 +28,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
              p.dp(), p.global_batch_sequences(), p.global_batch_sequences() == 1 ? "" : "s", format_count(p.seq_len),
              sim::describe_placement(s, p));
   fmt::print("{}\n", inferred_text(s));
+  for (const std::string& line : sim::fp8_lines(s, p)) fmt::print("{}\n", line);
   fmt::print("fits: {} (peak {} of {} GiB, at {}: {}{})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
              gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase,
              r.host_node_bytes <= 0 ? std::string()
@@ -49,6 +51,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   row("  gemm", t.gemm);
   row("  attention kernels", t.attention_compute);
   row("  elementwise", t.elementwise);
+  if (t.fp8_casts > 0) row("    of which FP8 casts", t.fp8_casts);
   row("  recompute", t.recompute);
   row("exposed comm", t.exposed_comm);
   row("  attention (all-to-all, ring waits)", t.exposed_attention_comm);

@@ -91,6 +91,7 @@ struct Opts {
   bool json = false;
   MemoryFlags mem;
   DocumentOptions docs;  // --balancer: a comma-separated list here
+  seqpar::PrecisionFlags precision;  // --fp8, --fp8-recipe: one precision for every point
 };
 
 // The grid the options name, each list checked for repeats.
@@ -142,6 +143,7 @@ Grid parse_grid(const Opts& o) {
   g.space.memory = o.mem.fixed_over(sim::default_memory_options(g.systems.front().profile));
   g.space.micro_batch = o.micro_batch;
   g.space.global_batch = global_batch(o.batch);
+  g.space.precisions = {o.precision.precision()};
   // --balancer is a list here, read below; without --documents it is refused with the others.
   if (std::optional<Workload> w = o.docs.workload()) {
     g.documents = sim::SweepDocuments{std::move(*w), {}};
@@ -326,6 +328,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output directory for sweep.json and sweep.csv")->required();
   cmd->add_flag("--json", o->json, "Also print the sweep JSON on stdout");
   add_memory(cmd, o->mem);
+  seqpar::add_precision_flags(cmd, o->precision, false);
   add_documents(cmd, o->docs);
   cmd->footer("Memory options given on the command line are fixed; otherwise each point takes " +
               sim::memory_choice_rule() + ". With --documents the workload is sampled at each length and every "

@@ -71,6 +71,7 @@ void add_search(CLI::App* app, SearchOptions& o) {
                   "Sequences per SP group per micro-step (default: 1, or with a global batch every one that fills it)")
       ->transform(at_most("micro_batch", sim::limits::kMaxMicroBatch));
   add_batch(app, o.batch);
+  seqpar::add_precision_flags(app, o.precision, true);
 }
 
 sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, const sim::System& s) {
@@ -82,6 +83,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, cons
   space.memory = m.fixed_over(sim::default_memory_options(s.profile));
   space.micro_batch = o.micro_batch;
   space.global_batch = global_batch(o.batch);
+  space.precisions = o.precision.searched(sim::fp8_candidates(s));
   sim::check_search(o.gpus, space);
   return space;
 }
@@ -110,6 +112,7 @@ void add_plan(CLI::App* app, PlanOptions& o) {
                   "Micro-steps per optimizer step (gradient accumulation; the optimizer steps once)")
       ->capture_default_str()
       ->transform(at_most("grad_accum_steps", sim::limits::kMaxGradAccumSteps));
+  seqpar::add_precision_flags(app, o.precision, false);
 }
 
 void add_memory(CLI::App* app, MemoryFlags& m) { seqpar::add_memory_flags(app, m); }
@@ -130,6 +133,24 @@ std::string inferred_text(const sim::System& s) {
   return fmt::format("framework {}{}, attention kernel {}{}", s.profile.name, why(s.framework_why),
                      s.gpu.attention_kernel.empty() ? "as the GPU preset's figures describe" : s.gpu.attention_kernel,
                      why(s.attention_kernel_why));
+}
+
+std::string precision_text(const sim::SearchSpace& space, const sim::System& s, const seqpar::PrecisionFlags& f) {
+  auto label = [](const seqpar::Precision& x) {
+    return x.any_fp8() ? fmt::format("fp8={} ({})", seqpar::fp8_parts_text(x), seqpar::to_string(x.recipe))
+                       : std::string("bf16");
+  };
+  if (!f.allow_fp8) {
+    const seqpar::Precision& x = space.precisions.front();
+    return x.any_fp8() ? "precision: " + label(x) + " (--fp8)" : std::string();
+  }
+  if (space.precisions.size() == 1)
+    return fmt::format("precision: bf16 only: --allow-fp8 finds no FP8 here ({})",
+                       s.gpu.fp8_flops <= 0 ? fmt::format("GPU '{}' has no FP8 figures", s.gpu.name)
+                                            : fmt::format("framework '{}' trains in bf16 only", s.profile.name));
+  std::string list;
+  for (const seqpar::Precision& x : space.precisions) list += (list.empty() ? "" : ", ") + label(x);
+  return "precision: searched " + list + " (--allow-fp8)";
 }
 
 sim::System load_system(const CommonOptions& o, const sim::Model& m) {

@@ -53,6 +53,7 @@ struct SearchOptions {
   std::optional<int> tp;                  // nullopt: every TP degree sim::tp_degrees gives
   std::optional<int> micro_batch;         // nullopt: 1, or every micro-batch that fills a global batch
   BatchOptions batch;
+  seqpar::PrecisionFlags precision;       // --fp8 fixes it; --allow-fp8 searches bf16 and the framework's FP8
 };
 
 void add_common(CLI::App* app, CommonOptions& o);
@@ -73,6 +74,9 @@ sim::System load_system(const CommonOptions& o, const sim::Model& m);
 // What the commands inferred, printed once: "framework seqpar-train (--framework), attention kernel
 // cudnn (seqpar-train runs it)".
 std::string inferred_text(const sim::System& s);
+// The precisions a search tries, as a line for advise and maxlen: "" for bf16 alone by default;
+// the fixed one (--fp8); bf16 and the framework's FP8 sets (--allow-fp8), or why there are none.
+std::string precision_text(const sim::SearchSpace& space, const sim::System& s, const seqpar::PrecisionFlags& f);
 // Registers --attention-kernel (add_common does; sweep, with its own options, calls it itself).
 void add_attention_kernel(CLI::App* app, std::string& kernel);
 void add_framework(CLI::App* app, std::string& framework);

@@ -121,11 +121,13 @@ std::optional<int> implied_sp(const PlanFlags& f) {
 }
 
 Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node) {
+  const Precision precision = f.precision.precision();
   Plan p;
   p.method = parse_method(f.method);
   p.gpus = gpus;
   p.seq_len = seq_len;
   p.tp = f.tp;
+  p.precision = precision;
   // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
   // not divide the GPUs).
   const std::optional<int> sp = implied_sp(f);
@@ -184,7 +186,9 @@ nlohmann::json to_json(const Plan& p) {
           {"offload_optimizer", p.mem.offload_optimizer},
           {"offload_params", p.mem.offload_params},
           {"tiled_mlp", p.mem.tiled_mlp},
-          {"tiled_loss", p.mem.tiled_loss}};
+          {"tiled_loss", p.mem.tiled_loss},
+          {"fp8", fp8_parts_text(p.precision)},
+          {"fp8_recipe", to_string(p.precision.recipe)}};
 }
 
 namespace {
@@ -248,6 +252,8 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.mem.offload_params = field<bool>(j, "offload_params", false, false);
   p.mem.tiled_mlp = field<bool>(j, "tiled_mlp", false, false);
   p.mem.tiled_loss = field<bool>(j, "tiled_loss", false, false);
+  p.precision.fp8 = parse_fp8_parts(field<std::string>(j, "fp8", "none", false), "plan: field 'fp8'");
+  p.precision.recipe = parse_fp8_recipe(field<std::string>(j, "fp8_recipe", "delayed", false), "plan: field 'fp8_recipe'");
   return p;
 }
 
@@ -313,6 +319,9 @@ std::string describe(const Plan& p) {
   std::string s = describe_structure(p);
   if (p.micro_batch != 1) s += fmt::format(" mb={}", p.micro_batch);
   if (p.grad_accum_steps != 1) s += fmt::format(" ga={}", p.grad_accum_steps);
+  if (p.precision.any_fp8())
+    s += fmt::format(" fp8={}{}", fp8_parts_text(p.precision),
+                     p.precision.recipe == Fp8Recipe::delayed ? "" : "/" + std::string(to_string(p.precision.recipe)));
   return s + " " + describe(p.mem);
 }
 

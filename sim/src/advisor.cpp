@@ -192,7 +192,10 @@ void structures_at_tp(const System& s, int gpus, int tp, std::int64_t seq_len, c
     p.ring_degree = r;
     p.micro_batch = space.micro_batch.value_or(1);
     p.mem = default_memory_options(s.profile);  // a structure's own rules are checked with options its framework runs
-    out.push_back(p);
+    for (const Precision& precision : space.precisions) {
+      p.precision = precision;
+      out.push_back(p);
+    }
   };
   for (int P : sps) {
     if (P == 1) {
@@ -206,17 +209,41 @@ void structures_at_tp(const System& s, int gpus, int tp, std::int64_t seq_len, c
     }
     for (Method method : space.methods)
       for (const auto& [u, r] : method_entry(method).splits(P, space.ulysses_degree)) {
+        const std::size_t first = out.size();
         add(method, P, u, r);
         // A hybrid over more than one node can put either group inside the nodes; the two
         // placements cost differently (comm_cost.hpp), so both are candidates.
-        if (u > 1 && r > 1 && std::int64_t{P} * tp > s.gpus_per_node) {
-          out.push_back(out.back());
-          out.back().placement = GroupPlacement::ring_inner;
-        }
+        if (u > 1 && r > 1 && std::int64_t{P} * tp > s.gpus_per_node)
+          for (std::size_t i = first, n = out.size(); i < n; ++i) {
+            out.push_back(out[i]);
+            out.back().placement = GroupPlacement::ring_inner;
+          }
       }
   }
 }
 }  // namespace
+
+std::vector<Precision> fp8_candidates(const System& s) {
+  const Framework& f = s.profile;
+  const Gpu& g = s.gpu;
+  if (g.fp8_flops <= 0 || !(f.fp8_parts & static_cast<std::uint8_t>(Fp8Part::gemm))) return {};
+  Precision linear;
+  linear.fp8 = static_cast<std::uint8_t>(Fp8Part::gemm) | (f.fp8_parts & static_cast<std::uint8_t>(Fp8Part::weights));
+  bool found = false;
+  for (Fp8Recipe r : {Fp8Recipe::mxfp8, Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::rowwise})
+    if (!found && f.runs_fp8(r) && (r != Fp8Recipe::mxfp8 || g.compute_major() >= 10)) {
+      linear.recipe = r;
+      found = true;
+    }
+  if (!found) return {};
+  std::vector<Precision> out{linear};
+  if ((f.fp8_parts & static_cast<std::uint8_t>(Fp8Part::attention)) && g.fp8_attention_fwd_efficiency > 0) {
+    Precision both = linear;
+    both.fp8 |= static_cast<std::uint8_t>(Fp8Part::attention);
+    out.push_back(both);
+  }
+  return out;
+}
 
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   check_search(gpus, space);
@@ -623,6 +650,21 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
   if (other)
     out.push_back(fmt::format("{} over the next structure, {} ({:.1f}% slower)", describe_structure(b),
                               describe_structure(other->plan), slower_pct(*best, *other)));
+  // The precision, where more than one was searched (--allow-fp8): against the fastest plan of another.
+  if (space.precisions.size() > 1) {
+    const auto label = [](const Precision& x) { return x.any_fp8() ? "fp8=" + fp8_parts_text(x) : std::string("bf16"); };
+    const Result* alt = first([&](const Plan& p) { return !(p.precision == b.precision); });
+    if (alt)
+      out.push_back(fmt::format("{}: {:.1f}% faster than the best plan in {} ({})", label(b.precision),
+                                slower_pct(*best, *alt), label(alt->plan.precision), describe(alt->plan)));
+    else
+      out.push_back(fmt::format("{}: no plan in another precision fits{}", label(b.precision),
+                                [&] {
+                                  const std::string why =
+                                      first_rejection(a, [&](const Plan& p) { return !(p.precision == b.precision); });
+                                  return why.empty() ? std::string() : fmt::format(" (e.g. {})", why);
+                                }()));
+  }
   if (space.global_batch)
     out.push_back(fmt::format("fills the global batch of {} sequences as dp {} x micro-batch {} x {} micro-step{}",
                               b.global_batch_sequences(), b.dp(), b.micro_batch, b.grad_accum_steps,

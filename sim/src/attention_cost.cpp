@@ -13,6 +13,7 @@
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "element_bytes.hpp"
 
@@ -56,11 +57,11 @@ bool uniform_after_step0(const DocumentCosts& d) {
 // One kernel call over a query chunk and its key prefix: the causal diagonal part at the causal
 // kernel's rate, the unmasked part before it at the unmasked rate, one launch.
 double prefix_call_time(const System& s, double diagonal_flops, double prefix_flops, double tokens, bool backward,
-                        int head_dim) {
+                        int head_dim, bool fp8) {
   const Gpu& g = s.gpu;
   auto part = [&](double flops, bool causal) {
-    const double eff = curve_efficiency(attention_curve(g, backward, {head_dim, causal}), tokens);
-    return flops > 0 ? flops / (g.bf16_flops * eff * s.framework.attention_step_efficiency) : 0.0;
+    const double rate = attention_rate(g, tokens, backward, {head_dim, causal, fp8});
+    return flops > 0 ? flops / (rate * s.framework.attention_step_efficiency) : 0.0;
   };
   return part(diagonal_flops, true) + part(prefix_flops, false) + g.kernel_overhead_s;
 }
@@ -75,7 +76,7 @@ double prefix_call_time(const System& s, double diagonal_flops, double prefix_fl
 AttentionCost all_gather_attention_cost(const Model& m, const System& s, const Plan& p, const AttentionShapes& a,
                                         AttentionCost c, const DocumentCosts* docs) {
   const double d = m.head_dim, R = p.ring_degree, N = double(p.seq_len);
-  const bool head_tail = zigzag_ring(p);
+  const bool head_tail = zigzag_ring(p), fp8 = p.precision.has(Fp8Part::attention);
   // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
   const double rows = a.block_tokens;
   auto block = [&](double keys) { return attention_flops(a.batch, rows, keys, a.heads_local, d); };
@@ -90,8 +91,8 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
   }
   for (std::size_t i = 0; i < n; ++i) {
     const auto& [diagonal, prefix] = calls[i];
-    c.fwd_kernel_s += prefix_call_time(s, diagonal, prefix, rows, false, m.head_dim);
-    c.bwd_kernel_s += prefix_call_time(s, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim);
+    c.fwd_kernel_s += prefix_call_time(s, diagonal, prefix, rows, false, m.head_dim, fp8);
+    c.bwd_kernel_s += prefix_call_time(s, 2.5 * diagonal, 2.5 * prefix, rows, true, m.head_dim, fp8);
   }
   // Under documents: the slowest rank's tiles against the whole gathered sequence, over the
   // reference's; the gather moves every rank's tokens, padding included.
@@ -100,11 +101,14 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
   c.bwd_kernel_s *= kernel_factor;
   const Placement& ring = place_sp_groups(s, p).ring;
   c.kv_gather_s = collective_time(s, Collective::all_gather, tokens * a.kv_gathered_bytes, ring);
+  // The forward's gather in FP8 under Fp8Part::comm; the backward gathers bf16 K,V again.
+  const double gather_f = collective_time(s, Collective::all_gather,
+                                          forward_activation_bytes_scale(p) * tokens * a.kv_gathered_bytes, ring);
   // dK,dV of the whole sequence in bf16, reduced onto each owner (Transformer Engine's dtype).
   c.dkv_scatter_s = collective_time(s, Collective::reduce_scatter, tokens * a.kv_gathered_bytes, ring);
-  c.fwd_s = c.kv_gather_s + c.fwd_kernel_s;
+  c.fwd_s = gather_f + c.fwd_kernel_s;
   c.bwd_s = c.kv_gather_s + c.bwd_kernel_s + c.dkv_scatter_s;
-  c.fwd_comm_s = c.kv_gather_s;
+  c.fwd_comm_s = gather_f;
   c.bwd_comm_s = c.kv_gather_s + c.dkv_scatter_s;
   c.step0_fwd_s = c.fwd_kernel_s;
   c.step0_bwd_s = c.bwd_kernel_s;
@@ -117,6 +121,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const AttentionShapes a = attention_shapes(m, p);
   AttentionCost c;
   const double d = m.head_dim;
+  const bool fp8 = p.precision.has(Fp8Part::attention);
   const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
   // Per GPU: a sequence's attention shared by its SP group's ranks and, inside each, by the TP ranks' heads;
   // under documents, the work the document mask leaves.
@@ -130,13 +135,17 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
 
   double a2a_fwd = 0, a2a_bwd = 0;
   const SpGroups groups = place_sp_groups(s, p);  // where the plan puts its Ulysses and ring groups
+  // Fp8Part::comm: the forward's activations cross in FP8; the backward's gradients stay bf16.
+  const double fwd_scale = forward_activation_bytes_scale(p);
   if (p.ulysses_degree > 1) {
     const Placement& pu = groups.ulysses;
     const double qkv = collective_time(s, Collective::all_to_all, tokens * a.qkv_a2a_bytes, pu);
     const double o = collective_time(s, Collective::all_to_all, tokens * a.o_a2a_bytes, pu);
-    a2a_fwd = qkv + o;  // q,k,v in; output back
-    c.a2a_qkv_s = qkv;
-    c.a2a_o_s = o;
+    const double qkv_f = collective_time(s, Collective::all_to_all, fwd_scale * tokens * a.qkv_a2a_bytes, pu);
+    const double o_f = collective_time(s, Collective::all_to_all, fwd_scale * tokens * a.o_a2a_bytes, pu);
+    a2a_fwd = qkv_f + o_f;  // q,k,v in; output back
+    c.a2a_qkv_s = qkv_f;
+    c.a2a_o_s = o_f;
     a2a_bwd = o + qkv;  // dO in; dq,dk,dv back
   }
 
@@ -146,7 +155,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
     // Ulysses: every rank runs the whole sequence's documents for its heads.
     const double flops = mask * attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d) *
                          (docs ? docs->step_factor.front() : 1.0);
-    const AttentionKernel kernel{m.head_dim, m.causal};
+    const AttentionKernel kernel{m.head_dim, m.causal, fp8};
     c.fwd_kernel_s = framework_attention_time(s, flops, a.attn_tokens, false, kernel);
     c.bwd_kernel_s = framework_attention_time(s, 2.5 * flops, a.attn_tokens, true, kernel);
     c.fwd_s = c.fwd_kernel_s + a2a_fwd;
@@ -162,6 +171,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const double block = attention_flops(a.batch, a.attn_tokens, a.attn_tokens, a.heads_local, d);
   // One ring step's hop: the slowest of its hops (comm_cost.hpp says which flows share a NIC).
   const double hop = collective_time(s, Collective::send_recv, tokens * a.kv_block_bytes, groups.ring);
+  const double hop_f = collective_time(s, Collective::send_recv, fwd_scale * tokens * a.kv_block_bytes, groups.ring);
   // Per-step kernel time of the critical rank. Step 0 is the causal diagonal over the rank's own
   // tokens in both layouts (zigzag's two chunks, laid end to end, are one causal call). After it,
   // zigzag gives every rank half a block (one varlen call over half-length chunks), while the
@@ -169,7 +179,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   // step is a full block and zigzag changes nothing.
   // The diagonal step applies the model's mask; every later step is an unmasked block.
   const bool zigzag = zigzag_ring(p) && m.causal;  // the method table's ring layout
-  const AttentionKernel diagonal{m.head_dim, m.causal}, unmasked{m.head_dim, false};
+  const AttentionKernel diagonal{m.head_dim, m.causal, fp8}, unmasked{m.head_dim, false, fp8};
   const double step0_f = framework_attention_time(s, mask * block, a.attn_tokens, false, diagonal);
   const double step0_b = framework_attention_time(s, 2.5 * mask * block, a.attn_tokens, true, diagonal);
   const double step_f = zigzag ? framework_attention_time(s, block / 2, a.block_tokens, false, unmasked)
@@ -177,7 +187,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const double step_b = zigzag ? framework_attention_time(s, 2.5 * block / 2, a.block_tokens, true, unmasked)
                                : framework_attention_time(s, 2.5 * block, a.attn_tokens, true, unmasked);
   const double steps_after0 = R - 1;
-  c.fwd_comm_s = a2a_fwd + steps_after0 * hop;
+  c.fwd_comm_s = a2a_fwd + steps_after0 * hop_f;
   c.bwd_comm_s = a2a_bwd + steps_after0 * 2 * hop + hop;
   c.ring_steps = R;
   c.hop_s = hop;
@@ -187,13 +197,13 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
     const std::vector<double>& f = docs->step_factor;
     c.fwd_kernel_s = f[0] * step0_f;
     c.bwd_kernel_s = f[0] * step0_b;
-    c.fwd_s = a2a_fwd + std::max(f[0] * step0_f, hop);
+    c.fwd_s = a2a_fwd + std::max(f[0] * step0_f, hop_f);
     c.bwd_s = a2a_bwd + std::max(f[0] * step0_b, 2 * hop);
     for (int k = 1; k < R; ++k) {
       const double sf = f[std::size_t(k)] * step_f, sb = f[std::size_t(k)] * step_b;
       c.fwd_kernel_s += sf;
       c.bwd_kernel_s += sb;
-      c.fwd_s += k + 1 < R ? std::max(sf, hop) : sf;
+      c.fwd_s += k + 1 < R ? std::max(sf, hop_f) : sf;
       c.bwd_s += k + 1 < R ? std::max(sb, 2 * hop) : sb + hop;
     }
     c.step0_fwd_s = f[0] * step0_f;
@@ -208,7 +218,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   c.fwd_kernel_s = s0f + steps_after0 * skf;
   c.bwd_kernel_s = s0b + steps_after0 * skb;
   // Forward: R-1 K,V hops, each overlapped with the block in hand; the last block needs no send.
-  c.fwd_s = a2a_fwd + std::max(s0f, hop) + (steps_after0 - 1) * std::max(skf, hop) + skf;
+  c.fwd_s = a2a_fwd + std::max(s0f, hop_f) + (steps_after0 - 1) * std::max(skf, hop_f) + skf;
   // Backward: K,V and the partial dK,dV travel together (two blocks per hop); after the last step
   // the dK,dV make one more hop home, exposed.
   c.bwd_s = a2a_bwd + std::max(s0b, 2 * hop) + (steps_after0 - 1) * std::max(skb, 2 * hop) + skb + hop;

@@ -71,11 +71,12 @@ json gpu_document_with_attention_kernel(const json& gpu_doc, std::string_view ke
     if (f == entry->end()) throw Error(fmt::format("{}: missing field '{}'", where, key));
     out[key] = *f;
   }
-  // Optional: how the kernel's backward holds GQA gradients and how large its workspace is
-  // (hardware.hpp); absent: per KV head, and the default workspace.
+  // Optional: how the kernel's backward holds GQA gradients and how large its workspace is, and
+  // its FP8 figures (hardware.hpp); absent: per KV head, the default workspace, no FP8 path.
   for (const char* key : {"attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
                           "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim",
-                          "attention_score_bound_head_dim", "varlen_attention"}) {
+                          "attention_score_bound_head_dim", "varlen_attention", "fp8_attention_fwd_efficiency",
+                          "fp8_attention_bwd_efficiency"}) {
     if (auto f = entry->find(key); f != entry->end()) out[key] = *f;
     else out.erase(key);
   }

@@ -64,10 +64,16 @@ double gemm_time(const Gpu& g, double flops, double tokens, int launches, double
   return flops / (g.bf16_flops * eff * rate_scale) + launches * g.kernel_overhead_s;
 }
 
+double attention_rate(const Gpu& g, double block_tokens, bool backward, const AttentionKernel& kernel) {
+  const double fp8_eff = backward ? g.fp8_attention_bwd_efficiency : g.fp8_attention_fwd_efficiency;
+  if (kernel.fp8 && fp8_eff > 0 && g.fp8_flops > 0)
+    return g.fp8_flops * curve_efficiency({fp8_eff, g.attention_half_tokens, 1.0}, block_tokens);
+  return g.bf16_flops * curve_efficiency(attention_curve(g, backward, kernel), block_tokens);
+}
+
 double attention_time(const Gpu& g, double flops, double block_tokens, bool backward, const AttentionKernel& kernel,
                       double rate_scale) {
-  const double eff = curve_efficiency(attention_curve(g, backward, kernel), block_tokens);
-  return flops / (g.bf16_flops * eff * rate_scale) + g.kernel_overhead_s;
+  return flops / (attention_rate(g, block_tokens, backward, kernel) * rate_scale) + g.kernel_overhead_s;
 }
 
 double memory_bound_time(const Gpu& g, double bytes) { return bytes / g.hbm_bytes_per_s; }

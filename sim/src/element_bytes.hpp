@@ -6,5 +6,6 @@ namespace seqpar::sim {
 
 inline constexpr double kBf16 = 2.0;
 inline constexpr double kF32 = 4.0;
+inline constexpr double kFp8 = 1.0;  // E4M3 / E5M2 (core/precision.hpp)
 
 }  // namespace seqpar::sim

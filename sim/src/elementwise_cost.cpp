@@ -3,6 +3,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 
 namespace seqpar::sim {
@@ -22,9 +23,15 @@ ElementwiseCost layer_elementwise_cost(const Model& m, const System& s, const Pl
     fwd += e.forward_bytes * values * T;
     bwd += e.backward_bytes * values * T;
   }
+  // FP8 GEMMs' operand casts (fp8_cost.hpp): inputs forward, output gradients backward.
+  const Fp8CastBytes casts = fp8_activation_cast_bytes(m, p, T);
+  fwd += casts.fwd;
+  bwd += casts.bwd;
   ElementwiseCost c;
   c.fwd_s = framework_memory_bound_time(s, fwd);
   c.bwd_s = framework_memory_bound_time(s, bwd);
+  c.fp8_cast_fwd_s = framework_memory_bound_time(s, casts.fwd);
+  c.fp8_cast_bwd_s = framework_memory_bound_time(s, casts.bwd);
   // Selective recompute rebuilds the norms (whole on every rank without sequence parallelism too)
   // and the activation.
   const double selective_norms = selective_recompute_norm_bytes_per_token(m) * T * whole;

@@ -133,7 +133,7 @@ Condition read_condition(const json& e, std::string_view what) {
   if (it == e.end()) return c;
   const std::string w = fmt::format("{}: when", what);
   if (!it->is_object()) throw Error(fmt::format("{}: expected an object", w));
-  check_fields(*it, {"checkpoint", "tiled_mlp", "tiled_loss", "ulysses", "ring", "offload_checkpoints"}, w);
+  check_fields(*it, {"checkpoint", "tiled_mlp", "tiled_loss", "ulysses", "ring", "offload_checkpoints", "fp8_gemm"}, w);
   for (const auto& [key, v] : it->items()) {
     if (key == "checkpoint") {
       if (!v.is_array() || v.empty())
@@ -153,6 +153,7 @@ Condition read_condition(const json& e, std::string_view what) {
                                 : key == "ulysses"             ? &c.ulysses
                                 : key == "ring"                ? &c.ring
                                 : key == "offload_checkpoints" ? &c.offload_checkpoints
+                                : key == "fp8_gemm"            ? &c.fp8_gemm
                                                                : nullptr;
     if (!slot)
       throw Error(fmt::format("{}: unknown condition '{}' (known: checkpoint, tiled_mlp, tiled_loss, ulysses, ring, "
@@ -169,8 +170,8 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
   TensorTerm t;
   t.name = string_field(e, "name", what);
   const std::string w = fmt::format("{} ('{}')", what, t.name);
-  check_fields(e, {"name", "source", "per_token", "constant", "times_layers", "bytes", "part", "until", "rows", "input",
-                   "when"},
+  check_fields(e, {"name", "source", "per_token", "constant", "times_layers", "bytes", "fp8_bytes", "part", "until",
+                   "rows", "input", "when"},
                w);
   t.source = string_field(e, "source", w, "");
   read_symbols<Width, kWidths>(e, "per_token", w, t.per_token);
@@ -179,6 +180,7 @@ TensorTerm read_tensor(const json& e, std::string_view what, MemPart default_par
     throw Error(fmt::format("{}: give its size: 'per_token' widths or 'constant' sizes", w));
   t.times_layers = flag(e, "times_layers", w, false);
   t.bytes = bounded_figure(e, "bytes", w, 0.125, kMaxBytesPerValue);
+  t.fp8_bytes = number(e, "fp8_bytes", w, 0.125, kMaxBytesPerValue, 0);
   t.part = one_of(e, "part", w, kParts, default_part);
   t.until = one_of(e, "until", w,
                    std::array<std::pair<const char*, Until>, 3>{{{"mlp", Until::mlp},
@@ -304,12 +306,44 @@ void refuse_other_preset(const json& j, std::string_view what) {
 
 }  // namespace
 
+namespace {
+// The profile's "fp8" object: {"parts": [...], "recipes": [...], "weight_cache_bytes_per_param",
+// "amax_history", "source"}; absent: the framework trains in bf16 only.
+void read_fp8(const json& j, std::string_view what, Framework& f) {
+  auto it = j.find("fp8");
+  if (it == j.end()) return;
+  const std::string w = fmt::format("{}: fp8", what);
+  if (!it->is_object()) throw Error(fmt::format("{}: expected an object", w));
+  check_fields(*it, {"parts", "recipes", "weight_cache_bytes_per_param", "amax_history", "source"}, w);
+  auto list = [&](const char* key) {
+    auto l = it->find(key);
+    if (l == it->end() || !l->is_array() || l->empty())
+      throw Error(fmt::format("{}: field '{}' must be a non-empty list", w, key));
+    std::vector<std::string> out;
+    for (const json& v : *l) {
+      if (!v.is_string()) throw Error(fmt::format("{}: field '{}' must list names (got {})", w, key, dump_json(v, -1)));
+      out.push_back(v.get<std::string>());
+    }
+    return out;
+  };
+  for (const std::string& part : list("parts")) f.fp8_parts |= parse_fp8_parts(part, fmt::format("{}: parts", w));
+  for (const std::string& r : list("recipes")) f.fp8_recipes.push_back(parse_fp8_recipe(r, fmt::format("{}: recipes", w)));
+  f.fp8_weight_cache_bytes_per_param = number(*it, "weight_cache_bytes_per_param", w, 0, kMaxBytesPerParam, 0);
+  f.fp8_amax_history = number(*it, "amax_history", w, 0, 1e6, 0);
+  f.fp8_source = string_field(*it, "source", w);
+}
+}  // namespace
+
+bool Framework::runs_fp8(Fp8Recipe r) const {
+  return fp8_parts != 0 && std::find(fp8_recipes.begin(), fp8_recipes.end(), r) != fp8_recipes.end();
+}
+
 Framework framework_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   refuse_other_preset(j, what);
   check_fields(j, {"name", "description", "source", "attention_kernel", "states", "gradients", "checkpoint_bytes",
                    "layer", "backward", "loss", "every_phase", "attention", "offload", "zero3_gathered_layers",
-                   "allocator", "time", "runs", "index_limits", "mlp", "tensor_parallel"},
+                   "allocator", "time", "runs", "index_limits", "mlp", "tensor_parallel", "fp8"},
                what);
   Framework f;
   f.name = string_field(j, "name", what);
@@ -383,6 +417,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.checkpoints_overlapped =
       one_of(off, "checkpoints", os,
              std::array<std::pair<const char*, bool>, 2>{{{"double_buffer", true}, {"synchronous", false}}}, true);
+  read_fp8(j, what, f);
   check_fields(object(j, "tensor_parallel", what), {"norm_regions"}, fmt::format("{}: tensor_parallel", what));
   f.tp_sequence_parallel =
       one_of(object(j, "tensor_parallel", what), "norm_regions", fmt::format("{}: tensor_parallel", what),

@@ -103,6 +103,7 @@ struct Sizes {
   std::array<double, kConstants> constant{};  // values, by Constant
   double layers = 0, layer_params = 0;
   double tokens = 0, tile = 0, loss_rows = 0;  // rows of Rows::all, tile, loss
+  bool fp8_gemm = false;  // the linear layers run in FP8: a term's fp8_bytes applies
 };
 
 }  // namespace
@@ -144,6 +145,7 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionSh
   z.width = rank_widths(m, f, p);
   z.layer_params = double(m.params_per_layer()) / t;
   z.layers = m.layers;
+  z.fp8_gemm = p.precision.has(Fp8Part::gemm);
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
   const double h = m.hidden;
   con(Constant::hidden_q, h * m.heads * d / t);
@@ -171,8 +173,12 @@ double rows(const TensorTerm& t, const Sizes& z) {
 
 double constant_values(const TensorTerm& t, const Sizes& z) { return t.constant.dot(z.constant); }
 
+// Bytes per value of a term in this plan: its FP8 size where the linear layers run in FP8 and the
+// framework keeps it as an FP8 GEMM input.
+double value_bytes(const TensorTerm& t, const Sizes& z) { return z.fp8_gemm && t.fp8_bytes > 0 ? t.fp8_bytes : t.bytes; }
+
 double term_bytes(const TensorTerm& t, const Sizes& z) {
-  return t.bytes * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
+  return value_bytes(t, z) * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
 }
 
 // The terms of a list that apply to the plan.
@@ -268,7 +274,7 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
   }
   const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   for (const TensorTerm& t : f.layer)
-    if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), t.bytes);
+    if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), value_bytes(t, z));
   return v;
 }
 
@@ -331,6 +337,26 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
 }
 
 namespace {
+// What FP8 linear layers add to the states (Framework's fp8 figures): the FP8 weight copies (and
+// transposes) the framework caches for the step, of every layer, or under ZeRO-3 of the layers
+// gathered at once; and each scaled tensor's scale and amax history (fp32), three tensors (input,
+// weight, output gradient) for each of a layer's four linear modules (QKV, projection, fc1, fc2).
+// The embedding and the LM head stay bf16.
+template <class Items>
+void add_fp8_states(const Model& m, const Framework& f, const Plan& p, double layer_params, bool zero3_gathers,
+                    Items& states) {
+  if (!p.precision.has(Fp8Part::gemm)) return;
+  const double L = m.layers;
+  const double cached = zero3_gathers ? std::min(f.zero3_gathered_layers, L) : L;
+  states.add("FP8 weight copies and transposes", MemPart::parameters,
+             f.fp8_weight_cache_bytes_per_param * cached * layer_params);
+  constexpr double kScaledTensorsPerLayer = 3.0 * 4.0;
+  states.add("FP8 scales and amax history", MemPart::parameters,
+             kF32 * kScaledTensorsPerLayer * L * (f.fp8_amax_history + 1));
+}
+}  // namespace
+
+namespace {
 template <bool Named>
 MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   using Items = seqpar::sim::Items<Named>;
@@ -358,6 +384,7 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
     else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.add(t.name, t.part, bytes);
   }
+  add_fp8_states(m, f, p, layer_params, zero >= 3 && (D > 1 || p.mem.offload_params), states);
   const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
   const double head_params = double(m.vocab) * h_tp + h_tp;  // the LM head (the embedding if tied) and final norm
   auto with_grads = [&]<class A>(A v, double params) {
@@ -395,8 +422,10 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
                forward_workspace_bytes(m, s, p, sh));
   }
   double zero3 = 0, zero3_head = 0;  // ZeRO-3 gathers the layers' weights around their compute, and the head's
-  if (zero >= 3 && (D > 1 || p.mem.offload_params)) {  // sharded, or fetched from the host
-    zero3 = f.zero3_gathered_layers * weight_bytes_per_param * layer_params;
+  const bool zero3_gathers = zero >= 3 && (D > 1 || p.mem.offload_params);  // sharded, or fetched from the host
+  if (zero3_gathers) {
+    // Gathered in FP8 (Fp8Part::weights: torchao's FP8 all-gather), a layer's weights arrive as FP8.
+    zero3 = f.zero3_gathered_layers * (p.precision.has(Fp8Part::weights) ? kFp8 : weight_bytes_per_param) * layer_params;
     zero3_head = 2 * weight_bytes_per_param * double(m.vocab) * h_tp;  // vocab-parallel
   }
   const Items through_backward = terms<Named>(f.backward_stored, z, p);

@@ -268,7 +268,29 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   g.attention_score_bound_head_dim = figure(j, "attention_score_bound_head_dim", what, Range{0, 1e4}, 0.0);
   read_efficiency_curves(j, what, g);  // calibrated curves (optional): efficiency_curves.hpp
   g.varlen = varlen_from_json(j, what);
+  // FP8 (optional): a GPU without FP8 tensor cores leaves these out.
+  g.fp8_flops = figure(j, "fp8_tflops", what, Range{0, kRate.hi}, 0.0) * 1e12;
+  g.fp4_flops = figure(j, "fp4_tflops", what, Range{0, kRate.hi}, 0.0) * 1e12;
+  if (g.fp8_flops > 0) {
+    g.fp8_gemm_efficiency = figure(j, "fp8_gemm_efficiency", what, kFraction);
+    g.fp8_gemm_half_tokens = figure(j, "fp8_gemm_half_tokens", what, kTokens, g.gemm_half_tokens);
+  } else {
+    for (const char* k : {"fp8_gemm_efficiency", "fp8_gemm_half_tokens", "fp8_attention_fwd_efficiency",
+                          "fp8_attention_bwd_efficiency"})
+      if (j.contains(k)) throw Error(fmt::format("{}: field '{}' needs 'fp8_tflops', the FP8 peak it is a share of", what, k));
+  }
+  g.fp8_attention_fwd_efficiency = figure(j, "fp8_attention_fwd_efficiency", what, Range{0, 1}, 0.0);
+  g.fp8_attention_bwd_efficiency = figure(j, "fp8_attention_bwd_efficiency", what, Range{0, 1}, 0.0);
   return g;
+}
+
+int Gpu::compute_major() const {
+  int major = 0;
+  for (char c : compute_capability) {
+    if (c < '0' || c > '9') break;
+    major = major * 10 + (c - '0');
+  }
+  return major;
 }
 
 System system_from_json(const json& j, std::string_view what) {

@@ -32,10 +32,12 @@ std::string text(const json& j, const char* key, std::string_view what) {
 PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
   for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
                              PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio,
-                             PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance})
+                             PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance,
+                             PublishedMeasure::tokens_per_s_per_gpu})
     if (s == to_string(m)) return m;
   throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
-                          "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup or packing_imbalance",
+                          "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup, packing_imbalance or "
+                          "tokens_per_s_per_gpu",
                           what, s));
 }
 
@@ -175,6 +177,7 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::throughput_ratio: return "throughput_ratio";
     case PublishedMeasure::document_layer_speedup: return "document_layer_speedup";
     case PublishedMeasure::packing_imbalance: return "packing_imbalance";
+    case PublishedMeasure::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
   }
   return "?";
 }
@@ -204,17 +207,13 @@ double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq
 }
 
 System published_system(const PublishedRun& run) {
-  System s;
-  if (run.system_patch.is_null()) {
-    s = load_system(run.system, run.attention_kernel);
-  } else {
-    json doc = preset_document("system", run.system);
-    doc.merge_patch(run.system_patch);
-    s = system_from_json(std::move(doc), fmt::format("system '{}' with the run's system_patch", run.system),
-                         run.attention_kernel);
-  }
-  if (!run.framework.empty()) use_framework(s, load_framework(run.framework));
-  return s;
+  // The run's framework chooses the attention kernel where the run names none, as on the command line.
+  const Framework f = run.framework.empty() ? default_framework() : load_framework(run.framework);
+  if (run.system_patch.is_null()) return load_system(run.system, run.attention_kernel, f);
+  json doc = preset_document("system", run.system);
+  doc.merge_patch(run.system_patch);
+  return system_from_json(std::move(doc), fmt::format("system '{}' with the run's system_patch", run.system),
+                          run.attention_kernel, f);
 }
 
 PublishedComparison compare_published(const PublishedRun& run) {
@@ -225,6 +224,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
   const System s = published_system(run);
   switch (run.measure) {
     case PublishedMeasure::step_time_s:
+    case PublishedMeasure::tokens_per_s_per_gpu:
     case PublishedMeasure::megatron_tflops_per_gpu: {
       const Result r = simulate(m, s, run.plan);
       if (!r.valid) {
@@ -234,6 +234,8 @@ PublishedComparison compare_published(const PublishedRun& run) {
       c.fits = r.fits;
       if (run.measure == PublishedMeasure::step_time_s) {
         c.predicted = r.step_time_s;
+      } else if (run.measure == PublishedMeasure::tokens_per_s_per_gpu) {
+        c.predicted = r.tokens_per_s_per_gpu;
       } else {
         // Megatron divides one step's FLOPs (all dp sequences) by its time and the GPU count: per
         // GPU that is one sequence's FLOPs shared by the tp x sp GPUs of its group.

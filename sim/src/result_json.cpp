@@ -4,6 +4,7 @@
 
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/fp8_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -139,7 +140,9 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
                {"exposed_offload_s", t.exposed_offload},
-               {"first_step_s", t.first_step}};
+               {"first_step_s", t.first_step},
+               {"fp8_casts_s", t.fp8_casts}};
+  j["fp8"] = fp8_json(s, r.plan);
   // simulate() checks its own numbers; this catches the rest (system and model figures built in
   // code rather than loaded), because nlohmann would print a NaN or an infinity as a silent null.
   if (const std::string bad = first_bad_number(j); !bad.empty()) {

@@ -11,9 +11,11 @@
 #include "seqpar/core/tiling.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/elementwise_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
 #include "element_bytes.hpp"
@@ -251,7 +253,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
     if (p.mem.checkpoint == Checkpoint::selective)
       t.recompute += L * elem.selective_s;
     if (p.mem.tiled_mlp)
-      t.recompute += L * framework_gemm_time(s, mlp_gemm_flops(m, T) / tp, tile(), int(3 * tiles() + 0.5));
+      t.recompute += L * linear_gemm_time(s, p, mlp_gemm_flops(m, T) / tp, tile(), int(3 * tiles() + 0.5));
   }
   const double loss_recompute =
       p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile(), int(tiles() + 0.5)) : 0.0;
@@ -313,6 +315,14 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
                                  &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
                                  &t.exposed_offload, &t.tp_comm})
     *per_micro_step *= k;
+  // FP8 weights are cast (with their transposes) once per optimizer step and cached for its
+  // micro-steps (Transformer Engine's is_first_microbatch), before the first forward.
+  const double weight_cast = framework_memory_bound_time(s, fp8_weight_cast_bytes(m, p));
+  r.figures.fp8_weight_cast_s = weight_cast;
+  t.elementwise += weight_cast;
+  t.forward += weight_cast;
+  t.compute += weight_cast;
+  t.fp8_casts = k * L * (elem.fp8_cast_fwd_s * (full ? 2 : 1) + elem.fp8_cast_bwd_s) + weight_cast;
   t.dp_comm = dpc.total;
   t.exposed_dp_comm = dpc.exposed;
   t.comm = t.attention_comm + t.dp_comm + t.tp_comm;
@@ -361,8 +371,8 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   // heads' and MLP columns' share).
   const double tp = p.tp;
   // Per layer.
-  c.gemm_fwd_s = framework_gemm_time(s, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
-  c.gemm_bwd_s = framework_gemm_time(s, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  c.gemm_fwd_s = linear_gemm_time(s, p, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+  c.gemm_bwd_s = linear_gemm_time(s, p, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
   c.elementwise = layer_elementwise_cost(m, s, p);
   c.attention = attention_layer_cost(m, s, p, docs);
   // The LM head.
@@ -382,7 +392,9 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
       c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
     if (every_zero_stage || zero >= 1) {
       c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
-      c.zero_all_gather_s = collective_time(s, Collective::all_gather, bytes, zero_group);
+      // Gradients reduce in bf16; the parameters gather in FP8 under Fp8Part::weights (fp8_cost.hpp).
+      c.zero_all_gather_s = collective_time(
+          s, Collective::all_gather, parameter_gather_bytes_per_param(p) * params_per_tp_rank(m, p), zero_group);
     }
   }
   return c;

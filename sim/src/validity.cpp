@@ -55,6 +55,36 @@ bool framework_runs(const Framework& f, const MemoryOptions& m) {
          (!m.offload_params || f.runs_offload_params);
 }
 
+// FP8 (core/precision.hpp): the GPU needs FP8 tensor cores (MXFP8: Blackwell's block-scaled ones),
+// and the framework must run each FP8 part and the recipe (its profile's "fp8").
+void check_fp8(const System& s, const Plan& p, std::vector<std::string>& errors) {
+  if (!p.precision.any_fp8()) return;
+  const Framework& f = s.profile;
+  const Gpu& g = s.gpu;
+  const std::string parts = fp8_parts_text(p.precision);
+  if (g.fp8_flops <= 0)
+    errors.push_back(fmt::format("fp8: GPU '{}' has no FP8 figures (no FP8 tensor cores, or its preset gives no "
+                                 "'fp8_tflops'); --fp8 {} cannot run on it", g.name, parts));
+  if (p.precision.recipe == Fp8Recipe::mxfp8 && g.compute_major() < 10)
+    errors.push_back(fmt::format("fp8_recipe: mxfp8 needs Blackwell's block-scaled tensor cores (compute capability 10 "
+                                 "and up); GPU '{}' is {}", g.name,
+                                 g.compute_capability.empty() ? "of unknown compute capability" : g.compute_capability));
+  if (f.fp8_parts == 0) {
+    errors.push_back(fmt::format("fp8: framework '{}' trains in bf16 only (its profile has no 'fp8'); FP8 runs under "
+                                 "megatron-core (Transformer Engine) among the built-in profiles", f.name));
+    return;
+  }
+  for (Fp8Part part : kAllFp8Parts)
+    if (p.precision.has(part) && !(f.fp8_parts & static_cast<std::uint8_t>(part)))
+      errors.push_back(fmt::format("fp8: framework '{}' does not run {} in FP8 (it runs {})", f.name, to_string(part),
+                                   fp8_parts_text(Precision{f.fp8_parts, {}})));
+  if (!f.runs_fp8(p.precision.recipe))
+    errors.push_back(fmt::format("fp8_recipe: framework '{}' has no '{}' recipe", f.name, to_string(p.precision.recipe)));
+  if (p.precision.has(Fp8Part::attention) && g.fp8_attention_fwd_efficiency <= 0)
+    errors.push_back(fmt::format("fp8: attention kernel '{}' on GPU '{}' has no FP8 figures (--attention-kernel: one "
+                                 "with 'fp8_attention_fwd_efficiency')", g.attention_kernel, g.name));
+}
+
 void check_framework_runs(const System& s, const Plan& p, std::vector<std::string>& errors) {
   const Framework& f = s.profile;
   if (!runs_zero(f, p.mem.zero)) {
@@ -69,6 +99,7 @@ void check_framework_runs(const System& s, const Plan& p, std::vector<std::strin
     errors.push_back(fmt::format("tp: framework '{}' has no tensor parallelism (tp {})", f.name, p.tp));
   if (p.mem.offload_params && !f.runs_offload_params)
     errors.push_back(fmt::format("offload_params: framework '{}' keeps the parameters on the GPU", f.name));
+  check_fp8(s, p, errors);
 }
 
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {

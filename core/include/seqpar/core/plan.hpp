@@ -10,6 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "seqpar/core/precision.hpp"
+#include "seqpar/core/precision_flags.hpp"
+
 namespace seqpar {
 
 // allgather: all-gather KV context parallelism (Llama 3, Megatron-Core/Transformer Engine's
@@ -74,6 +77,7 @@ struct Plan {
   int grad_accum_steps = 1;
   GroupPlacement placement = GroupPlacement::ulysses_inner;
   MemoryOptions mem;
+  Precision precision;         // what runs in FP8 (precision.hpp); bf16 throughout by default
   bool operator==(const Plan&) const = default;
 
   // Data-parallel degree gpus / (tp x sp); the ZeRO group is dp x sp = gpus / tp ranks.
@@ -101,6 +105,7 @@ struct PlanFlags {
   int micro_batch = 1;
   int grad_accum_steps = 1;                 // --grad-accum-steps
   std::string placement = "ulysses-inner";  // --placement
+  PrecisionFlags precision;                 // --fp8, --fp8-recipe (where registered)
 };
 
 // The SP degree the flags name without knowing the GPU count: --sp when given; else U x R when
@@ -117,18 +122,21 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
 // "tp" is the tensor-parallel degree, named like "sp" and "dp" beside it (absent: 1).
-inline constexpr std::array<std::string_view, 17> kPlanJsonKeys = {
+// "fp8" is fp8_parts_text ("none" or "gemm,attention"), "fp8_recipe" the recipe (absent: none, delayed).
+inline constexpr std::array<std::string_view, 19> kPlanJsonKeys = {
     "method", "gpus", "seq_len", "sp", "tp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
-    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss"};
+    "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss",
+    "fp8", "fp8_recipe"};
 
 // {"method","gpus","seq_len","sp","tp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
-//  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss"}
+//  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss","fp8","fp8_recipe"}
 nlohmann::json to_json(const Plan& p);
 // Inverse of to_json; missing memory options, placement, tp (1) and grad_accum_steps (1) take their defaults;
 // bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
-// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt" (" mb=2 ga=4" where not 1).
+// One line for tables: "hybrid U4xR2 zero=3 ckpt=full +offload-ckpt" (" mb=2 ga=4" where not 1;
+// " fp8=gemm" where a part runs in FP8, with the recipe where it is not delayed: " fp8=gemm/current").
 std::string describe(const Plan& p);
 // The memory options alone, as describe() spells them: "zero=3 ckpt=full +offload-ckpt".
 std::string describe(const MemoryOptions& m);

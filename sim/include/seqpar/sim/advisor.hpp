@@ -43,7 +43,16 @@ struct SearchSpace {
   // structure with every load balancer worth comparing (document_cost.hpp: balancers_for) and ranks
   // them all; absent, one causal sequence fills every sequence.
   std::shared_ptr<const SampledWorkload> documents;
+  // The precisions tried (core/precision.hpp), each structure once per entry: bf16 alone by
+  // default; `--fp8` one fixed set; `--allow-fp8` bf16 and fp8_candidates().
+  std::vector<Precision> precisions{Precision{}};
 };
+
+// The FP8 sets a search may try on this system: the linear layers in FP8 (with the parameters'
+// gather where the framework gathers FP8 parameters), and that with FP8 attention where the
+// framework and the attention kernel have it; under the framework's first recipe the GPU runs
+// (MXFP8 first on Blackwell). Empty where the GPU or the framework has no FP8.
+std::vector<Precision> fp8_candidates(const System& s);
 
 // Throws seqpar::Error naming the field when the search cannot honour a constraint: GPUs, SP
 // degrees, Ulysses degree or micro-batch outside [1, limits]; no method; a method or SP degree

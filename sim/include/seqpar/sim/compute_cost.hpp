@@ -32,13 +32,20 @@ double gemm_time(const Gpu& g, double flops, double tokens, int launches, double
 // What an attention kernel call computes, beyond its FLOPs: the head dimension (0: unspecified)
 // and whether it applies a causal mask (the diagonal block of a causal model; ring steps after the
 // first are unmasked blocks).
+// fp8: the plan runs attention in FP8 (core/precision.hpp), at the kernel's FP8 rate in each
+// direction where it has one (hardware.hpp), else at its bf16 rate.
 struct AttentionKernel {
   int head_dim = 0;
   bool causal = false;
+  bool fp8 = false;
 };
 // The calibrated curve for a call: same direction, then the nearest head dimension (by ratio),
 // then the same mask; the GPU's scalar attention figures when it has no curve of that direction.
 EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKernel& kernel);
+// The rate (FLOP/s) one attention call reaches over a block of `block_tokens` keys: the FP8 peak
+// times the kernel's FP8 efficiency where the call runs in FP8 and the kernel has that direction in
+// FP8, else the bf16 peak times attention_curve's efficiency.
+double attention_rate(const Gpu& g, double block_tokens, bool backward, const AttentionKernel& kernel);
 // One attention kernel call over a block whose key (and query) length is `block_tokens`.
 double attention_time(const Gpu& g, double flops, double block_tokens, bool backward,
                       const AttentionKernel& kernel = {}, double rate_scale = 1.0);

@@ -14,6 +14,7 @@ namespace seqpar::sim {
 struct ElementwiseCost {
   double fwd_s = 0, bwd_s = 0;  // one layer of one micro-step
   double selective_s = 0;       // what selective checkpointing recomputes of it (norms, activation)
+  double fp8_cast_fwd_s = 0, fp8_cast_bwd_s = 0;  // the FP8 GEMM operands' casts in fwd_s and bwd_s
 };
 ElementwiseCost layer_elementwise_cost(const Model& m, const System& s, const Plan& p);
 

@@ -53,6 +53,7 @@ enum class Rows { all, tile, loss };
 struct Condition {
   std::vector<Checkpoint> checkpoint;  // empty: any mode
   std::optional<bool> tiled_mlp, tiled_loss, ulysses, ring, offload_checkpoints;
+  std::optional<bool> fp8_gemm;  // the linear layers run in FP8 (core/precision.hpp: Fp8Part::gemm)
   // Inline: the memory estimate asks it of every term of a plan's inventory.
   bool holds(const Plan& p) const {
     if (!checkpoint.empty()) {
@@ -63,7 +64,8 @@ struct Condition {
     auto is = [](const std::optional<bool>& want, bool have) { return !want || *want == have; };
     return is(tiled_mlp, p.mem.tiled_mlp) && is(tiled_loss, p.mem.tiled_loss) && is(ulysses, p.ulysses_degree > 1) &&
            is(ring, p.ring_degree > 1) &&
-           is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints);
+           is(offload_checkpoints, p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints) &&
+           is(fp8_gemm, p.precision.has(Fp8Part::gemm));
   }
 };
 
@@ -117,6 +119,9 @@ struct TensorTerm {
   Coefficients<kWidths> per_token;     // values per token, by Width
   Coefficients<kConstants> constant;   // values independent of the tokens (e.g. autocast's weight casts)
   double bytes = 2;                         // per value
+  // Per value when the linear layers run in FP8 and the framework keeps this tensor as the FP8 GEMM's
+  // input (Transformer Engine's LayerNormLinear and LayerNormMLP save their FP8 casts); 0: `bytes`.
+  double fp8_bytes = 0;
   bool times_layers = false;                // held once per layer of the model (e.g. every layer's cache)
   MemPart part = MemPart::activations;
   Until until = Until::qkv;                 // stored layer tensors only
@@ -247,6 +252,16 @@ struct Framework {
   // the GPU preset has (attention_kernels.hpp: select_attention_kernel). Empty: the GPU's default.
   std::vector<AttentionChoice> attention_choices;
   std::string attention_source;  // why the framework runs those kernels (its dispatch code, its recipe)
+  // FP8 (core/precision.hpp; the profile's "fp8" object, absent: bf16 only). The parts it runs in
+  // FP8 (Fp8Part bits), its recipes, the bytes per linear-layer parameter of the FP8 weights it
+  // caches for the step (an FP8 copy and the transpose Hopper's FP8 GEMMs need), and the amax
+  // history each scaled tensor keeps (values, fp32) under delayed scaling.
+  std::uint8_t fp8_parts = 0;
+  std::vector<Fp8Recipe> fp8_recipes;
+  double fp8_weight_cache_bytes_per_param = 0;
+  double fp8_amax_history = 0;
+  std::string fp8_source;
+  bool runs_fp8(Fp8Recipe r) const;
 };
 
 // The memory options a plan of this framework has when none is given: the plan defaults, with the

@@ -88,6 +88,21 @@ struct Gpu {
   // kernel, whose efficiencies hold at any head dimension.
   double attention_score_bound_head_dim = 0;
   VarlenAttention varlen;  // the attention kernel's rate against document length
+  // FP8 (core/precision.hpp; sim/fp8_cost.hpp). fp8_flops: the dense FP8 tensor-core peak, 0 where
+  // the GPU has none (a plan with an FP8 part is then refused). The FP8 GEMM curve is the bf16
+  // one's shape with its own efficiency (of fp8_flops) and half point. The FP8 attention
+  // efficiencies (of fp8_flops) belong to the attention kernel, as the bf16 ones do: 0 where the
+  // kernel has no FP8 path in that direction (FlashAttention-3's FP8 is forward only), and that
+  // direction runs at the bf16 rate.
+  double fp8_flops = 0;
+  double fp8_gemm_efficiency = 0;
+  double fp8_gemm_half_tokens = 0;
+  double fp8_attention_fwd_efficiency = 0;
+  double fp8_attention_bwd_efficiency = 0;
+  double fp4_flops = 0;  // dense FP4 peak (Blackwell): shown, not yet a plan part
+  // The compute capability's major version (9 for "9.0"), 0 when the preset does not give it: MXFP8
+  // needs Blackwell's (10 and up) block-scaled tensor cores.
+  int compute_major() const;
 };
 
 enum class LinkKind { nvswitch, nvlink, pcie };

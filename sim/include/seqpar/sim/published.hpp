@@ -36,6 +36,9 @@ enum class PublishedMeasure {
   // one compared) and its latency one layer's forward under the plan's own layout; the mean over
   // the sampled global batches (`micro_batches` consecutive sequences each).
   packing_imbalance,
+  // Training tokens per second per GPU of a whole step (the global batch's tokens over the step
+  // time and the GPUs: NeMo's and Megatron-Bridge's tokens/s/GPU column).
+  tokens_per_s_per_gpu,
 };
 std::string_view to_string(PublishedMeasure m);
 

@@ -31,6 +31,9 @@ struct TimeBreakdown {
   // What a cold first step adds once (pinning the host buffers the framework keeps: its
   // host_pin_s_per_gib), beside and not in the step time: a measured step without warm-up pays it.
   double first_step = 0;
+  // FP8's casts (fp8_cost.hpp): the GEMM operands' casts of every micro-step and the weights' once
+  // per step; already in elementwise (and in recompute where full checkpointing casts again).
+  double fp8_casts = 0;
 };
 
 struct Result {

@@ -37,6 +37,7 @@ struct StepFigures {
   // Offloaded parameters: one pass's fetch from host memory, and what of it each pass leaves exposed.
   double params_fetch_s = 0, params_fwd_exposed_s = 0, params_bwd_exposed_s = 0;
   double optimizer_s = 0;
+  double fp8_weight_cast_s = 0;  // FP8 weights cast with their transposes, once per step (fp8_cost.hpp)
   // Step time that no phase above accounts for (a calibrated fixed overhead per micro-step, all of
   // the optimizer step's together).
   double unattributed_s = 0;
