@@ -44,7 +44,6 @@ Fp8Scaling parse_fp8_scaling(std::string_view text, std::string_view field) {
   throw Error(fmt::format("{}: '{}' is not an FP8 scaling (tensor, row)", field, text));
 }
 
-float fp8_max(Fp8Format f) { return fp8_to_float(layout(f).max_code, f); }
 float fp8_min_normal(Fp8Format f) { return std::ldexp(1.f, min_exponent(layout(f))); }
 float fp8_min_subnormal(Fp8Format f) {
   const Layout l = layout(f);
@@ -94,13 +93,6 @@ std::uint8_t float_to_fp8(float x, Fp8Format f) {
   if (significand < (1 << l.mantissa_bits)) exponent_field = 0;  // a subnormal (only when e == emin)
   const int mantissa = significand & ((1 << l.mantissa_bits) - 1);
   return static_cast<std::uint8_t>(sign | (exponent_field << l.mantissa_bits) | mantissa);
-}
-
-float fp8_scale_from_amax(float amax, Fp8Format f, int margin) {
-  if (amax == 0.f || std::isinf(amax) || std::isnan(amax)) return 1.f;
-  float scale = fp8_max(f) / amax;
-  if (std::isinf(scale)) scale = std::numeric_limits<float>::max();
-  return std::ldexp(scale, -margin);
 }
 
 float fp8_amax(const float* x, std::size_t n) {

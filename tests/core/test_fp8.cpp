@@ -71,8 +71,8 @@ TEST(Fp8, DecodeSpecStatedValues) {
   EXPECT_EQ(fp8_to_float(0xFC, Fp8Format::e5m2), -std::numeric_limits<float>::infinity());
   for (int c : {0x7D, 0x7E, 0x7F, 0xFD, 0xFE, 0xFF})
     EXPECT_TRUE(std::isnan(fp8_to_float(static_cast<std::uint8_t>(c), Fp8Format::e5m2)));
-  EXPECT_EQ(fp8_max(Fp8Format::e4m3), 448.f);
-  EXPECT_EQ(fp8_max(Fp8Format::e5m2), 57344.f);
+  EXPECT_EQ(fp8_max(Fp8Format::e4m3), fp8_to_float(0x7E, Fp8Format::e4m3));
+  EXPECT_EQ(fp8_max(Fp8Format::e5m2), fp8_to_float(0x7B, Fp8Format::e5m2));
   EXPECT_EQ(fp8_min_subnormal(Fp8Format::e4m3), std::ldexp(1.f, -9));
   EXPECT_EQ(fp8_min_normal(Fp8Format::e5m2), std::ldexp(1.f, -14));
 }
@@ -160,6 +160,9 @@ TEST(Fp8, ScaleFromAmaxFollowsTransformerEngine) {
   EXPECT_EQ(fp8_scale_from_amax(inf, Fp8Format::e4m3), 1.f);
   EXPECT_EQ(fp8_scale_from_amax(nan, Fp8Format::e5m2), 1.f);
   EXPECT_EQ(fp8_scale_from_amax(1e-40f, Fp8Format::e4m3), std::numeric_limits<float>::max());
+  EXPECT_EQ(fp8_scale_from_amax(1e-40f, Fp8Format::e4m3, 2), std::numeric_limits<float>::max() / 4);
+  EXPECT_EQ(fp8_scale_from_amax(std::numeric_limits<float>::max(), Fp8Format::e4m3, 3),
+            448.f / std::numeric_limits<float>::max() / 8);
 }
 
 TEST(Fp8, AmaxPropagatesNaN) {

@@ -8,6 +8,14 @@
 #include <string_view>
 #include <vector>
 
+// The few FP8 rules GPU kernels must apply bit for bit as the host does are inline here and callable
+// from device code too (one definition, not a second copy in a kernel).
+#if defined(__CUDACC__)
+#define SEQPAR_FP8_HOST_DEVICE __host__ __device__
+#else
+#define SEQPAR_FP8_HOST_DEVICE
+#endif
+
 namespace seqpar {
 
 // E4M3 is OCP's "fn" variant (torch.float8_e4m3fn, __nv_fp8_e4m3): bias 7, no infinities, one NaN
@@ -20,8 +28,9 @@ const char* to_string(Fp8Format f);
 // Accepts "e4m3" and "e5m2" (also "fp8_e4m3", "fp8_e5m2"); anything else throws seqpar::Error naming `field`.
 Fp8Format parse_fp8_format(std::string_view text, std::string_view field = "fp8 format");
 
-// Largest finite value: 448 (E4M3), 57344 (E5M2).
-float fp8_max(Fp8Format f);
+// Largest finite value: 448 = 1.75 x 2^8 (E4M3), 57344 = 1.75 x 2^15 (E5M2) (OCP FP8 spec v1.0,
+// table 1; tests/core/test_fp8.cpp checks each against its decoded code).
+inline constexpr SEQPAR_FP8_HOST_DEVICE float fp8_max(Fp8Format f) { return f == Fp8Format::e4m3 ? 448.f : 57344.f; }
 // Smallest positive normal (2^-6, 2^-14) and subnormal (2^-9, 2^-16) values.
 float fp8_min_normal(Fp8Format f);
 float fp8_min_subnormal(Fp8Format f);
@@ -46,8 +55,17 @@ std::uint8_t float_to_fp8(float x, Fp8Format f);
 // compute_scale_from_amax, release 2.x): scale = max_fp8 / amax, 1 when amax is 0, infinite or NaN,
 // FLT_MAX when the quotient overflows; then divided by 2^margin as DelayedScaling's `margin` does
 // (transformer_engine/common/recipe/__init__.py: "new_scaling_factor = (FP8_MAX / amax) / (2 ^
-// margin)"; margin 0 is the default of both its delayed and current scaling recipes).
-float fp8_scale_from_amax(float amax, Fp8Format f, int margin = 0);
+// margin)"; margin 0 is the default of both its delayed and current scaling recipes). The comparisons
+// are written so NaN falls to 1 without isnan (device code calls this too); halving is exact here, as
+// max / amax >= 448 / FLT_MAX sits far above float's subnormals for any margin below ~90.
+inline SEQPAR_FP8_HOST_DEVICE float fp8_scale_from_amax(float amax, Fp8Format f, int margin = 0) {
+  constexpr float kFloatMax = 3.40282346638528859812e+38f;  // FLT_MAX
+  if (!(amax > 0.f && amax <= kFloatMax)) return 1.f;        // 0, inf or NaN (amax is never negative)
+  float scale = fp8_max(f) / amax;
+  if (!(scale <= kFloatMax)) scale = kFloatMax;              // the quotient overflowed to inf
+  for (int i = 0; i < margin; ++i) scale *= 0.5f;
+  return scale;
+}
 
 // max |x| over n values; NaN when any value is NaN (a NaN must not be hidden by the scale).
 float fp8_amax(const float* x, std::size_t n);
