@@ -14,17 +14,19 @@
 namespace seqpar {
 namespace {
 
-struct Layout {
+struct Fp8Layout {
   int exponent_bits, mantissa_bits, bias;
   std::uint8_t max_code;  // the largest finite magnitude's code
 };
 
 // OCP 8-bit floating point spec v1.0, table 1: E4M3 bias 7, max S.1111.110 = 448; E5M2 bias 15,
 // max S.11110.11 = 57344.
-constexpr Layout layout(Fp8Format f) { return f == Fp8Format::e4m3 ? Layout{4, 3, 7, 0x7E} : Layout{5, 2, 15, 0x7B}; }
+constexpr Fp8Layout fp8_layout_of(Fp8Format f) {
+  return f == Fp8Format::e4m3 ? Fp8Layout{4, 3, 7, 0x7E} : Fp8Layout{5, 2, 15, 0x7B};
+}
 
 // Smallest normal exponent, 1 - bias: below it the exponent field is 0 and the quantum stays 2^(emin - M).
-constexpr int min_exponent(const Layout& l) { return 1 - l.bias; }
+constexpr int fp8_min_exponent(const Fp8Layout& l) { return 1 - l.bias; }
 
 }  // namespace
 
@@ -44,15 +46,15 @@ Fp8Scaling parse_fp8_scaling(std::string_view text, std::string_view field) {
   throw Error(fmt::format("{}: '{}' is not an FP8 scaling (tensor, row)", field, text));
 }
 
-float fp8_min_normal(Fp8Format f) { return std::ldexp(1.f, min_exponent(layout(f))); }
+float fp8_min_normal(Fp8Format f) { return std::ldexp(1.f, fp8_min_exponent(fp8_layout_of(f))); }
 float fp8_min_subnormal(Fp8Format f) {
-  const Layout l = layout(f);
-  return std::ldexp(1.f, min_exponent(l) - l.mantissa_bits);
+  const Fp8Layout l = fp8_layout_of(f);
+  return std::ldexp(1.f, fp8_min_exponent(l) - l.mantissa_bits);
 }
-int fp8_mantissa_bits(Fp8Format f) { return layout(f).mantissa_bits; }
+int fp8_mantissa_bits(Fp8Format f) { return fp8_layout_of(f).mantissa_bits; }
 
 float fp8_to_float(std::uint8_t code, Fp8Format f) {
-  const Layout l = layout(f);
+  const Fp8Layout l = fp8_layout_of(f);
   const bool negative = (code & 0x80u) != 0;
   const int exponent = (code & 0x7Fu) >> l.mantissa_bits;
   const int mantissa = code & ((1 << l.mantissa_bits) - 1);
@@ -64,14 +66,14 @@ float fp8_to_float(std::uint8_t code, Fp8Format f) {
     return negative ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   }
   const int significand = exponent == 0 ? mantissa : (1 << l.mantissa_bits) | mantissa;
-  const int e = (exponent == 0 ? min_exponent(l) : exponent - l.bias) - l.mantissa_bits;
+  const int e = (exponent == 0 ? fp8_min_exponent(l) : exponent - l.bias) - l.mantissa_bits;
   const float v = std::ldexp(static_cast<float>(significand), e);
   return negative ? -v : v;
 }
 
 std::uint8_t float_to_fp8(float x, Fp8Format f) {
   if (std::isnan(x)) return kFp8NaN;
-  const Layout l = layout(f);
+  const Fp8Layout l = fp8_layout_of(f);
   const std::uint8_t sign = std::signbit(x) ? 0x80u : 0x00u;
   const float a = std::fabs(x);
   if (!(a < fp8_max(f))) return static_cast<std::uint8_t>(sign | l.max_code);  // saturate, inf included
@@ -79,7 +81,7 @@ std::uint8_t float_to_fp8(float x, Fp8Format f) {
   // The quantum (spacing of FP8 values) at a's binade, never finer than the subnormals'. a / quantum is
   // exact (a power of two scaling of a float), so one nearbyint (ties to even in the default rounding
   // mode) is the only rounding; a round-up into the next binade lands on its first value, still exact.
-  const int e = std::max(std::ilogb(a), min_exponent(l));
+  const int e = std::max(std::ilogb(a), fp8_min_exponent(l));
   const int quantum_exp = e - l.mantissa_bits;
   const auto steps = static_cast<int>(std::nearbyint(std::ldexp(a, -quantum_exp)));  // < 2^(M+2)
   if (steps == 0) return sign;
