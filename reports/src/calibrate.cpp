@@ -166,7 +166,7 @@ void collect(const json& doc, const std::string& where, const std::string& file,
   }
   const json& results = require_array(doc, "results", where);
   bool comm_skipped_mode = false;
-  std::set<std::string> skipped_backends;
+  std::set<std::string> skipped_backends, skipped_gemm_dtypes;
   for (std::size_t i = 0; i < results.size(); ++i) {
     std::string w = fmt::format("{}: results[{}]", where, i);
     const json& r = results[i];
@@ -228,6 +228,12 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       c.attention.push_back(p);
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
+      // The profile's GEMM curve is bf16's; FP8 rows (seqpar-bench-gemm --dtype fp8) are another curve.
+      std::string dtype = optional_string(r, "dtype", w).value_or("bf16");
+      if (dtype != "bf16" && dtype != "fp16") {
+        skipped_gemm_dtypes.insert(dtype);
+        continue;
+      }
       double m = require_number(r, "m", w);
       KernelPoint p{file, optional_string(r, "name", w).value_or(w), *op, 0, std::nullopt, 0, 0, 0, 0, "", std::nullopt, 0};
       p.flops = 2 * m * require_number(r, "n", w) * require_number(r, "k", w);
@@ -249,6 +255,9 @@ void collect(const json& doc, const std::string& where, const std::string& file,
   if (!skipped_backends.empty())
     c.notes.push_back(fmt::format("{}: attention rows of other backends skipped ({}); the profile models seqpar's kernels",
                                   where, join(skipped_backends)));
+  if (!skipped_gemm_dtypes.empty())
+    c.notes.push_back(fmt::format("{}: GEMM rows of other types skipped ({}); the profile's GEMM curve is bf16's", where,
+                                  join(skipped_gemm_dtypes)));
   if (comm_skipped_mode)
     c.notes.push_back(fmt::format("{}: communication rows skipped: mode '{}' does not measure real links", where, mode));
 }

@@ -23,6 +23,8 @@ struct PlanKey {
   std::int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   int cd_type = 0;
+  int ab_type = CUDA_R_16BF;
+  int scale_mode = -1;  // FP8 only: cublasLtMatmulMatrixScale_t of A and B; -1 for bf16 (no scales)
   bool bias = false;
   unsigned align_a = 0, align_b = 0, align_c = 0, align_d = 0, align_bias = 0;
   auto operator<=>(const PlanKey&) const = default;
@@ -92,6 +94,7 @@ struct CublasLtGemm::Impl {
     const auto m = static_cast<std::uint64_t>(key.m), n = static_cast<std::uint64_t>(key.n),
                k = static_cast<std::uint64_t>(key.k);
     const auto cd_type = static_cast<cudaDataType_t>(key.cd_type);
+    const auto ab_type = static_cast<cudaDataType_t>(key.ab_type);
     SEQPAR_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t op_lt_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_lt_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -110,11 +113,16 @@ struct CublasLtGemm::Impl {
       SEQPAR_CUBLAS_CHECK(
           cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
+    if (key.scale_mode >= 0) {
+      const auto mode = static_cast<std::int32_t>(key.scale_mode);
+      SEQPAR_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode));
+      SEQPAR_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode));
+    }
     const auto ld_lt_a = static_cast<std::int64_t>(key.trans_b ? k : n);
     const auto ld_lt_b = static_cast<std::int64_t>(key.trans_a ? m : k);
-    SEQPAR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, key.trans_b ? k : n, key.trans_b ? n : k,
+    SEQPAR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, ab_type, key.trans_b ? k : n, key.trans_b ? n : k,
                                                    ld_lt_a));
-    SEQPAR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, key.trans_a ? m : k, key.trans_a ? k : m,
+    SEQPAR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, ab_type, key.trans_a ? m : k, key.trans_a ? k : m,
                                                    ld_lt_b));
     SEQPAR_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->cd, cd_type, n, m, static_cast<std::int64_t>(n)));
 
@@ -165,8 +173,9 @@ void CublasLtGemm::matmul(const GemmShape& s, float alpha, const void* a, const 
     c = d;  // not read with beta 0; cuBLASLt wants a pointer with D's layout
   }
   try {
-    const PlanKey key{s.m,           s.n,          s.k,          s.trans_a,    s.trans_b,       static_cast<int>(cd_type),
-                      bias != nullptr, alignment(a), alignment(b), alignment(c), alignment(d), alignment(bias)};
+    const PlanKey key{s.m,          s.n,          s.k,          s.trans_a,    s.trans_b,
+                      static_cast<int>(cd_type), CUDA_R_16BF, -1,     bias != nullptr, alignment(a),
+                      alignment(b), alignment(c), alignment(d), alignment(bias)};
     auto it = impl_->plans.find(key);
     if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, a, b, c, d, bias)).first;
     Plan& plan = *it->second;
@@ -174,6 +183,41 @@ void CublasLtGemm::matmul(const GemmShape& s, float alpha, const void* a, const 
       SEQPAR_CUBLAS_CHECK(
           cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     SEQPAR_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.cd, d,
+                                       plan.cd, &plan.algo, impl_->workspace, impl_->workspace_bytes, impl_->stream));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", what(), e.what()));
+  }
+}
+
+void CublasLtGemm::matmul_fp8(const GemmShape& s, Fp8Scaling scaling, const void* a, const float* a_scale_inv,
+                              const void* b, const float* b_scale_inv, void* d) {
+  check_cublas_dims(s);
+  const auto what = [&] {
+    return fmt::format("cuBLASLt FP8 GEMM {} (m={} n={} k={}, E4M3 A and B, {} scales, D bf16)", s.op, s.m, s.n, s.k,
+                       to_string(scaling));
+  };
+  if (s.trans_a || !s.trans_b)
+    throw Error(fmt::format("{}: FP8 GEMMs take A [m,k] and B stored [n,k] only (trans_a false, trans_b true: "
+                            "cuBLASLt's FP8 'TN' layout); the transposed operands are the caller's FP8 copies",
+                            what()));
+  if (!a || !b || !d || !a_scale_inv || !b_scale_inv)
+    throw Error(fmt::format("{}: A, B, D and both scale pointers must be device pointers, not null", what()));
+  const int mode = scaling == Fp8Scaling::tensor ? CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+                                                 : CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  try {
+    const PlanKey key{s.m,          s.n,          s.k,          s.trans_a,   s.trans_b,    CUDA_R_16BF, CUDA_R_8F_E4M3,
+                      mode,         false,        alignment(a), alignment(b), alignment(d), alignment(d), 256};
+    auto it = impl_->plans.find(key);
+    if (it == impl_->plans.end()) it = impl_->plans.emplace(key, impl_->make_plan(key, a, b, d, d, nullptr)).first;
+    Plan& plan = *it->second;
+    // Our B is cuBLASLt's A and our A its B (make_plan): the scales swap with them. In OUTER_VEC mode
+    // cuBLASLt's A scale has its M (our n) values and its B scale its N (our m): each operand's rows.
+    SEQPAR_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &b_scale_inv, sizeof b_scale_inv));
+    SEQPAR_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale_inv, sizeof a_scale_inv));
+    const float alpha = 1.f, beta = 0.f;
+    SEQPAR_CUBLAS_CHECK(cublasLtMatmul(impl_->handle, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, d, plan.cd, d,
                                        plan.cd, &plan.algo, impl_->workspace, impl_->workspace_bytes, impl_->stream));
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", what(), e.what()));

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "seqpar/core/fp8.hpp"
 #include "seqpar/kernels/gemm_shape.hpp"
 
 namespace seqpar::kernels {
@@ -40,6 +41,19 @@ class CublasLtGemm {
   // it does not, no algorithm, or a failed call.
   void matmul(const GemmShape& s, float alpha, const void* a, const void* b, float beta, const void* c, void* d,
               cudaDataType_t cd_type, const void* bias = nullptr);
+
+  // FP8: row-major D[m,n] = (a_scale_inv x A) (b_scale_inv x B)^T with A [m,k] and B [n,k] E4M3
+  // (core/fp8.hpp), D bf16, fp32 accumulation (cuBLASLt's default, not its FAST_ACCUM mode). Only this
+  // "TN" layout (s.trans_a false, s.trans_b true) is taken: cuBLASLt's FP8 GEMMs on Hopper require it
+  // (cuBLAS docs, cublasLtMatmul's FP8 type table: "A must be transposed and B non-transposed"), which
+  // is why frameworks keep transposed FP8 copies for the backward GEMMs. The scales are device
+  // pointers to the dequantize factors (fp8.hpp's scale_inv): one float each with Fp8Scaling::tensor
+  // (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F), m floats for A and n for B with Fp8Scaling::row
+  // (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, in cublasLt.h since CUDA 12.9; whether a GPU runs it is
+  // the library's answer, an Error here when it has none). Throws seqpar::Error naming the shape for
+  // another layout, sizes cuBLASLt cannot take, no algorithm, or a failed call.
+  void matmul_fp8(const GemmShape& s, Fp8Scaling scaling, const void* a, const float* a_scale_inv, const void* b,
+                  const float* b_scale_inv, void* d);
 
   // How many (shape, transposes, type, epilogue, alignment) plans the cache holds: each one cost one
   // heuristic query.
