@@ -59,12 +59,13 @@ struct KernelPoint {
   // "workspace_bytes"), and the shape that sizes it; empty when the row does not say.
   std::optional<double> workspace_bytes;
   double rows = 0;  // batch x heads x query length: the call's query rows over all heads
+  bool fp8 = false;  // GEMM: an FP8 row (E4M3 operands), fitted to the FP8 curve
 };
 
 struct Collected {
   std::map<std::string, std::vector<CommPoint>> comm;  // "intra" / "inter"
   std::map<std::string, std::set<std::string>> comm_files;
-  std::vector<KernelPoint> attention, gemm;
+  std::vector<KernelPoint> attention, gemm, gemm_fp8;  // gemm_fp8: E4M3 rows with per-tensor scales
   std::set<std::string> attention_files, gemm_files;
   std::optional<std::string> gpu_name;
   // Measured GPU (gpu_key) -> files: one GPU per profile; and each GPU's name as first written.
@@ -228,10 +229,12 @@ void collect(const json& doc, const std::string& where, const std::string& file,
       c.attention.push_back(p);
       c.attention_files.insert(file);
     } else if (*op == "gemm") {
-      // The profile's GEMM curve is bf16's; FP8 rows (seqpar-bench-gemm --dtype fp8) are another curve.
+      // The profile's GEMM curve is bf16's; FP8 rows (seqpar-bench-gemm --dtype fp8) are the FP8
+      // curve's, per-tensor scaling only (the recipe the simulator's FP8 GEMM figures describe).
       std::string dtype = optional_string(r, "dtype", w).value_or("bf16");
-      if (dtype != "bf16" && dtype != "fp16") {
-        skipped_gemm_dtypes.insert(dtype);
+      const bool fp8 = dtype == "fp8_e4m3" && optional_string(r, "scaling", w).value_or("tensor") == "tensor";
+      if (dtype != "bf16" && dtype != "fp16" && !fp8) {
+        skipped_gemm_dtypes.insert(dtype == "fp8_e4m3" ? dtype + " with row-wise scales" : dtype);
         continue;
       }
       double m = require_number(r, "m", w);
@@ -246,7 +249,8 @@ void collect(const json& doc, const std::string& where, const std::string& file,
           !std::isfinite(p.flops_per_s))
         throw Error(fmt::format("{}: m, n, k, the rate and the token count must be positive", w));
       p.time_s = p.flops / p.flops_per_s;
-      c.gemm.push_back(p);
+      p.fp8 = fp8;
+      (fp8 ? c.gemm_fp8 : c.gemm).push_back(p);
       c.gemm_files.insert(file);
     } else {
       ++c.unused_ops[file][*op];
@@ -256,8 +260,8 @@ void collect(const json& doc, const std::string& where, const std::string& file,
     c.notes.push_back(fmt::format("{}: attention rows of other backends skipped ({}); the profile models seqpar's kernels",
                                   where, join(skipped_backends)));
   if (!skipped_gemm_dtypes.empty())
-    c.notes.push_back(fmt::format("{}: GEMM rows of other types skipped ({}); the profile's GEMM curve is bf16's", where,
-                                  join(skipped_gemm_dtypes)));
+    c.notes.push_back(fmt::format("{}: GEMM rows of other types skipped ({}); the profile's GEMM curves are bf16's and "
+                                  "FP8 E4M3's with per-tensor scales", where, join(skipped_gemm_dtypes)));
   if (comm_skipped_mode)
     c.notes.push_back(fmt::format("{}: communication rows skipped: mode '{}' does not measure real links", where, mode));
 }
@@ -276,7 +280,7 @@ void predict_rows(const json& profile, const std::vector<KernelPoint>& pts, Cali
   const sim::System sys = sim::system_from_json(profile, "calibrated profile");
   for (const auto& p : pts) {
     const double t = p.op == "gemm"
-                         ? sim::gemm_time(sys.gpu, p.flops, p.tokens, 1)
+                         ? (p.fp8 ? sim::fp8_gemm_time(sys.gpu, p.flops, p.tokens, 1) : sim::gemm_time(sys.gpu, p.flops, p.tokens, 1))
                          : sim::attention_time(sys.gpu, p.flops, p.tokens, p.op == "bwd", {p.head_dim, p.causal.value_or(false)});
     const double predicted = p.flops / t, residual = predicted / p.flops_per_s - 1;
     res.rows.push_back({{"file", p.file}, {"name", p.name}, {"series", series_label(p)}, {"tokens", p.tokens},
@@ -459,6 +463,26 @@ void fit_gemm(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
   b.gpu["gemm_half_tokens"] = figure(f->half_tokens, src);
   b.gpu["gemm_exponent"] = figure(f->exponent, src);
   out.fits["gemm"] = curve_json(*f);
+  ++out.groups;
+}
+
+// FP8 GEMM: its own curve from the FP8 rows, against the base GPU's FP8 peak (the GPU preset's
+// fp8_tflops); a GPU without one cannot run them, and the rows are refused naming it.
+void fit_gemm_fp8(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
+  if (c.gemm_fp8.empty()) return;
+  if (!b.gpu.contains("fp8_tflops"))
+    throw Error(fmt::format("calibrate: {} FP8 GEMM rows ({}), but the base GPU ({}) has no 'fp8_tflops': choose the "
+                            "--base-system of the GPU that ran them", c.gemm_fp8.size(), c.gemm_fp8.front().file,
+                            b.gpu_where));
+  KernelFitter fp8{figure_value(b.gpu, "fp8_tflops", b.gpu_where) * 1e12, kf.overhead_s, kf.res, {}};
+  auto f = fp8.fit(c.gemm_fp8, "gemm fp8");
+  if (!f) return;
+  const std::string src = fp8.source(*f, c.gemm_fp8, "FP8 GEMM (E4M3, per-tensor scales)");
+  b.gpu["fp8_gemm_efficiency"] = figure(f->efficiency, src);
+  b.gpu["fp8_gemm_half_tokens"] = figure(f->half_tokens, src);
+  b.gpu["fp8_gemm_exponent"] = figure(f->exponent, src);
+  out.fits["gemm_fp8"] = curve_json(*f);
+  kf.fitted_points.insert(kf.fitted_points.end(), fp8.fitted_points.begin(), fp8.fitted_points.end());
   ++out.groups;
 }
 
@@ -828,6 +852,7 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   fit_links(c, b, fitted, res);
   KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
   fit_gemm(c, b, kf, fitted);
+  fit_gemm_fp8(c, b, kf, fitted);
   const std::string engine = select_attention_engine(c, opt);
   fit_attention(c, b, kf, fitted, engine);
   if (fitted.fits.contains("attention")) {

@@ -64,6 +64,11 @@ double gemm_time(const Gpu& g, double flops, double tokens, int launches, double
   return flops / (g.bf16_flops * eff * rate_scale) + launches * g.kernel_overhead_s;
 }
 
+double fp8_gemm_time(const Gpu& g, double flops, double tokens, int launches, double rate_scale) {
+  const double eff = curve_efficiency({g.fp8_gemm_efficiency, g.fp8_gemm_half_tokens, g.fp8_gemm_exponent}, tokens);
+  return flops / (g.fp8_flops * eff * rate_scale) + launches * g.kernel_overhead_s;
+}
+
 double attention_rate(const Gpu& g, double block_tokens, bool backward, const AttentionKernel& kernel) {
   const double fp8_eff = backward ? g.fp8_attention_bwd_efficiency : g.fp8_attention_fwd_efficiency;
   if (kernel.fp8 && fp8_eff > 0 && g.fp8_flops > 0)

@@ -26,9 +26,7 @@ double fp8_cast_bytes_per_element(Fp8Recipe r) {
 
 double linear_gemm_time(const System& s, const Plan& p, double flops, double tokens, int launches) {
   if (!p.precision.has(Fp8Part::gemm) || s.gpu.fp8_flops <= 0) return framework_gemm_time(s, flops, tokens, launches);
-  const Gpu& g = s.gpu;
-  const double eff = curve_efficiency({g.fp8_gemm_efficiency, g.fp8_gemm_half_tokens, g.gemm_exponent}, tokens);
-  return flops / (g.fp8_flops * eff * s.framework.gemm_step_efficiency) + launches * g.kernel_overhead_s;
+  return fp8_gemm_time(s.gpu, flops, tokens, launches, s.framework.gemm_step_efficiency);
 }
 
 Fp8CastBytes fp8_activation_cast_bytes(const Model& m, const Plan& p, double tokens) {

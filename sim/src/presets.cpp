@@ -274,8 +274,9 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
   if (g.fp8_flops > 0) {
     g.fp8_gemm_efficiency = figure(j, "fp8_gemm_efficiency", what, kFraction);
     g.fp8_gemm_half_tokens = figure(j, "fp8_gemm_half_tokens", what, kTokens, g.gemm_half_tokens);
+    g.fp8_gemm_exponent = figure(j, "fp8_gemm_exponent", what, Range{0.1, 20}, g.gemm_exponent);
   } else {
-    for (const char* k : {"fp8_gemm_efficiency", "fp8_gemm_half_tokens", "fp8_attention_fwd_efficiency",
+    for (const char* k : {"fp8_gemm_efficiency", "fp8_gemm_half_tokens", "fp8_gemm_exponent", "fp8_attention_fwd_efficiency",
                           "fp8_attention_bwd_efficiency"})
       if (j.contains(k)) throw Error(fmt::format("{}: field '{}' needs 'fp8_tflops', the FP8 peak it is a share of", what, k));
   }

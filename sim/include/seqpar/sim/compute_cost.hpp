@@ -28,6 +28,8 @@ EfficiencyCurve gemm_curve(const Gpu& g);
 // `rate_scale`: the share of the figures' rate the kernels reach where they run (1 for the kernels
 // alone; a framework's step efficiencies inside its steps: framework_terms.hpp).
 double gemm_time(const Gpu& g, double flops, double tokens, int launches, double rate_scale = 1.0);
+// The same in FP8: the GPU's FP8 peak and FP8 curve (hardware.hpp).
+double fp8_gemm_time(const Gpu& g, double flops, double tokens, int launches, double rate_scale = 1.0);
 
 // What an attention kernel call computes, beyond its FLOPs: the head dimension (0: unspecified)
 // and whether it applies a causal mask (the diagonal block of a causal model; ring steps after the

@@ -97,6 +97,7 @@ struct Gpu {
   double fp8_flops = 0;
   double fp8_gemm_efficiency = 0;
   double fp8_gemm_half_tokens = 0;
+  double fp8_gemm_exponent = 1;  // the FP8 curve's steepness (a calibrated profile's; else the bf16 curve's)
   double fp8_attention_fwd_efficiency = 0;
   double fp8_attention_bwd_efficiency = 0;
   double fp4_flops = 0;  // dense FP4 peak (Blackwell): shown, not yet a plan part
