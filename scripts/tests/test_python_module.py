@@ -226,3 +226,24 @@ def test_documents_and_balancer_from_python(seqpar, tmp_path):
         seqpar.maxlen(model="llama3-8b", gpus=8, documents="fixed:1K", balancer="zigzag")
     with pytest.raises(seqpar.Error, match="documents"):
         seqpar.sweep(seq_len=["64K"], out=str(tmp_path), documents="nonsense:1")
+
+
+def test_fp8_from_python(seqpar):
+    # fp8= and fp8_recipe= are --fp8 and --fp8-recipe; allow_fp8=True is the search flag.
+    kw = dict(model="llama3-8b", gpus=8, seq_len="8K", method="ring-zigzag", sp=2, framework="megatron-core",
+              fp8="gemm,weights", fp8_recipe="current")
+    got = seqpar.simulate(**kw)
+    assert without_run(got) == without_run(json.loads(cli(
+        "simulate", "--model", "llama3-8b", "--gpus", "8", "--seq-len", "8K", "--method", "ring-zigzag", "--sp", "2",
+        "--framework", "megatron-core", "--fp8", "gemm,weights", "--fp8-recipe", "current", "--json").stdout))
+    assert got["plan"]["fp8"] == "gemm,weights" and got["plan"]["fp8_recipe"] == "current"
+    assert got["fp8"]["parameter_gather_bytes_per_param"] == 1 and got["time"]["fp8_casts_s"] > 0
+    bf16 = seqpar.simulate(**{k: v for k, v in kw.items() if not k.startswith("fp8")})
+    assert got["time"]["gemm_s"] < bf16["time"]["gemm_s"] and bf16["fp8"] == {"parts": "none"}
+    advice = seqpar.advise(model="llama3-8b", gpus=8, seq_len="32K", tp=1, framework="megatron-core", allow_fp8=True)
+    assert advice["best"]["fp8"] != "none"
+    # The default framework trains in bf16: an FP8 plan is invalid, with the reason.
+    invalid = seqpar.simulate(model="llama3-8b", gpus=8, seq_len="8K", fp8="gemm")
+    assert invalid["valid"] is False and any("bf16 only" in e for e in invalid["errors"])
+    with pytest.raises(seqpar.Error, match="unknown part"):
+        seqpar.simulate(model="llama3-8b", seq_len="8K", fp8="gemm,fp4")
