@@ -453,37 +453,34 @@ json curve_json(const CurveFit& f) {
               {"exponent", f.exponent}, {"rel_residual", f.rel_residual}, {"max_rel_residual", f.max_rel_residual}};
 }
 
-// GEMM: one curve from the seqpar-bench-gemm rows.
-void fit_gemm(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
-  if (c.gemm.empty()) return;
-  auto f = kf.fit(c.gemm, "gemm");
+// One GEMM curve from `pts` against `kf`'s peak, written as the GPU's `<prefix>gemm_efficiency`,
+// `_half_tokens` and `_exponent` and recorded in the fits as `fit_key`.
+void fit_gemm_curve(const std::vector<KernelPoint>& pts, const std::string& prefix, const char* fit_key,
+                    const std::string& label, Base& b, KernelFitter& kf, Fitted& out) {
+  if (pts.empty()) return;
+  auto f = kf.fit(pts, fit_key);
   if (!f) return;
-  const std::string src = kf.source(*f, c.gemm, "GEMM");
-  b.gpu["gemm_efficiency"] = figure(f->efficiency, src);
-  b.gpu["gemm_half_tokens"] = figure(f->half_tokens, src);
-  b.gpu["gemm_exponent"] = figure(f->exponent, src);
-  out.fits["gemm"] = curve_json(*f);
+  const std::string src = kf.source(*f, pts, label);
+  b.gpu[prefix + "gemm_efficiency"] = figure(f->efficiency, src);
+  b.gpu[prefix + "gemm_half_tokens"] = figure(f->half_tokens, src);
+  b.gpu[prefix + "gemm_exponent"] = figure(f->exponent, src);
+  out.fits[fit_key] = curve_json(*f);
   ++out.groups;
 }
 
-// FP8 GEMM: its own curve from the FP8 rows, against the base GPU's FP8 peak (the GPU preset's
-// fp8_tflops); a GPU without one cannot run them, and the rows are refused naming it.
-void fit_gemm_fp8(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
+// GEMM: the bf16 curve from the seqpar-bench-gemm rows; the FP8 curve from the FP8 rows against the
+// base GPU's FP8 peak (the GPU preset's fp8_tflops): a GPU without one cannot have run them, and the
+// rows are refused naming it.
+void fit_gemm(const Collected& c, Base& b, KernelFitter& kf, Fitted& out) {
+  fit_gemm_curve(c.gemm, "", "gemm", "GEMM", b, kf, out);
   if (c.gemm_fp8.empty()) return;
   if (!b.gpu.contains("fp8_tflops"))
     throw Error(fmt::format("calibrate: {} FP8 GEMM rows ({}), but the base GPU ({}) has no 'fp8_tflops': choose the "
                             "--base-system of the GPU that ran them", c.gemm_fp8.size(), c.gemm_fp8.front().file,
                             b.gpu_where));
   KernelFitter fp8{figure_value(b.gpu, "fp8_tflops", b.gpu_where) * 1e12, kf.overhead_s, kf.res, {}};
-  auto f = fp8.fit(c.gemm_fp8, "gemm fp8");
-  if (!f) return;
-  const std::string src = fp8.source(*f, c.gemm_fp8, "FP8 GEMM (E4M3, per-tensor scales)");
-  b.gpu["fp8_gemm_efficiency"] = figure(f->efficiency, src);
-  b.gpu["fp8_gemm_half_tokens"] = figure(f->half_tokens, src);
-  b.gpu["fp8_gemm_exponent"] = figure(f->exponent, src);
-  out.fits["gemm_fp8"] = curve_json(*f);
+  fit_gemm_curve(c.gemm_fp8, "fp8_", "gemm_fp8", "FP8 GEMM (E4M3, per-tensor scales)", b, fp8, out);
   kf.fitted_points.insert(kf.fitted_points.end(), fp8.fitted_points.begin(), fp8.fitted_points.end());
-  ++out.groups;
 }
 
 // The attention rows of one engine: the profile's curves describe one kernel, and seqpar's and
@@ -852,7 +849,6 @@ CalibrationResult calibrate(const std::vector<InputDocument>& inputs, const Cali
   fit_links(c, b, fitted, res);
   KernelFitter kf{b.peak, figure_value(b.gpu, "kernel_overhead_us", b.gpu_where) * 1e-6, res, {}};
   fit_gemm(c, b, kf, fitted);
-  fit_gemm_fp8(c, b, kf, fitted);
   const std::string engine = select_attention_engine(c, opt);
   fit_attention(c, b, kf, fitted, engine);
   if (fitted.fits.contains("attention")) {
