@@ -33,11 +33,11 @@ PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
   for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
                              PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio,
                              PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance,
-                             PublishedMeasure::tokens_per_s_per_gpu})
+                             PublishedMeasure::tokens_per_s_per_gpu, PublishedMeasure::nemo_model_tflops_per_gpu})
     if (s == to_string(m)) return m;
   throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
-                          "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup, packing_imbalance or "
-                          "tokens_per_s_per_gpu",
+                          "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup, packing_imbalance, "
+                          "tokens_per_s_per_gpu or nemo_model_tflops_per_gpu",
                           what, s));
 }
 
@@ -178,6 +178,7 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::document_layer_speedup: return "document_layer_speedup";
     case PublishedMeasure::packing_imbalance: return "packing_imbalance";
     case PublishedMeasure::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
+    case PublishedMeasure::nemo_model_tflops_per_gpu: return "nemo_model_tflops_per_gpu";
   }
   return "?";
 }
@@ -198,6 +199,11 @@ std::vector<PublishedRun> published_runs_from_json(const json& j, std::string_vi
 std::vector<PublishedRun> builtin_published_runs() {
   return published_runs_from_json(parse_json(detail::published_runs_text(), "sim/published/runs.json"),
                                   "sim/published/runs.json");
+}
+
+double nemo_flops_per_token(const Model& m, double seq_len) {
+  const double token_embedding = double(m.vocab) * m.hidden;
+  return 6.0 * (double(m.total_params()) - token_embedding) + 12.0 * seq_len * m.hidden * m.layers;
 }
 
 double megatron_flops_per_sequence(int layers, int hidden, int vocab, double seq_len, bool checkpointing) {
@@ -225,6 +231,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
   switch (run.measure) {
     case PublishedMeasure::step_time_s:
     case PublishedMeasure::tokens_per_s_per_gpu:
+    case PublishedMeasure::nemo_model_tflops_per_gpu:
     case PublishedMeasure::megatron_tflops_per_gpu: {
       const Result r = simulate(m, s, run.plan);
       if (!r.valid) {
@@ -236,6 +243,8 @@ PublishedComparison compare_published(const PublishedRun& run) {
         c.predicted = r.step_time_s;
       } else if (run.measure == PublishedMeasure::tokens_per_s_per_gpu) {
         c.predicted = r.tokens_per_s_per_gpu;
+      } else if (run.measure == PublishedMeasure::nemo_model_tflops_per_gpu) {
+        c.predicted = r.tokens_per_s_per_gpu * nemo_flops_per_token(m, double(run.plan.seq_len)) / 1e12;
       } else {
         // Megatron divides one step's FLOPs (all dp sequences) by its time and the GPU count: per
         // GPU that is one sequence's FLOPs shared by the tp x sp GPUs of its group.

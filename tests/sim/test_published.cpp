@@ -451,3 +451,17 @@ TEST(Published, FrameworkFieldPutsTheProfileOnTheSystem) {
 
 }  // namespace
 }  // namespace seqpar::sim
+
+namespace seqpar::sim {
+namespace {
+// NeMo's model FLOPs per token are inferred, not printed: the formula must give back the 24.07
+// summary's own TFLOP/s from its own tokens/s (both columns of two rows), and the causal variant must not.
+TEST(PublishedNemo, FlopsPerTokenReproduceTheSummarysOwnColumns) {
+  const Model l2 = load_model("llama2-7b"), l3 = load_model("llama3-8b");
+  EXPECT_NEAR(16934 * nemo_flops_per_token(l2, 4096) / 1e12, 780, 780 * 0.002);
+  EXPECT_NEAR(12273 * nemo_flops_per_token(l3, 8192) / 1e12, 711, 711 * 0.002);
+  const double causal = 12273 * (nemo_flops_per_token(l3, 8192) - 6.0 * 8192 * l3.hidden * l3.layers) / 1e12;
+  EXPECT_GT(std::abs(causal - 711) / 711, 0.05);
+}
+}  // namespace
+}  // namespace seqpar::sim
