@@ -39,8 +39,9 @@ void add_maxlen_command(CLI::App& app) {
   cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan reported then "
               "takes, of the options that still fit at that length, " + sim::memory_choice_rule() +
               ". With --documents every structure is searched with each load balancer worth comparing; a plan fits "
-              "under the workload where it fits without it and its balancer can lay the length out (the memory "
-              "estimate reads no document figure), and the workload is sampled at the lengths compared.");
+              "under the workload where its balancer can lay the length out and it fits with the memory charged "
+              "at the tokens of the balancer's fullest rank (per-document padding to a multiple of 2 x CP, "
+              "documents moved whole), and the workload is sampled at every length tried.");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);

@@ -963,26 +963,29 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       return refused(p, *b, e);
     }
   };
-  // The length search's test under documents. Whether a plan fits at a length does not depend on
-  // the sampled documents: the memory estimate reads no document figure (simulate's memory half: a
-  // rank holds N / SP tokens whatever DocumentCosts::token_factor says), and place_documents' rules,
-  // which document_costs applies first, depend on the length and the degrees alone. So one document
-  // filling the length checks the balancer's rules, then the plan's fit: exactly where
-  // simulate(m, s, p, document_costs(...)) fits, without sampling and counting at every length tried
-  // (measured on the 2-core CI machine: `maxlen --gpus 8 --documents lognormal:8:1` took 22 s so,
-  // 0.05 s this way; 0.04 s without documents). The workload is sampled and counted at the lengths
-  // a result is compared or reported. tests/sim/test_maxlen_documents.cpp holds the
-  // answer to simulate under the workload, so a memory estimate that comes to read the workload
-  // fails it rather than this shortcut.
+  // The length search's test under documents: place_documents' rules (which document_costs applies
+  // first), then the plan's fit with the memory charged at the workload's memory length (the
+  // fullest rank's tokens, per-document padding included: document_memory_seq_len, the number
+  // document_costs gives), from the layouts alone: exactly where simulate(m, s, p,
+  // document_costs(...)) fits, without counting the work at every length tried (counting took 22 s
+  // for `maxlen --gpus 8 --documents lognormal:8:1` on the 2-core CI machine; placing alone is a
+  // fraction of it). The workload is sampled once per length tried and counted at the lengths a
+  // result is compared or reported. tests/sim/test_cli_documents.cpp holds the answer to simulate
+  // under the workload.
   auto fits_under = [&](const Plan& p, std::optional<Balancer> b) {
     if (!b) return simulate(m, s, p);
-    const std::int64_t whole[] = {0, p.seq_len};
+    std::int64_t memory_seq_len = 0;
     try {
-      (void)place_documents(whole, p.ulysses_degree, p.ring_degree, *b);
+      memory_seq_len = document_memory_seq_len(sampled_at(p.seq_len), p, *b);
     } catch (const Error& e) {
       return refused(p, *b, e);
     }
-    return simulate(m, s, p);
+    Result r = simulate(m, s, p);
+    if (r.valid && memory_seq_len > p.seq_len) {
+      r.memory_seq_len = memory_seq_len;
+      add_memory(m, s, r);
+    }
+    return r;
   };
   std::optional<Plan> winner;
   std::optional<Balancer> winner_balancer;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/methods.hpp"
 
@@ -39,7 +41,27 @@ double ratio(double a, double b, double fallback_b) {
   return fallback_b > 0 ? a / fallback_b : (a > 0 ? 1.0 : 0.0);
 }
 
+// The length whose even share over the ring ranks is `max_rank_tokens` (DocumentCosts::memory_seq_len).
+std::int64_t memory_seq_len_of(std::int64_t max_rank_tokens, const Plan& p) {
+  return std::max(p.seq_len, checked_mul<std::int64_t>(max_rank_tokens, p.ring_degree, "padded tokens x ring_degree"));
+}
+
+void check_sampled_for(const SampledWorkload& w, const Plan& p) {
+  if (w.seq_len != p.seq_len)
+    throw Error(fmt::format("documents: the workload was sampled for {}-token sequences, the plan runs {}", w.seq_len,
+                            p.seq_len));
+}
+
 }  // namespace
+
+std::int64_t document_memory_seq_len(const SampledWorkload& w, const Plan& p, Balancer b) {
+  check_sampled_for(w, p);
+  std::int64_t most = 0;
+  for (const PackedBatch& batch : w.batches)
+    for (const RankHold& h : place_documents(batch.cu_seqlens, p.ulysses_degree, p.ring_degree, b).ranks)
+      most = std::max(most, h.tokens);
+  return memory_seq_len_of(most, p);
+}
 
 std::vector<TileCost> varlen_tile_cost(const VarlenAttention& v) {
   std::vector<TileCost> out;
@@ -65,9 +87,7 @@ std::vector<TileCost> varlen_tile_cost(const VarlenAttention& v) {
 }
 
 DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b, const Gpu& gpu) {
-  if (w.seq_len != p.seq_len)
-    throw Error(fmt::format("documents: the workload was sampled for {}-token sequences, the plan runs {}", w.seq_len,
-                            p.seq_len));
+  check_sampled_for(w, p);
   DocumentCosts c;
   c.balancer = b;
   WorkOptions opt;
@@ -102,6 +122,7 @@ DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b
   c.token_factor = c.reference.max_rank_tokens > 0
                        ? double(c.work.max_rank_tokens) / double(c.reference.max_rank_tokens)
                        : 1.0;
+  c.memory_seq_len = memory_seq_len_of(c.work.max_rank_tokens, p);
   c.work_ratio = c.reference.total_pairs > 0 ? c.work.total_pairs / c.reference.total_pairs : 1.0;
   return c;
 }

@@ -56,6 +56,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
   j["model"] = to_json(m);
   j["plan"] = to_json(r.plan);
   if (r.balancer) j["balancer"] = to_string(*r.balancer);  // a packed-document workload's layout
+  if (r.memory_seq_len > r.plan.seq_len) j["memory_seq_len"] = r.memory_seq_len;  // its padded tokens
   j["valid"] = r.valid;
   j["errors"] = r.errors;
   j["memory_capacity_bytes"] = r.capacity_bytes;

@@ -343,8 +343,17 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
 }
 
+// The plan the memory estimate charges: the result's, at the workload's memory length where its
+// balancer gives a rank more tokens (Result::memory_seq_len).
+Plan memory_plan(const Result& r) {
+  Plan p = r.plan;
+  if (r.memory_seq_len > p.seq_len) p.seq_len = r.memory_seq_len;
+  return p;
+}
+
 // simulate()'s memory half on a valid plan, its numbers not yet checked.
-void memory_half(const Model& m, const System& s, const Plan& p, Result& r) {
+void memory_half(const Model& m, const System& s, Result& r) {
+  const Plan p = memory_plan(r);
   r.memory = estimate_memory(m, s, p, MemoryDetail::sums);  // the named terms on request: memory_terms()
   r.time.first_step = s.framework.host_pin_s_per_gib * r.memory.host_bytes / (1024.0 * 1024.0 * 1024.0);
   r.gpu_fits = r.peak_memory_bytes() <= r.capacity_bytes;
@@ -375,6 +384,7 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   c.gemm_bwd_s = linear_gemm_time(s, p, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
   c.elementwise = layer_elementwise_cost(m, s, p);
   c.attention = attention_layer_cost(m, s, p, docs);
+  c.memory_seq_len = docs ? docs->memory_seq_len : 0;
   // The LM head.
   c.head_fwd_s = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
   c.head_bwd_s = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);
@@ -410,7 +420,8 @@ Result simulate_with(const Model& m, const System& s, const Plan& p, const Docum
   Result r = checked_result(m, s, p);
   if (!r.valid) return r;
   time_half(m, s, p, costs_of(m, s, p, false, docs), r);
-  memory_half(m, s, p, r);
+  r.memory_seq_len = docs ? docs->memory_seq_len : 0;
+  memory_half(m, s, r);
   check_numbers(r);
   if (docs) r.balancer = docs->balancer;
   return r;
@@ -430,19 +441,20 @@ Result simulate_time(const Model& m, const System& s, const Plan& p, const Struc
   Result r = checked_result(m, s, p);
   if (!r.valid) return r;
   time_half(m, s, p, c, r);
+  r.memory_seq_len = c.memory_seq_len;
   check_numbers(r);  // the memory's figures are still zeros: the time's are checked
   return r;
 }
 
 void add_memory(const Model& m, const System& s, Result& r) {
   if (!r.valid) return;
-  memory_half(m, s, r.plan, r);
+  memory_half(m, s, r);
   check_numbers(r);
 }
 
 std::vector<MemoryTerm> memory_terms(const Model& m, const System& s, const Result& r) {
   if (!r.valid) return {};
-  return estimate_memory(m, s, r.plan, MemoryDetail::terms).terms;
+  return estimate_memory(m, s, memory_plan(r), MemoryDetail::terms).terms;
 }
 
 }  // namespace seqpar::sim

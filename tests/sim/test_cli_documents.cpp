@@ -113,10 +113,43 @@ TEST(MaxLenDocuments, ASkewedWorkloadChangesThePlanAtTheAnswer) {
   const Workload w = make_workload("lognormal:8:1.5", "fill", fresh_seed(), 4);
   const MaxLenAdvice docs = advise_max_seq_len(m, s, 8, space, &w);
   ASSERT_TRUE(docs.result && plain.result);
-  // The memory model reads no document figure: the same length; the step under the mask is faster.
+  // The native layouts hold N / R tokens a rank, so their memory and length are today's; the
+  // re-sharding balancers pay their padding in memory and so never reach further. The step under
+  // the mask is faster.
   EXPECT_EQ(docs.max_seq_len, plain.max_seq_len);
   EXPECT_GT(docs.result->tokens_per_s_per_gpu, plain.result->tokens_per_s_per_gpu) << "seed " << fresh_seed();
-  EXPECT_NE(*docs.result->balancer, Balancer::contiguous) << "the zigzag ring's balancers beat the contiguous ring";
+}
+
+// Transformer Engine pads every document to a multiple of 2 x CP under per-document sharding: with
+// short documents a rank holds more tokens than N / R, and the memory estimate charges them, so
+// the same structure reaches a shorter length than under its own (zigzag) layout.
+TEST(MaxLenDocuments, PerDocumentPaddingOfShortDocumentsShortensTheLength) {
+  const Model m = load_model("llama3-8b");
+  const System s = load_system("dgx-h100");
+  std::mt19937_64 rng(fresh_seed());
+  // Lengths 2CP + 1 .. 3CP - 1 with CP 8: each pads to 32 tokens, 33% to 100% more than it holds.
+  const int len = 17 + int(rng() % 7);
+  const Workload w = make_workload("fixed:" + std::to_string(len), "fill", fresh_seed(), 2);
+  const MaxLenAdvice a = advise_max_seq_len(m, s, 8, methods({Method::ring_zigzag}), &w);
+  std::int64_t zigzag = 0, per_document = 0;
+  Plan q;
+  for (std::size_t i = 0; i < a.per_structure.size(); ++i) {
+    if (a.per_structure[i].first.ring_degree != 8) continue;
+    if (a.per_structure_balancer[i] == Balancer::zigzag) zigzag = a.per_structure[i].second;
+    if (a.per_structure_balancer[i] == Balancer::per_document) {
+      per_document = a.per_structure[i].second;
+      q = a.per_structure[i].first;
+    }
+  }
+  ASSERT_GT(zigzag, 0);
+  ASSERT_GT(per_document, 0);
+  EXPECT_LT(per_document, zigzag) << "fixed:" << len << " seed " << fresh_seed();
+  // The answer's memory is charged at the padded length, in simulate and in its JSON.
+  q.seq_len = per_document;
+  const DocumentCosts c = document_costs(sample_workload(w, per_document), q, Balancer::per_document, s.gpu);
+  EXPECT_GT(c.memory_seq_len, q.seq_len);
+  EXPECT_EQ(c.memory_seq_len, document_memory_seq_len(sample_workload(w, per_document), q, Balancer::per_document));
+  EXPECT_GT(simulate(m, s, q, c).peak_memory_bytes(), simulate(m, s, q).peak_memory_bytes());
 }
 
 TEST(MaxLenDocuments, AGlobalBatchOfTokensIsRefusedUnderDocuments) {

@@ -210,9 +210,10 @@ struct MaxLenAdvice {
 // accumulates the rest; of tokens, the length is what one sequence of the batch gets
 // (max_seq_len_for_tokens).
 // With `documents`: each structure with every load balancer worth comparing (balancers_for), each
-// searched on its own; the workload is sampled at each length compared or reported (the fit at a
-// length depends on the balancer's rules and the memory, which reads no document figure: see
-// advisor.cpp), and the result carries the winner's balancer. A global batch of tokens is refused
+// searched on its own; the workload is sampled at each length tried (the fit at a length depends
+// on the balancer's rules and the memory, charged at the balancer's fullest rank:
+// document_memory_seq_len), counted at each length compared or reported, and the result carries
+// the winner's balancer. A global batch of tokens is refused
 // with documents (seqpar::Error): its lengths come from the batch's divisors, a search not run
 // under a workload.
 MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const SearchSpace& space,

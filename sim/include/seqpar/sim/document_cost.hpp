@@ -47,6 +47,12 @@ struct DocumentCosts {
   // or whole documents moved between ranks give a rank more. Every block it sends, gathers or
   // exchanges in an all-to-all grows with it.
   double token_factor = 1;
+  // The sequence length whose even share over the ring ranks is the fullest rank's tokens over the
+  // sampled batches (padding included): max(seq_len, max_rank_tokens x R). The memory estimate
+  // charges this length (simulate.hpp: Result::memory_seq_len), so Transformer Engine's padding of
+  // every document to a multiple of 2 x CP takes memory as the tokens it is; seq_len where the
+  // balancer holds N / R tokens a rank (contiguous, zigzag).
+  std::int64_t memory_seq_len = 0;
   // The short-document figure's share of step_factor: the slowest ranks' weighted tiles over their
   // tiles, the workload's over the reference's (1 without a measurement, or with long documents).
   double short_document_factor = 1;
@@ -65,5 +71,9 @@ std::vector<TileCost> varlen_tile_cost(const VarlenAttention& v);
 // workload was sampled for another length.
 // The tiles are weighted by the GPU's varlen figure (varlen_tile_cost of gpu.varlen).
 DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b, const Gpu& gpu);
+
+// DocumentCosts::memory_seq_len from the layouts alone (no work counted): what maxlen's length
+// search asks at every length it tries. The same number document_costs gives.
+std::int64_t document_memory_seq_len(const SampledWorkload& w, const Plan& p, Balancer b);
 
 }  // namespace seqpar::sim

@@ -57,6 +57,10 @@ struct Result {
   double peak_memory_bytes() const { return memory.peak.total(); }
   // The load balancer of a packed-document workload's layout (document_cost.hpp); none without one.
   std::optional<Balancer> balancer;
+  // The sequence length the memory estimate charged, where a packed-document workload's balancer
+  // gives its fullest rank more than seq_len / sp tokens (per-document padding to a multiple of
+  // 2 x CP, documents moved whole): DocumentCosts::memory_seq_len. 0: the plan's own.
+  std::int64_t memory_seq_len = 0;
 };
 
 // The plan should be normalized (see plan.hpp). An invalid plan gives valid = false with errors
@@ -83,6 +87,7 @@ struct StructureCosts {
   // which the ZeRO stage picks from.
   int zero_group_ranks = 1;
   double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
+  std::int64_t memory_seq_len = 0;  // the workload's (DocumentCosts::memory_seq_len); 0 without one
 };
 StructureCosts structure_costs(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs = nullptr);
 
