@@ -335,6 +335,8 @@ Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
   // "params" and "sources" are what to_json(Model) adds (result_json.cpp), so a result's model reads back.
+  // "params" is derived and recomputed from the shape: a step's own count (a Python script's, or one
+  // written before a layers/vocab override in step_input.cpp) may differ and is not an input.
   check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
                    "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "sources"},
                what);
@@ -373,11 +375,6 @@ Model model_from_json(const json& j, std::string_view what) {
       m.sources.emplace(k, v.get<std::string>());  // a figure's own "source" comes first
     }
   }
-  // Derived from the shape, never set: a value that differs is a shape that is not the one it was written for.
-  if (auto p = j.find("params"); p != j.end() && !(p->is_number_integer() && p->get<std::int64_t>() == m.total_params()))
-    throw Error(fmt::format("{}: field 'params' is {} but the shape has {} parameters (it is derived from the shape; "
-                            "leave it out)",
-                            what, dump_json(*p, -1), m.total_params()));
   return m;
 }
 
