@@ -248,6 +248,17 @@ VarlenAttention varlen_from_json(const json& gpu, std::string_view gpu_what) {
 
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  // A misspelt key would silently keep a default (no FP8, a workspace of 1): refused by name. The
+  // attention_kernel(s), curves and exponents are what `seqpar calibrate` writes (calibrate.cpp).
+  check_fields(j, {"name", "description", "compute_capability", "memory_gib", "bf16_tflops", "hbm_gbps", "pcie_gbps",
+                   "gemm_efficiency", "gemm_half_tokens", "gemm_exponent", "attention_fwd_efficiency",
+                   "attention_bwd_efficiency", "attention_half_tokens", "kernel_overhead_us", "reserved_gib",
+                   "attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
+                   "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim",
+                   "attention_score_bound_head_dim", "attention_curves", "varlen_attention", "attention_kernel",
+                   "attention_kernels", "fp8_tflops", "fp4_tflops", "fp8_gemm_efficiency", "fp8_gemm_half_tokens",
+                   "fp8_gemm_exponent", "fp8_attention_fwd_efficiency", "fp8_attention_bwd_efficiency"},
+               what);
   Gpu g;
   g.name = name_of(j, what);
   if (auto cc = j.find("compute_capability"); cc != j.end())

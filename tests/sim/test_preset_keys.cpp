@@ -20,7 +20,8 @@ using nlohmann::json;
 
 std::string error_of(const std::string& kind, const json& doc) {
   try {
-    if (kind == "system") system_from_json(doc, "my.json");
+    if (kind == "gpu") gpu_from_json(doc, "my.json");
+    else if (kind == "system") system_from_json(doc, "my.json");
     else model_from_json(doc, "my.json");
   } catch (const Error& e) {
     return e.what();
@@ -28,14 +29,14 @@ std::string error_of(const std::string& kind, const json& doc) {
   return "";
 }
 
-TEST(PresetKeys, EveryCommittedModelAndSystemPresetLoads) {
+TEST(PresetKeys, EveryCommittedModelSystemAndGpuPresetLoads) {
   int seen = 0;
   for (const PresetEntry& p : builtin_presets()) {
-    if (p.kind != "model" && p.kind != "system") continue;
+    if (p.kind != "model" && p.kind != "system" && p.kind != "gpu") continue;
     EXPECT_EQ(error_of(p.kind, p.document), "") << p.kind << " " << p.name;
     ++seen;
   }
-  EXPECT_GE(seen, 10);  // 6 models and 7 systems are committed in sim/presets/
+  EXPECT_GE(seen, 17);  // 6 models, 7 systems and 7 GPUs are committed in sim/presets/
 }
 
 // One character of a real key dropped: refused, the message naming the key given and the real one.
@@ -44,7 +45,7 @@ TEST(PresetKeys, AMisspeltKeyIsRefusedWithTheNearestKnownName) {
   std::mt19937 rng(seed);
   int checked = 0;
   for (const PresetEntry& p : builtin_presets()) {
-    if (p.kind != "model" && p.kind != "system") continue;
+    if (p.kind != "model" && p.kind != "system" && p.kind != "gpu") continue;
     // Links too: the path picks the object whose keys are misspelt.
     for (const char* where : {"", "/intra_node", "/inter_node"}) {
       if (*where && p.kind != "system") continue;
@@ -71,7 +72,7 @@ TEST(PresetKeys, AMisspeltKeyIsRefusedWithTheNearestKnownName) {
       EXPECT_NE(e.find("did you mean '" + key + "'"), std::string::npos) << "seed " << seed << ": " << e;
     }
   }
-  EXPECT_GE(checked, 10) << "seed " << seed;  // 13 presets and 14 links drawn; few typos are ties
+  EXPECT_GE(checked, 15) << "seed " << seed;  // 20 presets and 14 links drawn; few typos are ties
 }
 
 TEST(PresetKeys, AKeyNearNothingIsRefusedListingTheKnownOnes) {
