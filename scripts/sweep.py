@@ -40,6 +40,7 @@ how many are left and about how long they will take. Exit status: 0 when every p
 otherwise, 2 for a bad spec or --out, 130 when interrupted."""
 import argparse
 import datetime
+import difflib
 import itertools
 import json
 import math
@@ -93,6 +94,10 @@ def refuse_nul(path, value, where):
         refuse_nul(path, item, f"{where}[{json.dumps(key)}]")
 
 
+# Every key the spec may hold (the docstring above says what each means).
+SPEC_KEYS = ("program", "args", "grid", "ranks", "json_flag", "launcher_args")
+
+
 def load_spec(path):
     try:
         with open(path) as f:
@@ -104,6 +109,12 @@ def load_spec(path):
     if not isinstance(spec, dict):
         raise SpecError(f"{path}: the spec must be a JSON object")
     refuse_nul(path, spec, "spec")
+    # A misspelt key ("lanucher_args") would be ignored and the sweep run without it: refused by name.
+    for key in spec:
+        if key not in SPEC_KEYS:
+            near = difflib.get_close_matches(key, SPEC_KEYS, n=1)
+            hint = f"did you mean '{near[0]}'? " if near else ""
+            raise SpecError(f"{path}: unknown field {json.dumps(key)} ({hint}known: {', '.join(SPEC_KEYS)})")
     if not isinstance(spec.get("program"), str) or not spec["program"]:
         raise SpecError(f"{path}: missing field 'program' (the benchmark executable)")
     for key in ("args", "launcher_args"):

@@ -112,6 +112,9 @@ def test_print_launcher_writes_commands_for_a_batch_system(tmp_path):
     ('{"args": []}', "missing field 'program'"),
     ('{"program": "x", "grid": {"--sp": []}}', "grid['--sp'] must be a non-empty list"),
     ('{"program": "x", "ranks": "--sp"}', "not a grid option"),
+    ('{"program": "x", "rank": 2}', "unknown field \"rank\" (did you mean 'ranks'?"),
+    ('{"program": "x", "lanucher_args": []}', "unknown field \"lanucher_args\" (did you mean 'launcher_args'?"),
+    ('{"program": "x", "zzz": 1}', "unknown field \"zzz\" (known: program, args"),
 ])
 def test_bad_specs_give_clear_errors(tmp_path, spec_text, message):
     path = tmp_path / "spec.json"

@@ -100,8 +100,16 @@ const json& builtin(std::string_view kind, std::string_view name) {
                           kind, name, kind, names_of(kind)));
 }
 
+// A misspelt key would silently keep a default (efficiency 1, no socket split): refused by name.
+void check_link_fields(const json& j, std::string_view what) {
+  check_fields(j, {"link", "efficiency", "bandwidth_gbps", "latency_us", "gpus_per_socket", "cross_socket_gbps",
+                   "nics_per_node", "nic_gbps"},
+               what);
+}
+
 Link link_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected an object", what));
+  check_link_fields(j, what);
   Link l;
   std::string kind = string_field(j, "link", what, "nvswitch");
   if (kind == "nvswitch") l.kind = LinkKind::nvswitch;
@@ -125,6 +133,7 @@ Link link_from_json(const json& j, std::string_view what) {
 // the share stands and the NIC rate is scaled from it in read_nics.
 json nic_derived_link(const json& inter, int gpus_per_node, std::string_view what) {
   if (!inter.is_object()) return inter;  // link_from_json says what is wrong
+  check_link_fields(inter, what);  // before the NIC rule reads a key that may be misspelt
   const bool has_nics = inter.contains("nics_per_node"), has_rate = inter.contains("nic_gbps");
   if (has_nics != has_rate)
     throw Error(fmt::format("{}: give both 'nics_per_node' and 'nic_gbps', or neither (then 'bandwidth_gbps' is the "
@@ -239,6 +248,17 @@ VarlenAttention varlen_from_json(const json& gpu, std::string_view gpu_what) {
 
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  // A misspelt key would silently keep a default (no FP8, a workspace of 1): refused by name. The
+  // attention_kernel(s), curves and exponents are what `seqpar calibrate` writes (calibrate.cpp).
+  check_fields(j, {"name", "description", "compute_capability", "memory_gib", "bf16_tflops", "hbm_gbps", "pcie_gbps",
+                   "gemm_efficiency", "gemm_half_tokens", "gemm_exponent", "attention_fwd_efficiency",
+                   "attention_bwd_efficiency", "attention_half_tokens", "kernel_overhead_us", "reserved_gib",
+                   "attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
+                   "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim",
+                   "attention_score_bound_head_dim", "attention_curves", "varlen_attention", "attention_kernel",
+                   "attention_kernels", "fp8_tflops", "fp4_tflops", "fp8_gemm_efficiency", "fp8_gemm_half_tokens",
+                   "fp8_gemm_exponent", "fp8_attention_fwd_efficiency", "fp8_attention_bwd_efficiency"},
+               what);
   Gpu g;
   g.name = name_of(j, what);
   if (auto cc = j.find("compute_capability"); cc != j.end())
@@ -296,6 +316,10 @@ int Gpu::compute_major() const {
 
 System system_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  // "framework" and "calibration" are what `seqpar calibrate` writes into a profile (calibrate.cpp).
+  check_fields(j, {"name", "description", "gpu", "gpus_per_node", "intra_node", "inter_node", "host_adam_gparams_per_s",
+                   "host_memory_gib", "framework", "calibration"},
+               what);
   System s;
   s.name = name_of(j, what);
   auto gi = j.find("gpu");
@@ -320,6 +344,13 @@ System system_from_json(const json& j, std::string_view what) {
 
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
+  // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
+  // "params" and "sources" are what to_json(Model) adds (result_json.cpp), so a result's model reads back.
+  // "params" is derived and recomputed from the shape: a step's own count (a Python script's, or one
+  // written before a layers/vocab override in step_input.cpp) may differ and is not an input.
+  check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
+                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "sources"},
+               what);
   Model m;
   m.name = name_of(j, what);
   m.layers = count(j, "layers", what, limits::kMaxLayers);
@@ -347,6 +378,13 @@ Model model_from_json(const json& j, std::string_view what) {
     auto f = j.find(k);  // present: count() above required it
     if (f == j.end() || !f->is_object()) continue;
     if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();
+  }
+  if (auto src = j.find("sources"); src != j.end()) {
+    if (!src->is_object()) throw Error(fmt::format("{}: field 'sources' must be an object of field -> source", what));
+    for (const auto& [k, v] : src->items()) {
+      if (!v.is_string()) throw Error(fmt::format("{}: sources: '{}' must be a string", what, k));
+      m.sources.emplace(k, v.get<std::string>());  // a figure's own "source" comes first
+    }
   }
   return m;
 }

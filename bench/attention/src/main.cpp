@@ -182,16 +182,25 @@ struct AttentionBuffers {
   }
 };
 
-void register_all(const Options& opt, const std::vector<AttentionEngine>& engines, Recorder& rec) {
+// One benchmarked shape: every input check is here, on the host, before the device is asked for,
+// so input that can never be valid exits 2 as in every other program (README "Exit codes").
+struct Point {
+  std::string op, mask;
+  bool backward = false;
+  std::int64_t d = 0, seq = 0;
+  AttentionShape s;
+  std::vector<std::vector<std::int64_t>> cu;
+  std::vector<DocCall> docs;
+  double flops = 0;
+};
+
+std::vector<Point> points_of(const Options& opt) {
   const DType t = kernels::parse_dtype(opt.dtype, "--dtype");
   if (t == DType::fp32) throw Error("--dtype: fp32 is not supported by the attention kernels (bf16 or fp16)");
   if (opt.batch <= 0 || opt.heads <= 0 || opt.kv_heads < 0)
     throw Error("--batch and --heads must be positive, --kv-heads positive or 0 (= --heads)");
   const int kv_heads = opt.kv_heads == 0 ? opt.heads : opt.kv_heads;
-  // One cuDNN handle and plan cache for the run, shared by every benchmark on that engine.
-  std::shared_ptr<kernels::CudnnAttention> cudnn;
-  for (AttentionEngine e : engines)
-    if (e == AttentionEngine::cudnn) cudnn = std::make_shared<kernels::CudnnAttention>();
+  std::vector<Point> out;
   for (const std::string& op : split_list(opt.ops, "--ops")) {
     if (op != "fwd" && op != "bwd") throw Error(fmt::format("--ops: unknown operation '{}' (fwd, bwd)", op));
     const bool backward = op == "bwd";
@@ -221,9 +230,33 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
             for (int b = 0; b < s.batch; ++b)
               cu.push_back(w.batches[static_cast<std::size_t>(b) % w.batches.size()].cu_seqlens);
           }
-          const std::vector<DocCall> docs = document_calls(s, cu);
+          std::vector<DocCall> docs = document_calls(s, cu);
           double flops = docs.empty() ? attention_flops(s, backward) : 0.0;
           for (const DocCall& c : docs) flops += attention_flops(c.s, backward);
+          out.push_back({op, mask, backward, d, seq, s, std::move(cu), std::move(docs), flops});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void register_all(const Options& opt, const std::vector<Point>& points, const std::vector<AttentionEngine>& engines,
+                  Recorder& rec) {
+  const DType t = kernels::parse_dtype(opt.dtype, "--dtype");  // checked in points_of
+  // One cuDNN handle and plan cache for the run, shared by every benchmark on that engine.
+  std::shared_ptr<kernels::CudnnAttention> cudnn;
+  for (AttentionEngine e : engines)
+    if (e == AttentionEngine::cudnn) cudnn = std::make_shared<kernels::CudnnAttention>();
+  for (const Point& p : points) {
+    const std::string& op = p.op;
+    const std::string& mask = p.mask;
+    const bool backward = p.backward;
+    const std::int64_t d = p.d, seq = p.seq;
+    const AttentionShape& s = p.s;
+    const std::vector<std::vector<std::int64_t>>& cu = p.cu;
+    const std::vector<DocCall>& docs = p.docs;
+    const double flops = p.flops;
           for (AttentionEngine engine : engines) {
           const std::string name = fmt::format("attention_{}/{}/{}/d{}/{}/seq{}", op, kernels::to_string(engine),
                                                kernels::to_string(t), d, mask, seq);
@@ -289,9 +322,6 @@ void register_all(const Options& opt, const std::vector<AttentionEngine>& engine
           rec.add(name, setup, [flops](double median_s) { return nlohmann::json{{"tflops", flops / median_s / 1e12}}; },
                   opt.timing);
           }
-        }
-      }
-    }
   }
 }
 
@@ -318,11 +348,19 @@ int run(int argc, char** argv) {
   app.add_option("--heads", opt.heads, "Query heads")->capture_default_str();
   app.add_option("--kv-heads", opt.kv_heads, "KV heads (0 = same as --heads)")->capture_default_str();
   add_harness_options(app, opt.timing, opt.json_path);
-  if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
-  opt.masks_given = masks->count() > 0;
-  (void)opt.docs.workload();  // checked early, its flags refused without --documents
-  bool both = false;
-  requested_engine(opt.attention, &both);
+  std::vector<Point> points;
+  try {
+    if (int rc = parse_harness_args(app, args, opt.timing); rc >= 0) return rc;
+    opt.masks_given = masks->count() > 0;
+    (void)opt.docs.workload();  // checked early, its flags refused without --documents
+    bool both = false;
+    requested_engine(opt.attention, &both);
+    points = points_of(opt);
+  } catch (const Error& e) {
+    // Input that can never be valid: exit 2 (harness_main's 1 is for a run that failed on the device).
+    std::cerr << "seqpar-bench-attention: " << e.what() << '\n';
+    return 2;
+  }
   if (!device_or_explain("seqpar-bench-attention")) return 2;
   const std::vector<AttentionEngine> engines = engines_to_run(opt.attention);
   std::string engine_names;
@@ -331,7 +369,7 @@ int run(int argc, char** argv) {
               kernels::cudnn_attention_version().c_str());
   std::fflush(stdout);
   Recorder rec(gpu_timers());
-  register_all(opt, engines, rec);
+  register_all(opt, points, engines, rec);
   run_registered_benchmarks(args.gbench, argv[0]);
   if (engines.size() > 1) std::printf("\n%s", attention_engine_table(rec.results()).c_str());
   if (!opt.json_path.empty()) {
