@@ -33,6 +33,7 @@ phase "sanitizer build, ASan + UBSan, no CUDA ($asan)"
 if [ ! -f "$asan/CMakeCache.txt" ]; then
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  command -v ninja >/dev/null && launcher+=(-G Ninja)  # as setup.sh: libraries compile side by side
   # -O1: the optimisation level the sanitizers are designed for, and a much faster build than -O3.
   cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
     -DSEQPAR_ENABLE_CUDA=OFF -DSEQPAR_SANITIZE=ON "${launcher[@]}"
