@@ -180,8 +180,9 @@ def parse_args(argv):
 
 def plan_json(a):
     """seqpar's plan object of this run: SP = 1 and TP = 1 on one device, one micro-step per step, the
-    checkpointing asked for."""
-    return {"checkpoint": a.checkpoint, "dp": 1, "gpus": 1, "grad_accum_steps": 1, "method": "ulysses",
+    checkpointing asked for, bf16 throughout (no part in FP8)."""
+    return {"checkpoint": a.checkpoint, "dp": 1, "fp8": "none", "fp8_recipe": "delayed", "gpus": 1,
+            "grad_accum_steps": 1, "method": "ulysses",
             "micro_batch": a.micro_batch, "offload_checkpoints": False, "offload_optimizer": False, "offload_params": False,
             "placement": "ulysses-inner",
             "ring_degree": 1, "seq_len": a.seq_len,
