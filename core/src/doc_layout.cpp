@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <type_traits>
+#include <utility>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -37,12 +41,29 @@ void push_positions(RankHold& h, std::span<const std::int64_t> cu, std::int64_t 
 }
 
 // Rank r's chunks r and 2R-1-r of document d, padded to a multiple of 2P.
-void push_document_chunks(RankHold& h, std::int64_t d, std::int64_t len, int r, int ring, std::int64_t sp) {
+std::array<DocRun, 2> document_chunks(std::int64_t d, std::int64_t len, int r, int ring, std::int64_t sp) {
   const std::int64_t unit = 2 * sp, padded = (len + unit - 1) / unit * unit, c = padded / (2 * ring);
   const std::int64_t first = r * c, second = (2 * std::int64_t{ring} - 1 - r) * c;
-  push_run(h, {d, first, first + c});
-  push_run(h, {d, second, second + c});
+  return {DocRun{d, first, first + c}, DocRun{d, second, second + c}};
 }
+
+// Where a placement puts its runs: the whole layout (runs per rank), or the tokens per rank alone
+// (what the memory estimate asks at every length maxlen tries: no runs built, one algorithm).
+struct LayoutSink {
+  DocLayout& out;
+  void put(int r, DocRun run) { push_run(out.ranks[static_cast<std::size_t>(r)], run); }
+  void positions(int r, std::span<const std::int64_t> cu, std::int64_t a, std::int64_t b) {
+    push_positions(out.ranks[static_cast<std::size_t>(r)], cu, a, b);
+  }
+};
+struct TokenSink {
+  std::vector<std::int64_t>& tokens;
+  std::int64_t every_rank = 0;  // tokens each rank holds beside `tokens` (per-document chunks: 2c each)
+  void put(int r, DocRun run) { tokens[static_cast<std::size_t>(r)] += std::max<std::int64_t>(0, run.end - run.begin); }
+  void positions(int r, std::span<const std::int64_t>, std::int64_t a, std::int64_t b) {
+    tokens[static_cast<std::size_t>(r)] += b - a;
+  }
+};
 
 // Exact pairs of the queries in document positions [b, e) against their own document's keys:
 // sum over p in [b, e) of (p + 1).
@@ -65,35 +86,42 @@ void finish(DocLayout& out) {
   }
 }
 
-void place_balanced(DocLayout& out, int ring, std::int64_t sp) {
+template <class Sink>
+void place_balanced(const std::vector<std::int64_t>& doc_len, Sink& sink, int ring, std::int64_t sp) {
   std::int64_t total = 0;
-  for (std::int64_t len : out.doc_len) total += causal_pairs(len);  // <= causal_pairs(N): checked there
+  for (std::int64_t len : doc_len) total += causal_pairs(len);  // <= causal_pairs(N): checked there
   std::vector<std::int64_t> load(static_cast<std::size_t>(ring), 0);
   std::vector<std::int64_t> whole;
-  for (std::int64_t d = 0; d < static_cast<std::int64_t>(out.doc_len.size()); ++d) {
-    const std::int64_t len = out.doc_len[static_cast<std::size_t>(d)];
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(doc_len.size()); ++d) {
+    const std::int64_t len = doc_len[static_cast<std::size_t>(d)];
     // Above the mean per-rank work (pairs > total / R, exactly: floor division of integers): split.
     if (causal_pairs(len) > total / ring) {
-      for (int r = 0; r < ring; ++r) {
-        RankHold& h = out.ranks[static_cast<std::size_t>(r)];
-        const std::size_t before = h.runs.size();
-        push_document_chunks(h, d, len, r, ring, sp);
-        for (std::size_t i = before; i < h.runs.size(); ++i)
-          load[static_cast<std::size_t>(r)] +=
-              prefix_pairs(std::min(h.runs[i].begin, len), std::min(h.runs[i].end, len));
-      }
+      for (int r = 0; r < ring; ++r)
+        for (const DocRun& run : document_chunks(d, len, r, ring, sp)) {
+          sink.put(r, run);
+          load[static_cast<std::size_t>(r)] += prefix_pairs(std::min(run.begin, len), std::min(run.end, len));
+        }
     } else {
       whole.push_back(d);
     }
   }
   std::stable_sort(whole.begin(), whole.end(), [&](std::int64_t a, std::int64_t b) {
-    return out.doc_len[static_cast<std::size_t>(a)] > out.doc_len[static_cast<std::size_t>(b)];
+    return doc_len[static_cast<std::size_t>(a)] > doc_len[static_cast<std::size_t>(b)];
   });
+  // Each whole document to the least loaded rank, the lowest-numbered of equals: a heap of (load,
+  // rank), O(log R) a document (a scan of R per document was O(documents x R) at thousands of ranks).
+  using Slot = std::pair<std::int64_t, int>;
+  std::vector<Slot> heap;
+  heap.reserve(load.size());
+  for (int r = 0; r < ring; ++r) heap.emplace_back(load[static_cast<std::size_t>(r)], r);
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
   for (std::int64_t d : whole) {
-    const auto r = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    const std::int64_t len = out.doc_len[static_cast<std::size_t>(d)];
-    push_run(out.ranks[r], {d, 0, len});
-    load[r] += causal_pairs(len);
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    Slot& least = heap.back();
+    const std::int64_t len = doc_len[static_cast<std::size_t>(d)];
+    sink.put(least.second, {d, 0, len});
+    least.first += causal_pairs(len);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
   }
 }
 
@@ -116,7 +144,12 @@ Balancer parse_balancer(std::string_view text, std::string_view field) {
                           field, text));
 }
 
-DocLayout place_documents(std::span<const std::int64_t> cu, int ulysses, int ring, Balancer b) {
+namespace {
+
+// place_documents' rules and its placement into `sink`; the document lengths in `doc_len`.
+template <class Sink>
+void place_into(std::span<const std::int64_t> cu, int ulysses, int ring, Balancer b, std::vector<std::int64_t>& doc_len,
+                Sink& sink) {
   require_range("ulysses_degree", ulysses, 1, limits::kMaxGpus);
   require_range("ring_degree", ring, 1, limits::kMaxGpus);
   const std::int64_t sp = checked_mul<std::int64_t>(ulysses, ring, "sp = ulysses_degree x ring_degree");
@@ -124,24 +157,22 @@ DocLayout place_documents(std::span<const std::int64_t> cu, int ulysses, int rin
   if (cu.size() < 2 || cu.front() != 0)
     throw Error(fmt::format("cu_seqlens: must start at 0 and hold at least one document; got {} entries",
                             cu.size()));
-  DocLayout out;
+  doc_len.clear();
   for (std::size_t i = 0; i + 1 < cu.size(); ++i) {
     if (cu[i + 1] <= cu[i])
       throw Error(fmt::format("cu_seqlens: entry {} = {} must be above entry {} = {} (no empty documents)", i + 1,
                               cu[i + 1], i, cu[i]));
-    out.doc_len.push_back(cu[i + 1] - cu[i]);
+    doc_len.push_back(cu[i + 1] - cu[i]);
   }
   const std::int64_t n = cu.back();
   require_range("seq_len", n, 1, limits::kMaxSeqLen);
   causal_pairs(n);  // every pair count below is at most this one: throws here if it would not fit
-  out.ranks.resize(static_cast<std::size_t>(ring));
   switch (b) {
     case Balancer::contiguous:
       if (n % sp != 0)
         throw Error(fmt::format("seq_len = {} must be divisible by sp = ulysses_degree x ring_degree = {} for "
                                 "contiguous sharding", n, sp));
-      for (int r = 0; r < ring; ++r)
-        push_positions(out.ranks[static_cast<std::size_t>(r)], cu, r * (n / ring), (r + 1) * (n / ring));
+      for (int r = 0; r < ring; ++r) sink.positions(r, cu, r * (n / ring), (r + 1) * (n / ring));
       break;
     case Balancer::zigzag: {
       if (n % sp != 0 || n % (2 * std::int64_t{ring}) != 0)
@@ -149,22 +180,45 @@ DocLayout place_documents(std::span<const std::int64_t> cu, int ulysses, int rin
                                 "2 x ring_degree = {} for zigzag sharding", n, sp, 2 * ring));
       const std::int64_t c = n / (2 * ring);
       for (int r = 0; r < ring; ++r) {
-        RankHold& h = out.ranks[static_cast<std::size_t>(r)];
-        push_positions(h, cu, r * c, (r + 1) * c);
-        push_positions(h, cu, (2 * std::int64_t{ring} - 1 - r) * c, (2 * std::int64_t{ring} - r) * c);
+        sink.positions(r, cu, r * c, (r + 1) * c);
+        sink.positions(r, cu, (2 * std::int64_t{ring} - 1 - r) * c, (2 * std::int64_t{ring} - r) * c);
       }
       break;
     }
     case Balancer::per_document:
-      for (std::int64_t d = 0; d < static_cast<std::int64_t>(out.doc_len.size()); ++d)
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(doc_len.size()); ++d) {
+        if constexpr (std::is_same_v<Sink, TokenSink>) {  // every rank holds two chunks of c: O(documents)
+          for (const DocRun& run : document_chunks(d, doc_len[static_cast<std::size_t>(d)], 0, ring, sp))
+            sink.every_rank += run.end - run.begin;
+          continue;
+        }
         for (int r = 0; r < ring; ++r)
-          push_document_chunks(out.ranks[static_cast<std::size_t>(r)], d, out.doc_len[static_cast<std::size_t>(d)],
-                               r, ring, sp);
+          for (const DocRun& run : document_chunks(d, doc_len[static_cast<std::size_t>(d)], r, ring, sp)) sink.put(r, run);
+      }
       break;
-    case Balancer::balanced: place_balanced(out, ring, sp); break;
+    case Balancer::balanced: place_balanced(doc_len, sink, ring, sp); break;
   }
+}
+
+}  // namespace
+
+DocLayout place_documents(std::span<const std::int64_t> cu, int ulysses, int ring, Balancer b) {
+  DocLayout out;
+  out.ranks.resize(static_cast<std::size_t>(std::clamp(ring, 1, limits::kMaxGpus)));
+  LayoutSink sink{out};
+  place_into(cu, ulysses, ring, b, out.doc_len, sink);
   finish(out);
   return out;
+}
+
+bool holds_even_share(Balancer b) { return b == Balancer::contiguous || b == Balancer::zigzag; }
+
+std::int64_t fullest_rank_tokens(std::span<const std::int64_t> cu, int ulysses, int ring, Balancer b) {
+  std::vector<std::int64_t> doc_len;
+  std::vector<std::int64_t> tokens(static_cast<std::size_t>(std::clamp(ring, 1, limits::kMaxGpus)), 0);
+  TokenSink sink{tokens};
+  place_into(cu, ulysses, ring, b, doc_len, sink);
+  return *std::max_element(tokens.begin(), tokens.end()) + sink.every_rank;
 }
 
 }  // namespace seqpar

@@ -933,13 +933,18 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
   if (documents && batch && batch->tokens > 0)
     throw Error("global_batch_tokens: maxlen under --documents searches one length at a time, with the workload "
                 "sampled at each; give --global-batch (sequences) or no global batch");
-  // Under documents: the workload sampled once per length compared or reported, shared by every
-  // structure and balancer, and counted once per (length, U, R, all-gather, balancer).
+  // Under documents: the workload sampled once per length (the last few lengths kept), shared by
+  // every structure and balancer, and counted once per (length, U, R, all-gather, balancer).
   std::map<std::int64_t, SampledWorkload> sampled;
   std::map<std::tuple<std::int64_t, int, int, bool, Balancer>, DocumentCosts> counted;
   auto sampled_at = [&](std::int64_t seq_len) -> const SampledWorkload& {
     auto w = sampled.find(seq_len);
-    if (w == sampled.end()) w = sampled.emplace(seq_len, sample_workload(*documents, seq_len)).first;
+    if (w == sampled.end()) {
+      // A search at thousands of GPUs meets over a thousand lengths (each structure bisects its
+      // own): keep the last few, as sampling is seeded and a length sampled again is the same.
+      if (sampled.size() >= 16) sampled.clear();
+      w = sampled.emplace(seq_len, sample_workload(*documents, seq_len)).first;
+    }
     return w->second;
   };
   auto costs_at = [&](const Plan& p, Balancer b) -> const DocumentCosts& {
@@ -972,14 +977,31 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
   // fraction of it). The workload is sampled once per length tried and counted at the lengths a
   // result is compared or reported. tests/sim/test_cli_documents.cpp holds the answer to simulate
   // under the workload.
+  // The memory length depends on the length, the degrees and the balancer alone: placed once per
+  // key for every structure and memory-option set that meets it (a refusal is kept as its message).
+  struct MemoryLength {
+    std::int64_t seq_len = 0;
+    std::string refused;
+  };
+  std::map<std::tuple<std::int64_t, int, int, Balancer>, MemoryLength> memory_lengths;
+  auto memory_length_at = [&](const Plan& p, Balancer b) -> const MemoryLength& {
+    const auto key = std::make_tuple(p.seq_len, p.ulysses_degree, p.ring_degree, b);
+    auto it = memory_lengths.find(key);
+    if (it != memory_lengths.end()) return it->second;
+    MemoryLength l;
+    try {
+      const std::optional<std::int64_t> even = even_share_memory_seq_len(p, b);
+      l.seq_len = even ? *even : document_memory_seq_len(sampled_at(p.seq_len), p, b);
+    } catch (const Error& e) {
+      l.refused = e.what();
+    }
+    return memory_lengths.emplace(key, std::move(l)).first->second;
+  };
   auto fits_under = [&](const Plan& p, std::optional<Balancer> b) {
     if (!b) return simulate(m, s, p);
-    std::int64_t memory_seq_len = 0;
-    try {
-      memory_seq_len = document_memory_seq_len(sampled_at(p.seq_len), p, *b);
-    } catch (const Error& e) {
-      return refused(p, *b, e);
-    }
+    const MemoryLength& length = memory_length_at(p, *b);
+    if (!length.refused.empty()) return refused(p, *b, Error(length.refused));
+    const std::int64_t memory_seq_len = length.seq_len;
     Result r = simulate(m, s, p);
     if (r.valid && memory_seq_len > p.seq_len) {
       r.memory_seq_len = memory_seq_len;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 #include "seqpar/core/checked.hpp"
@@ -54,12 +55,17 @@ void check_sampled_for(const SampledWorkload& w, const Plan& p) {
 
 }  // namespace
 
+std::optional<std::int64_t> even_share_memory_seq_len(const Plan& p, Balancer b) {
+  if (!holds_even_share(b)) return std::nullopt;
+  const std::int64_t one_document[] = {0, p.seq_len};  // the rules and the share depend on N alone
+  return memory_seq_len_of(fullest_rank_tokens(one_document, p.ulysses_degree, p.ring_degree, b), p);
+}
+
 std::int64_t document_memory_seq_len(const SampledWorkload& w, const Plan& p, Balancer b) {
   check_sampled_for(w, p);
   std::int64_t most = 0;
   for (const PackedBatch& batch : w.batches)
-    for (const RankHold& h : place_documents(batch.cu_seqlens, p.ulysses_degree, p.ring_degree, b).ranks)
-      most = std::max(most, h.tokens);
+    most = std::max(most, fullest_rank_tokens(batch.cu_seqlens, p.ulysses_degree, p.ring_degree, b));
   return memory_seq_len_of(most, p);
 }
 

@@ -55,5 +55,12 @@ struct DocLayout {
 // Throws seqpar::Error naming the rule: U, R in 1..limits::kMaxGpus; cu_seqlens increasing from 0;
 // contiguous needs N divisible by U x R, zigzag also by 2R (the training step's rules).
 DocLayout place_documents(std::span<const std::int64_t> cu_seqlens, int ulysses, int ring, Balancer b);
+// The most tokens (padding included) place_documents gives one ring rank, by the same placement and
+// rules, without building the runs: O(documents x R) for the balancers that cut documents, where a
+// layout holds 2R runs per document.
+std::int64_t fullest_rank_tokens(std::span<const std::int64_t> cu_seqlens, int ulysses, int ring, Balancer b);
+// Contiguous and zigzag cut the packed sequence by position: every rank holds N / R tokens whatever
+// the documents (and their rules look at N alone).
+bool holds_even_share(Balancer b);
 
 }  // namespace seqpar

@@ -10,6 +10,7 @@
 // is never charged twice: only a piece shorter than the call it runs in costs more; the communication is left as it is (the ring relays every block, the all-gather gathers
 // the whole sequence, the all-to-alls move every token whatever the mask).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,5 +76,8 @@ DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b
 // DocumentCosts::memory_seq_len from the layouts alone (no work counted): what maxlen's length
 // search asks at every length it tries. The same number document_costs gives.
 std::int64_t document_memory_seq_len(const SampledWorkload& w, const Plan& p, Balancer b);
+// The same for a balancer that holds_even_share, without the workload (nothing to sample): the
+// plan's own length, or the balancer's rule refused; nullopt for the balancers that need the documents.
+std::optional<std::int64_t> even_share_memory_seq_len(const Plan& p, Balancer b);
 
 }  // namespace seqpar::sim
