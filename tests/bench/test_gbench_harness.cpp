@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -261,7 +262,7 @@ TEST_F(RecorderTest, UnrecognisedFlagIsAnErrorAndLeavesNothingRegistered) {
     Recorder gone(scripted());
     gone.add("gone", timed_setup([](int) { return 1e-3; }), flops_rate(1e9), TimingOptions{0, 2});
     CapturingReporter reporter;
-    EXPECT_THROW(run_registered_benchmarks({"--benchmark_no_such_flag=1"}, "test_gbench_harness", &reporter), Error);
+    EXPECT_THROW(run_registered_benchmarks({"--benchmark_no_such_flag=1"}, "test_gbench_harness", &reporter), InputError);
   }
   // Had "gone" stayed registered, this run would call into the destroyed Recorder.
   Recorder rec(scripted());
@@ -271,6 +272,22 @@ TEST_F(RecorderTest, UnrecognisedFlagIsAnErrorAndLeavesNothingRegistered) {
   ASSERT_EQ(r.size(), 1u) << r.dump(2);
   EXPECT_EQ(r[0]["name"], "kept");
   EXPECT_EQ(std::count(script_->log.begin(), script_->log.end(), "setup"), 1);
+}
+
+// main()'s exit codes (the README's rule): input that can never be valid exits 2, a run that fails
+// exits 1. Without a device no Error comes after the device check, so a seqpar::Error is the input's.
+int throws_input(int, char**) { throw InputError("--benchmark_nope: unrecognised"); }
+int throws_error(int, char**) { throw Error("--iters must be positive"); }
+int throws_other(int, char**) { throw std::runtime_error("cuBLAS workspace lost"); }
+int answers(int, char**) { return 0; }
+
+TEST(HarnessMain, InputExits2AndARunThatFailsExits1) {
+  char name[] = "test";
+  char* argv[] = {name, nullptr};
+  EXPECT_EQ(harness_main("test", 1, argv, throws_input), 2);
+  EXPECT_EQ(harness_main("test", 1, argv, throws_error), 2);
+  EXPECT_EQ(harness_main("test", 1, argv, throws_other), 1);
+  EXPECT_EQ(harness_main("test", 1, argv, answers), 0);
 }
 
 TEST_F(RecorderTest, WritesTheMeasurementDocument) {
@@ -347,13 +364,13 @@ TEST(HarnessArgs, TimingOptionsAreParsedAndChecked) {
   EXPECT_THROW(parse({"--warmup", "-1"}, negative), Error);
 }
 
-TEST(HarnessMain, ExceptionBecomesExitOneWithTheProgramName) {
+TEST(HarnessMain, InputErrorExitsTwoWithTheProgramName) {
   char prog[] = "prog";
   char* argv[] = {prog, nullptr};
   ::testing::internal::CaptureStderr();
   const int rc = harness_main("seqpar-bench-x", 1, argv, [](int, char**) -> int { throw Error("--heads: 0 must be positive"); });
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(rc, 2);  // raised before the device check: the input
   EXPECT_EQ(err, "seqpar-bench-x: --heads: 0 must be positive\n");
 }
 

@@ -125,7 +125,7 @@ void run_registered_benchmarks(const std::vector<std::string>& gbench_args, cons
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data()))
-    throw Error("unrecognised --benchmark_ option (see --help for the accepted flags)");
+    throw InputError("unrecognised --benchmark_ option (see --help for the accepted flags)");
   if (display)
     benchmark::RunSpecifiedBenchmarks(display);
   else
@@ -150,16 +150,29 @@ int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions
   return -1;
 }
 
+namespace {
+// Set once the device is open: an Error raised before it is the input's (every check of the options
+// comes first), after it a failure of the run.
+bool device_reached = false;
+}  // namespace
+
 bool device_or_explain(const char* program) {
   std::string why;
-  if (comm::cuda_device_available(&why)) return true;
+  if (comm::cuda_device_available(&why)) return device_reached = true;
   std::cerr << program << ": no usable CUDA device: " << why << '\n';
   return false;
 }
 
 int harness_main(const char* program, int argc, char** argv, int (*run)(int, char**)) {
+  // The README's rule: 2 for input that can never be valid, 1 for a run that failed.
   try {
     return run(argc, argv);
+  } catch (const InputError& e) {
+    std::cerr << program << ": " << e.what() << '\n';
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << program << ": " << e.what() << '\n';
+    return device_reached ? 1 : 2;
   } catch (const std::exception& e) {
     std::cerr << program << ": " << e.what() << '\n';
     return 1;

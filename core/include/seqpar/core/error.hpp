@@ -11,4 +11,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An Error in the input itself, found where a program cannot tell it by where it was raised (the
+// benchmark library's flags, read after the device is opened): exit 2, input never valid.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace seqpar

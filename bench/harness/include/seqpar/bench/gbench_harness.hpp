@@ -94,7 +94,8 @@ void run_registered_benchmarks(const std::vector<std::string>& gbench_args, cons
 // What every single-GPU harness program shares: --warmup, --iters and -J FILE on its command line;
 // parsing its own arguments (returns -1 to go on, else the exit code: 0 after --help); the device
 // check (prints "<program>: no usable CUDA device: <why>" and returns false); and main(), where an
-// exception prints "<program>: <what>" and exits 1.
+// exception prints "<program>: <what>" and exits 2 for input (a seqpar::Error before the device
+// check, or an InputError: an unknown --benchmark_ flag) and 1 for a run that failed.
 void add_harness_options(CLI::App& app, TimingOptions& timing, std::string& json_path);
 int parse_harness_args(CLI::App& app, const SplitArgs& args, const TimingOptions& timing);
 bool device_or_explain(const char* program);
