@@ -46,7 +46,7 @@ void add_comm_command(CLI::App& app) {
         if (o->minbytes.empty() || o->maxbytes.empty()) throw Error("size: give --size, or both -b and -e");
         sizes = sim::size_range(parse_count(o->minbytes, "-b"), parse_count(o->maxbytes, "-e"), o->factor, 0);
       }
-      const sim::Placement pl = sim::place_group(s, o->gpus, 1);
+      const sim::Placement pl = sim::place_group(s, o->gpus, 1, o->gpus);
       nlohmann::json rows = nlohmann::json::array();
       Table t({"size (B)", "time(us)", "algbw(GB/s)", "busbw(GB/s)"});
       for (const std::int64_t bytes : sizes) {

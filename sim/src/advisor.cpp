@@ -120,10 +120,9 @@ const std::vector<MemoryOptions>& memory_option_sets() {
 std::vector<int> tp_degrees(const Model& m, const System& s, int gpus) {
   std::vector<int> out{1};
   if (!s.profile.runs_tensor_parallel) return out;  // the framework has none
-  for (int t = 2; t <= s.gpus_per_node && t <= gpus; t *= 2) {
-    const bool kv = m.kv_heads >= 1 && (m.kv_heads % t == 0 || t % m.kv_heads == 0);
-    if (gpus % t == 0 && m.heads % t == 0 && m.ffn_hidden % t == 0 && kv) out.push_back(t);
-  }
+  for (int t = 2; t <= s.gpus_per_node && t <= gpus; t *= 2)
+    if (gpus % t == 0 && m.heads % t == 0 && m.kv_heads >= 1 && m.kv_heads % t == 0 && m.ffn_hidden % t == 0)
+      out.push_back(t);
   return out;
 }
 

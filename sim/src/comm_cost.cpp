@@ -18,14 +18,15 @@ namespace seqpar::sim {
 namespace {
 
 // A group of `size` members `stride` world ranks apart on nodes of g GPUs, laid out on the real node
-// boundaries: of the instances in one period of the layout, the one that spans the most nodes (and
-// of those the fewest members on a node).
+// boundaries: of the instances in one period of the layout (or in the world, when it is smaller),
+// the one that spans the most nodes (and of those the fewest members on a node).
 struct LaidOut {
   int nodes = 0, fewest = 0, most = 0;
 };
-LaidOut lay_out(int g, int size, int stride) {
+LaidOut lay_out(int g, int size, int stride, int world) {
   const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
-  const std::int64_t period = std::min<std::int64_t>(block / std::gcd(block, std::int64_t{g}) * g, 64 * std::int64_t{g});
+  std::int64_t period = std::min<std::int64_t>(block / std::gcd(block, std::int64_t{g}) * g, 64 * std::int64_t{g});
+  if (world > 0) period = std::min<std::int64_t>(period, world);
   LaidOut w;
   for (std::int64_t start = 0; start < period; start += block)
     for (std::int64_t b = start; b < start + std::max(1, stride); ++b) {
@@ -47,24 +48,36 @@ LaidOut lay_out(int g, int size, int stride) {
 
 // lay_out, once per thread for each (node size, size, stride) a search meets: a direct-mapped slot
 // per key (a collision lays it out again, never a wrong answer; no allocation).
-LaidOut laid_out(int g, int size, int stride) {
+LaidOut laid_out(int g, int size, int stride, int world) {
   struct Slot {
-    int g = 0, size = 0, stride = 0;
+    int g = 0, size = 0, stride = 0, world = 0;
     LaidOut laid;
   };
   thread_local std::array<Slot, 256> slots;
-  Slot& slot = slots[(std::size_t(size) * 131 + std::size_t(stride) * 31 + std::size_t(g)) % slots.size()];
-  if (!(slot.g == g && slot.size == size && slot.stride == stride)) slot = {g, size, stride, lay_out(g, size, stride)};
+  Slot& slot =
+      slots[(std::size_t(size) * 131 + std::size_t(stride) * 31 + std::size_t(g) + std::size_t(world) * 7) % slots.size()];
+  if (!(slot.g == g && slot.size == size && slot.stride == stride && slot.world == world))
+    slot = {g, size, stride, world, lay_out(g, size, stride, world)};
   return slot.laid;
+}
+
+// The world as far as it changes a layout: below one period of the tiling (lcm of the block and
+// the node) the groups past the last rank do not exist; from one period on, the first period's
+// nodes are whole and every later node repeats one of them or, partly filled, carries less.
+int effective_world(int g, int size, int stride, int world) {
+  const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
+  const std::int64_t period = block / std::gcd(block, std::int64_t{g}) * g;
+  return world > 0 && world < period ? world : 0;
 }
 
 }  // namespace
 
-Placement place_group(const System& s, int size, int stride) {
+Placement place_group(const System& s, int size, int stride, int world) {
   Placement p;
   p.size = size;
   p.stride = stride;
   const int g = std::max(1, s.gpus_per_node);
+  p.world = effective_world(g, size, stride, world);
   const std::int64_t block = std::int64_t{std::max(1, size)} * std::max(1, stride);
   // Groups that tile the nodes (a block inside a node, or blocks of whole nodes whose members sit
   // evenly on them) are alike: the closed form. Otherwise the widest instance on the real node
@@ -75,7 +88,7 @@ Placement place_group(const System& s, int size, int stride) {
     p.most_per_node = p.per_node;
     p.nodes = (size + p.per_node - 1) / p.per_node;
   } else {
-    const LaidOut w = laid_out(g, size, stride);
+    const LaidOut w = laid_out(g, size, stride, p.world);
     p.nodes = w.nodes, p.per_node = w.fewest, p.most_per_node = w.most;
   }
   if (s.intra.kind == LinkKind::pcie && s.intra.gpus_per_socket > 0) {
@@ -93,15 +106,16 @@ Placement place_group(const System& s, int size, int stride) {
 SpGroups place_sp_groups(const System& s, const seqpar::Plan& p) {
   // TP innermost: consecutive SP ranks are tp world ranks apart.
   const int U = std::max(1, p.ulysses_degree), R = std::max(1, p.ring_degree), T = std::max(1, p.tp);
-  if (p.placement == seqpar::GroupPlacement::ring_inner) return {place_group(s, U, R * T), place_group(s, R, T)};
-  return {place_group(s, U, T), place_group(s, R, U * T)};
+  if (p.placement == seqpar::GroupPlacement::ring_inner)
+    return {place_group(s, U, R * T, p.gpus), place_group(s, R, T, p.gpus)};
+  return {place_group(s, U, T, p.gpus), place_group(s, R, U * T, p.gpus)};
 }
 
-Placement place_tp_group(const System& s, const seqpar::Plan& p) { return place_group(s, std::max(1, p.tp), 1); }
+Placement place_tp_group(const System& s, const seqpar::Plan& p) { return place_group(s, std::max(1, p.tp), 1, p.gpus); }
 
 Placement place_zero_group(const System& s, const seqpar::Plan& p) {
   const int T = std::max(1, p.tp);
-  return place_group(s, std::max(1, p.gpus / T), T);
+  return place_group(s, std::max(1, p.gpus / T), T, p.gpus);
 }
 
 System loopback_system(const System& s) {
@@ -150,12 +164,14 @@ struct LinkLoads {
 
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// Nodes whose loads are added up: one period of the tiling (whole blocks on whole nodes), at most
-// 64 (beyond that the nodes repeat the pattern of those before).
+// Nodes whose loads are added up: one period of the tiling (whole blocks on whole nodes), or the
+// world's nodes when it is smaller (the last one partly filled), at most 64 (beyond that the nodes
+// repeat the pattern of those before).
 std::int64_t nodes_to_scan(const System& s, const Placement& p) {
   const std::int64_t g = std::max(1, s.gpus_per_node), block = std::int64_t{std::max(1, p.size)} * std::max(1, p.stride);
-  const std::int64_t period = block / std::gcd(block, g) * g;  // lcm(block, g) world ranks
-  return std::min<std::int64_t>(64, std::max<std::int64_t>(1, period / g));
+  std::int64_t ranks = block / std::gcd(block, g) * g;  // lcm(block, g) world ranks
+  if (p.world > 0) ranks = std::min<std::int64_t>(ranks, p.world);
+  return std::min<std::int64_t>(64, std::max<std::int64_t>(1, (ranks + g - 1) / g));
 }
 
 // One node's links, filled flow by flow.
@@ -189,7 +205,9 @@ LinkLoads link_loads(const System& s, Pattern pattern, double bytes, const Place
       L.nic_rx[nic_of(i)] += b;
       L.flows_rx[nic_of(i)] += flows;
     };
-    for (int i = 0; i < g; ++i) {
+    // Ranks past the world's last do not exist (a partly filled last node): no flows of their own.
+    const int here_gpus = pl.world > 0 ? int(std::min<std::int64_t>(g, pl.world - first)) : g;
+    for (int i = 0; i < here_gpus; ++i) {
       const std::int64_t w = first + i, base = w / block * block + w % stride, pos = (w % block) / stride;
       auto member = [&](std::int64_t k) { return base + ((k % n + n) % n) * stride; };
       // Positions of w's group members on this node with local index in [lo, hi): [k_lo, k_hi].
@@ -267,14 +285,15 @@ struct LoadKey {
   int gpus_per_node, nics, gpus_per_socket;
   bool pcie;
   Pattern pattern;
-  int size, stride;
+  int size, stride, world;
   bool operator==(const LoadKey&) const = default;
 };
 struct LoadKeyHash {
   std::size_t operator()(const LoadKey& k) const {
     // The placement's fields first and widest: a search varies them, a system's stay the same.
     std::uint64_t h = std::uint64_t(std::uint32_t(k.size)) * 0x9E3779B97F4A7C15ull;
-    h ^= std::uint64_t(std::uint32_t(k.stride)) * 0xC2B2AE3D27D4EB4Full + (std::uint64_t(k.pattern) << 7);
+    h ^= std::uint64_t(std::uint32_t(k.stride)) * 0xC2B2AE3D27D4EB4Full + (std::uint64_t(k.pattern) << 7) +
+         std::uint64_t(std::uint32_t(k.world)) * 0x94D049BB133111EBull;
     h ^= std::uint64_t(std::uint32_t(k.gpus_per_node) ^ (std::uint32_t(k.nics) << 8) ^
                        (std::uint32_t(k.gpus_per_socket) << 16) ^ (std::uint32_t(k.pcie) << 24)) *
          0x165667B19E3779F9ull;
@@ -284,7 +303,7 @@ struct LoadKeyHash {
 LinkLoads unit_link_loads(const System& s, Pattern pattern, const Placement& pl) {
   const bool pcie = s.intra.kind == LinkKind::pcie;
   const LoadKey key{s.gpus_per_node, nic_count(s), pcie ? s.intra.gpus_per_socket : 0, pcie, pattern, pl.size,
-                    pl.stride};
+                    pl.stride, pl.world};
   // Direct-mapped, a slot per hash: a lookup is a hash and a compare, and a collision derives the
   // loads again (a scan, never a wrong load). A search meets a few dozen placements; the slots are
   // a thread's own, filled once (no allocation after).
@@ -380,7 +399,7 @@ CommEstimate estimate_collective(const System& s, Collective c, double bytes, in
   if (c == Collective::send_recv && ranks < 2) throw Error("gpus: sendrecv needs at least 2 GPUs");
   if (!(bytes > 0)) throw Error(fmt::format("size: {} bytes must be positive", bytes));
   CommEstimate e;
-  e.time_s = collective_time(s, c, bytes, place_group(s, ranks, 1));
+  e.time_s = collective_time(s, c, bytes, place_group(s, ranks, 1, ranks));
   if (e.time_s > 0) {
     e.algbw_gbps = bytes / e.time_s / 1e9;
     e.busbw_gbps = e.algbw_gbps * bus_factor(c, ranks);

@@ -75,8 +75,11 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
                               std::string& why);
 
 // The TP degrees a search tries by default: 1, 2, 4, 8, ... up to the GPUs of one node (TP's
-// per-layer collectives stay on the node's link), each dividing the GPU count, the query heads
-// and the MLP width, with KV heads that split or replicate over it (Megatron-Core's rules).
+// per-layer collectives stay on the node's link; a 72-GPU NVLink rack is one node), each dividing
+// the GPU count, the query heads, the KV heads and the MLP width. The KV heads bound it: Megatron-
+// Core splits the KV groups over TP (megatron/core/transformer/attention.py, Attention.__init__:
+// divide(num_query_groups, tp), which asserts), so Llama-3-70B's 8 KV heads stop the search at TP 8
+// even in a 72-GPU domain. A given --tp that replicates KV heads is still checked and costed.
 std::vector<int> tp_degrees(const Model& m, const System& s, int gpus);
 
 // Every combination of ZeRO stage, checkpointing (with and without offload), tiled MLP,

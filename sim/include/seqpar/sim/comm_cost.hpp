@@ -36,10 +36,16 @@ using seqpar::parse_collective;
 using seqpar::to_string;
 
 // Where a group's ranks sit. World ranks fill nodes in order; a group's members are `stride`
-// world ranks apart (Ulysses groups stride 1, ring groups stride U).
+// world ranks apart (Ulysses groups stride 1, ring groups stride U). The world is the job's GPUs:
+// on nodes larger than the job's share of them (64 GPUs of a 72-GPU NVLink rack, 128 over two)
+// the last node is partly filled, and only the groups on real ranks are laid out and charged.
 struct Placement {
   int size = 1;
   int stride = 1;          // world ranks between consecutive members
+  // World ranks the groups tile, a multiple of size x stride; 0 when the groups repeat without
+  // end. Kept only where it changes the layout: below one period of the tiling (lcm of the
+  // group's block and the node), as whole periods lay out like an endless world.
+  int world = 0;
   // The group's instances laid on the real node boundaries, the one that spans the most nodes (and
   // of those the fewest members on a node): where the nodes do not tile the groups, instances differ.
   int per_node = 1;        // members that share a node: the fewest on any of its nodes
@@ -48,7 +54,7 @@ struct Placement {
   int socket_a = 1;        // PCIe: members of one node behind the first and second CPU socket
   int socket_b = 0;
 };
-Placement place_group(const System& s, int size, int stride);
+Placement place_group(const System& s, int size, int stride, int world = 0);
 
 // The placement of a plan's Ulysses and ring groups (Plan::placement): ulysses_inner puts each
 // Ulysses group on U consecutive SP ranks and each ring group R SP ranks U apart; ring_inner the
