@@ -51,6 +51,43 @@ std::int64_t rows_of(const std::vector<Span>& spans) {
 
 // One document's query spans (buffer order = position order) against its key spans: exact pairs
 // and tiles of the per-document grid (doc_work.hpp).
+// Under a window W, the tiles of the grid: a query row at position p sees the key rows
+// [keys_upto(p - W), keys_upto(p)) (both ends rise with p), so a tile row's columns are the union
+// over its rows; rows of one span are consecutive positions, whose ranges overlap or touch, so the
+// union per span is one range [first row's low end, last row's high end), and the spans of a tile
+// row are merged in order.
+std::int64_t window_tiles(const std::vector<Span>& q, const std::vector<Span>& k, std::int64_t rows,
+                          const WorkOptions& opt) {
+  const std::int64_t W = opt.window, row_tiles = ceil_div(rows, opt.q_rows);
+  std::int64_t tiles = 0;
+  std::size_t span = 0;
+  std::int64_t span_first_row = 0;  // local row of q[span].begin
+  for (std::int64_t t = 0; t < row_tiles; ++t) {
+    const std::int64_t first_row = t * opt.q_rows, last_row = std::min((t + 1) * opt.q_rows, rows) - 1;
+    std::int64_t covered_end = -1;  // the last column tile counted in this tile row
+    std::size_t s = span;
+    std::int64_t s_first = span_first_row;
+    while (s < q.size() && s_first <= last_row) {
+      const std::int64_t a = std::max(first_row, s_first), b = std::min(last_row, s_first + q[s].size() - 1);
+      if (a <= b) {
+        const std::int64_t lo = keys_upto(k, q[s].begin + (a - s_first) - W);
+        const std::int64_t hi = keys_upto(k, q[s].begin + (b - s_first));
+        if (hi > lo) {
+          const std::int64_t c0 = std::max(lo / opt.k_rows, covered_end + 1), c1 = (hi - 1) / opt.k_rows;
+          if (c1 >= c0) tiles += c1 - c0 + 1;
+          covered_end = std::max(covered_end, c1);
+        }
+      }
+      if (s_first + q[s].size() - 1 > last_row) break;
+      s_first += q[s].size();
+      ++s;
+    }
+    span = s;
+    span_first_row = s_first;
+  }
+  return tiles;
+}
+
 void count_document(const std::vector<Span>& q, const std::vector<Span>& k, const WorkOptions& opt,
                     std::int64_t& pairs, std::int64_t& tiles) {
   std::int64_t rows = 0, keys = 0;
@@ -58,7 +95,16 @@ void count_document(const std::vector<Span>& q, const std::vector<Span>& k, cons
   for (const Span& s : k) keys += s.size();
   if (rows == 0 || keys == 0) return;
   for (const Span& qs : q)
-    for (const Span& ks : k) pairs += pairs_below(qs.end, ks.begin, ks.end) - pairs_below(qs.begin, ks.begin, ks.end);
+    for (const Span& ks : k) {
+      pairs += pairs_below(qs.end, ks.begin, ks.end) - pairs_below(qs.begin, ks.begin, ks.end);
+      // The band drops the keys at or before q - W: the causal pairs of the queries moved back by W.
+      if (opt.window > 0)
+        pairs -= pairs_below(qs.end - opt.window, ks.begin, ks.end) - pairs_below(qs.begin - opt.window, ks.begin, ks.end);
+    }
+  if (opt.window > 0) {
+    tiles += window_tiles(q, k, rows, opt);
+    return;
+  }
   const std::int64_t first_q = q.front().begin, last_q = q.back().end - 1;
   const std::int64_t first_k = k.front().begin, last_k = k.back().end - 1;
   const std::int64_t row_tiles = ceil_div(rows, opt.q_rows), col_tiles = ceil_div(keys, opt.k_rows);
@@ -137,6 +183,11 @@ double max_over_mean(const std::vector<RankWork>& ranks, std::int64_t RankWork::
 
 }  // namespace
 
+std::int64_t band_pairs(std::int64_t len, std::int64_t window) {
+  if (window <= 0 || len <= window) return causal_pairs(len);
+  return checked_add(causal_pairs(window), checked_mul(len - window, window, "band pairs"), "band pairs");
+}
+
 double tile_cost_at(std::span<const TileCost> curve, std::int64_t rows) {
   if (curve.empty()) return 1.0;
   if (rows <= curve.front().rows) return curve.front().cost;
@@ -152,6 +203,7 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   require_range("tile q_rows", opt.q_rows, 1, 1 << 20);
   require_range("tile k_rows", opt.k_rows, 1, 1 << 20);
   require_range("kv_bytes_per_token", opt.kv_bytes_per_token, 1, std::int64_t{1} << 40);
+  require_range("window", opt.window, 0, std::int64_t{1} << 40);
   for (std::size_t i = 0; i < opt.tile_cost.size(); ++i) {
     const TileCost& t = opt.tile_cost[i];
     if (t.rows < 1 || !(t.cost > 0) || !std::isfinite(t.cost) || (i > 0 && t.rows <= opt.tile_cost[i - 1].rows))
@@ -171,7 +223,7 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   out.steps = shape.kv_all_gather ? 1 : ring;
   out.ranks.resize(static_cast<std::size_t>(ring));
   out.grid.resize(static_cast<std::size_t>(ring) * static_cast<std::size_t>(out.steps));
-  for (std::int64_t len : layout.doc_len) out.total_pairs += causal_pairs(len);
+  for (std::int64_t len : layout.doc_len) out.total_pairs += band_pairs(len, opt.window);
   std::int64_t all_tokens = 0;
   for (const RankHold& h : layout.ranks) all_tokens += h.tokens;
   // Pairs and tiles: every document's holders against its holders (ring: rank r meets rank f's

@@ -15,6 +15,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/methods.hpp"
+#include "seqpar/sim/window_cost.hpp"
 #include "element_bytes.hpp"
 
 namespace seqpar::sim {
@@ -115,9 +116,8 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
   return c;
 }
 
-}  // namespace
-
-AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
+// One full-attention layer (every layer of a model without kinds).
+AttentionCost full_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
   const AttentionShapes a = attention_shapes(m, p);
   AttentionCost c;
   const double d = m.head_dim;
@@ -227,6 +227,38 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   c.step0_bwd_s = s0b;
   c.step_bwd_s = skb;
   return c;
+}
+
+
+// The mean layer of a model whose `sliding` share of layers is banded: every time the layers'
+// mean (simulate() multiplies a layer's figures by the layers), the ring's shape the full layer's
+// (a sliding layer runs only under methods without ring hops).
+AttentionCost mix_layers(const AttentionCost& full, const AttentionCost& band, double sliding) {
+  AttentionCost c = full;
+  for (double AttentionCost::*f :
+       {&AttentionCost::fwd_kernel_s, &AttentionCost::bwd_kernel_s, &AttentionCost::fwd_s, &AttentionCost::bwd_s,
+        &AttentionCost::fwd_comm_s, &AttentionCost::bwd_comm_s, &AttentionCost::model_flops_fwd,
+        &AttentionCost::a2a_qkv_s, &AttentionCost::a2a_o_s, &AttentionCost::kv_gather_s,
+        &AttentionCost::dkv_scatter_s, &AttentionCost::hop_s, &AttentionCost::step0_fwd_s, &AttentionCost::step_fwd_s,
+        &AttentionCost::step0_bwd_s, &AttentionCost::step_bwd_s})
+    c.*f = (1 - sliding) * full.*f + sliding * band.*f;
+  return c;
+}
+
+}  // namespace
+
+AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
+  const AttentionCost full = full_layer_cost(m, s, p, docs);
+  if (!m.banded_at(p.seq_len)) return full;  // no band at this length: the full layer's figures, bit for bit
+  // A method no implementation serves for a window: the plan is invalid (validity.cpp says why);
+  // its structure's costs are still asked for (simulate's halves), and are the full layer's.
+  if (!window_refusal(p.method).empty()) return full;
+  if (docs)
+    throw Error(fmt::format("documents: model '{}' has sliding-window layers; a document workload's costs count the "
+                            "causal document mask only (core/doc_work.hpp counts the band, the simulator does not "
+                            "use it yet)", m.name));
+  const AttentionCost band = sliding_layer_cost(m, s, p, full);
+  return mix_layers(full, band, double(m.sliding_layers()) / double(m.layers));
 }
 
 }  // namespace seqpar::sim

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -30,6 +32,8 @@ struct Family {
 
 constexpr Family kFamilies[] = {
     {"llama", false, true, true, false, false},   {"mistral", false, true, true, false, false},
+    // Gemma 3's text model: a gated GELU MLP (gate, up, down: SwiGLU's shapes), tied by default.
+    {"gemma3_text", false, true, true, true, false},
     {"qwen2", false, true, true, false, false},   {"qwen3", false, true, true, false, false},
     {"gpt_neox", false, false, false, false, false},  // rotary (on rotary_pct of head_dim)
     // GPT-2 ties its LM head to the token embedding unless the config says otherwise.
@@ -75,30 +79,20 @@ void refuse_unmodelled(const json& doc, const std::string& file) {
       throw Error(fmt::format("{}: field '{}' = {} describes {}, which seqpar does not model", file, u.key,
                               dump_json(*it, -1), u.why));
   }
-  // Sliding-window attention: Qwen2/Qwen3 switch it with use_sliding_window (their sliding_window
-  // is then only the unused width); Mistral applies any non-null sliding_window.
-  if (auto it = doc.find("use_sliding_window"); it != doc.end()) {
-    // A switch is true, false or null: "false" (a string) would otherwise read as set.
-    if (!it->is_boolean() && !it->is_null())
-      throw Error(fmt::format("{}: field 'use_sliding_window' must be true, false or null (got {})", file,
-                              dump_json(*it, -1)));
-    if (set(*it))
-      throw Error(fmt::format("{}: field 'use_sliding_window' = true: sliding-window attention is not modelled "
-                              "(seqpar costs full causal attention)", file));
-  } else if (present(doc, "sliding_window")) {
-    throw Error(fmt::format("{}: field 'sliding_window' = {}: sliding-window attention is not modelled "
-                            "(seqpar costs full causal attention; null turns it off)",
-                            file, dump_json(doc["sliding_window"], -1)));
-  }
+  // layer_types: a list of the kinds seqpar models (read_attention_kinds), checked before the sizes.
   if (auto it = doc.find("layer_types"); it != doc.end() && !it->is_null()) {
     if (!it->is_array())
       throw Error(fmt::format("{}: field 'layer_types' must be a list with one attention type per layer (got {})", file,
                               dump_json(*it, -1)));
     for (const auto& t : *it)
-      if (!t.is_string() || t.get<std::string>() != "full_attention")
-        throw Error(fmt::format("{}: field 'layer_types' has {}: only full_attention layers are modelled", file,
-                                dump_json(t, -1)));
+      if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
+        throw Error(fmt::format("{}: field 'layer_types' has {}: only full_attention and sliding_attention layers are "
+                                "modelled", file, dump_json(t, -1)));
   }
+  // A switch is true, false or null: "false" (a string) would otherwise read as set.
+  if (auto it = doc.find("use_sliding_window"); it != doc.end() && !it->is_boolean() && !it->is_null())
+    throw Error(fmt::format("{}: field 'use_sliding_window' must be true, false or null (got {})", file,
+                            dump_json(*it, -1)));
 }
 
 // layer_types, when given, names every layer once: a list of another length describes another model.
@@ -141,6 +135,51 @@ std::string model_name(const json& doc, const std::string& file) {
   return p.stem().string();
 }
 
+// Attention kinds (model.hpp) as the families spell them, into the preset's "sliding_window" and
+// "layer_types" (presets.cpp): layer_types when the config lists them; else Gemma 3's
+// sliding_window_pattern (transformers' Gemma3TextConfig: layer i full when (i + 1) % P == 0, P = 6
+// when the config leaves it out); Qwen2/Qwen3's use_sliding_window, sliding from layer
+// max_window_layers on (Qwen2Attention); Mistral's sliding_window on every layer. Other families
+// have no window. A model whose every layer is full gets neither key: the plain model.
+void read_attention_kinds(const json& doc, const Family& fam, std::int64_t layers, const std::string& file, json& p) {
+  const std::string type = fam.model_type;
+  std::vector<std::string> kinds;
+  std::string how;
+  if (auto it = doc.find("layer_types"); it != doc.end() && !it->is_null()) {
+    for (const auto& t : *it) kinds.push_back(t.get<std::string>());  // checked by refuse_unmodelled
+    how = fmt::format("{}: layer_types", file);
+  } else if (type == "gemma3_text") {
+    json pattern = {{"value", 6}};
+    if (present(doc, "sliding_window_pattern")) pattern = size_figure(doc, "sliding_window_pattern", file, limits::kMaxLayers);
+    const std::int64_t n = pattern["value"].get<std::int64_t>();
+    for (std::int64_t i = 0; i < layers; ++i) kinds.push_back((i + 1) % n == 0 ? "full_attention" : "sliding_attention");
+    how = present(doc, "sliding_window_pattern")
+              ? fmt::format("{}: sliding_window_pattern = {} (layer i full when (i + 1) % {} == 0)", file, n, n)
+              : fmt::format("{}: no sliding_window_pattern; Gemma3TextConfig's default 6 (layer i full when (i + 1) % 6 "
+                            "== 0)", file);
+  } else if (type == "qwen2" || type == "qwen3") {
+    if (flag(doc, "use_sliding_window", false, file)) {
+      const std::int64_t from = size_figure(doc, "max_window_layers", file, limits::kMaxLayers)["value"].get<std::int64_t>();
+      for (std::int64_t i = 0; i < layers; ++i) kinds.push_back(i >= from ? "sliding_attention" : "full_attention");
+      how = fmt::format("{}: use_sliding_window true, layers from max_window_layers = {} slide", file, from);
+    }
+  } else if (type == "mistral") {
+    if (present(doc, "sliding_window")) {
+      kinds.assign(static_cast<std::size_t>(layers), "sliding_attention");
+      how = fmt::format("{}: sliding_window (MistralAttention applies it on every layer)", file);
+    }
+  } else if (present(doc, "sliding_window")) {
+    throw Error(fmt::format("{}: field 'sliding_window' = {}: the {} family has no sliding-window layers seqpar reads "
+                            "(null turns it off)", file, dump_json(doc["sliding_window"], -1), type));
+  }
+  if (std::find(kinds.begin(), kinds.end(), "sliding_attention") == kinds.end()) return;
+  if (!present(doc, "sliding_window"))
+    throw Error(fmt::format("{}: sliding_attention layers need 'sliding_window' (the tokens a query sees)", file));
+  p["sliding_window"] = size_figure(doc, "sliding_window", file, 1 << 30);
+  p["layer_types"] = kinds;
+  p["sources"] = {{"layer_types", how}};
+}
+
 }  // namespace
 
 bool is_hf_config(const json& doc) {
@@ -164,6 +203,18 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
                             "reads {}); add it, or write a seqpar model preset instead (sim/presets/README.md)",
                             file, families));
   const json& type = *type_it;
+  // Gemma 3's multimodal config holds its language model under text_config (model_type gemma3_text).
+  if (type == "gemma3") {
+    auto text = doc.find("text_config");
+    if (text == doc.end() || !text->is_object())
+      throw Error(fmt::format("{}: model_type gemma3 without a 'text_config' object: seqpar reads the text model's "
+                              "shapes there", file));
+    json t = *text;
+    if (!t.contains("model_type")) t["model_type"] = "gemma3_text";
+    json p = model_preset_from_hf_config(t, file + ": text_config");
+    p["name"] = model_name(doc, file);
+    return p;
+  }
   for (const auto& f : kFamilies)
     if (type.is_string() && type.get<std::string>() == f.model_type) fam = &f;
   if (!fam)
@@ -213,6 +264,7 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   p["norm"] = fam->gated_mlp ? "rmsnorm" : "layernorm";
   p["positions"] = fam->learned_positions ? "learned" : "rope";
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
+  read_attention_kinds(doc, *fam, p["layers"]["value"].get<std::int64_t>(), file, p);
   return p;
 }
 

@@ -13,6 +13,7 @@ std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add(a, b, "mod
 std::string_view to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" : "gelu"; }
 std::string_view to_string(NormKind k) { return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
 std::string_view to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
+std::string_view to_string(AttentionKind k) { return k == AttentionKind::full ? "full_attention" : "sliding_attention"; }
 
 namespace {
 // Each enum has two kinds; the name of each is its to_string.
@@ -31,6 +32,16 @@ bool kind_named(std::string_view name, MlpKind& out) { return named(name, MlpKin
 bool kind_named(std::string_view name, NormKind& out) { return named(name, NormKind::rmsnorm, NormKind::layernorm, out); }
 bool kind_named(std::string_view name, PositionKind& out) {
   return named(name, PositionKind::rope, PositionKind::learned, out);
+}
+
+bool kind_named(std::string_view name, AttentionKind& out) {
+  return named(name, AttentionKind::full, AttentionKind::sliding, out);
+}
+
+int Model::sliding_layers() const {
+  int n = 0;
+  for (AttentionKind k : layer_kinds) n += k == AttentionKind::sliding ? 1 : 0;
+  return n;
 }
 
 std::string to_string(const std::vector<MlpKind>& kinds) {

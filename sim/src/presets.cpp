@@ -342,6 +342,46 @@ System system_from_json(const json& j, std::string_view what) {
   return s;
 }
 
+namespace {
+// Attention kinds (model.hpp), as Hugging Face configs give them: "sliding_window" W alone makes
+// every layer sliding (Mistral v0.1); with "sliding_window_pattern" P layer i (from 0) is full when
+// (i + 1) is a multiple of P, else sliding (transformers' Gemma3TextConfig); or "layer_types"
+// names every layer ("full_attention", "sliding_attention"). Absent: every layer full.
+void read_attention_kinds(const json& j, std::string_view what, Model& m) {
+  const bool has_window = j.contains("sliding_window"), has_pattern = j.contains("sliding_window_pattern");
+  auto types = j.find("layer_types");
+  if (has_pattern && types != j.end())
+    throw Error(fmt::format("{}: give 'sliding_window_pattern' or 'layer_types', not both (each says which layers "
+                            "slide)", what));
+  if (has_window) m.sliding_window = count(j, "sliding_window", what, 1 << 30);
+  if (types != j.end()) {
+    if (!types->is_array() || static_cast<std::int64_t>(types->size()) != m.layers)
+      throw Error(fmt::format("{}: field 'layer_types' must list one attention type per layer ({} layers)", what,
+                              m.layers));
+    for (const json& t : *types) {
+      AttentionKind k{};
+      if (!t.is_string() || !kind_named(t.get<std::string>(), k))
+        throw Error(fmt::format("{}: field 'layer_types' has {}: each must be \"full_attention\" or "
+                                "\"sliding_attention\"", what, dump_json(t, -1)));
+      m.layer_kinds.push_back(k);
+    }
+  } else if (has_pattern) {
+    const int pattern = count(j, "sliding_window_pattern", what, limits::kMaxLayers);
+    for (int i = 0; i < m.layers; ++i)
+      m.layer_kinds.push_back((i + 1) % pattern == 0 ? AttentionKind::full : AttentionKind::sliding);
+  } else if (has_window) {
+    m.layer_kinds.assign(static_cast<std::size_t>(m.layers), AttentionKind::sliding);
+  }
+  if (m.sliding_layers() > 0 && !has_window)
+    throw Error(fmt::format("{}: sliding layers need 'sliding_window' (the tokens a query sees, itself included)", what));
+  if (m.sliding_layers() > 0 && !m.causal)
+    throw Error(fmt::format("{}: sliding layers are a causal band; model '{}' is not causal", what, m.name));
+  if (has_window && m.sliding_layers() == 0)
+    throw Error(fmt::format("{}: field 'sliding_window' is given but no layer slides ('layer_types' lists only "
+                            "full_attention layers): drop it", what));
+}
+}  // namespace
+
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
@@ -349,7 +389,8 @@ Model model_from_json(const json& j, std::string_view what) {
   // "params" is derived and recomputed from the shape: a step's own count (a Python script's, or one
   // written before a layers/vocab override in step_input.cpp) may differ and is not an input.
   check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
-                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "sources"},
+                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "sources", "sliding_window",
+                   "sliding_window_pattern", "layer_types"},
                what);
   Model m;
   m.name = name_of(j, what);
@@ -374,7 +415,9 @@ Model model_from_json(const json& j, std::string_view what) {
   }
   if (m.heads % m.kv_heads != 0)
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));
-  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab"}) {
+  read_attention_kinds(j, what, m);
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "sliding_window",
+                        "sliding_window_pattern"}) {
     auto f = j.find(k);  // present: count() above required it
     if (f == j.end() || !f->is_object()) continue;
     if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();

@@ -19,6 +19,14 @@ json to_json(const Model& m) {
           {"tied_embeddings", m.tied_embeddings},
           {"causal", m.causal}, {"params", m.total_params()}};
   if (!m.sources.empty()) j["sources"] = m.sources;  // each figure's provenance, as the preset cites it
+  // Attention kinds only where the model has them (a model without keeps its JSON unchanged), in
+  // the preset's own keys so a result's model reads back.
+  if (!m.layer_kinds.empty()) {
+    json types = json::array();
+    for (AttentionKind k : m.layer_kinds) types.push_back(to_string(k));
+    j["layer_types"] = std::move(types);
+    if (m.sliding_window > 0) j["sliding_window"] = m.sliding_window;
+  }
   return j;
 }
 

@@ -8,6 +8,7 @@
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/limits.hpp"
 #include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -114,6 +115,11 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
+  // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
+  if (m.banded_at(p.seq_len))
+    if (std::string why = window_refusal(p.method); !why.empty())
+      errors.push_back(fmt::format("method: model '{}' has {} sliding-window layers (window {} < seq_len {}); {}",
+                                   m.name, m.sliding_layers(), m.sliding_window, p.seq_len, why));
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;

@@ -65,7 +65,9 @@ struct Brute {
   std::vector<std::int64_t> tiles;  // per kTiles entry
   double cost = 0;                  // kTiles[0]'s tiles, each document's weighted by `curve` at its query rows
 };
-Brute brute(const std::vector<Row>& q, const std::vector<Row>& k, const std::vector<TileCost>& curve = {}) {
+// With `window` W > 0 a key at or before the query's position - W is masked too (the band).
+Brute brute(const std::vector<Row>& q, const std::vector<Row>& k, const std::vector<TileCost>& curve = {},
+            std::int64_t window = 0) {
   Brute b;
   b.tiles.assign(kTiles.size(), 0);
   std::vector<std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>>> seen(kTiles.size());
@@ -82,6 +84,7 @@ Brute brute(const std::vector<Row>& q, const std::vector<Row>& k, const std::vec
   for (std::size_t a = 0; a < q.size(); ++a)
     for (std::size_t c = 0; c < k.size(); ++c) {
       if (!q[a].real || !k[c].real || q[a].doc != k[c].doc || k[c].pos > q[a].pos) continue;
+      if (window > 0 && k[c].pos <= q[a].pos - window) continue;
       ++b.pairs;
       for (std::size_t t = 0; t < kTiles.size(); ++t) seen[t].insert({q[a].doc, qi[a] / kTiles[t].q, ki[c] / kTiles[t].k});
     }
@@ -102,15 +105,16 @@ std::vector<Row> whole_sequence(const DocLayout& l) {
 }
 
 // Without a tile-cost curve a step's cost is its tile count.
-double got_plain_cost(const DocLayout& layout, SpShape shape, int r, int s) {
+double got_plain_cost(const DocLayout& layout, SpShape shape, int r, int s, std::int64_t window) {
   WorkOptions opt;
+  opt.window = window;
   opt.q_rows = kTiles[0].q;
   opt.k_rows = kTiles[0].k;
   return count_layout_work(layout, shape, opt).at(r, s).cost;
 }
 
 // The library's counts of one configuration against the brute force, at every tile shape.
-void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Balancer b) {
+void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Balancer b, std::int64_t window = 0) {
   const DocLayout layout = place_documents(cu, shape.ulysses, shape.ring, b);
   const int ring = shape.ring, steps = shape.kv_all_gather ? 1 : ring;
   std::vector<std::vector<Row>> rows;
@@ -124,6 +128,7 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
   weighted.q_rows = kTiles[0].q;
   weighted.k_rows = kTiles[0].k;
   weighted.tile_cost = curve;
+  weighted.window = window;
   const BatchWork costed = count_layout_work(layout, shape, weighted);
   std::vector<BatchWork> got;
   for (const Tile& t : kTiles) {
@@ -131,19 +136,23 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
     opt.q_rows = t.q;
     opt.k_rows = t.k;
     opt.kv_bytes_per_token = 3;
+    opt.window = window;
     got.push_back(count_layout_work(layout, shape, opt));
   }
   std::int64_t all_pairs = 0, total = 0, all_tokens = 0;
-  for (std::int64_t len : layout.doc_len) total += len * (len + 1) / 2;
+  // Each document's pairs written out: query q sees min(q + 1, W) keys (all q + 1 without a window).
+  for (std::int64_t len : layout.doc_len)
+    for (std::int64_t q = 0; q < len; ++q) total += window > 0 ? std::min(q + 1, window) : q + 1;
   for (const auto& r : rows) all_tokens += std::int64_t(r.size());
   for (int r = 0; r < ring; ++r)
     for (int s = 0; s < steps; ++s) {
       const int from = ((r - s) % ring + ring) % ring;  // the ring's convention: rank r - s's block at step s
-      const Brute want = brute(rows[std::size_t(r)], shape.kv_all_gather ? gathered : rows[std::size_t(from)], curve);
+      const Brute want =
+          brute(rows[std::size_t(r)], shape.kv_all_gather ? gathered : rows[std::size_t(from)], curve, window);
       all_pairs += want.pairs;
       EXPECT_NEAR(costed.at(r, s).cost, want.cost, 1e-9 * (1 + want.cost)) << "rank " << r << " step " << s;
       EXPECT_EQ(costed.at(r, s).tiles, want.tiles[0]);
-      EXPECT_EQ(got_plain_cost(layout, shape, r, s), double(want.tiles[0])) << "no curve: the cost is the tiles";
+      EXPECT_EQ(got_plain_cost(layout, shape, r, s, window), double(want.tiles[0])) << "no curve: the cost is the tiles";
       for (std::size_t t = 0; t < kTiles.size(); ++t) {
         const StepWork& st = got[t].at(r, s);
         EXPECT_EQ(st.pairs, want.pairs) << "rank " << r << " step " << s;
@@ -166,6 +175,66 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
 std::string describe(SpShape s, Balancer b, std::int64_t n) {
   return "U" + std::to_string(s.ulysses) + " R" + std::to_string(s.ring) + (s.kv_all_gather ? " all-gather " : " ") +
          to_string(b) + " n=" + std::to_string(n);
+}
+
+// Sliding windows: every method x balancer at SP 2..8, windows of one token, a few tokens, about a
+// rank's share, and wider than the sequence (= the plain causal counts).
+TEST(DocWork, SlidingWindowMatchesTheBruteForceBand) {
+  Rng rng(0xba2d);
+  for (int sp : {2, 3, 4, 8})
+    for (int u = 1; u <= sp; ++u) {
+      if (sp % u != 0) continue;
+      const int r = sp / u;
+      std::vector<SpShape> shapes = {{u, r, false}};
+      if (u == 1) shapes.push_back({1, r, true});
+      for (const SpShape& shape : shapes) {
+        const std::int64_t base = std::int64_t(r) * std::lcm(2, u);
+        const std::int64_t n = base * rng.between(60 / base + 1, 160 / base + 1);
+        for (Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced})
+          for (std::int64_t w : {std::int64_t{1}, std::int64_t{4}, n / sp + 3, 2 * n}) {
+            const auto cu = random_cu(rng, n);
+            SCOPED_TRACE(describe(shape, b, n) + " window " + std::to_string(w));
+            check_against_brute(cu, shape, b, w);
+          }
+      }
+    }
+}
+
+// A window at least the longest document changes nothing: every count equals the unbanded one.
+TEST(DocWork, WindowAsLongAsTheSequenceIsTheCausalMask) {
+  const std::vector<std::int64_t> cu = {0, 50, 64, 128};
+  for (Balancer b : {Balancer::contiguous, Balancer::zigzag}) {
+    WorkOptions plain, wide;
+    plain.q_rows = plain.k_rows = wide.q_rows = wide.k_rows = 16;
+    wide.window = 128;
+    const BatchWork x = count_batch_work(cu, {1, 4, false}, b, plain), y = count_batch_work(cu, {1, 4, false}, b, wide);
+    EXPECT_EQ(x.total_pairs, y.total_pairs);
+    for (std::size_t i = 0; i < x.grid.size(); ++i) {
+      EXPECT_EQ(x.grid[i].pairs, y.grid[i].pairs);
+      EXPECT_EQ(x.grid[i].tiles, y.grid[i].tiles);
+    }
+  }
+}
+
+// One causal sequence of 16 tokens on a contiguous ring of 4 (ranks hold 4 tokens each), window 3:
+// each query sees itself and the 2 before it. Step 0 (own block): query offsets 0..3 see 1,2,3,3
+// keys = 9 on ranks 1-3, rank 0 the same 9 (positions 0..3 see 1,2,3,3). Step 1 (the block of rank
+// r - 1): query offset 0 sees 2 keys of it, offset 1 sees 1: 3 pairs on ranks 1-3, rank 0's step 1
+// is rank 3's block (after it): 0. Steps 2 and 3: the block lies wholly before q - 3: 0.
+// Total 16 x 3 - 3 = 45 = band_pairs(16, 3) = 3 x 4 / 2 + 13 x 3.
+TEST(DocWork, WindowOnAContiguousRingByHand) {
+  WorkOptions opt;
+  opt.window = 3;
+  const std::vector<std::int64_t> cu = {0, 16};
+  const BatchWork w = count_batch_work(cu, {1, 4, false}, Balancer::contiguous, opt);
+  EXPECT_EQ(w.total_pairs, 45);
+  EXPECT_EQ(band_pairs(16, 3), 45);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(w.at(r, 0).pairs, 9);
+    EXPECT_EQ(w.at(r, 1).pairs, r == 0 ? 0 : 3);
+    EXPECT_EQ(w.at(r, 2).pairs, 0);
+    EXPECT_EQ(w.at(r, 3).pairs, 0);
+  }
 }
 
 // Every method (Ulysses, ring, hybrid U x R, all-gather) x balancer x SP degree 2..16.

@@ -159,8 +159,12 @@ TEST(HfConfig, WhatIsNotModelledIsRefusedWithTheFieldNamed) {
   expect_refused(with(kLlama3_8b, "n_routed_experts", "64"), "n_routed_experts");  // DeepSeek
   expect_refused(with(kLlama3_8b, "kv_lora_rank", "512"), "kv_lora_rank");
   expect_refused(with(kLlama3_8b, "quantization_config", R"({"quant_method": "awq"})"), "quantization_config");
-  expect_refused(with(with(kLlama3_8b, "model_type", "\"mistral\"").c_str(), "sliding_window", "4096"), "sliding_window");
-  expect_refused(with(kQwen2_7b, "use_sliding_window", "true"), "use_sliding_window");
+  // A window in a family without sliding layers (Llama's attention has none).
+  expect_refused(with(kLlama3_8b, "sliding_window", "4096"), "sliding_window");
+  // Qwen's switch on, with no max_window_layers to say where sliding starts.
+  json no_from = json::parse(with(kQwen2_7b, "use_sliding_window", "true"));
+  no_from.erase("max_window_layers");
+  expect_refused(no_from.dump(), "max_window_layers");
   // A string is no switch ("false" read as set, then reported as true).
   try {
     load_model(write_config("string-switch", with(kQwen2_7b, "use_sliding_window", "\"false\"")));
@@ -171,6 +175,8 @@ TEST(HfConfig, WhatIsNotModelledIsRefusedWithTheFieldNamed) {
         << e.what();
   }
   expect_refused(with(kQwen2_7b, "layer_types", R"(["full_attention", "sliding_attention"])"), "layer_types");
+  expect_refused(with(kQwen2_7b, "layer_types", json(std::vector<std::string>(28, "linear_attention")).dump()),
+                 "layer_types");
   expect_refused(with(kLlama3_8b, "model_type", "\"mixtral\""), "model_type");
   expect_refused(with(kLlama3_8b, "hidden_size", "\"4096\""), "hidden_size");
   expect_refused(with(kLlama3_8b, "num_hidden_layers", "0"), "num_hidden_layers");
@@ -181,6 +187,47 @@ TEST(HfConfig, WhatIsNotModelledIsRefusedWithTheFieldNamed) {
   EXPECT_NO_THROW(load_model(write_config("ok", with(with(kLlama3_8b, "model_type", "\"mistral\"").c_str(),
                                                               "sliding_window", "null"))));
   EXPECT_NO_THROW(load_model(write_config("ok", with(kLlama3_8b, "num_experts", "0"))));
+}
+
+// Sliding-window layers as the families spell them (README "Attention kinds").
+TEST(HfConfig, SlidingWindowLayersAreRead) {
+  // Mistral: a non-null sliding_window slides every layer; it is the mistral-7b-v0.1 preset's.
+  const Model mi = load_model(write_config("Mistral-7B-v0.1", with(with(kLlama3_8b, "model_type", "\"mistral\"").c_str(),
+                                                                   "sliding_window", "4096")));
+  EXPECT_EQ(mi.sliding_layers(), 32);
+  EXPECT_EQ(mi.sliding_window, 4096);
+  EXPECT_NE(mi.sources.at("layer_types").find("every layer"), std::string::npos);
+  // Qwen2 with use_sliding_window: layers from max_window_layers (28 of 28: none) slide.
+  EXPECT_EQ(load_model(write_config("q-none", with(kQwen2_7b, "use_sliding_window", "true"))).sliding_layers(), 0);
+  EXPECT_TRUE(load_model(write_config("q-none", with(kQwen2_7b, "use_sliding_window", "true"))).layer_kinds.empty());
+  const Model q = load_model(write_config("q-some", with(with(kQwen2_7b, "use_sliding_window", "true").c_str(),
+                                                         "max_window_layers", "20")));
+  EXPECT_EQ(q.sliding_layers(), 8);
+  EXPECT_EQ(q.layer_kinds[19], AttentionKind::full);
+  EXPECT_EQ(q.layer_kinds[20], AttentionKind::sliding);
+  EXPECT_EQ(q.sliding_window, 131072);
+  // Gemma 3 (multimodal config, text model under text_config): the gemma3-27b preset's figures.
+  const char* gemma = R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+      "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+      "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024, "vocab_size": 262208},
+    "vision_config": {"hidden_size": 1152}})";
+  const Model g = load_model(write_config("gemma-3-27b-it", gemma)), preset = load_model("gemma3-27b");
+  EXPECT_EQ(g.name, "gemma-3-27b-it");
+  EXPECT_EQ(g.layer_kinds, preset.layer_kinds);
+  EXPECT_EQ(g.sliding_window, 1024);
+  EXPECT_EQ(g.hidden, preset.hidden);
+  EXPECT_EQ(g.ffn_hidden, preset.ffn_hidden);
+  EXPECT_EQ(g.kv_heads, preset.kv_heads);
+  EXPECT_TRUE(g.tied_embeddings);
+  EXPECT_NE(g.sources.at("layer_types").find("default 6"), std::string::npos);
+  // layer_types wins over the family's rule.
+  std::vector<std::string> types(32, "full_attention");
+  types[0] = "sliding_attention";
+  const Model lt = load_model(write_config(
+      "lt", with(with(with(kLlama3_8b, "model_type", "\"mistral\"").c_str(), "sliding_window", "64").c_str(),
+                 "layer_types", json(types).dump())));
+  EXPECT_EQ(lt.sliding_layers(), 1);
 }
 
 TEST(HfConfig, TheCliTakesAConfigAsModelAndShowsTheSources) {

@@ -44,6 +44,12 @@ ModelConfig from_sim(const sim::Model& m) {
   if (m.positions != sim::PositionKind::rope)
     throw Error(fmt::format("model '{}': positions must be rope for the training step (a Llama-style decoder)",
                             m.name));
+  // The step runs full causal attention in every layer: a model with sliding-window layers would
+  // be measured as another model (README "Attention kinds": the simulator costs them).
+  if (m.sliding_layers() > 0)
+    throw Error(fmt::format("model '{}': {} of its {} layers are sliding-window layers (window {}); the training step "
+                            "runs full causal attention in every layer", m.name, m.sliding_layers(), m.layers,
+                            m.sliding_window));
   ModelConfig c;
   c.name = m.name;
   c.layers = m.layers;

@@ -33,6 +33,13 @@
 // step. Whether Transformer Engine's THD context parallelism skips a step the documents empty is
 // unknown here (not checked against its source). So the default launches every step (false).
 //
+// Sliding window. `window` W > 0 bands the mask: a query at position q of its document sees the
+// keys of positions (q - W, q] only (W keys including itself, as Hugging Face's `sliding_window`
+// and FlashAttention's window_size = (W - 1, 0)); 0 is no band. Every count above then counts the
+// band: pairs, tiles (a tile with any key in some row's band), masked steps, and total_pairs
+// (band_pairs per document). Bytes are the layout's: which ranks skip a block outside every
+// window is the cost model's question (sim/window_cost.hpp), not the mask's.
+//
 // Tile cost. A varlen kernel runs a tile of a short document slower than a tile of a long one
 // (per-document setup, fewer tiles sharing each K,V load). `tile_cost` gives, for a document
 // piece of `rows` query rows in the call, the time of one of its tiles relative to a tile of a
@@ -69,7 +76,12 @@ struct WorkOptions {
   bool skip_masked_steps = false;         // see the header comment
   std::int64_t kv_bytes_per_token = 1;    // K and V of one token on this rank's heads (1: tokens)
   std::vector<TileCost> tile_cost;        // see the header comment; empty: 1 per tile
+  std::int64_t window = 0;                // sliding window W (see the header comment); 0: none
 };
+
+// The pairs of one causal document of `len` tokens under a window of W (0: none): sum over its
+// queries q of min(q + 1, W) = W (W + 1) / 2 + (len - W) W for len >= W, len (len + 1) / 2 below.
+std::int64_t band_pairs(std::int64_t len, std::int64_t window);
 
 // One ring rank at one step.
 struct StepWork {
@@ -93,7 +105,7 @@ struct BatchWork {
   int steps = 1;                   // R for ring hops, 1 for Ulysses and all-gather
   std::vector<RankWork> ranks;     // R ring ranks
   std::vector<StepWork> grid;      // ranks x steps: grid[r * steps + s]
-  std::int64_t total_pairs = 0;    // the sequence's unmasked pairs: sum over documents of l (l + 1) / 2
+  std::int64_t total_pairs = 0;    // the sequence's unmasked pairs: sum over documents of band_pairs(l, W)
   int slowest_rank = 0;            // by tiles, then pairs; the lowest of equals
   double imbalance_pairs = 1, imbalance_tiles = 1;  // max / mean over ranks
   const StepWork& at(int rank, int step) const { return grid[static_cast<std::size_t>(rank * steps + step)]; }

@@ -22,6 +22,13 @@ bool kind_named(std::string_view name, NormKind& out);
 bool kind_named(std::string_view name, PositionKind& out);
 std::string to_string(const std::vector<MlpKind>& kinds);  // "swiglu, gelu"
 
+// The attention of one layer (README "Attention kinds"): full causal attention over the sequence
+// (unmasked for encoders), or a causal sliding window: a query sees the model's sliding_window keys
+// ending at itself (Hugging Face's `sliding_window`; Gemma 2/3's local layers, Mistral v0.1's).
+enum class AttentionKind { full, sliding };
+std::string_view to_string(AttentionKind k);  // "full_attention", "sliding_attention" (HF's layer_types)
+bool kind_named(std::string_view name, AttentionKind& out);
+
 struct Model {
   std::string name;
   int layers = 0;
@@ -36,6 +43,12 @@ struct Model {
   NormKind norm = NormKind::rmsnorm;
   bool tied_embeddings = false;
   bool causal = true;  // decoder LMs; false for encoders: no mask, no ring imbalance
+  // Attention kinds. `layer_kinds` lists every layer's kind in order, or is empty: every layer
+  // full (every model before kinds; its costs are bit-identical to those without this field).
+  // `sliding_window` is W of the sliding layers (0 without any): one width per model, as every
+  // config that has one gives (Gemma 3, Mistral v0.1, gpt-oss).
+  std::vector<AttentionKind> layer_kinds;
+  std::int64_t sliding_window = 0;
   // Where each figure came from (field -> the preset's "source": a model card, a config.json and
   // its key); empty for figures given as bare numbers. Shown in the simulator's JSON.
   std::map<std::string, std::string> sources;
@@ -48,6 +61,11 @@ struct Model {
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
   std::int64_t total_params() const;
+  // Layers of the sliding kind (0 when layer_kinds is empty).
+  int sliding_layers() const;
+  // Whether a sequence of seq_len tokens meets a band: a sliding layer whose window is shorter
+  // than the sequence (a window of seq_len or more is full causal attention, costed as such).
+  bool banded_at(std::int64_t seq_len) const { return sliding_layers() > 0 && sliding_window < seq_len; }
 };
 
 }  // namespace seqpar::sim
