@@ -10,17 +10,12 @@
 #include "seqpar/core/doc_layout.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/rng.hpp"
+#include "test_helpers.hpp"
 
 namespace seqpar {
 namespace {
 
-std::vector<std::int64_t> random_packing(Rng& rng, std::int64_t n) {
-  std::vector<std::int64_t> cu = {0};
-  const std::int64_t caps[] = {1, 3, 17, n / 7 + 1, n / 2 + 1, n};
-  const std::int64_t cap = caps[rng.between(0, 5)];
-  while (cu.back() < n) cu.push_back(std::min(n, cu.back() + rng.between(1, cap)));
-  return cu;
-}
+using core_test::random_cu;
 
 constexpr Balancer kBalancers[] = {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced};
 
@@ -32,7 +27,7 @@ TEST(DocLayout, FullestRankTokensIsTheLayoutsFullestRank) {
     // Lengths divisible by 2 x U x R (every balancer lays them out) and, every third, not.
     std::int64_t n = 2 * std::int64_t(u) * r * rng.between(1, 60);
     if (trial % 3 == 0) n += rng.between(1, 5);
-    const auto cu = random_packing(rng, n);
+    const auto cu = random_cu(rng, n);
     for (Balancer b : kBalancers) {
       std::int64_t most = -1;
       bool refused = false;
@@ -60,7 +55,7 @@ TEST(DocLayout, EvenShareBalancersHoldTheSameTokensWhateverTheDocuments) {
     const std::int64_t one[] = {0, n};
     const std::int64_t alone = fullest_rank_tokens(one, 3, 4, b);
     bool same = true;
-    for (int trial = 0; trial < 20; ++trial) same = same && fullest_rank_tokens(random_packing(rng, n), 3, 4, b) == alone;
+    for (int trial = 0; trial < 20; ++trial) same = same && fullest_rank_tokens(random_cu(rng, n), 3, 4, b) == alone;
     EXPECT_EQ(same, holds_even_share(b)) << to_string(b);
   }
 }

@@ -26,6 +26,7 @@ namespace doc_work_test {
 namespace {
 
 using core_test::error_of;
+using core_test::random_cu;
 using core_test::stride;
 
 // A token a rank holds: its document, its position in the document, whether it is padding.
@@ -42,15 +43,20 @@ std::vector<Row> rows_of(const DocLayout& l, const RankHold& h) {
   return out;
 }
 
-// Random packed sequence of n tokens: documents of lengths at awkward sizes (1, tiny, primes,
-// longer than a rank's share, one as long as the sequence).
-std::vector<std::int64_t> random_cu(Rng& rng, std::int64_t n) {
-  std::vector<std::int64_t> cu = {0};
-  const std::int64_t caps[] = {1, 3, 17, n / 5 + 1, n / 2 + 1, n};
-  const std::int64_t cap = caps[rng.between(0, 5)];
-  while (cu.back() < n) cu.push_back(std::min(n, cu.back() + rng.between(1, cap)));
-  return cu;
+// Every shape of sp ranks: U x R = sp for each U dividing sp (U ascending), and the all-gather
+// ring where U = 1.
+std::vector<SpShape> shapes_of(int sp) {
+  std::vector<SpShape> out;
+  for (int u = 1; u <= sp; ++u) {
+    if (sp % u != 0) continue;
+    out.push_back({u, sp / u, false});
+    if (u == 1) out.push_back({1, sp, true});
+  }
+  return out;
 }
+
+// The lengths every balancer lays out for a shape are the multiples of R x lcm(2, U).
+std::int64_t layout_base(const SpShape& s) { return std::int64_t(s.ring) * std::lcm(2, s.ulysses); }
 
 struct Tile {
   int q, k;
@@ -182,21 +188,15 @@ std::string describe(SpShape s, Balancer b, std::int64_t n) {
 TEST(DocWork, SlidingWindowMatchesTheBruteForceBand) {
   Rng rng(0xba2d);
   for (int sp : {2, 3, 4, 8})
-    for (int u = 1; u <= sp; ++u) {
-      if (sp % u != 0) continue;
-      const int r = sp / u;
-      std::vector<SpShape> shapes = {{u, r, false}};
-      if (u == 1) shapes.push_back({1, r, true});
-      for (const SpShape& shape : shapes) {
-        const std::int64_t base = std::int64_t(r) * std::lcm(2, u);
-        const std::int64_t n = base * rng.between(60 / base + 1, 160 / base + 1);
-        for (Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced})
-          for (std::int64_t w : {std::int64_t{1}, std::int64_t{4}, n / sp + 3, 2 * n}) {
-            const auto cu = random_cu(rng, n);
-            SCOPED_TRACE(describe(shape, b, n) + " window " + std::to_string(w));
-            check_against_brute(cu, shape, b, w);
-          }
-      }
+    for (const SpShape& shape : shapes_of(sp)) {
+      const std::int64_t base = layout_base(shape);
+      const std::int64_t n = base * rng.between(60 / base + 1, 160 / base + 1);
+      for (Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced})
+        for (std::int64_t w : {std::int64_t{1}, std::int64_t{4}, n / sp + 3, 2 * n}) {
+          const auto cu = random_cu(rng, n);
+          SCOPED_TRACE(describe(shape, b, n) + " window " + std::to_string(w));
+          check_against_brute(cu, shape, b, w);
+        }
     }
 }
 
@@ -243,25 +243,19 @@ TEST(DocWork, EveryMethodAndBalancerMatchesTheBruteForceMask) {
   int k = 0;
   const int every = stride();
   for (int sp = 2; sp <= 16; ++sp)
-    for (int u = 1; u <= sp; ++u) {
-      if (sp % u != 0) continue;
-      const int r = sp / u;
-      std::vector<SpShape> shapes = {{u, r, false}};
-      if (u == 1) shapes.push_back({1, r, true});
-      for (const SpShape& shape : shapes) {
-        // A length contiguous and zigzag sharding accept (divisible by U R and 2R), and one they do not.
-        const std::int64_t base = std::int64_t(r) * std::lcm(2, u);
-        const std::int64_t n = base * rng.between(120 / base + 1, 300 / base + 1);
-        const std::int64_t odd = n + rng.between(1, base - 1);  // base >= 2
-        for (Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced}) {
-          if (k++ % every != 0) continue;
-          const auto cu = random_cu(rng, n);
-          SCOPED_TRACE(describe(shape, b, n));
-          check_against_brute(cu, shape, b);
-          if (b == Balancer::per_document || b == Balancer::balanced) {
-            SCOPED_TRACE("odd length " + std::to_string(odd));
-            check_against_brute(random_cu(rng, odd), shape, b);
-          }
+    for (const SpShape& shape : shapes_of(sp)) {
+      // A length contiguous and zigzag sharding accept (divisible by U R and 2R), and one they do not.
+      const std::int64_t base = layout_base(shape);
+      const std::int64_t n = base * rng.between(120 / base + 1, 300 / base + 1);
+      const std::int64_t odd = n + rng.between(1, base - 1);  // base >= 2
+      for (Balancer b : {Balancer::contiguous, Balancer::zigzag, Balancer::per_document, Balancer::balanced}) {
+        if (k++ % every != 0) continue;
+        const auto cu = random_cu(rng, n);
+        SCOPED_TRACE(describe(shape, b, n));
+        check_against_brute(cu, shape, b);
+        if (b == Balancer::per_document || b == Balancer::balanced) {
+          SCOPED_TRACE("odd length " + std::to_string(odd));
+          check_against_brute(random_cu(rng, odd), shape, b);
         }
       }
     }
