@@ -29,8 +29,9 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
              sim::describe_placement(s, p));
   fmt::print("{}\n", inferred_text(s));
   for (const std::string& line : sim::fp8_lines(s, p)) fmt::print("{}\n", line);
-  fmt::print("fits: {} (peak {} of {} GiB, at {}: {}{})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
-             gib(r.capacity_bytes), r.memory.peak_phase, r.memory.peak_subphase,
+  fmt::print("fits: {} (peak {} of {} GiB, at {}{}: {}{})\n\n", r.fits ? "yes" : "NO", gib(r.peak_memory_bytes()),
+             gib(r.capacity_bytes), r.plan.pp > 1 ? fmt::format("stage {} of {}, ", r.memory.peak_stage, r.plan.pp) : std::string(),
+             r.memory.peak_phase, r.memory.peak_subphase,
              r.host_node_bytes <= 0 ? std::string()
              : r.host_capacity_bytes > 0
                  ? fmt::format("; host {} of {} GiB per node{}", gib(r.host_node_bytes), gib(r.host_capacity_bytes),
@@ -57,6 +58,10 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   row("  attention (all-to-all, ring waits)", t.exposed_attention_comm);
   row("  data parallel", t.exposed_dp_comm);
   if (r.plan.tp > 1) row("  tensor parallel (all-gather, reduce-scatter)", t.tp_comm);
+  if (r.plan.pp > 1) {
+    row("  pipeline sends between stages", t.pp_comm);
+    row("pipeline bubble (fill and drain)", t.pipeline_bubble);
+  }
   row("optimizer", t.optimizer);
   row("exposed offload", t.exposed_offload);
   if (t.first_step > 0) row("first step only: pinning host buffers (not in the step)", t.first_step);
@@ -84,6 +89,14 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
     terms.add({term.name, std::string(sim::to_string(term.part)), gib(term.bytes)});
   terms.add({"reserve (device, allocator, calibrated)", "reserved", gib(b.reserved)});
   fmt::print("{}", terms.str());
+  if (r.plan.pp > 1) {
+    // Every stage's peak: the first holds the most micro-batches in flight, the last the head.
+    Table st({"stage", "micro-batches in flight", "peak GiB", "at"});
+    for (const sim::StageMemory& x : sim::stage_memories(m, s, r.plan))
+      st.add({fmt::format("{}{}", x.stage, x.stage == r.memory.peak_stage ? " (peak)" : ""), fmt::format("{:.2f}", x.in_flight),
+              gib(x.peak_bytes), fmt::format("{}: {}", x.phase, x.subphase)});
+    fmt::print("\n{}", st.str());
+  }
 }
 
 }  // namespace

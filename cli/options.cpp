@@ -98,6 +98,16 @@ void add_plan(CLI::App* app, PlanOptions& o) {
                   "sp x dp)")
       ->capture_default_str()
       ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--pp", o.pp,
+                  "Pipeline stages (1F1B; layers / pp each, the embedding on the first, the LM head on the last; "
+                  "ranks ordered [TP, CP, PP, DP]; GPUs = tp x sp x pp x dp)")
+      ->capture_default_str()
+      ->transform(at_most("pp", sim::limits::kMaxGpus));
+  app->add_option("--vp", o.vp,
+                  "Virtual stages per rank (interleaved 1F1B; needs --pp > 1, layers divisible by pp x vp, "
+                  "micro-batches a multiple of pp)")
+      ->capture_default_str()
+      ->transform(at_most("vp", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")

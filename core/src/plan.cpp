@@ -127,6 +127,8 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.gpus = gpus;
   p.seq_len = seq_len;
   p.tp = f.tp;
+  p.pp = f.pp;
+  p.vp = f.vp;
   p.precision = precision;
   // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
   // not divide the GPUs).
@@ -137,7 +139,14 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
     throw Error(fmt::format("tp: {} GPUs are not divisible by tp {}: the tensor-parallel groups must tile the GPUs "
                             "(without --sp, sequence parallelism takes the GPUs they leave)",
                             gpus, f.tp));
-  p.sp = sp.value_or(f.tp >= 1 && gpus % f.tp == 0 ? gpus / f.tp : gpus);
+  // The same for the pipeline stages: without --sp, SP takes the GPUs the TP groups and stages leave.
+  // In 64 bits: both degrees are at most 2^20.
+  const std::int64_t tp_pp = std::int64_t{std::max(1, f.tp)} * std::max(1, f.pp);
+  if (!sp && f.pp > 1 && gpus >= 1 && gpus % tp_pp != 0)
+    throw Error(fmt::format("pp: {} GPUs are not divisible by tp {} x pp {}: the tensor-parallel groups and pipeline "
+                            "stages must tile the GPUs (without --sp, sequence parallelism takes the GPUs they leave)",
+                            gpus, f.tp, f.pp));
+  p.sp = sp.value_or(f.tp >= 1 && gpus % tp_pp == 0 ? static_cast<int>(gpus / tp_pp) : gpus);
   p.ulysses_degree = f.ulysses_degree.value_or(0);
   p.ring_degree = f.ring_degree.value_or(0);
   p.micro_batch = f.micro_batch;
@@ -169,7 +178,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 }
 
 nlohmann::json to_json(const Plan& p) {
-  return {{"method", to_string(p.method)},
+  nlohmann::json j = {{"method", to_string(p.method)},
           {"gpus", p.gpus},
           {"seq_len", p.seq_len},
           {"sp", p.sp},
@@ -189,6 +198,11 @@ nlohmann::json to_json(const Plan& p) {
           {"tiled_loss", p.mem.tiled_loss},
           {"fp8", fp8_parts_text(p.precision)},
           {"fp8_recipe", to_string(p.precision.recipe)}};
+  // Only where pipelined: a plan without stages writes the object it always wrote (nlohmann's
+  // objects keep their keys sorted, so the position is the reader's concern, not ours).
+  if (p.pp != 1) j["pp"] = p.pp;
+  if (p.vp != 1) j["vp"] = p.vp;
+  return j;
 }
 
 namespace {
@@ -239,6 +253,8 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.seq_len = count_field<std::int64_t>(j, "seq_len", 0, true, 1, limits::kMaxSeqLen);
   p.sp = count_field<int>(j, "sp", 0, true, 1, limits::kMaxGpus);
   p.tp = count_field<int>(j, "tp", 1, false, 1, limits::kMaxGpus);
+  p.pp = count_field<int>(j, "pp", 1, false, 1, limits::kMaxGpus);
+  p.vp = count_field<int>(j, "vp", 1, false, 1, limits::kMaxGpus);
   // 0: not given (normalized() fills it in).
   p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
   p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
@@ -257,24 +273,39 @@ Plan plan_from_json(const nlohmann::json& j) {
   return p;
 }
 
+namespace {
+// The pipeline's part of a label, after the SP part (the order [TP, CP, PP, DP]): " pp=16",
+// " pp=8 vp=5"; empty without stages.
+std::string pipeline_label(const Plan& p) {
+  if (p.pp == 1 && p.vp == 1) return {};
+  return p.vp != 1 ? fmt::format(" pp={} vp={}", p.pp, p.vp) : fmt::format(" pp={}", p.pp);
+}
+std::string pipeline_words(const Plan& p) {
+  if (p.pp == 1 && p.vp == 1) return {};
+  return p.vp != 1 ? fmt::format(" x PP {} (VP {})", p.pp, p.vp) : fmt::format(" x PP {}", p.pp);
+}
+}  // namespace
+
 std::string describe_structure(const Plan& p) {
   // TP first: it is the innermost group, and the SP method runs over what it leaves.
   const std::string tp = p.tp != 1 ? fmt::format("tp={} ", p.tp) : std::string();
-  if (p.sp == 1) return p.tp != 1 ? tp + "sp=1" : "dp-only sp=1";
+  const std::string pp = pipeline_label(p);
+  if (p.sp == 1) return (p.tp != 1 || !pp.empty() ? tp + "sp=1" : "dp-only sp=1") + pp;
   if (p.method == Method::hybrid)
-    return fmt::format("{}hybrid U{}xR{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{}{} sp={}", tp, to_string(p.method), p.sp);
+    return fmt::format("{}hybrid U{}xR{}{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp);
+  return fmt::format("{}{} sp={}{}", tp, to_string(p.method), p.sp, pp);
 }
 
 std::string describe_in_words(const Plan& p) {
-  if (p.sp == 1) return p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : "no SP";
+  const std::string pp = pipeline_words(p);
+  if (p.sp == 1) return (p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : std::string("no SP")) + pp;
   // TP first, as in describe_structure: the innermost group.
   const std::string tp = p.tp != 1 ? fmt::format("TP {} x ", p.tp) : std::string();
   if (p.method == Method::hybrid)
-    return fmt::format("{}hybrid {}x{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{}{} {}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
+    return fmt::format("{}hybrid {}x{}{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp);
+  return fmt::format("{}{} {}{}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp, pp);
 }
 
 namespace {
@@ -287,6 +318,8 @@ std::string describe_json(const nlohmann::json& plan, std::string (*describe)(co
     p.method = parse_method(field<std::string>(plan, "method", "", true));
     p.sp = count_field<int>(plan, "sp", 0, true, kIntMin, kIntMax);
     p.tp = count_field<int>(plan, "tp", 1, false, kIntMin, kIntMax);
+    p.pp = count_field<int>(plan, "pp", 1, false, kIntMin, kIntMax);
+    p.vp = count_field<int>(plan, "vp", 1, false, kIntMin, kIntMax);
     p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
     p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));

@@ -28,17 +28,35 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   range("grad_accum_steps", p.grad_accum_steps, limits::kMaxGradAccumSteps);
   range("sp", p.sp, limits::kMaxGpus);
   range("tp", p.tp, limits::kMaxGpus);
+  range("pp", p.pp, limits::kMaxGpus);
+  range("vp", p.vp, limits::kMaxGpus);
   range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
   range("ring_degree", p.ring_degree, limits::kMaxGpus);
   if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
   if (errors.size() != before) return false;  // the rules below divide and multiply by these
 
-  if (p.tp == 1 && p.gpus % p.sp != 0)
+  if (p.tp == 1 && p.pp == 1 && p.gpus % p.sp != 0)
     fail(fmt::format("gpus: {} GPUs are not divisible by sp {} (the data-parallel degree gpus/sp must be whole)", p.gpus, p.sp));
   // In 64 bits: both degrees are at most 2^20.
-  if (p.tp != 1 && p.gpus % (std::int64_t{p.tp} * p.sp) != 0)
+  if (p.tp != 1 && p.pp == 1 && p.gpus % (std::int64_t{p.tp} * p.sp) != 0)
     fail(fmt::format("gpus: {} GPUs are not divisible by tp {} x sp {} (the data-parallel degree gpus/(tp x sp) must be "
                      "whole)", p.gpus, p.tp, p.sp));
+  // In 64 bits: three degrees of at most 2^20 each, so the product is exact.
+  if (p.pp != 1 && p.gpus % (std::int64_t{p.tp} * p.sp * p.pp) != 0)
+    fail(fmt::format("gpus: {} GPUs are not divisible by tp {} x sp {} x pp {} (the data-parallel degree gpus/(tp x sp x "
+                     "pp) must be whole)", p.gpus, p.tp, p.sp, p.pp));
+  // Interleaving splits each rank's layers into vp chunks that take turns: without stages there is
+  // nothing to interleave.
+  if (p.vp > 1 && p.pp == 1)
+    fail(fmt::format("vp: {} virtual stages per rank interleave a pipeline's stages; it needs --pp above 1 (got pp 1)", p.vp));
+  // Megatron-LM's rule for the interleaved schedule (schedules.py,
+  // forward_backward_pipelining_with_interleaving: "number of microbatches ... must be divisible by
+  // pipeline-model-parallel-size when using interleaved schedule"): the micro-batches go round the
+  // stages in groups of pp.
+  if (p.vp > 1 && p.pp > 1 && p.grad_accum_steps % p.pp != 0)
+    fail(fmt::format("grad_accum_steps: {} micro-batches per pipeline are not a multiple of pp {}; the interleaved "
+                     "schedule (vp {}) runs them round the stages in groups of pp (Megatron-LM's rule)",
+                     p.grad_accum_steps, p.pp, p.vp));
   // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
   if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));

@@ -115,7 +115,18 @@ Placement place_tp_group(const System& s, const seqpar::Plan& p) { return place_
 
 Placement place_zero_group(const System& s, const seqpar::Plan& p) {
   const int T = std::max(1, p.tp);
-  return place_group(s, std::max(1, p.gpus / T), T, p.gpus);
+  if (p.pp <= 1) return place_group(s, std::max(1, p.gpus / T), T, p.gpus);
+  // With stages ([TP, CP, PP, DP]) the group is a stage's sp ranks tp apart, then its dp copies
+  // tp x sp x pp apart: two strides, which a Placement (one stride) cannot hold. Without SP or
+  // without DP it is one stride, exactly. With both, it is charged as sp x dp ranks tp apart: the
+  // same members per node and the same crossing share per member where tp x sp fills whole nodes
+  // (Llama 3's TP 8 x CP 16), the stages' groups taking the nodes between; where a stage's SP block
+  // shares a node with other stages, this counts more members per node than there are and
+  // understates the NIC load.
+  const int sp = std::max(1, p.sp), dp = std::max(1, p.dp());
+  if (sp == 1) return place_group(s, dp, T * std::max(1, p.pp), p.gpus);
+  if (dp == 1) return place_group(s, sp, T, p.gpus);
+  return place_group(s, sp * dp, T, p.gpus);
 }
 
 System loopback_system(const System& s) {

@@ -343,10 +343,9 @@ namespace {
 // weight, output gradient) for each of a layer's four linear modules (QKV, projection, fc1, fc2).
 // The embedding and the LM head stay bf16.
 template <class Items>
-void add_fp8_states(const Model& m, const Framework& f, const Plan& p, double layer_params, bool zero3_gathers,
+void add_fp8_states(double L, const Framework& f, const Plan& p, double layer_params, bool zero3_gathers,
                     Items& states) {
   if (!p.precision.has(Fp8Part::gemm)) return;
-  const double L = m.layers;
   const double cached = zero3_gathers ? std::min(f.zero3_gathered_layers, L) : L;
   states.add("FP8 weight copies and transposes", MemPart::parameters,
              f.fp8_weight_cache_bytes_per_param * cached * layer_params);
@@ -357,17 +356,21 @@ void add_fp8_states(const Model& m, const Framework& f, const Plan& p, double la
 }  // namespace
 
 namespace {
+// One pipeline stage's peak (pipeline_cost.hpp: StageShape; the whole model without stages): its
+// layers, its parameters, the head and loss on the last alone, and the stored activations of the
+// micro-batches in flight there.
 template <bool Named>
-MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
+MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const StageShape& st) {
   using Items = seqpar::sim::Items<Named>;
   using Phase = seqpar::sim::Phase<Named>;
   MemoryEstimate e;
   const Framework& f = s.profile;
   const AttentionShapes sh = attention_shapes(m, p);
-  const Sizes z = sizes(m, f, p, sh);
-  const double T = z.tokens, L = m.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
-  // A rank's parameters: 1/tp of the model's (tensor_parallel_cost.hpp).
-  const double psi = params_per_tp_rank(m, p), layer_params = z.layer_params;
+  Sizes z = sizes(m, f, p, sh);
+  z.layers = st.layers;  // a stage's (all of them without stages)
+  const double T = z.tokens, L = st.layers, h = z.width[static_cast<std::size_t>(Width::hidden)];
+  // A rank's parameters: 1/tp of its stage's (tensor_parallel_cost.hpp; the model's without stages).
+  const double psi = st.params_per_tp_rank, layer_params = z.layer_params;
   const double D = zero_group_size(p);  // ZeRO shards over the data x sequence parallel group
   const int zero = p.mem.zero;
   const bool full = p.mem.checkpoint == Checkpoint::full;
@@ -384,9 +387,11 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
     else if (t.part == MemPart::gradients && f.gradients_during_backward) grads += bytes;
     else states.add(t.name, t.part, bytes);
   }
-  add_fp8_states(m, f, p, layer_params, zero >= 3 && (D > 1 || p.mem.offload_params), states);
+  add_fp8_states(L, f, p, layer_params, zero >= 3 && (D > 1 || p.mem.offload_params), states);
   const double h_tp = m.hidden / double(p.tp > 0 ? p.tp : 1);
-  const double head_params = double(m.vocab) * h_tp + h_tp;  // the LM head (the embedding if tied) and final norm
+  // The LM head (the embedding if tied) and final norm: on the last stage alone (a first stage's
+  // embedding gradient comes after its layers', as the layers' own order has it).
+  const double head_params = st.has_head ? double(m.vocab) * h_tp + h_tp : 0.0;
   auto with_grads = [&]<class A>(A v, double params) {
     if (grads > 0) v.add("gradients produced so far", MemPart::gradients, grads * std::min(1.0, params / psi));
     return v;
@@ -411,8 +416,13 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   if (full)
     for (Items* cur : {&cur_mlp, &cur_attn, &cur_qkv})
       cur->add("this layer's input (checkpoint)", MemPart::checkpoints, per_layer_bytes);
+  // The other micro-batches in flight on this stage (pipeline_cost.hpp): each keeps every layer's
+  // stored activations (or checkpoints) until its backward; none without stages.
+  const double other_in_flight = (st.in_flight - 1) * L;
   e.host_bytes += offload ? L * per_layer_bytes : 0;
+  if (offload && other_in_flight > 0) e.host_bytes += other_in_flight * per_layer_bytes;
   e.device_checkpoint_bytes = full ? (offload ? std::min(2.0, L) : L) * per_layer_bytes : 0;
+  if (full && !offload && other_in_flight > 0) e.device_checkpoint_bytes += other_in_flight * per_layer_bytes;
 
   Items common = terms<Named>(f.every_phase, z, p);
   const double workspace = kernel_workspace_bytes(m, s, sh);
@@ -442,6 +452,7 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
     const double lower = offload ? std::min(1.0, l - 1) : l - 1;
     A base = with_grads(sum<A>(states, common, through_backward), head_params + (L - l + 1) * layer_params);
     base.add_all(per_layer, lower, "stored by the layers below");
+    if (!offload && other_in_flight > 0) base.add_all(per_layer, other_in_flight, "stored by the other micro-batches in flight");
     if (zero3 > 0) base.add("ZeRO-3 gathered layer weights", MemPart::working, zero3);
     switch (sub) {
       case 0: return full ? sum<A>(base, cur_mlp, rec) : A();
@@ -482,6 +493,10 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
   Phase loss_peak{final_norm, "loss", "final-norm", total(final_norm)};
   for (auto [items, name] : {std::pair{&fwd, "head-forward"}, std::pair{&bwd, "head-backward"}})
     if (total(*items) > loss_peak.bytes) loss_peak = {*items, "loss", name, total(*items)};
+  if (!st.has_head) {  // a stage before the last runs no head and no loss
+    loss_peak = Phase{Items(), "loss", "none", 0};
+    e.loss_logits_bytes = 0;
+  }
   // Optimizer step: every gradient, no activations.
   Items opt = with_grads(join({&states, &common}), psi);
   const double opt_b = total(opt);
@@ -521,8 +536,31 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p) {
 }
 }  // namespace
 
+MemoryEstimate estimate_stage_memory(const Model& m, const System& s, const Plan& p, int stage, MemoryDetail detail) {
+  const StageShape st = stage_shape(m, p, stage);
+  MemoryEstimate e = detail == MemoryDetail::terms ? estimate<true>(m, s, p, st) : estimate<false>(m, s, p, st);
+  e.peak_stage = stage;
+  return e;
+}
+
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
-  return detail == MemoryDetail::terms ? estimate<true>(m, s, p) : estimate<false>(m, s, p);
+  if (p.pp <= 1) return estimate_stage_memory(m, s, p, 0, detail);
+  // The peak is the first stage's (the most micro-batches in flight, the embedding) or the last's
+  // (the head, its logits and the loss): a stage between holds fewer in flight than the first, the
+  // same layers and no table, so never more than the first.
+  MemoryEstimate first = estimate_stage_memory(m, s, p, 0, detail);
+  MemoryEstimate last = estimate_stage_memory(m, s, p, p.pp - 1, detail);
+  return last.peak.total() > first.peak.total() ? last : first;
+}
+
+std::vector<StageMemory> stage_memories(const Model& m, const System& s, const Plan& p) {
+  std::vector<StageMemory> out;
+  const int P = std::max(1, p.pp);
+  for (int i = 0; i < P; ++i) {
+    const MemoryEstimate e = estimate_stage_memory(m, s, p, i, MemoryDetail::sums);
+    out.push_back({i, in_flight_micro_batches(p, i), e.peak.total(), e.peak_phase, e.peak_subphase});
+  }
+  return out;
 }
 
 }  // namespace seqpar::sim

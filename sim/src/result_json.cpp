@@ -5,6 +5,7 @@
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -74,6 +75,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
                           "peak_memory_bytes", "memory", "time"})
       j[k] = nullptr;
     for (const char* k : {"memory_peak_phase", "memory_peak_subphase", "memory_phases", "memory_terms",
+                          "memory_peak_stage", "memory_stages", "pipeline",
                           "host_memory_bytes", "host_memory_per_node_bytes", "host_memory_capacity_bytes", "fits_gpu",
                           "fits_host"})
       j.erase(k);
@@ -93,6 +95,7 @@ json to_json(const Model& m, const System& s, const Result& r) {
                  {"ulysses", group(g.ulysses)},
                  {"ring", group(g.ring)},
                  {"label", describe_placement(s, r.plan)}};
+  if (r.plan.pp > 1) j["groups"]["pipeline"] = group(place_pp_group(s, r.plan));
   // One optimizer step's batch (step_time_s is its time); tokens in floating point, as the product
   // of four limits can pass 2^63.
   j["global_batch_sequences"] = r.plan.global_batch_sequences();
@@ -117,6 +120,25 @@ json to_json(const Model& m, const System& s, const Result& r) {
                  {"reserved_bytes", b.reserved}};
   j["memory_peak_phase"] = r.memory.peak_phase;
   j["memory_peak_subphase"] = r.memory.peak_subphase;
+  if (r.plan.pp > 1) {
+    // Every stage's peak (pipeline_cost.hpp: its layers, parameters and micro-batches in flight);
+    // peak_memory_bytes and the fit are the peak stage's.
+    j["memory_peak_stage"] = r.memory.peak_stage;
+    json stages = json::array();
+    for (const StageMemory& st : stage_memories(m, s, r.plan))
+      stages.push_back({{"stage", st.stage}, {"in_flight_micro_batches", st.in_flight}, {"peak_bytes", st.peak_bytes},
+                        {"phase", st.phase}, {"subphase", st.subphase}});
+    j["memory_stages"] = stages;
+    const PipelineCost pc = pipeline_cost(m, s, r.plan);
+    j["pipeline"] = {{"stages", r.plan.pp},
+                     {"virtual_stages", r.plan.vp},
+                     {"schedule", r.plan.vp > 1 ? "interleaved-1f1b" : "1f1b"},
+                     {"micro_batches", r.plan.grad_accum_steps},
+                     {"layers_per_stage", stage_layers(m, r.plan)},
+                     {"bubble_fraction", pc.bubble_fraction},
+                     {"send_bytes", pc.send_bytes},
+                     {"send_s", pc.send_s}};
+  }
   j["memory_phases"] = {{"layer_backward_bytes", r.memory.layer_phase_bytes},
                         {"loss_bytes", r.memory.loss_phase_bytes},
                         {"optimizer_bytes", r.memory.optimizer_phase_bytes}};
@@ -146,6 +168,8 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"dp_comm_s", t.dp_comm},
                {"exposed_dp_comm_s", t.exposed_dp_comm},
                {"tp_comm_s", t.tp_comm},
+               {"pp_comm_s", t.pp_comm},
+               {"pipeline_bubble_s", t.pipeline_bubble},
                {"optimizer_s", t.optimizer},
                {"offload_s", t.offload},
                {"exposed_offload_s", t.exposed_offload},

@@ -16,6 +16,7 @@
 #include "seqpar/sim/elementwise_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
 #include "element_bytes.hpp"
@@ -52,7 +53,9 @@ struct DataParallelCost {
 DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const StructureCosts& sc, double fwd, double bwd) {
   DataParallelCost c;
   if (sc.zero_group_ranks <= 1) return c;
-  const double hide = double(m.layers - 1) / m.layers;
+  // A stage's layers (all of them without stages): the reduction hides under all but its last.
+  const double L = stage_layers(m, p);
+  const double hide = (L - 1) / L;
   switch (p.mem.zero) {
     case 0: c.in_bwd = sc.zero_all_reduce_s; break;
     case 1: c.in_bwd = sc.zero_reduce_scatter_s; c.after = sc.zero_all_gather_s; break;
@@ -122,6 +125,8 @@ void for_each_quantity(const Result& r, F f) {
   f("time.exposed_attention_comm_s", t.exposed_attention_comm);
   f("time.dp_comm_s", t.dp_comm);
   f("time.tp_comm_s", t.tp_comm);
+  f("time.pp_comm_s", t.pp_comm);
+  f("time.pipeline_bubble_s", t.pipeline_bubble);
   f("time.exposed_dp_comm_s", t.exposed_dp_comm);
   f("time.comm_s", t.comm);
   f("time.exposed_comm_s", t.exposed_comm);
@@ -179,8 +184,8 @@ struct LayerCosts {
 void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& c, const DataParallelCost& dpc) {
   const TimeBreakdown& t = r.time;
   StepFigures& f = r.figures;
-  const double L = m.layers;
-  f.layers = m.layers;
+  const double L = stage_layers(m, p);  // the slowest stage's (all without stages)
+  f.layers = static_cast<int>(L);
   f.gemm_fwd_s = c.gemm_f;
   f.gemm_bwd_s = c.gemm_b;
   f.elementwise_fwd_s = c.elem_f;
@@ -228,7 +233,9 @@ Plan structure_of(Plan p) {
 // simulate()'s time half on a valid plan, its numbers not yet checked: everything but the memory.
 void time_half(const Model& m, const System& s, const Plan& p, const StructureCosts& c, Result& r) {
   const Gpu& g = s.gpu;
-  const double L = m.layers;
+  // The layers one rank runs: its stage's (all of them without stages). The last stage also runs
+  // the LM head and loss below: the slowest stage, whose micro-batch sets the pipeline's pace.
+  const double L = stage_layers(m, p);
   const double T = c.tokens, tp = p.tp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   // ALST's tiles (tiled MLP and loss only): their rows and count.
@@ -309,6 +316,14 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // parallel traffic runs per micro-step or once by ZeRO stage (data_parallel_cost), and the
   // optimizer once.
   const double k = p.grad_accum_steps;
+  // Pipeline stages (pipeline_cost.hpp): the fill and drain add (p - 1) / v micro-step times of the
+  // slowest stage (its kernels, exposed communication, host traffic and overhead), the sends
+  // between stages their own time in every slot.
+  const PipelineCost pc = pipeline_cost(m, s, p);
+  if (p.pp > 1)
+    t.pipeline_bubble = pc.bubble_slots * (t.compute + exposed_fwd + exposed_bwd + tp_fwd + tp_bwd + t.exposed_offload +
+                                           s.framework.step_overhead_s);
+  t.pp_comm = pc.comm_s;
   const DataParallelCost dpc =
       data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
   for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
@@ -325,19 +340,23 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   t.fp8_casts = k * L * (elem.fp8_cast_fwd_s * (full ? 2 : 1) + elem.fp8_cast_bwd_s) + weight_cast;
   t.dp_comm = dpc.total;
   t.exposed_dp_comm = dpc.exposed;
-  t.comm = t.attention_comm + t.dp_comm + t.tp_comm;
-  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm;
+  t.comm = t.attention_comm + t.dp_comm + t.tp_comm + t.pp_comm;
+  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm + t.pp_comm;
   t.optimizer = optimizer_time(m, s, p);
 
   // A calibrated profile's fixed framework overhead (0 otherwise: framework_terms.hpp), once per
   // micro-step: the launches and host work it stands for recur with every forward and backward.
-  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + k * s.framework.step_overhead_s;
+  r.step_time_s = t.compute + t.exposed_comm + t.optimizer + t.exposed_offload + k * s.framework.step_overhead_s +
+                  t.pipeline_bubble;
+  // The model's FLOPs per GPU: every layer's and the head's, shared by the tp x pp ranks of a
+  // pipeline (a stage's layers, the head on the last: the average over the stages).
+  const double Lm = m.layers, pp = p.pp;
   const double model_flops =
-      k * (3 * (L * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) / tp + L * 3.5 * at.model_flops_fwd);
+      k * (3 * (Lm * layer_gemm_flops(m, T) + head_gemm_flops(m, T)) / tp + Lm * 3.5 * at.model_flops_fwd) / pp;
   r.model_flops_per_gpu = model_flops;
   r.tflops_per_gpu = model_flops / r.step_time_s / 1e12;
   r.mfu = model_flops / r.step_time_s / g.bf16_flops;
-  r.tokens_per_s_per_gpu = k * T / tp / r.step_time_s;  // a TP group's ranks share their T tokens
+  r.tokens_per_s_per_gpu = k * T / tp / pp / r.step_time_s;  // a TP group's and a pipeline's ranks share their T tokens
 
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);

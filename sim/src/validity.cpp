@@ -114,6 +114,12 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
   if (p.tp > 1 && m.ffn_hidden % p.tp != 0)
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
+  // Megatron-LM's rule (transformer_config.py / the interleaved schedule's model chunks): every
+  // stage, and every virtual stage of one, runs the same whole number of layers.
+  if ((p.pp > 1 || p.vp > 1) && m.layers % (std::int64_t{p.pp} * p.vp) != 0)
+    errors.push_back(fmt::format("layers: {} layers are not divisible by pp {} x vp {} (each pipeline stage{} runs the "
+                                 "same whole number of layers, Megatron-LM's rule)",
+                                 m.layers, p.pp, p.vp, p.vp > 1 ? "'s every virtual stage" : ""));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
   if (m.banded_at(p.seq_len))

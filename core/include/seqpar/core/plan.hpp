@@ -63,10 +63,19 @@ struct MemoryOptions {
 
 struct Plan {
   Method method = Method::ulysses;
-  int gpus = 8;                // total GPUs = tp x sp x dp
+  int gpus = 8;                // total GPUs = tp x sp x pp x dp
   // Tensor-parallel degree (Megatron-style, with sequence parallelism in the norm/dropout regions):
   // each layer's weights and heads split over tp consecutive ranks (TP innermost, then SP, then DP).
   int tp = 1;
+  // Pipeline parallelism: pp stages of layers / pp layers each (the embedding on the first, the LM
+  // head and loss on the last); vp virtual stages per rank (Megatron's interleaved 1F1B: each rank
+  // holds vp chunks of layers / (pp x vp) layers; vp = 1 is plain 1F1B). World ranks are ordered
+  // [TP, CP(SP), PP, DP], TP innermost (Llama 3, arXiv 2407.21783 Sec. 3.3.2; Megatron-Core's
+  // default order tp-cp-ep-dp-pp places PP outermost instead; this model uses Llama 3's), so
+  // consecutive stages are tp x sp world ranks apart. The micro-batches per pipeline per step are
+  // grad_accum_steps.
+  int pp = 1;
+  int vp = 1;
   std::int64_t seq_len = 0;    // tokens per sequence (the full, unsharded length)
   int sp = 1;                  // sequence-parallel degree = ulysses_degree * ring_degree
   int ulysses_degree = 1;
@@ -80,8 +89,12 @@ struct Plan {
   Precision precision;         // what runs in FP8 (precision.hpp); bf16 throughout by default
   bool operator==(const Plan&) const = default;
 
-  // Data-parallel degree gpus / (tp x sp); the ZeRO group is dp x sp = gpus / tp ranks.
-  int dp() const { return sp > 0 && tp > 0 ? gpus / (tp * sp) : 0; }
+  // Data-parallel degree gpus / (tp x sp x pp); the ZeRO group is the dp x sp ranks of one stage
+  // that hold the same TP shard, gpus / (tp x pp) of them. In 64 bits: each degree is at most 2^20.
+  int dp() const {
+    const std::int64_t d = std::int64_t{tp} * sp * pp;
+    return d > 0 ? static_cast<int>(gpus / d) : 0;
+  }
   // Sequences per optimizer step (the global batch): dp x micro_batch x grad_accum_steps. In 64
   // bits: each factor is within its limit, so the product is exact.
   std::int64_t global_batch_sequences() const { return std::int64_t{dp()} * micro_batch * grad_accum_steps; }
@@ -96,12 +109,13 @@ struct Plan {
 // inside a node beside its TP groups. Does not validate; see plan_validity.hpp.
 Plan normalized(Plan p, int gpus_per_node);
 
-// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree, --tp,
-// --micro-batch, --grad-accum-steps); nullopt where the flag was not given.
+// The plan flags every program takes (--method, --sp, --ulysses-degree, --ring-degree, --tp, --pp,
+// --vp, --micro-batch, --grad-accum-steps); nullopt where the flag was not given.
 struct PlanFlags {
   std::string method = "ulysses";
   std::optional<int> sp, ulysses_degree, ring_degree;
   int tp = 1;                               // --tp
+  int pp = 1, vp = 1;                       // --pp, --vp
   int micro_batch = 1;
   int grad_accum_steps = 1;                 // --grad-accum-steps
   std::string placement = "ulysses-inner";  // --placement
@@ -114,7 +128,7 @@ struct PlanFlags {
 std::optional<int> implied_sp(const PlanFlags& f);
 
 // The one place flags become a plan, for seqpar simulate and the measuring programs alike:
-// P from implied_sp (else gpus / tp, every GPU the TP groups leave), missing degrees from normalized(); a given flag is never
+// P from implied_sp (else gpus / (tp x pp), every GPU the TP groups and stages leave), missing degrees from normalized(); a given flag is never
 // overridden. Throws seqpar::Error for an unknown method or a hybrid degree that cannot be
 // derived (P not divisible by the other). Does not validate the rest: check_plan_structure does.
 Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpus_per_node);
@@ -122,16 +136,19 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
 // "tp" is the tensor-parallel degree, named like "sp" and "dp" beside it (absent: 1).
+// "pp" and "vp" are the pipeline stages and virtual stages per rank (absent: 1); to_json writes
+// them only where they are not 1, so a plan without pipeline parallelism reads as it always did.
 // "fp8" is fp8_parts_text ("none" or "gemm,attention"), "fp8_recipe" the recipe (absent: none, delayed).
-inline constexpr std::array<std::string_view, 19> kPlanJsonKeys = {
-    "method", "gpus", "seq_len", "sp", "tp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
+inline constexpr std::array<std::string_view, 21> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "tp", "pp", "vp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
     "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss",
     "fp8", "fp8_recipe"};
 
 // {"method","gpus","seq_len","sp","tp","dp","ulysses_degree","ring_degree","micro_batch","grad_accum_steps","placement",
 //  "zero","checkpoint","offload_checkpoints","offload_optimizer","offload_params","tiled_mlp","tiled_loss","fp8","fp8_recipe"}
 nlohmann::json to_json(const Plan& p);
-// Inverse of to_json; missing memory options, placement, tp (1) and grad_accum_steps (1) take their defaults;
+// ("pp" and "vp" after "tp" where not 1.)
+// Inverse of to_json; missing memory options, placement, tp, pp, vp (1) and grad_accum_steps (1) take their defaults;
 // bad values throw seqpar::Error.
 Plan plan_from_json(const nlohmann::json& j);
 
@@ -142,11 +159,12 @@ std::string describe(const Plan& p);
 std::string describe(const MemoryOptions& m);
 // The method and degrees alone: "hybrid U4xR2", "ring-zigzag sp=8", "dp-only sp=1"; a hybrid
 // placed ring-inner says so ("hybrid U4xR2 ring-inner"), the default placement is not shown; tensor
-// parallelism comes first ("tp=2 ulysses sp=4", "tp=8 sp=1" without SP). The one
+// parallelism comes first ("tp=2 ulysses sp=4", "tp=8 sp=1" without SP), pipeline stages after the
+// SP part where not 1 ("tp=8 allgather sp=16 pp=16", "tp=8 sp=1 pp=8 vp=5"). The one
 // spelling of a plan's structure: tables, reports and benchmark output all call this.
 std::string describe_structure(const Plan& p);
 // The same for a plan object read from a document: reads "method", "sp", "ulysses_degree",
-// "ring_degree", "tp" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
+// "ring_degree", "tp", "pp", "vp" and "placement" as plan_from_json does. One that does not parse is labelled by its "method"
 // string alone (or "?"), so a report still shows the row.
 std::string describe_structure(const nlohmann::json& plan);
 // The structure in a sentence's words (the report's one-line answers): "Ulysses 8", "ring-zigzag 8",

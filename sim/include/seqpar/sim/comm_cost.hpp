@@ -66,8 +66,9 @@ struct SpGroups {
 SpGroups place_sp_groups(const System& s, const seqpar::Plan& p);
 // A plan's TP group: tp consecutive world ranks (inside a node when tp divides it).
 Placement place_tp_group(const System& s, const seqpar::Plan& p);
-// The group ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks that hold
-// the same TP shard, gpus / tp of them, tp world ranks apart.
+// The group ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks of one
+// pipeline stage that hold the same TP shard, gpus / (tp x pp) of them (tp world ranks apart
+// without stages; with them, comm_cost.cpp says how the two strides are charged).
 Placement place_zero_group(const System& s, const seqpar::Plan& p);
 
 // The system a single-rank proxy runs on (seqpar-train --comm loopback: rank 0's shapes, every

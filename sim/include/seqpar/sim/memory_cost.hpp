@@ -45,6 +45,7 @@ struct MemoryEstimate {
   double host_bytes = 0;           // offloaded checkpoints and optimizer states, per GPU
   double device_checkpoint_bytes = 0;  // full checkpointing's layer inputs on the GPU at most
   double loss_logits_bytes = 0;    // the logits the loss phase holds, peak or not
+  int peak_stage = 0;              // the pipeline stage whose peak this is (0 without stages)
   std::vector<MemoryTerm> terms;   // what the peak is made of, term by term (the reserve aside); MemoryDetail::terms only
   double device_reserve_bytes = 0;  // in peak.reserved: the GPU's own (context, library workspaces)
   double fragmentation_bytes = 0;   // in peak.reserved: what the allocator caches beyond its tensors
@@ -86,7 +87,20 @@ double attention_method_buffer_bytes(const Model& m, const System& s, const Plan
 // What estimate_memory records beyond the parts and phases: the named terms of the peak (the
 // `simulate` table and `memory_terms`), or the sums alone (the planner's search: no list built).
 enum class MemoryDetail { sums, terms };
+// With pipeline stages (Plan::pp), the peak stage's estimate (pipeline_cost.hpp: its layers,
+// parameters and micro-batches in flight), its index in peak_stage.
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail = MemoryDetail::terms);
+// One stage's (0 = first; the whole model's without stages).
+MemoryEstimate estimate_stage_memory(const Model& m, const System& s, const Plan& p, int stage,
+                                     MemoryDetail detail = MemoryDetail::terms);
+// Every stage's peak, first to last (one entry without stages), for the JSON and the table.
+struct StageMemory {
+  int stage = 0;
+  double in_flight = 1;  // micro-batches' worth of stored activations held at its peak
+  double peak_bytes = 0;
+  std::string_view phase, subphase;
+};
+std::vector<StageMemory> stage_memories(const Model& m, const System& s, const Plan& p);
 
 // What the width symbols (framework.hpp: Width) stand for on one rank of this plan, in values per
 // token of the rank's SP shard: the TP shares of the per-head and per-column widths, and the

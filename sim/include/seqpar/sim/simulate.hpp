@@ -25,7 +25,10 @@ struct TimeBreakdown {
   double attention_comm = 0, exposed_attention_comm = 0;
   double dp_comm = 0, exposed_dp_comm = 0;
   double tp_comm = 0;                      // tensor parallelism's all-gathers and reduce-scatters, all exposed
-  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel
+  // Pipeline parallelism (pipeline_cost.hpp): the sends between stages (all exposed, in comm and
+  // exposed_comm) and the bubble, (p - 1) / v micro-batch times of the slowest stage; 0 without stages.
+  double pp_comm = 0, pipeline_bubble = 0;
+  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel + pipeline sends
   double optimizer = 0;
   double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
   // What a cold first step adds once (pinning the host buffers the framework keeps: its

@@ -10,7 +10,10 @@
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/core/plan.hpp"
+
+#include <algorithm>
 
 namespace seqpar::sim {
 
@@ -25,10 +28,18 @@ TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const s
 
 // The parameters one rank holds before ZeRO: the model's over tp (the norms' weights, replicated
 // over the TP group in Megatron, are counted as sharded: a few hidden-sized vectors per layer).
+// With pipeline stages, the largest stage's (pipeline_cost.hpp: the first with the embedding or
+// the last with the head): the one whose data-parallel traffic and optimizer step take longest.
 inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+  if (p.pp > 1)
+    return std::max(stage_shape(m, p, 0).params_per_tp_rank, stage_shape(m, p, p.pp - 1).params_per_tp_rank);
   return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
 }
-// The ranks ZeRO shards over and the data-parallel collectives run in: dp x sp = gpus / tp.
-inline int zero_group_size(const seqpar::Plan& p) { return p.tp > 0 ? p.gpus / p.tp : p.gpus; }
+// The ranks ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks of one
+// stage holding the same TP shard, gpus / (tp x pp).
+inline int zero_group_size(const seqpar::Plan& p) {
+  const int t = p.tp > 0 ? p.tp : 1, s = p.pp > 0 ? p.pp : 1;
+  return p.gpus / t / s;
+}
 
 }  // namespace seqpar::sim

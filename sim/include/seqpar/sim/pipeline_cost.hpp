@@ -1,0 +1,66 @@
+// Cost of pipeline parallelism (Plan::pp stages, Plan::vp virtual stages per rank): the one table
+// of what a pipeline adds to a step and to a stage's memory. Schedules: 1F1B (Narayanan et al.,
+// PipeDream-Flush, arXiv 2006.09503) and Megatron-LM's interleaved 1F1B (Narayanan et al.,
+// arXiv 2104.04473, Sec. 2.2.2).
+//
+// Time: each stage runs layers / pp layers of every micro-batch, the embedding on the first and the
+// LM head and loss on the last, whose extra work makes it the slowest stage: it sets the pace. With
+// m micro-batches per pipeline per step (Plan::grad_accum_steps) the step takes
+// (m + (p - 1) / v) x the slowest stage's micro-batch forward and backward: the bubble is
+// (p - 1) / (m x v) of the ideal m micro-batches (arXiv 2104.04473, Eq. 2 and Sec. 2.2.2).
+// Between stages every micro-batch's boundary activation (micro_batch x seq_len / (sp x tp) x
+// hidden bf16: a rank's shard, Megatron's scatter-gather of the pipeline send) goes forward and its
+// gradient back, v times each per rank (each virtual stage's chunk ends with a send), on the link
+// the placement puts consecutive stages on (tp x sp world ranks apart: [TP, CP, PP, DP]). The sends
+// are charged exposed, one after the other with the compute (Megatron's default, without
+// overlap_p2p_comm), in every micro-batch slot of the schedule, the bubble's included.
+//
+// Memory: stage i (0 = first) holds the stored activations of the micro-batches it has run forward
+// and not yet backward. 1F1B: min(p - i, m) micro-batches (the first stage p, the last 1).
+// Interleaved: Megatron-LM's warm-up count (schedules.py, forward_backward_pipelining_with_
+// interleaving: (p - i - 1) x 2 + (v - 1) x p, at most m x v) plus the one in its first backward,
+// each of layers / (p x v) layers; the first stage's p x (1 + (p - 1) / (p x v)) micro-batches' worth
+// is Korthikanti et al.'s figure (arXiv 2205.05198, Sec. 4.2.3).
+#pragma once
+#include <cstdint>
+
+#include "seqpar/core/plan.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/hardware.hpp"
+#include "seqpar/sim/model.hpp"
+
+namespace seqpar::sim {
+
+// One stage's share of the model, as the memory estimate charges it.
+struct StageShape {
+  int index = 0;                    // 0 = first stage
+  double layers = 0;                // layers / pp
+  double params_per_tp_rank = 0;    // its layers', the embedding's on the first, the head's and final norm's on the last; / tp
+  bool has_head = true;             // the LM head and the loss run here (the last stage)
+  // Stored activations held at once, in micro-batches of this stage's layers: 1 without stages.
+  double in_flight = 1;
+};
+
+// The layers one stage runs: layers / pp (all of them without stages).
+inline double stage_layers(const Model& m, const seqpar::Plan& p) { return double(m.layers) / (p.pp > 1 ? p.pp : 1); }
+// Stage `index` of the plan's pipeline; without stages (pp = 1) the whole model, the figures
+// simulate() has always used (total_params / tp, one micro-batch in flight).
+StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index);
+// Micro-batches' worth of stored activations stage `index` holds at its peak (see above).
+double in_flight_micro_batches(const seqpar::Plan& p, int index);
+
+struct PipelineCost {
+  double send_bytes = 0;   // one boundary activation (or its gradient) of one rank
+  double send_s = 0;       // one send between neighbouring stages on their link
+  // Per optimizer step: the sends on the critical path, (m + (p - 1) / v) slots x 2 v sends.
+  double comm_s = 0;
+  double bubble_slots = 0;  // (p - 1) / v: micro-batch times the fill and drain add
+  double bubble_fraction = 0;  // (p - 1) / (m x v)
+};
+// All zero for pp = 1.
+PipelineCost pipeline_cost(const Model& m, const System& s, const seqpar::Plan& p);
+
+// Where consecutive stages sit: a group of pp ranks tp x sp world ranks apart.
+Placement place_pp_group(const System& s, const seqpar::Plan& p);
+
+}  // namespace seqpar::sim

@@ -1,0 +1,58 @@
+#include "seqpar/sim/pipeline_cost.hpp"
+
+#include <algorithm>
+
+#include "element_bytes.hpp"
+
+namespace seqpar::sim {
+
+double in_flight_micro_batches(const seqpar::Plan& p, int index) {
+  const double P = std::max(1, p.pp), v = std::max(1, p.vp), m = std::max(1, p.grad_accum_steps);
+  if (P <= 1) return 1;
+  if (v <= 1) return std::min(P - index, m);  // 1F1B: p - i warm-up forwards, at most m
+  // Interleaved (Megatron-LM schedules.py): warm-up chunks (p - i - 1) x 2 + (v - 1) x p, at most
+  // m x v, and the one in its first backward; each chunk is 1/v of the stage's layers.
+  const double warmup = std::min((P - index - 1) * 2 + (v - 1) * P, m * v);
+  return std::min(warmup + 1, m * v) / v;
+}
+
+StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
+  StageShape st;
+  st.index = index;
+  const double tp = p.tp > 0 ? p.tp : 1;
+  if (p.pp <= 1) {
+    st.layers = m.layers;
+    st.params_per_tp_rank = double(m.total_params()) / tp;
+    return st;
+  }
+  const int P = p.pp;
+  st.layers = double(m.layers) / P;
+  st.has_head = index == P - 1;
+  // Megatron keeps the embedding on the first stage and the output layer on the last (a tied
+  // embedding is copied there, its gradient all-reduced between the two): each counts a table.
+  const double table = double(m.vocab) * m.hidden;
+  double params = st.layers * double(m.params_per_layer());
+  if (index == 0) params += table;
+  if (st.has_head) params += table + double(m.norm_params());
+  st.params_per_tp_rank = params / tp;
+  st.in_flight = in_flight_micro_batches(p, index);
+  return st;
+}
+
+Placement place_pp_group(const System& s, const seqpar::Plan& p) {
+  return place_group(s, std::max(1, p.pp), std::max(1, p.tp) * std::max(1, p.sp), p.gpus);
+}
+
+PipelineCost pipeline_cost(const Model& m, const System& s, const seqpar::Plan& p) {
+  PipelineCost c;
+  if (p.pp <= 1) return c;
+  const double P = p.pp, v = std::max(1, p.vp), k = std::max(1, p.grad_accum_steps);
+  c.send_bytes = kBf16 * double(p.micro_batch) * (double(p.seq_len) / (double(p.sp) * std::max(1, p.tp))) * m.hidden;
+  c.send_s = collective_time(s, Collective::send_recv, c.send_bytes, place_pp_group(s, p));
+  c.bubble_slots = (P - 1) / v;
+  c.bubble_fraction = (P - 1) / (k * v);
+  c.comm_s = (k + c.bubble_slots) * 2 * v * c.send_s;
+  return c;
+}
+
+}  // namespace seqpar::sim
