@@ -8,6 +8,7 @@
 #include "options.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
+#include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/result_json.hpp"
@@ -19,6 +20,26 @@
 namespace seqpar::cli {
 
 namespace {
+
+// The plan's micro-batches per optimizer step from a global batch (--global-batch-tokens or
+// --global-batch): sequences / (dp x micro_batch) micro-steps, each replica's (with stages, each
+// pipeline's micro-batches), as advise fills it (sim::batch_fills). An explicit --grad-accum-steps
+// must agree.
+seqpar::Plan filled(const sim::GlobalBatch& b, seqpar::Plan p, bool accum_given) {
+  sim::SearchSpace space;
+  space.global_batch = b;
+  sim::check_search(p.gpus, space);  // one of the two, in range
+  std::string why;
+  const std::optional<std::int64_t> sequences = sim::global_sequences(b, p.seq_len, why);
+  if (!sequences) throw Error(why);
+  const std::vector<seqpar::Plan> fills = sim::batch_fills(p, *sequences, p.micro_batch, why);
+  if (fills.empty()) throw Error(why);
+  if (accum_given && fills.front().grad_accum_steps != p.grad_accum_steps)
+    throw Error(fmt::format("grad_accum_steps: {} micro-steps disagree with the global batch, which needs {} ({} "
+                            "sequences / (dp {} x micro_batch {})); give one or the other",
+                            p.grad_accum_steps, fills.front().grad_accum_steps, *sequences, p.dp(), p.micro_batch));
+  return fills.front();
+}
 
 void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r) {
   const seqpar::Plan& p = r.plan;
@@ -107,6 +128,7 @@ void add_simulate_command(CLI::App& app) {
     PlanOptions plan;
     MemoryFlags mem;
     DocumentOptions docs;
+    BatchOptions batch;
     int gpus = 8;
     std::string seq_len;
     std::string trace;
@@ -119,13 +141,16 @@ void add_simulate_command(CLI::App& app) {
   add_plan(cmd, o->plan);
   add_memory(cmd, o->mem);
   add_documents(cmd, o->docs);
+  add_batch(cmd, o->batch);
   cmd->add_option("--trace", o->trace,
                   "Also write the predicted step as a Chrome trace event file (open in ui.perfetto.dev)");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m);
-      const seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
+      seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
+      if (const std::optional<sim::GlobalBatch> b = global_batch(o->batch))
+        p = filled(*b, p, cmd->get_option("--grad-accum-steps")->count() > 0);
       // A packed-document workload: the plan in its load balancer's layout, and every method beside it.
       const std::optional<SampledWorkload> workload = sample_documents(o->docs, p.seq_len);
       std::optional<sim::DocumentCosts> costs;

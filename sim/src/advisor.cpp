@@ -420,14 +420,18 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
     return {};
   }
   if (sequences % dp != 0) {
-    // dp = gpus / (tp x sp): the degrees that leave it, as the plan has them.
-    const bool tp = structure.tp > 1;
-    const std::string of = tp ? fmt::format("gpus {} / (tp {} x sp {})", structure.gpus, structure.tp, structure.sp)
-                              : fmt::format("gpus {} / sp {}", structure.gpus, structure.sp);
+    // dp = gpus / (tp x sp x pp): the degrees that leave it, as the plan has them.
+    const bool tp = structure.tp > 1 || structure.pp > 1;
+    const std::string of =
+        structure.pp > 1 ? fmt::format("gpus {} / (tp {} x sp {} x pp {})", structure.gpus, structure.tp, structure.sp,
+                                       structure.pp)
+        : tp             ? fmt::format("gpus {} / (tp {} x sp {})", structure.gpus, structure.tp, structure.sp)
+                         : fmt::format("gpus {} / sp {}", structure.gpus, structure.sp);
     why = dp > sequences
               ? fmt::format("global batch: {} sequence{} per optimizer step cannot reach dp {} replicas ({}): each "
                             "needs a sequence of its own; raise {} to {} or more",
-                            sequences, sequences == 1 ? "" : "s", dp, of, tp ? "tp x sp" : "sp",
+                            sequences, sequences == 1 ? "" : "s", dp, of,
+                            structure.pp > 1 ? "tp x sp x pp" : tp ? "tp x sp" : "sp",
                             (structure.gpus + sequences - 1) / sequences)
               : fmt::format("global batch: {} sequences per optimizer step do not split evenly over dp {} replicas ({})",
                             sequences, dp, of);

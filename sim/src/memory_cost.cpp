@@ -545,12 +545,17 @@ MemoryEstimate estimate_stage_memory(const Model& m, const System& s, const Plan
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
   if (p.pp <= 1) return estimate_stage_memory(m, s, p, 0, detail);
-  // The peak is the first stage's (the most micro-batches in flight, the embedding) or the last's
-  // (the head, its logits and the loss): a stage between holds fewer in flight than the first, the
-  // same layers and no table, so never more than the first.
-  MemoryEstimate first = estimate_stage_memory(m, s, p, 0, detail);
-  MemoryEstimate last = estimate_stage_memory(m, s, p, p.pp - 1, detail);
-  return last.peak.total() > first.peak.total() ? last : first;
+  // The peak is the first stage's (the most micro-batches in flight, the embedding), the last's
+  // (the head, its logits and the loss), or, where the ends run a layer fewer (pipeline_cost.hpp:
+  // StageSplit), the second's (one micro-batch fewer in flight than the first, one layer more). A
+  // stage further on holds still fewer in flight and the same layers as the second.
+  MemoryEstimate peak = estimate_stage_memory(m, s, p, 0, detail);
+  for (int i : {p.pp - 1, 1}) {
+    if (i == 1 && (p.pp <= 2 || stage_split(m, p) != StageSplit::ends_lighter)) continue;
+    MemoryEstimate e = estimate_stage_memory(m, s, p, i, detail);
+    if (e.peak.total() > peak.peak.total()) peak = std::move(e);
+  }
+  return peak;
 }
 
 std::vector<StageMemory> stage_memories(const Model& m, const System& s, const Plan& p) {

@@ -16,6 +16,42 @@ double in_flight_micro_batches(const seqpar::Plan& p, int index) {
   return std::min(warmup + 1, m * v) / v;
 }
 
+StageSplit stage_split(const Model& m, const seqpar::Plan& p) {
+  const std::int64_t chunks = std::int64_t{std::max(1, p.pp)} * std::max(1, p.vp);
+  if (m.layers % chunks == 0) return StageSplit::even;
+  // Each end gives up a layer: the first stage's first virtual stage may be the embedding alone
+  // (Llama 3 405B at pp 16 x vp 8), but a stage keeps a layer.
+  if (p.pp > 1 && (m.layers + 2) % chunks == 0 && (m.layers + 2) / chunks * std::max(1, p.vp) >= 2)
+    return StageSplit::ends_lighter;
+  return StageSplit::none;
+}
+
+int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
+  if (p.pp <= 1) return m.layers;
+  switch (stage_split(m, p)) {
+    case StageSplit::even: return m.layers / p.pp;
+    case StageSplit::ends_lighter: return (m.layers + 2) / p.pp - (index == 0 ? 1 : 0) - (index == p.pp - 1 ? 1 : 0);
+    case StageSplit::none: break;
+  }
+  return m.layers / p.pp;  // an invalid plan's: validity names the rule
+}
+
+PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, double head_s) {
+  if (p.pp <= 1) return {0, double(m.layers), true};
+  // Stages between the first and the last all run the same layers: three candidates at most.
+  PacingStage best{p.pp - 1, double(stage_layer_count(m, p, p.pp - 1)), true};
+  double slowest = best.layers * layer_s + head_s;
+  for (int i : {0, 1}) {
+    if (i >= p.pp - 1) break;
+    const double layers = stage_layer_count(m, p, i);
+    if (layers * layer_s > slowest) {
+      slowest = layers * layer_s;
+      best = {i, layers, false};
+    }
+  }
+  return best;
+}
+
 StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
   StageShape st;
   st.index = index;
@@ -26,7 +62,7 @@ StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
     return st;
   }
   const int P = p.pp;
-  st.layers = double(m.layers) / P;
+  st.layers = stage_layer_count(m, p, index);
   st.has_head = index == P - 1;
   // Megatron keeps the embedding on the first stage and the output layer on the last (a tied
   // embedding is copied there, its gradient all-reduced between the two): each counts a table.

@@ -180,11 +180,12 @@ struct LayerCosts {
   AttentionCost at;
   double head_f, head_b, loss_recompute;
   TensorParallelCost tp;
+  double layers;  // the pacing stage's (pipeline_cost.hpp; all of them without stages)
 };
-void record_figures(Result& r, const Model& m, const Plan& p, const LayerCosts& c, const DataParallelCost& dpc) {
+void record_figures(Result& r, const Plan& p, const LayerCosts& c, const DataParallelCost& dpc) {
   const TimeBreakdown& t = r.time;
   StepFigures& f = r.figures;
-  const double L = stage_layers(m, p);  // the slowest stage's (all without stages)
+  const double L = c.layers;
   f.layers = static_cast<int>(L);
   f.gemm_fwd_s = c.gemm_f;
   f.gemm_bwd_s = c.gemm_b;
@@ -233,9 +234,6 @@ Plan structure_of(Plan p) {
 // simulate()'s time half on a valid plan, its numbers not yet checked: everything but the memory.
 void time_half(const Model& m, const System& s, const Plan& p, const StructureCosts& c, Result& r) {
   const Gpu& g = s.gpu;
-  // The layers one rank runs: its stage's (all of them without stages). The last stage also runs
-  // the LM head and loss below: the slowest stage, whose micro-batch sets the pipeline's pace.
-  const double L = stage_layers(m, p);
   const double T = c.tokens, tp = p.tp;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   // ALST's tiles (tiled MLP and loss only): their rows and count.
@@ -245,8 +243,21 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   const ElementwiseCost& elem = c.elementwise;
   const double elem_f = elem.fwd_s, elem_b = elem.bwd_s;
   const AttentionCost& at = c.attention;
-  const double head_f = c.head_fwd_s, head_b = c.head_bwd_s;
-  const TensorParallelCost& tpc = c.tensor_parallel;
+  TensorParallelCost tpc = c.tensor_parallel;
+  // The layers one rank runs and whether the LM head and loss run there: the whole model without
+  // stages; with them, the stage whose micro-batch takes longest (pipeline_cost.hpp: pacing_stage),
+  // which sets the pipeline's pace. It is chosen on a layer's and the head's kernels and exposed
+  // communication (the recomputation of full checkpointing in the layer's), the terms that differ
+  // between stages.
+  const double layer_s = gemm_f + gemm_b + elem_f + elem_b + at.fwd_s + at.bwd_s + tpc.layer_fwd_s + tpc.layer_bwd_s +
+                         (full ? gemm_f + elem_f + at.fwd_s + tpc.layer_fwd_s : 0.0);
+  const double head_s = c.head_fwd_s + c.head_bwd_s + c.loss_elementwise_s + tpc.head_fwd_s + tpc.head_bwd_s;
+  const PacingStage pace = pacing_stage(m, p, layer_s, head_s);
+  const double L = pace.layers, H = pace.has_head ? 1.0 : 0.0;
+  // A stage without the head runs none of its work (H = 0); with it (H = 1) the figures are exact.
+  const double head_f = H * c.head_fwd_s, head_b = H * c.head_bwd_s;
+  tpc.head_fwd_s *= H;
+  tpc.head_bwd_s *= H;
 
   TimeBreakdown& t = r.time;
   double recompute_attention_exposed = 0, recompute_attention_comm = 0, recompute_tp_comm = 0;
@@ -262,11 +273,10 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
     if (p.mem.tiled_mlp)
       t.recompute += L * linear_gemm_time(s, p, mlp_gemm_flops(m, T) / tp, tile(), int(3 * tiles() + 0.5));
   }
-  const double loss_recompute =
-      p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile(), int(tiles() + 0.5)) : 0.0;
+  const double loss_recompute = H * (p.mem.tiled_loss ? framework_gemm_time(s, head_gemm_flops(m, T) / tp, tile(), int(tiles() + 0.5)) : 0.0);
   t.recompute += loss_recompute;
 
-  const double loss_elem = c.loss_elementwise_s;
+  const double loss_elem = H * c.loss_elementwise_s;
   t.gemm = L * (gemm_f + gemm_b) + head_f + head_b;
   t.attention_compute = L * (at.fwd_kernel_s + at.bwd_kernel_s);
   t.elementwise = L * (elem_f + elem_b) + loss_elem;
@@ -359,7 +369,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   r.tokens_per_s_per_gpu = k * T / tp / pp / r.step_time_s;  // a TP group's and a pipeline's ranks share their T tokens
 
   // The step timeline draws the loss's memory-bound work with the head's backward.
-  record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+  record_figures(r, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc, L}, dpc);
 }
 
 // The plan the memory estimate charges: the result's, at the workload's memory length where its

@@ -1,5 +1,7 @@
 #include "seqpar/sim/validity.hpp"
 
+#include "seqpar/sim/pipeline_cost.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/limits.hpp"
 #include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
@@ -115,11 +118,14 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   // Megatron-LM's rule (transformer_config.py / the interleaved schedule's model chunks): every
-  // stage, and every virtual stage of one, runs the same whole number of layers.
-  if ((p.pp > 1 || p.vp > 1) && m.layers % (std::int64_t{p.pp} * p.vp) != 0)
-    errors.push_back(fmt::format("layers: {} layers are not divisible by pp {} x vp {} (each pipeline stage{} runs the "
-                                 "same whole number of layers, Megatron-LM's rule)",
-                                 m.layers, p.pp, p.vp, p.vp > 1 ? "'s every virtual stage" : ""));
+  // stage, and every virtual stage of one, runs the same whole number of layers, or, counting the
+  // embedding and the loss as a layer each, the ends one fewer (pipeline_cost.hpp: StageSplit).
+  if ((p.pp > 1 || p.vp > 1) && stage_split(m, p) == StageSplit::none)
+    errors.push_back(fmt::format("layers: {} layers are not divisible by pp {} x vp {}, nor are {} layers with the "
+                                 "embedding and the loss counted as one each (each pipeline stage{} runs the same whole "
+                                 "number of layers, the first and last one fewer in the second case: Megatron-LM's "
+                                 "rule, with account_for_embedding/loss_in_pipeline_split)",
+                                 m.layers, p.pp, p.vp, m.layers + 2, p.vp > 1 ? "'s every virtual stage" : ""));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
   if (m.banded_at(p.seq_len))

@@ -73,21 +73,54 @@ TEST(PlanLabels, JsonPlansLabelTheSameAsPlans) {
 }
 
 TEST(PlanJson, KeysAreCoresOneList) {
-  // to_json writes exactly kPlanJsonKeys plus the derived "dp"; a reader keeping kPlanJsonKeys
-  // loses nothing plan_from_json needs.
-  std::set<std::string> written, listed;
-  const nlohmann::json j = to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1));
-  for (const auto& [k, v] : j.items()) written.insert(k);
+  // to_json writes kPlanJsonKeys plus the derived "dp", "pp" and "vp" only where not 1 (a plan
+  // without stages reads as it did before they existed); a reader keeping the kPlanJsonKeys it
+  // finds loses nothing plan_from_json needs.
+  auto keys = [](const nlohmann::json& j) {
+    std::set<std::string> out;
+    for (const auto& [k, v] : j.items()) out.insert(k);
+    return out;
+  };
+  std::set<std::string> listed;
   for (std::string_view k : kPlanJsonKeys) listed.insert(std::string(k));
   listed.insert("dp");
-  EXPECT_EQ(written, listed);
-  nlohmann::json cut;
-  Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
-  p.mem.offload_optimizer = true;
-  p.placement = GroupPlacement::ring_inner;  // not the default, so a list without it would lose it
-  const nlohmann::json full = to_json(p);
-  for (std::string_view k : kPlanJsonKeys) cut[std::string(k)] = full[std::string(k)];
-  EXPECT_EQ(plan_from_json(cut), p);
+  std::set<std::string> unpipelined = listed;
+  unpipelined.erase("pp");
+  unpipelined.erase("vp");
+  EXPECT_EQ(keys(to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1))), unpipelined);
+  Plan staged = plan(Method::ulysses, 64, 1 << 16, 8, 8, 1);
+  staged.pp = 4;
+  staged.vp = 2;
+  staged.grad_accum_steps = 8;
+  EXPECT_EQ(keys(to_json(staged)), listed);
+  for (Plan p : {plan(Method::hybrid, 32, 1 << 20, 16, 8, 2), staged}) {
+    p.mem.offload_optimizer = true;
+    p.placement = GroupPlacement::ring_inner;  // not the default, so a list without it would lose it
+    const nlohmann::json full = to_json(p);
+    nlohmann::json cut;
+    for (std::string_view k : kPlanJsonKeys)
+      if (full.contains(std::string(k))) cut[std::string(k)] = full[std::string(k)];
+    EXPECT_EQ(plan_from_json(cut), p);
+  }
+}
+
+TEST(PlanJson, PipelineStagesRoundTripAndLabel) {
+  Plan p = plan(Method::allgather, 16384, 1 << 17, 16, 1, 16);
+  p.tp = 8;
+  p.pp = 16;
+  p.grad_accum_steps = 16;
+  EXPECT_EQ(p.dp(), 8);  // 16384 / (8 x 16 x 16)
+  EXPECT_EQ(to_json(p)["pp"], 16);
+  EXPECT_FALSE(to_json(p).contains("vp"));
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  EXPECT_EQ(describe_structure(p), "tp=8 allgather sp=16 pp=16");
+  EXPECT_EQ(describe_structure(to_json(p)), "tp=8 allgather sp=16 pp=16");
+  p.vp = 4;
+  EXPECT_EQ(describe_structure(p), "tp=8 allgather sp=16 pp=16 vp=4");
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  nlohmann::json bad = to_json(p);
+  bad["pp"] = 0;
+  EXPECT_THROW((void)plan_from_json(bad), Error);
 }
 
 TEST(PlanPlacement, RecordedInJsonLabelsAndFlags) {

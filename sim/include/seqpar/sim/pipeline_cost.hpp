@@ -34,15 +34,39 @@ namespace seqpar::sim {
 // One stage's share of the model, as the memory estimate charges it.
 struct StageShape {
   int index = 0;                    // 0 = first stage
-  double layers = 0;                // layers / pp
+  double layers = 0;                // stage_layer_count
   double params_per_tp_rank = 0;    // its layers', the embedding's on the first, the head's and final norm's on the last; / tp
   bool has_head = true;             // the LM head and the loss run here (the last stage)
   // Stored activations held at once, in micro-batches of this stage's layers: 1 without stages.
   double in_flight = 1;
 };
 
-// The layers one stage runs: layers / pp (all of them without stages).
-inline double stage_layers(const Model& m, const seqpar::Plan& p) { return double(m.layers) / (p.pp > 1 ? p.pp : 1); }
+// How the layers split over the stages. Even: layers / pp each (every virtual stage layers /
+// (pp x vp)). Where pp x vp does not divide the layers but divides layers + 2, Megatron-LM's
+// account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split count the
+// embedding and the loss as a layer each: every virtual stage runs (layers + 2) / (pp x vp) layers
+// but the first stage's first and the last stage's last, one fewer (Llama 3 405B: 126 layers over
+// 16 stages, 8 each, 7 on the first and the last; arXiv 2407.21783 Sec. 3.3.2). Neither: no split
+// (validity refuses the plan).
+enum class StageSplit { even, ends_lighter, none };
+StageSplit stage_split(const Model& m, const seqpar::Plan& p);
+// The layers stage `index` runs (all of them without stages).
+int stage_layer_count(const Model& m, const seqpar::Plan& p, int index);
+// The layers of the stage the time model charges (simulate.cpp: the slowest stage; the most layers,
+// the last stage's head aside): layers / pp, or (layers + 2) / pp with the ends lighter.
+inline double stage_layers(const Model& m, const seqpar::Plan& p) {
+  if (p.pp <= 1) return m.layers;
+  return stage_split(m, p) == StageSplit::ends_lighter ? double(m.layers + 2) / p.pp : double(m.layers) / p.pp;
+}
+// The stage that sets a pipeline's pace: the one whose micro-batch takes longest, with `layer_s` a
+// layer's micro-batch time and `head_s` the LM head's and loss's (the last stage's alone; the first
+// stage's embedding lookup is a gather, not charged). Without stages, the whole model with the head.
+struct PacingStage {
+  int index = 0;
+  double layers = 0;
+  bool has_head = true;
+};
+PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, double head_s);
 // Stage `index` of the plan's pipeline; without stages (pp = 1) the whole model, the figures
 // simulate() has always used (total_params / tp, one micro-batch in flight).
 StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index);

@@ -28,11 +28,15 @@ TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const s
 
 // The parameters one rank holds before ZeRO: the model's over tp (the norms' weights, replicated
 // over the TP group in Megatron, are counted as sharded: a few hidden-sized vectors per layer).
-// With pipeline stages, the largest stage's (pipeline_cost.hpp: the first with the embedding or
-// the last with the head): the one whose data-parallel traffic and optimizer step take longest.
+// With pipeline stages, the largest stage's (pipeline_cost.hpp: the first with the embedding, the
+// last with the head, or one between with more layers than either): the one whose data-parallel
+// traffic and optimizer step take longest.
 inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
-  if (p.pp > 1)
-    return std::max(stage_shape(m, p, 0).params_per_tp_rank, stage_shape(m, p, p.pp - 1).params_per_tp_rank);
+  if (p.pp > 1) {
+    double most = std::max(stage_shape(m, p, 0).params_per_tp_rank, stage_shape(m, p, p.pp - 1).params_per_tp_rank);
+    if (p.pp > 2) most = std::max(most, stage_shape(m, p, 1).params_per_tp_rank);
+    return most;
+  }
   return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
 }
 // The ranks ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks of one
