@@ -42,7 +42,7 @@ void add_advise_command(CLI::App& app) {
     guarded(o->common.json, "seqpar advise", [&] {
       require_range("top", o->top, 0, std::numeric_limits<int>::max());
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common, m);
+      const sim::System s = load_system(o->common, m, o->search.pp.value_or(1));
       const std::int64_t n = parse_seq_len(o->seq_len);
       const int gpus = o->search.gpus;
       sim::SearchSpace space = search_space(o->search, o->mem, s);

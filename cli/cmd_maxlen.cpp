@@ -45,7 +45,7 @@ void add_maxlen_command(CLI::App& app) {
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common, m);
+      const sim::System s = load_system(o->common, m, o->search.pp.value_or(1));
       const int gpus = o->search.gpus;
       const sim::SearchSpace space = search_space(o->search, o->mem, s);
       if (!o->docs.balancer.empty())

@@ -147,7 +147,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->callback([o, cmd] {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
-      const sim::System s = load_system(o->common, m);
+      const sim::System s = load_system(o->common, m, o->plan.pp);
       seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       if (const std::optional<sim::GlobalBatch> b = global_batch(o->batch))
         p = filled(*b, p, cmd->get_option("--grad-accum-steps")->count() > 0);

@@ -65,6 +65,13 @@ void add_search(CLI::App* app, SearchOptions& o) {
                   "Only this tensor-parallel degree (default: 1, 2, 4, 8, ... up to the GPUs of a node, each dividing "
                   "the GPUs, the heads and the MLP width)")
       ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--pp", o.pp,
+                  "Only this number of pipeline stages (default: with a global batch, 1 and every divisor of the GPUs "
+                  "a TP group leaves that splits the layers; without one, 1)")
+      ->transform(at_most("pp", sim::limits::kMaxGpus));
+  app->add_option("--vp", o.vp,
+                  "Only this number of virtual stages per rank (default: every one that splits a structure's layers)")
+      ->transform(at_most("vp", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--micro-batch", o.micro_batch,
@@ -79,6 +86,8 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, cons
   if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
   if (o.tp) space.tp = {*o.tp};
+  if (o.pp) space.pp = {*o.pp};
+  if (o.vp) space.vp = {*o.vp};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed_over(sim::default_memory_options(s.profile));
   space.micro_batch = o.micro_batch;
@@ -99,13 +108,14 @@ void add_plan(CLI::App* app, PlanOptions& o) {
       ->capture_default_str()
       ->transform(at_most("tp", sim::limits::kMaxGpus));
   app->add_option("--pp", o.pp,
-                  "Pipeline stages (1F1B; layers / pp each, the embedding on the first, the LM head on the last; "
-                  "ranks ordered [TP, CP, PP, DP]; GPUs = tp x sp x pp x dp)")
+                  "Pipeline stages (1F1B; layers / pp each, or (layers + 2) / pp with the first and last one fewer; "
+                  "the embedding on the first, the LM head on the last; ranks ordered [TP, CP, PP, DP]; GPUs = tp x "
+                  "sp x pp x dp)")
       ->capture_default_str()
       ->transform(at_most("pp", sim::limits::kMaxGpus));
   app->add_option("--vp", o.vp,
-                  "Virtual stages per rank (interleaved 1F1B; needs --pp > 1, layers divisible by pp x vp, "
-                  "micro-batches a multiple of pp)")
+                  "Virtual stages per rank (interleaved 1F1B; needs --pp > 1, layers (or layers + 2) divisible by "
+                  "pp x vp, micro-batches a multiple of pp)")
       ->capture_default_str()
       ->transform(at_most("vp", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
@@ -163,8 +173,14 @@ std::string precision_text(const sim::SearchSpace& space, const sim::System& s, 
   return "precision: searched " + list + " (--allow-fp8)";
 }
 
-sim::System load_system(const CommonOptions& o, const sim::Model& m) {
+sim::System load_system(const CommonOptions& o, const sim::Model& m, int pp) {
   sim::System s = load_system(o);
+  if (pp > 1 && o.framework.empty() && !s.framework_calibrated && !s.profile.runs_pipeline_parallel) {
+    const std::string defaulted = s.profile.name;
+    s = sim::load_system_with_framework(o.system, o.attention_kernel, "megatron-core");
+    s.framework_why = fmt::format("inferred: --pp {} runs pipeline stages, which {} has none of; --framework names "
+                                  "another", pp, defaulted);
+  }
   if (std::string why = sim::profile_mismatch(m, s); !why.empty()) throw Error(why);
   return s;
 }

@@ -51,6 +51,7 @@ struct SearchOptions {
   std::string method;
   std::optional<int> sp, ulysses_degree;  // nullopt: not given, search them all
   std::optional<int> tp;                  // nullopt: every TP degree sim::tp_degrees gives
+  std::optional<int> pp, vp;              // nullopt: with a global batch every count sim::pp_degrees / vp_degrees give
   std::optional<int> micro_batch;         // nullopt: 1, or every micro-batch that fills a global batch
   BatchOptions batch;
   seqpar::PrecisionFlags precision;       // --fp8 fixes it; --allow-fp8 searches bf16 and the framework's FP8
@@ -70,7 +71,9 @@ sim::System load_system(const std::string& name_or_path);
 sim::System load_system(const CommonOptions& o);
 // The system with its framework profile, refused (seqpar::Error) when the profile does not
 // describe the model's block: one message, before any plan is searched.
-sim::System load_system(const CommonOptions& o, const sim::Model& m);
+// With pipeline stages asked for (`pp` > 1) and a default framework that has none (not named with
+// --framework, not a calibrated profile's), megatron-core, the framework that runs them, saying so.
+sim::System load_system(const CommonOptions& o, const sim::Model& m, int pp = 1);
 // What the commands inferred, printed once: "framework seqpar-train (--framework), attention kernel
 // cudnn (seqpar-train runs it)".
 std::string inferred_text(const sim::System& s);

@@ -16,7 +16,9 @@
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/limits.hpp"
 #include "seqpar/sim/methods.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/validity.hpp"
+#include "parallel.hpp"
 
 namespace seqpar::sim {
 
@@ -126,8 +128,44 @@ std::vector<int> tp_degrees(const Model& m, const System& s, int gpus) {
   return out;
 }
 
+std::vector<int> pp_degrees(const Model& m, int rest) {
+  std::vector<int> out;
+  for (int pp : divisors(rest)) {
+    if (pp > m.layers) break;
+    Plan p;
+    p.pp = pp;
+    if (pp == 1 || stage_split(m, p) != StageSplit::none) out.push_back(pp);
+  }
+  return out;
+}
+
+std::vector<int> vp_degrees(const Model& m, int pp) {
+  std::vector<int> out{1};
+  if (pp <= 1) return out;
+  Plan p;
+  p.pp = pp;
+  // The interleaved depths published recipes run: virtual stages of 4, 2 or 1 layers (Megatron-
+  // Bridge's performance recipes: Llama 3 70B at PP 4 VP 5, 4 layers; Llama 3.1 405B at PP 8 VP 8,
+  // 2 layers, at PP 16 VP 8, 1); deeper or shallower interleaving is for --vp to ask. Each v
+  // splits the layers over pp x v (pipeline_cost.hpp: stage_split).
+  const std::int64_t per_stage = (std::int64_t{m.layers} + pp - 1) / pp;
+  for (int chunk : {4, 2, 1}) {
+    const std::int64_t v = (per_stage + chunk - 1) / chunk;
+    if (v <= 1 || v > limits::kMaxGpus || v == out.back()) continue;
+    p.vp = static_cast<int>(v);
+    if (stage_split(m, p) != StageSplit::none) out.push_back(p.vp);
+  }
+  return out;
+}
+
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
+  for (const auto& [name, list] : {std::pair{"pp", &space.pp}, std::pair{"vp", &space.vp}})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      require_range(name, (*list)[i], 1, limits::kMaxGpus);
+      for (std::size_t k = 0; k < i; ++k)
+        if ((*list)[i] == (*list)[k]) throw Error(fmt::format("{}: {} is listed twice", name, (*list)[i]));
+    }
   for (std::size_t i = 0; i < space.tp.size(); ++i) {
     require_range("tp", space.tp[i], 1, limits::kMaxGpus);
     for (std::size_t k = 0; k < i; ++k)
@@ -171,20 +209,24 @@ void check_search(int gpus, const SearchSpace& space) {
 }
 
 namespace {
-// The structures of one TP degree: SP runs over the GPUs a TP group leaves (a TP degree that does
-// not divide them is kept, for check_plan to name).
-void structures_at_tp(const System& s, int gpus, int tp, std::int64_t seq_len, const SearchSpace& space,
-                      std::vector<Plan>& out) {
-  const int rest = gpus % tp == 0 ? gpus / tp : gpus;
+// The structures of one TP degree and one pipeline depth: SP runs over the GPUs a TP group and the
+// stages leave (a TP degree or stage count that does not divide them is kept, for check_plan to
+// name).
+void structures_at(const System& s, int gpus, int tp, int pp, int vp, std::int64_t seq_len, const SearchSpace& space,
+                   std::vector<Plan>& out) {
+  const int rest = gpus % (tp * pp) == 0 ? gpus / (tp * pp) : gpus;
   std::vector<int> sps = space.sp.empty() ? divisors(rest) : space.sp;
-  // A searched (not given) TP degree pairs only with the given SP degrees it leaves room for.
-  if (space.tp.empty() && tp > 1)
+  // A searched (not given) TP degree or stage count pairs only with the given SP degrees it leaves
+  // room for.
+  if ((space.tp.empty() && tp > 1) || (space.pp.empty() && pp > 1))
     sps.erase(std::remove_if(sps.begin(), sps.end(), [&](int sp) { return rest % sp != 0; }), sps.end());
   auto add = [&](Method method, int sp, int u, int r) {
     Plan p;
     p.method = method;
     p.gpus = gpus;
     p.tp = tp;
+    p.pp = pp;
+    p.vp = vp;
     p.seq_len = seq_len;
     p.sp = sp;
     p.ulysses_degree = u;
@@ -247,7 +289,19 @@ std::vector<Precision> fp8_candidates(const System& s) {
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   check_search(gpus, space);
   std::vector<Plan> out;
-  for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) structures_at_tp(s, gpus, tp, seq_len, space, out);
+  for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) {
+    const int rest = gpus % tp == 0 ? gpus / tp : gpus;
+    // Without stages first: the plans a search without pipelines always listed come in their order.
+    // A framework without pipeline stages is searched without them (a given --pp is kept, for
+    // check_plan to name the rule).
+    const std::vector<int> pps = !space.pp.empty()                                   ? space.pp
+                                 : space.global_batch && s.profile.runs_pipeline_parallel ? pp_degrees(m, rest)
+                                                                                    : std::vector<int>{1};
+    for (int pp : pps) {
+      if (space.pp.empty() && rest % pp != 0) continue;
+      for (int vp : space.vp.empty() ? vp_degrees(m, pp) : space.vp) structures_at(s, gpus, tp, pp, vp, seq_len, space, out);
+    }
+  }
   return out;
 }
 
@@ -450,12 +504,20 @@ std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std
     const std::int64_t mb = *it, accum = share / mb;
     if (micro_batch ? mb != *micro_batch : mb > limits::kMaxMicroBatch) continue;
     if (accum > limits::kMaxGradAccumSteps) break;  // smaller micro-batches need still more micro-steps
+    // The interleaved schedule runs the micro-batches round the stages in groups of pp
+    // (plan_validity.cpp): a fill that breaks it is not a way to fill the batch.
+    if (structure.vp > 1 && accum % structure.pp != 0) continue;
     Plan p = structure;
     p.micro_batch = int(mb);
     p.grad_accum_steps = int(accum);
     out.push_back(p);
   }
-  if (out.empty())
+  if (out.empty() && structure.vp > 1)
+    why = fmt::format("global batch: each of dp {} replicas gets {} sequence{} per optimizer step, which no micro-batch{} "
+                      "turns into a multiple of pp {} micro-batches, as the interleaved schedule (vp {}) needs",
+                      dp, share, share == 1 ? "" : "s", micro_batch ? fmt::format(" of {}", *micro_batch) : std::string(),
+                      structure.pp, structure.vp);
+  else if (out.empty())
     why = fmt::format("global batch: each of dp {} replicas would run {} sequences per optimizer step in more than the "
                       "limit of {} micro-steps (micro-batch at most {})", dp, share, limits::kMaxGradAccumSteps,
                       micro_batch.value_or(limits::kMaxMicroBatch));
@@ -489,7 +551,13 @@ Search search_fills(const Model& m, const System& s, const Plan& structure, cons
   Search out;
   std::string why;
   const std::optional<std::int64_t> sequences = global_sequences(*space.global_batch, structure.seq_len, why);
-  const std::vector<Plan> fills = sequences ? batch_fills(structure, *sequences, space.micro_batch, why) : std::vector<Plan>{};
+  // With stages, one sequence per micro-batch unless --micro-batch says otherwise: a larger one
+  // leaves fewer micro-batches to fill the pipeline (a larger bubble, (p - 1) / m) and holds more
+  // activations in flight, for GEMMs that are long already (the published pipelined recipes run
+  // micro-batch 1: Llama 3 405B, arXiv 2407.21783 Table 4; Megatron-Bridge's Llama 3 rows).
+  std::optional<int> micro_batch = space.micro_batch;
+  if (!micro_batch && structure.pp > 1) micro_batch = 1;
+  const std::vector<Plan> fills = sequences ? batch_fills(structure, *sequences, micro_batch, why) : std::vector<Plan>{};
   if (fills.empty()) {
     out.outcome.reasons.push_back(std::move(why));
     return out;
@@ -738,13 +806,25 @@ Advice advise(const Model& m, const System& s, int gpus, std::int64_t seq_len, c
     a.rejected.push_back({o.closest ? o.closest->plan : (space.memory ? [&] { Plan q = st; q.mem = *space.memory; return q; }() : st),
                           std::move(o.reasons), o.closest.has_value()});
   };
-  for (const Plan& st : structures(m, s, gpus, seq_len, space)) {
-    if (!space.documents) {
-      StructureOutcome o = best_plan_for(m, s, st, space);
-      if (o.best) a.ranked.push_back(std::move(*o.best));
-      else reject(st, o);
-      continue;
+  const std::vector<Plan> all = structures(m, s, gpus, seq_len, space);
+  if (!space.documents) {
+    // Each structure's search is independent (parallel.hpp): outcomes kept by index, then taken in
+    // the structures' order, as a serial loop would.
+    std::vector<StructureOutcome> outcomes(all.size());
+    parallel_for(all.size(), 64, [&](std::size_t i) {
+      try {
+        outcomes[i] = best_plan_for(m, s, all[i], space);
+      } catch (const std::exception& e) {
+        outcomes[i] = StructureOutcome{};
+        outcomes[i].reasons = {e.what()};
+      }
+    });
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (outcomes[i].best) a.ranked.push_back(std::move(*outcomes[i].best));
+      else reject(all[i], outcomes[i]);
     }
+  }
+  for (const Plan& st : space.documents ? all : std::vector<Plan>{}) {
     for (const Balancer b : balancers_for(st)) {
       StructureOutcome o;
       std::vector<std::string> errors;

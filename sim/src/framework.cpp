@@ -446,7 +446,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
   if (const json& runs = object(j, "runs", what); !runs.empty()) {
     const std::string rw = fmt::format("{}: runs", what);
-    check_fields(runs, {"zero", "offload_optimizer", "offload_params", "tensor_parallel", "source"}, rw);
+    check_fields(runs, {"zero", "offload_optimizer", "offload_params", "tensor_parallel", "pipeline_parallel", "source"}, rw);
     if (auto z = runs.find("zero"); z != runs.end()) {
       if (!z->is_array() || z->empty())
         throw Error(fmt::format("{}: field 'zero' must be a non-empty list of the ZeRO stages it runs (0-3)", rw));
@@ -460,6 +460,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
     f.runs_offload_optimizer = flag(runs, "offload_optimizer", rw, true);
     f.runs_offload_params = flag(runs, "offload_params", rw, true);
     f.runs_tensor_parallel = flag(runs, "tensor_parallel", rw, true);
+    f.runs_pipeline_parallel = flag(runs, "pipeline_parallel", rw, true);
     f.runs_source = string_field(runs, "source", rw, "");
   }
   if (auto it = j.find("index_limits"); it != j.end()) {

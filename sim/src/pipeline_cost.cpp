@@ -26,24 +26,31 @@ StageSplit stage_split(const Model& m, const seqpar::Plan& p) {
   return StageSplit::none;
 }
 
-int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
+namespace {
+int layers_of(const Model& m, const seqpar::Plan& p, int index, StageSplit split) {
   if (p.pp <= 1) return m.layers;
-  switch (stage_split(m, p)) {
+  switch (split) {
     case StageSplit::even: return m.layers / p.pp;
     case StageSplit::ends_lighter: return (m.layers + 2) / p.pp - (index == 0 ? 1 : 0) - (index == p.pp - 1 ? 1 : 0);
     case StageSplit::none: break;
   }
   return m.layers / p.pp;  // an invalid plan's: validity names the rule
 }
+}  // namespace
+
+int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
+  return layers_of(m, p, index, p.pp <= 1 ? StageSplit::even : stage_split(m, p));
+}
 
 PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, double head_s) {
   if (p.pp <= 1) return {0, double(m.layers), true};
   // Stages between the first and the last all run the same layers: three candidates at most.
-  PacingStage best{p.pp - 1, double(stage_layer_count(m, p, p.pp - 1)), true};
+  const StageSplit split = stage_split(m, p);
+  PacingStage best{p.pp - 1, double(layers_of(m, p, p.pp - 1, split)), true};
   double slowest = best.layers * layer_s + head_s;
   for (int i : {0, 1}) {
     if (i >= p.pp - 1) break;
-    const double layers = stage_layer_count(m, p, i);
+    const double layers = layers_of(m, p, i, split);
     if (layers * layer_s > slowest) {
       slowest = layers * layer_s;
       best = {i, layers, false};

@@ -33,11 +33,12 @@ PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
   for (PublishedMeasure m : {PublishedMeasure::step_time_s, PublishedMeasure::attention_iterations_per_s,
                              PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio,
                              PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance,
-                             PublishedMeasure::tokens_per_s_per_gpu, PublishedMeasure::nemo_model_tflops_per_gpu})
+                             PublishedMeasure::tokens_per_s_per_gpu, PublishedMeasure::nemo_model_tflops_per_gpu,
+                             PublishedMeasure::model_tflops_per_gpu})
     if (s == to_string(m)) return m;
   throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
                           "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup, packing_imbalance, "
-                          "tokens_per_s_per_gpu or nemo_model_tflops_per_gpu",
+                          "tokens_per_s_per_gpu, nemo_model_tflops_per_gpu or model_tflops_per_gpu",
                           what, s));
 }
 
@@ -179,6 +180,7 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::packing_imbalance: return "packing_imbalance";
     case PublishedMeasure::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
     case PublishedMeasure::nemo_model_tflops_per_gpu: return "nemo_model_tflops_per_gpu";
+    case PublishedMeasure::model_tflops_per_gpu: return "model_tflops_per_gpu";
   }
   return "?";
 }
@@ -232,6 +234,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
     case PublishedMeasure::step_time_s:
     case PublishedMeasure::tokens_per_s_per_gpu:
     case PublishedMeasure::nemo_model_tflops_per_gpu:
+    case PublishedMeasure::model_tflops_per_gpu:
     case PublishedMeasure::megatron_tflops_per_gpu: {
       const Result r = simulate(m, s, run.plan);
       if (!r.valid) {
@@ -243,15 +246,17 @@ PublishedComparison compare_published(const PublishedRun& run) {
         c.predicted = r.step_time_s;
       } else if (run.measure == PublishedMeasure::tokens_per_s_per_gpu) {
         c.predicted = r.tokens_per_s_per_gpu;
+      } else if (run.measure == PublishedMeasure::model_tflops_per_gpu) {
+        c.predicted = r.tflops_per_gpu;
       } else if (run.measure == PublishedMeasure::nemo_model_tflops_per_gpu) {
         c.predicted = r.tokens_per_s_per_gpu * nemo_flops_per_token(m, double(run.plan.seq_len)) / 1e12;
       } else {
         // Megatron divides one step's FLOPs (all dp sequences) by its time and the GPU count: per
-        // GPU that is one sequence's FLOPs shared by the tp x sp GPUs of its group.
+        // GPU that is one sequence's FLOPs shared by the tp x sp x pp GPUs of its group.
         const double per_seq = megatron_flops_per_sequence(m.layers, m.hidden, m.vocab, double(run.plan.seq_len),
                                                            run.plan.mem.checkpoint == Checkpoint::full);
-        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps / (double(run.plan.sp) * run.plan.tp) /
-                      r.step_time_s / 1e12;
+        c.predicted = per_seq * run.plan.micro_batch * run.plan.grad_accum_steps /
+                      (double(run.plan.sp) * run.plan.tp * run.plan.pp) / r.step_time_s / 1e12;
       }
       break;
     }

@@ -101,6 +101,9 @@ void check_framework_runs(const System& s, const Plan& p, std::vector<std::strin
     errors.push_back(fmt::format("offload_optimizer: framework '{}' keeps the optimizer on the GPU", f.name));
   if (p.tp > 1 && !f.runs_tensor_parallel)
     errors.push_back(fmt::format("tp: framework '{}' has no tensor parallelism (tp {})", f.name, p.tp));
+  if (p.pp > 1 && !f.runs_pipeline_parallel)
+    errors.push_back(fmt::format("pp: framework '{}' has no pipeline parallelism (pp {}){}", f.name, p.pp,
+                                 f.runs_source.empty() ? std::string() : fmt::format(" ({})", f.runs_source)));
   if (p.mem.offload_params && !f.runs_offload_params)
     errors.push_back(fmt::format("offload_params: framework '{}' keeps the parameters on the GPU", f.name));
   check_fp8(s, p, errors);

@@ -32,7 +32,12 @@ struct SearchSpace {
   // Tensor-parallel degrees: empty, every one of tp_degrees(); else these only.
   std::vector<int> tp;
   std::vector<Method> methods = all_methods();  // the method table (methods.hpp), in its order
-  std::vector<int> sp;                     // empty: every divisor of gpus / tp
+  std::vector<int> sp;                     // empty: every divisor of gpus / (tp x pp)
+  // Pipeline stages: empty, pp_degrees() with a global batch, and 1 without one (a step of one
+  // micro-batch would leave a pipeline idle (p - 1) / p of it); else these only.
+  std::vector<int> pp;
+  // Virtual stages per rank: empty, vp_degrees() of each structure's pp; else these only.
+  std::vector<int> vp;
   std::optional<int> ulysses_degree;       // hybrid: this U only; else every U with 1 < U < P
   std::optional<MemoryOptions> memory;     // fixed; else every set from memory_option_sets()
   // Sequences per SP group per micro-step: fixed; else 1, or with a global batch every micro-batch
@@ -73,6 +78,15 @@ std::optional<std::int64_t> global_sequences(const GlobalBatch& b, std::int64_t 
 // fixed micro-batch does not divide a replica's share, or the micro-steps exceed their limit.
 std::vector<Plan> batch_fills(const Plan& structure, std::int64_t sequences, std::optional<int> micro_batch,
                               std::string& why);
+
+// The pipeline stage counts a search tries by default (with a global batch): 1, and every divisor
+// of `rest` (the GPUs a TP group leaves) up to the layers that splits them (pipeline_cost.hpp:
+// stage_split, with one virtual stage).
+std::vector<int> pp_degrees(const Model& m, int rest);
+// The virtual stages per rank a search tries for pp stages: 1 without stages; with them 1 and the v
+// that make virtual stages of about 4, 2 and 1 layers, each splitting the layers over pp x v
+// (pipeline_cost.hpp: stage_split).
+std::vector<int> vp_degrees(const Model& m, int pp);
 
 // The TP degrees a search tries by default: 1, 2, 4, 8, ... up to the GPUs of one node (TP's
 // per-layer collectives stay on the node's link; a 72-GPU NVLink rack is one node), each dividing

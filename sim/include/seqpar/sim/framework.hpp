@@ -246,6 +246,7 @@ struct Framework {
   // another is not a plan of this framework (validity.hpp), and advise and maxlen search only these.
   std::vector<int> zero_stages{0, 1, 2, 3};
   bool runs_offload_optimizer = true, runs_offload_params = true, runs_tensor_parallel = true;
+  bool runs_pipeline_parallel = true;  // pipeline stages (Plan::pp); the search tries none where false
   std::string runs_source;
   // The attention kernel family the framework runs, in its own order of preference (a GPU preset's
   // attention_kernels names): the first choice made for the GPU's compute capability whose figures

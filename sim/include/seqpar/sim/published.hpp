@@ -41,6 +41,10 @@ enum class PublishedMeasure {
   tokens_per_s_per_gpu,
   // NeMo's "Model TFLOP/s/GPU": tokens/s/GPU x nemo_flops_per_token (below).
   nemo_model_tflops_per_gpu,
+  // The model FLOPs of a step per GPU per second (Result::tflops_per_gpu: every layer's and the LM
+  // head's GEMMs x 3, causal attention at half the square, no recomputation): a paper's "TFLOPs per
+  // GPU" where it reports MFU (Llama 3, arXiv 2407.21783 Table 4).
+  model_tflops_per_gpu,
 };
 std::string_view to_string(PublishedMeasure m);
 
