@@ -713,10 +713,49 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
                                 why.empty() ? std::string() : fmt::format(" (e.g. {})", why)));
     }
   }
+  // Pipeline stages against the best plan of the other side: the bubble, the sends and their link,
+  // and the memory they save.
+  auto pipeline_terms = [&](const Result& r) {
+    const Plan& p = r.plan;
+    const double step = r.step_time_s > 0 ? r.step_time_s : 1.0;
+    const bool crosses = crossing_flows_per_nic(s, Collective::send_recv, place_pp_group(s, p)) > 0;
+    return fmt::format("its bubble ((pp - 1) / (vp x micro-batches) = {} / ({} x {})) takes {:.1f}% of the step and "
+                       "its sends between stages {:.1f}% ({})",
+                       p.pp - 1, p.vp, p.grad_accum_steps, 100.0 * r.time.pipeline_bubble / step,
+                       100.0 * r.time.pp_comm / step, crosses ? "across nodes" : "inside a node");
+  };
+  if (b.pp > 1) {
+    const Result* without = first([](const Plan& p) { return p.pp == 1; });
+    const std::string split = fmt::format("{} layers a stage, the peak memory on stage {} of {}", stage_layers(m, b),
+                                          best->memory.peak_stage, b.pp);
+    if (without)
+      out.push_back(fmt::format("pp={}{}: {:.1f}% faster than the best plan without pipeline stages ({}, peak {:.1f} GiB "
+                                "against {:.1f}); {}; {}",
+                                b.pp, b.vp > 1 ? fmt::format(" vp={}", b.vp) : std::string(), slower_pct(*best, *without),
+                                describe(without->plan), without->peak_memory_bytes() / kGiB,
+                                best->peak_memory_bytes() / kGiB, split, pipeline_terms(*best)));
+    else {
+      const std::string why = first_rejection(a, [](const Plan& p) { return p.pp == 1; });
+      out.push_back(fmt::format("pp={}: no plan without pipeline stages is valid and fits{}; {}; {}", b.pp,
+                                why.empty() ? std::string() : fmt::format(" (e.g. {})", why), split,
+                                pipeline_terms(*best)));
+    }
+  } else if (const Result* with = first([](const Plan& p) { return p.pp > 1; })) {
+    out.push_back(fmt::format("pp=1: pipeline stages not chosen: the best pipelined plan ({}) is {:.1f}% slower; {}",
+                              describe(with->plan), slower_pct(*best, *with), pipeline_terms(*with)));
+  } else if (!space.pp.empty() || (space.global_batch && s.profile.runs_pipeline_parallel)) {
+    const std::string why = first_rejection(a, [](const Plan& p) { return p.pp > 1; });
+    if (!why.empty()) out.push_back(fmt::format("pp=1: no pipelined plan is valid and fits (e.g. {})", why));
+  } else if (space.global_batch && !s.profile.runs_pipeline_parallel) {
+    // (Without a global batch a step is one micro-batch, which leaves a pipeline of p stages idle
+    // (p - 1) / p of it: not searched, and not worth a line.)
+    out.push_back(fmt::format("pp=1: pipeline stages not searched: framework {} runs none (--framework megatron-core "
+                              "searches them)", s.profile.name));
+  }
   // The SP method and degree against the fastest plan of another structure with the same TP.
   const Result* other = first([&](const Plan& p) {
-    return p.tp == b.tp && (p.method != b.method || p.sp != b.sp || p.ulysses_degree != b.ulysses_degree ||
-                            p.placement != b.placement);
+    return p.tp == b.tp && p.pp == b.pp && p.vp == b.vp &&
+           (p.method != b.method || p.sp != b.sp || p.ulysses_degree != b.ulysses_degree || p.placement != b.placement);
   });
   if (other)
     out.push_back(fmt::format("{} over the next structure, {} ({:.1f}% slower)", describe_structure(b),

