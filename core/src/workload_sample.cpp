@@ -213,28 +213,35 @@ SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len) {
   return out;
 }
 
-WorkloadSummary summarize(const SampledWorkload& s) {
+WorkRatios work_ratios(const SampledWorkload& s) {
   if (s.batches.empty()) throw Error("workload: no sampled batches to summarize");
+  WorkRatios out;
+  const double full = static_cast<double>(causal_pairs(s.seq_len));
+  out.min = 1e300;
+  for (const PackedBatch& b : s.batches) {
+    std::int64_t pairs = 0;
+    for (std::size_t i = 0; i < b.pieces(); ++i)
+      pairs += causal_pairs(b.cu_seqlens[i + 1] - b.cu_seqlens[i]);  // at most causal_pairs(seq_len): no overflow
+    const double ratio = static_cast<double>(pairs) / full;
+    out.mean += ratio;
+    out.min = std::min(out.min, ratio);
+    out.max = std::max(out.max, ratio);
+  }
+  out.mean /= static_cast<double>(s.batches.size());
+  return out;
+}
+
+WorkloadSummary summarize(const SampledWorkload& s) {
+  const WorkRatios ratios = work_ratios(s);  // throws for a workload without batches
   WorkloadSummary out;
   out.drawn = length_stats({s.drawn.begin(), s.drawn.end()});
   std::vector<double> pieces;
-  const double full = static_cast<double>(causal_pairs(s.seq_len));
-  out.work_ratio_min = 1e300;
-  for (const PackedBatch& b : s.batches) {
-    std::int64_t pairs = 0;
-    for (std::size_t i = 0; i < b.pieces(); ++i) {
-      const std::int64_t len = b.cu_seqlens[i + 1] - b.cu_seqlens[i];
-      pieces.push_back(static_cast<double>(len));
-      pairs += causal_pairs(len);  // at most the whole sequence's: no overflow past causal_pairs(seq_len)
-    }
-    const double ratio = static_cast<double>(pairs) / full;
-    out.work_ratio_mean += ratio;
-    out.work_ratio_min = std::min(out.work_ratio_min, ratio);
-    out.work_ratio_max = std::max(out.work_ratio_max, ratio);
-  }
-  const auto nb = static_cast<double>(s.batches.size());
-  out.work_ratio_mean /= nb;
-  out.pieces_per_batch_mean = static_cast<double>(pieces.size()) / nb;
+  for (const PackedBatch& b : s.batches)
+    for (std::size_t i = 0; i < b.pieces(); ++i) pieces.push_back(static_cast<double>(b.cu_seqlens[i + 1] - b.cu_seqlens[i]));
+  out.work_ratio_mean = ratios.mean;
+  out.work_ratio_min = ratios.min;
+  out.work_ratio_max = ratios.max;
+  out.pieces_per_batch_mean = static_cast<double>(pieces.size()) / static_cast<double>(s.batches.size());
   out.pieces = length_stats(std::move(pieces));
   return out;
 }

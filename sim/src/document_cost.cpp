@@ -130,6 +130,8 @@ DocumentCosts document_costs(const SampledWorkload& w, const Plan& p, Balancer b
                        : 1.0;
   c.memory_seq_len = memory_seq_len_of(c.work.max_rank_tokens, p);
   c.work_ratio = c.reference.total_pairs > 0 ? c.work.total_pairs / c.reference.total_pairs : 1.0;
+  // Whatever the plan's stages: the costs are shared by the structures with the same degrees.
+  if (const WorkRatios r = work_ratios(w); r.mean > 0) c.heaviest_work_factor = r.max / r.mean;
   return c;
 }
 

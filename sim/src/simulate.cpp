@@ -329,10 +329,17 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // Pipeline stages (pipeline_cost.hpp): the fill and drain add (p - 1) / v micro-step times of the
   // slowest stage (its kernels, exposed communication, host traffic and overhead), the sends
   // between stages their own time in every slot.
+  // Under packed documents the micro-batches' attention differs: a pipeline whose every stage takes
+  // t_j for micro-batch j runs sum_j t_j + (p - 1) max_j t_j (a proportionate flow shop), so the
+  // fill and drain run at the heaviest sampled sequence's attention (StructureCosts::
+  // heaviest_work_factor), the micro-batches themselves at the mean's.
   const PipelineCost pc = pipeline_cost(m, s, p);
-  if (p.pp > 1)
+  if (p.pp > 1) {
+    const double heavier_attention =
+        (c.heaviest_work_factor - 1) * L * (at.fwd_kernel_s * (full ? 2 : 1) + at.bwd_kernel_s);
     t.pipeline_bubble = pc.bubble_slots * (t.compute + exposed_fwd + exposed_bwd + tp_fwd + tp_bwd + t.exposed_offload +
-                                           s.framework.step_overhead_s);
+                                           s.framework.step_overhead_s + heavier_attention);
+  }
   t.pp_comm = pc.comm_s;
   const DataParallelCost dpc =
       data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
@@ -414,6 +421,7 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   c.elementwise = layer_elementwise_cost(m, s, p);
   c.attention = attention_layer_cost(m, s, p, docs);
   c.memory_seq_len = docs ? docs->memory_seq_len : 0;
+  c.heaviest_work_factor = docs ? docs->heaviest_work_factor : 1.0;
   // The LM head.
   c.head_fwd_s = framework_gemm_time(s, head_gemm_flops(m, T) / tp, T, 1);
   c.head_bwd_s = framework_gemm_time(s, 2 * head_gemm_flops(m, T) / tp, T, 2);

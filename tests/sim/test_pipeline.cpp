@@ -11,6 +11,7 @@
 #include "cli_runner.hpp"
 #include "fixtures.hpp"
 #include "seqpar/sim/attention_kernels.hpp"
+#include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -237,5 +238,36 @@ TEST(PipelineCli, GlobalBatchSetsTheMicroBatchesPerPipeline) {
   EXPECT_NE(uneven.err.find("gpus 16384 / (tp 8 x sp 16 x pp 16)"), std::string::npos) << uneven.err;
 }
 
+}  // namespace
+}  // namespace seqpar::sim
+
+namespace seqpar::sim {
+namespace {
+// Packed documents under stages (issue 38, part 3): micro-batch j's stage time t_j differs with
+// its documents, and a pipeline of p identical stages runs sum_j t_j + (p - 1) max_j t_j (a
+// proportionate flow shop; (p - 1) / v with v virtual stages). The micro-batches run at the mean
+// sequence's attention, the fill and drain at the heaviest sampled one's: the bubble grows by
+// (max / mean - 1) of a micro-batch's attention kernels, per bubble slot.
+TEST(PipelineDocuments, TheHeaviestMicroBatchPacesTheFillAndDrain) {
+  const Model m = load_model("llama3-70b");
+  const System s = megatron();
+  Plan p = staged(Method::ulysses, 64, 131072, 8, 2, 4, 1, 16);
+  p.mem.checkpoint = Checkpoint::selective;
+  const SampledWorkload w = sample_workload(make_workload("lognormal:8.5:1.3", "fill", 7, 16), p.seq_len);
+  const WorkRatios ratios = work_ratios(w);
+  ASSERT_GT(ratios.max, ratios.mean * 1.5);  // a skewed mix: the check below would pass trivially at 1
+  const DocumentCosts d = document_costs(w, p, Balancer::contiguous, s.gpu);
+  EXPECT_DOUBLE_EQ(d.heaviest_work_factor, ratios.max / ratios.mean);
+  const Result r = simulate(m, s, p, d);
+  ASSERT_TRUE(r.valid) << (r.errors.empty() ? "" : r.errors.front());
+  const double k = 16, slots = 3;
+  const double mean_micro = (r.time.compute + r.time.exposed_attention_comm + r.time.tp_comm) / k;
+  const AttentionCost& at = r.figures.attention;
+  const double heavier = (d.heaviest_work_factor - 1) * r.figures.layers * (at.fwd_kernel_s + at.bwd_kernel_s);
+  EXPECT_NEAR(r.time.pipeline_bubble, slots * (mean_micro + heavier), 1e-9 * r.time.pipeline_bubble);
+  // Without stages the factor changes nothing (no bubble); with equal sequences it is 1.
+  const SampledWorkload even = sample_workload(make_workload("fixed:16K", "fill", 7, 4), p.seq_len);
+  EXPECT_DOUBLE_EQ(document_costs(even, p, Balancer::contiguous, s.gpu).heaviest_work_factor, 1.0);
+}
 }  // namespace
 }  // namespace seqpar::sim

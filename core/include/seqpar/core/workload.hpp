@@ -126,6 +126,11 @@ struct WorkloadSummary {
   double pieces_per_batch_mean = 0;
 };
 WorkloadSummary summarize(const SampledWorkload& s);
+// The work_ratio figures alone (summarize's), without the length statistics' sort: mean, min, max.
+struct WorkRatios {
+  double mean = 0, min = 0, max = 0;
+};
+WorkRatios work_ratios(const SampledWorkload& s);
 
 // Unmasked (query, key) pairs of one causal document of n tokens: n (n + 1) / 2.
 std::int64_t causal_pairs(std::int64_t n);

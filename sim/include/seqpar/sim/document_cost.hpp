@@ -57,6 +57,10 @@ struct DocumentCosts {
   // The short-document figure's share of step_factor: the slowest ranks' weighted tiles over their
   // tiles, the workload's over the reference's (1 without a measurement, or with long documents).
   double short_document_factor = 1;
+  // The heaviest sampled sequence's attention work over the mean sequence's (WorkloadSummary's
+  // work_ratio_max / work_ratio_mean): with pipeline stages the fill and drain run at the pace of
+  // the slowest micro-batch (pipeline_cost.hpp), not the mean one.
+  double heaviest_work_factor = 1;
   bool varlen_measured = false;  // the GPU's kernel has a measured varlen figure
   std::string varlen_source;     // its source, or what is assumed without one
 };

@@ -91,6 +91,7 @@ struct StructureCosts {
   int zero_group_ranks = 1;
   double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
   std::int64_t memory_seq_len = 0;  // the workload's (DocumentCosts::memory_seq_len); 0 without one
+  double heaviest_work_factor = 1;  // the workload's (DocumentCosts::heaviest_work_factor); 1 without one
 };
 StructureCosts structure_costs(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs = nullptr);
 
