@@ -237,7 +237,9 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                                   st::mode_name(world.backend()), be.on_gpu());
     doc["config"] = {{"model", {{"name", cfg.name}, {"hidden", cfg.hidden}, {"heads", cfg.heads},
                                 {"kv_heads", cfg.kv_heads}, {"head_dim", cfg.head_dim},
-                                {"ffn_hidden", cfg.ffn}}},
+                                {"ffn_hidden", cfg.ffn},
+                                // the measured layer's band (its first layer's kind; 0: full causal)
+                                {"window", cfg.window_of(0)}}},
                      {"seq_len", seqpar::parse_count(o.run.seq_len, "--seq-len")},
                      {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
                      {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},
