@@ -124,7 +124,9 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
-  if (std::string why = window_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
+  // (banded_at first: the common unbanded plan pays no call, as before the rule had a function.)
+  if (m.banded_at(p.seq_len))
+    if (std::string why = window_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;
