@@ -115,6 +115,7 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
     try {
       plan = ro.plan(world.size());
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+      st::check_window(cfg, plan);
       if (method == "hybrid" && (plan.ulysses_degree == 1 || plan.ring_degree == 1))
         throw seqpar::Error(fmt::format("hybrid needs U > 1 and R > 1; sp = {} gives U{} x R{}",
                                         plan.sp, plan.ulysses_degree, plan.ring_degree));
@@ -135,7 +136,8 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                plan.ring_degree, docs ? docs->balancer == seqpar::Balancer::zigzag : plan.zigzag(),
                                st::kv_exchange(plan.method));
     st::ModelConfig one = cfg;
-    one.layers = 1;
+    one.layers = 1;  // the model's first layer, of its kind (sliding under --window)
+    if (!one.layer_kinds.empty()) one.layer_kinds.resize(1);
     st::Model model(be, one, plan.micro_batch, layout, ring_index,
                     groups.ulysses.get(), groups.ring.get(), /*blocks_only=*/true);
     model.init(o.run.seed);
@@ -212,8 +214,10 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
         const seqpar::SpShape shape{plan.ulysses_degree, plan.ring_degree,
                                     seqpar::kv_allgather(plan.method) && plan.ring_degree > 1};
         std::int64_t counted = 0;
+        seqpar::WorkOptions band;
+        band.window = one.window_of(0);
         for (const auto& cu : docs->cu_seqlens)
-          counted += seqpar::count_batch_work(cu, shape, docs->balancer).ranks[static_cast<std::size_t>(ring_index)].pairs;
+          counted += seqpar::count_batch_work(cu, shape, docs->balancer, band).ranks[static_cast<std::size_t>(ring_index)].pairs;
         const std::vector<double> counted_all =
             st::gather_over(world, be, static_cast<double>(counted * (cfg.heads / plan.ulysses_degree)));
         nlohmann::json per_rank = nlohmann::json::array();
@@ -233,7 +237,9 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, seqpar::comm::Communi
                                                   st::mode_name(world.backend()), be.on_gpu());
     doc["config"] = {{"model", {{"name", cfg.name}, {"hidden", cfg.hidden}, {"heads", cfg.heads},
                                 {"kv_heads", cfg.kv_heads}, {"head_dim", cfg.head_dim},
-                                {"ffn_hidden", cfg.ffn}}},
+                                {"ffn_hidden", cfg.ffn},
+                                // the measured layer's band (its first layer's kind; 0: full causal)
+                                {"window", cfg.window_of(0)}}},
                      {"seq_len", seqpar::parse_count(o.run.seq_len, "--seq-len")},
                      {"sp", o.run.sp}, {"micro_batch", o.run.micro_batch}, {"methods", o.methods},
                      {"reps", o.reps}, {"warmup", o.warmup}, {"backend", o.run.backend},

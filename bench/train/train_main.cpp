@@ -254,7 +254,8 @@ int run_rank(const Options& o, const st::ModelConfig& cfg, const seqpar::Plan& p
     nlohmann::json mc = {{"name", cfg.name}, {"layers", cfg.layers}, {"hidden", cfg.hidden},
                          {"heads", cfg.heads}, {"kv_heads", cfg.kv_heads}, {"head_dim", cfg.head_dim},
                          {"ffn_hidden", cfg.ffn}, {"vocab", cfg.vocab},
-                         {"tied_embeddings", cfg.tied_embeddings}, {"params", cfg.total_params()}};
+                         {"tied_embeddings", cfg.tied_embeddings}, {"params", cfg.total_params()},
+                         {"sliding_layers", cfg.sliding_layers()}, {"sliding_window", cfg.sliding_window}};
     doc["config"] = {{"model", mc}, {"steps", o.steps}, {"warmup", o.warmup}, {"lr", o.lr},
                      {"seed", o.run.seed}, {"backend", o.run.backend}, {"attention_engine", be.attention_engine()},
                      {"comm", o.run.comm},
@@ -378,6 +379,7 @@ int main(int argc, char** argv) {
     if (!launched) {
       const seqpar::Plan plan = o.run.plan(local_world);
       st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+      st::check_window(cfg, plan);
       check_sizes(o, cfg, plan);
     }
     // Parsed values; -J is left out (only rank 0 writes it).
@@ -393,6 +395,7 @@ int main(int argc, char** argv) {
                             [&](seqpar::comm::Communicator& world, st::Backend& be) {
                               const seqpar::Plan plan = o.run.plan(world.size());
                               st::check_ulysses_heads(cfg.heads, cfg.kv_heads, plan.ulysses_degree);
+                              st::check_window(cfg, plan);
                               check_sizes(o, cfg, plan);
                               return run_rank(o, cfg, plan, world, be, argc, argv);
                             });

@@ -109,6 +109,14 @@ void check_framework_runs(const System& s, const Plan& p, std::vector<std::strin
   check_fp8(s, p, errors);
 }
 
+std::string window_method_error(const Model& m, const Plan& p) {
+  if (!m.banded_at(p.seq_len)) return {};
+  std::string why = window_refusal(p.method);
+  if (why.empty()) return why;
+  return fmt::format("method: model '{}' has {} sliding-window layers (window {} < seq_len {}); {}", m.name,
+                     m.sliding_layers(), m.sliding_window, p.seq_len, why);
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -131,10 +139,9 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
                                  m.layers, p.pp, p.vp, m.layers + 2, p.vp > 1 ? "'s every virtual stage" : ""));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
+  // (banded_at first: the common unbanded plan pays no call, as before the rule had a function.)
   if (m.banded_at(p.seq_len))
-    if (std::string why = window_refusal(p.method); !why.empty())
-      errors.push_back(fmt::format("method: model '{}' has {} sliding-window layers (window {} < seq_len {}); {}",
-                                   m.name, m.sliding_layers(), m.sliding_window, p.seq_len, why));
+    if (std::string why = window_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;

@@ -1,9 +1,11 @@
 // CPU reference of attention: hand-computed cases, blocks + LSE merge == whole (contiguous and zigzag
-// splits), GQA == replicated KV heads, backward against finite differences and over blocks.
+// splits), GQA == replicated KV heads, backward against finite differences and over blocks; the same
+// under a sliding window.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "seqpar/core/error.hpp"
@@ -156,11 +158,71 @@ TEST(AttentionRef, GqaEqualsReplicatedKvHeads) {
   EXPECT_LE(test::max_abs_diff(dvg, dv_red), 1e-6);
 }
 
+// ---- sliding window (core's in_band: key k is seen by query q iff k <= q and q - k < W) ----
+
+TEST(AttentionRef, WindowOfOneSeesOnlyItself) {
+  // W = 1: each row's one key is its own position, p = 1: o = v of that row, lse = its score.
+  AttentionShape s{.batch = 1, .seq_q = 3, .seq_k = 3, .heads = 1, .kv_heads = 1, .head_dim = 2,
+                   .causal = true, .scale = 1.f, .window = 1};
+  std::vector<float> q{1, 2, 3, 4, 5, 6}, k{1, 1, 2, 2, 3, 3}, v{7, 8, 9, 10, 11, 12}, o(6), lse(3);
+  ref::attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+  EXPECT_EQ(o, (std::vector<float>{7, 8, 9, 10, 11, 12}));
+  EXPECT_FLOAT_EQ(lse[0], 1 + 2);       // q0 . k0
+  EXPECT_FLOAT_EQ(lse[1], 2 * 3 + 2 * 4);  // q1 . k1
+  EXPECT_FLOAT_EQ(lse[2], 3 * 5 + 3 * 6);  // q2 . k2
+}
+
+TEST(AttentionRef, WindowOfTwoHandComputed) {
+  // Query at global 5 with W = 2 sees keys 4 and 5 only; keys at global 3, 4, 5 (scores 9, 1, 0).
+  AttentionShape s{.batch = 1, .seq_q = 1, .seq_k = 3, .heads = 1, .kv_heads = 1, .head_dim = 1,
+                   .causal = true, .q_offset = 5, .k_offset = 3, .scale = 1.f, .window = 2};
+  std::vector<float> q{1}, k{9, 1, 0}, v{100, 2, 4}, o(1), lse(1);
+  ref::attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+  const double e = std::exp(1.0);  // softmax over scores 1 and 0: e / (e + 1), 1 / (e + 1)
+  EXPECT_NEAR(o[0], (2 * e + 4) / (e + 1), 1e-6);
+  EXPECT_NEAR(lse[0], std::log(e + 1), 1e-6);
+}
+
+TEST(AttentionRef, BandedBlocksMergedByLseEqualWhole) {
+  // W = 3 over 13 tokens: ring blocks of 5, 4, 4 and zigzag chunks of 2 (W divides neither); some
+  // (query block, key block) pairs lie wholly outside the band (lse -inf parts, merged as nothing).
+  AttentionShape s{.batch = 2, .seq_q = 13, .seq_k = 13, .heads = 4, .kv_heads = 2, .head_dim = 8, .causal = true,
+                   .window = 3};
+  check_blocks(s, {{0, 5}, {5, 9}, {9, 13}}, {{5, 9}, {0, 5}, {9, 13}}, 40);
+  s.seq_q = s.seq_k = 12;
+  check_blocks(s, {{0, 2}, {10, 12}}, {{0, 2}, {10, 12}, {2, 4}, {8, 10}, {4, 6}, {6, 8}}, 41);
+  s.window = 1;
+  check_blocks(s, {{0, 5}, {5, 12}}, {{5, 12}, {0, 5}}, 42);
+}
+
+TEST(AttentionRef, WindowOfTheSequenceOrMoreIsCausalBitForBit) {
+  AttentionShape c{.batch = 2, .seq_q = 9, .seq_k = 9, .heads = 2, .kv_heads = 1, .head_dim = 4, .causal = true};
+  auto q = test::random_vector(q_size(c), 50), k = test::random_vector(kv_size(c), 51),
+       v = test::random_vector(kv_size(c), 52), dout = test::random_vector(q_size(c), 53);
+  auto run = [&](const AttentionShape& s) {
+    std::vector<float> o(q_size(s)), lse(lse_size(s)), dq(q.size()), dk(k.size()), dv(v.size());
+    ref::attention_forward(s, q.data(), k.data(), v.data(), o.data(), lse.data());
+    ref::attention_backward(s, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), dq.data(), dk.data(),
+                            dv.data());
+    return std::vector<std::vector<float>>{o, lse, dq, dk, dv};
+  };
+  const auto causal = run(c);
+  for (std::int64_t w : {9, 10, 1000}) {
+    AttentionShape s = c;
+    s.window = w;
+    EXPECT_EQ(run(s), causal) << "window " << w;
+  }
+  AttentionShape s = c;
+  s.window = 8;  // the last row loses key 0
+  EXPECT_NE(run(s), causal);
+}
+
 // loss = sum(o * w): dL/do = w, so the backward with dout = w gives the gradients to check.
 TEST(AttentionRef, BackwardMatchesFiniteDifferences) {
-  for (bool causal : {false, true}) {
+  for (int window : {-1, 0, 2}) {  // -1: not causal; 0: causal; 2: a causal band
+    const bool causal = window >= 0;
     AttentionShape s{.batch = 2, .seq_q = 3, .seq_k = 4, .heads = 2, .kv_heads = 1, .head_dim = 3,
-                     .causal = causal, .q_offset = 2, .k_offset = 0, .scale = 0.7f};
+                     .causal = causal, .q_offset = 2, .k_offset = 0, .scale = 0.7f, .window = std::max(window, 0)};
     auto q = test::random_vector<double>(q_size(s), 20), k = test::random_vector<double>(kv_size(s), 21),
          v = test::random_vector<double>(kv_size(s), 22), w = test::random_vector<double>(q_size(s), 23);
     std::vector<double> o(q_size(s)), lse(lse_size(s)), dq(q.size()), dk(k.size()), dv(v.size());
@@ -183,7 +245,7 @@ TEST(AttentionRef, BackwardMatchesFiniteDifferences) {
         x[i] = keep - h;
         const double down = loss();
         x[i] = keep;
-        EXPECT_NEAR(grad[i], (up - down) / (2 * h), 1e-7) << name << "[" << i << "] causal " << causal;
+        EXPECT_NEAR(grad[i], (up - down) / (2 * h), 1e-7) << name << "[" << i << "] window " << window;
       }
     };
     check(q, dq, "dq");
@@ -251,6 +313,18 @@ TEST(AttentionRef, BadShapesThrowNamingTheField) {
   s.seq_k = 0;
   EXPECT_THROW(ref::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data()), Error);
   EXPECT_THROW(ref::lse_merge(0, 1, 1, 1, buf.data(), buf.data(), buf.data(), buf.data()), Error);
+  s.seq_k = 2;
+  for (const auto& [window, causal, what] : {std::tuple{std::int64_t{-1}, true, "must be >= 0"},
+                                             std::tuple{std::int64_t{4}, false, "needs causal"}}) {
+    s.window = window;
+    s.causal = causal;
+    try {
+      ref::attention_forward(s, buf.data(), buf.data(), buf.data(), buf.data(), buf.data());
+      ADD_FAILURE() << "window " << window << ": expected seqpar::Error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

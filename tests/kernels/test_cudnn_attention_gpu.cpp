@@ -1,6 +1,7 @@
 // The cuDNN attention engine on the GPU against the float64 CPU reference, through the same check and
 // bounds as seqpar's own kernels (attention_check.hpp): GQA, causal diagonal blocks, the ring-step
-// kinds (full, bottom-right, fully masked), awkward lengths, the LSE; the ring merge of cuDNN blocks
+// kinds (full, bottom-right, fully masked), awkward lengths, the LSE, sliding windows (NOT YET RUN ON
+// A GPU: written with the cuDNN path, compiled only); the ring merge of cuDNN blocks
 // equals the whole; and, without a device or cuDNN, the engine says why it is absent.
 #include <gtest/gtest.h>
 
@@ -61,6 +62,31 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::bf16, shape(2, 1, 64, 2, 1, 128, false)},            // one query
                       Case{DType::fp16, shape(1, 128, 1000, 6, 3, 128, true, 872, 0)},  // bottom-right block
                       Case{DType::bf16, shape(1, 4096, 4096, 4, 4, 128, true)}));      // a production tile count
+
+// Sliding windows (AttentionShape::window, core's in_band) through the frontend's diagonal band: a
+// causal diagonal block (Ulysses' call), a bottom-right block (all-gather's prefix call), W = 1, and a
+// block wholly in the past whose every pair is inside the band (full). The reference applies the band.
+AttentionShape windowed(AttentionShape s, std::int64_t w) {
+  s.window = w;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SlidingWindow, CudnnAttentionGpu,
+    ::testing::Values(Case{DType::bf16, windowed(shape(2, 1000, 1000, 8, 2, 128, true), 129)},
+                      Case{DType::bf16, windowed(shape(1, 128, 1000, 6, 3, 128, true, 872, 0), 300)},
+                      Case{DType::bf16, windowed(shape(1, 256, 256, 4, 2, 64, true), 1)},
+                      Case{DType::bf16, windowed(shape(1, 300, 512, 4, 1, 64, true, 1024, 0), 2000)}));
+
+TEST(CudnnAttentionGpuArgs, ABandThroughABlockInThePastIsRefused) {
+  SEQPAR_SKIP_WITHOUT_CUDNN();
+  kernels::CudnnAttention e;
+  // Keys 0..511 all before queries 1024..1323: a window of 1000 keeps some pairs and drops others.
+  EXPECT_THROW(e.forward_workspace_bytes(windowed(shape(1, 300, 512, 4, 1, 64, true, 1024, 0), 1000), DType::bf16),
+               Error);
+  // A window of 100 keeps none of them: no graph, nothing to run.
+  EXPECT_EQ(e.forward_workspace_bytes(windowed(shape(1, 300, 512, 4, 1, 64, true, 1024, 0), 100), DType::bf16), 0u);
+}
 
 // Ring attention on cuDNN: the causal whole over 2 blocks of keys equals the diagonal block merged with
 // the fully visible one by their LSE.

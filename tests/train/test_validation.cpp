@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,6 +36,7 @@ using testing::PlanCase;
 using testing::setup_of;
 using testing::site_of;
 using testing::table_plans;
+using testing::windowed;
 
 // One step of `s` on `world` virtual ranks in bf16 emulation, every rank checked with the derived
 // rule against one baseline, as --validate does (StepValidator).
@@ -343,12 +345,70 @@ TEST(Validation, EveryMethodAndBalancerPassesWithDocuments) {
     }
 }
 
+// ---- sliding windows ----
+
+// The window the matrix's window fault runs under: 5 divides neither the 32-token sequence nor any
+// rank's share (16, 8, 4 tokens; allgather's head/tail chunks 8, 4, 2), so bands cross every shard edge.
+constexpr std::int64_t kMatrixWindow = 5;
+
+// Whether the step takes sliding-window layers under this plan (the simulator's rule, as
+// seqpar-train applies it): ulysses and allgather do; ring, ring-zigzag, hybrid and
+// allgather-contiguous are refused.
+bool takes_window(const seqpar::Plan& p, const ModelConfig& m) {
+  try {
+    check_window(m, p);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Every method of the table at SP 2, 4 and 8 under windows of awkward sizes: the methods that take
+// a window pass --validate (bf16) with it, and exactly ulysses and allgather take one.
+TEST(Validation, EveryMethodThatTakesAWindowPassesWithIt) {
+  std::set<seqpar::Method> took;
+  for (const std::int64_t w : {std::int64_t{1}, std::int64_t{3}, kMatrixWindow, std::int64_t{31}}) {
+    const ModelConfig m = windowed(matrix_model(), w);
+    for (const PlanCase& c : table_plans({2, 4, 8}, m, 32)) {
+      if (!takes_window(c.plan, m)) continue;
+      took.insert(c.plan.method);
+      SCOPED_TRACE(c.label + ", window " + std::to_string(w));
+      for (const ValidationReport& r : validate_on_virtual_ranks(setup_of(c.plan, m), c.plan.sp))
+        EXPECT_TRUE(r.ok()) << describe(r);
+    }
+  }
+  EXPECT_EQ(took, (std::set<seqpar::Method>{seqpar::Method::ulysses, seqpar::Method::allgather}));
+}
+
+// A window of the sequence or longer is full causal attention: the same sharded step (every rank's
+// loss and gradients), bit for bit. W = 30 is not: query 30 (labelled) loses key 0. (W = 31 would
+// change only query 31, the last token, whose output no label reads in any layer: a causal model's
+// last position feeds nothing, so its gradients would be the same.)
+TEST(Validation, AWindowOfTheSequenceIsCausalBitForBit) {
+  const ModelConfig m = matrix_model();
+  for (const PlanCase& c : table_plans({4}, m, 32)) {
+    if (!takes_window(c.plan, windowed(m, kMatrixWindow))) continue;
+    SCOPED_TRACE(c.label);
+    const testing::VirtualRun full = testing::run_on_virtual_ranks(setup_of(c.plan, m), c.plan.sp);
+    for (const std::int64_t w : {std::int64_t{32}, std::int64_t{1000}, std::int64_t{30}}) {
+      const testing::VirtualRun band = testing::run_on_virtual_ranks(setup_of(c.plan, windowed(m, w)), c.plan.sp);
+      for (int r = 0; r < c.plan.sp; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        ASSERT_EQ(band.errors[i], "") << "rank " << r;
+        const bool same = band.steps[i].loss == full.steps[i].loss && band.steps[i].grads == full.steps[i].grads;
+        EXPECT_EQ(same, w >= 32) << "window " << w << ", rank " << r;
+      }
+    }
+  }
+}
+
 // ---- the mutation matrix ----
 
 // Every planted fault against every plan of the method table at SP 2, 4 and 8: caught (some rank's
 // --validate fails) wherever it applies; the correct step passes on every plan, also with packed
 // documents. The document faults run on kMatrixDocuments (the chunk order's under the per-document
-// balancer, the others under the method's own layout). The cell lists the degrees (U x R for
+// balancer, the others under the method's own layout); the window's on sliding-window layers of
+// kMatrixWindow tokens, under the methods that take them (n/a where the step refuses the plan). The cell lists the degrees (U x R for
 // hybrids).
 TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
   const ModelConfig m = matrix_model();
@@ -370,15 +430,17 @@ TEST(ValidationMatrix, EveryFaultIsCaughtByEveryMethodItAppliesTo) {
     for (std::size_t row = 0; row < rows.size(); ++row) {
       const Fault f = rows[row];
       const bool docs = row == 1 || is_document_fault(f);
-      const int kind = !docs ? 0 : f == Fault::document_chunk_order_wrong ? 2 : 1;
-      TrainSetup clean = setup_of(c.plan, m);
+      const bool window = f == Fault::window_ignored;  // sliding-window layers (kMatrixWindow)
+      const int kind = window ? 3 : !docs ? 0 : f == Fault::document_chunk_order_wrong ? 2 : 1;
+      TrainSetup clean = setup_of(c.plan, window ? windowed(m, kMatrixWindow) : m);
       if (docs)
         clean = with_documents(clean, kMatrixDocuments,
                                kind == 2 ? std::optional<Balancer>(Balancer::per_document) : std::nullopt);
       TrainSetup s = clean;
       s.fault = f;
       std::string outcome = "n/a";
-      if (applies(f, site_of(s))) {
+      // A method that takes no window has no window to ignore: the step refuses the plan.
+      if (applies(f, site_of(s)) && (!window || takes_window(c.plan, s.model))) {
         auto& [val, b] = vals[kind];
         if (!val) {
           val = std::make_unique<StepValidator>(make_cpu_backend(Precision::bf16), clean, 1);

@@ -50,6 +50,13 @@ inline std::vector<PlanCase> table_plans(const std::vector<int>& degrees, const 
   return out;
 }
 
+// The model with every layer a sliding-window layer of `window` tokens (seqpar-train's --window).
+inline ModelConfig windowed(ModelConfig m, std::int64_t window) {
+  m.layer_kinds.assign(static_cast<std::size_t>(m.layers), sim::AttentionKind::sliding);
+  m.sliding_window = window;
+  return m;
+}
+
 inline TrainSetup setup_of(const seqpar::Plan& p, const ModelConfig& m, Fault fault = Fault::none) {
   TrainSetup s;
   s.model = m;
@@ -63,6 +70,7 @@ inline FaultSite site_of(const TrainSetup& s) {
               s.kv == KvExchange::all_gather};
   f.documents = s.documents.has_value();
   f.per_document = step_balancer(s) == Balancer::per_document;
+  f.window = s.model.sliding_layers() > 0 && s.model.sliding_window < s.seq_len;
   return f;
 }
 

@@ -34,6 +34,10 @@ void ModelOptions::add(CLI::App& app) {
   app.add_option("--head-dim", head_dim, "override: head dimension");
   app.add_option("--ffn-hidden", ffn, "override: SwiGLU hidden size");
   app.add_option("--vocab", vocab, "override: vocabulary size");
+  app.add_option("--window", window,
+                 "sliding-window attention in every layer: a query sees the W keys ending at itself (Hugging Face's "
+                 "sliding_window); 0: full causal in every layer (default: the preset's layer kinds, else full). "
+                 "Methods: ulysses and allgather (README, seqpar-train: Sliding windows)");
 }
 
 ModelConfig ModelOptions::resolve() const {
@@ -46,6 +50,11 @@ ModelConfig ModelOptions::resolve() const {
   if (head_dim) c.head_dim = *head_dim;
   if (ffn) c.ffn = *ffn;
   if (vocab) c.vocab = *vocab;
+  if (window) {
+    if (*window < 0) throw Error(fmt::format("--window = {}: must be >= 0 (0: full causal attention)", *window));
+    c.layer_kinds.assign(*window > 0 ? static_cast<std::size_t>(std::max(c.layers, 0)) : 0, sim::AttentionKind::sliding);
+    c.sliding_window = *window;
+  }
   validate(c);
   return c;
 }
@@ -175,7 +184,9 @@ nlohmann::json run_options_json(const RunOptions& o, const ModelConfig& cfg) {
                        {"head_dim", cfg.head_dim},
                        {"ffn_hidden", cfg.ffn},
                        {"vocab", cfg.vocab},
-                       {"tied_embeddings", cfg.tied_embeddings}}},
+                       {"tied_embeddings", cfg.tied_embeddings},
+                       {"sliding_layers", cfg.sliding_layers()},
+                       {"sliding_window", cfg.sliding_window}}},
           {"--seq-len", parse_count(o.seq_len, "--seq-len")},
           {"--method", seqpar::to_string(seqpar::parse_method(o.method))},
           {"--sp", o.sp},

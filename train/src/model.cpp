@@ -156,6 +156,7 @@ Tensor Model::block_forward(int l, Tensor&& x_in, LayerActs& a, const int* posit
   be_.rope(k.ref(), positions, t, cfg_.kv_heads, d, cfg_.rope_theta, false);
   {
     const TimelineRange phase(be_.timeline(), trace::Stream::compute, "fwd attention", l);
+    attn_->set_window(cfg_.window_of(l));  // this layer's kind (one SpAttention serves every layer)
     attn_->forward(std::move(q), std::move(k), std::move(v), a.attn);
   }
   a.x_mid = acts(tc);
@@ -230,6 +231,7 @@ void Model::block_backward(int l, LayerActs& a, Ref dx, const int* positions, bo
          dv = temp(static_cast<std::int64_t>(t) * kvd);
   {
     const TimelineRange phase(be_.timeline(), trace::Stream::compute, "bwd attention", l);
+    attn_->set_window(cfg_.window_of(l));
     attn_->backward(a.attn, dout.cref(), dq.ref(), dk.ref(), dv.ref());
   }
   a.attn = AttnSaved{};

@@ -33,6 +33,22 @@ std::int64_t ModelConfig::total_params() const {
   return add(add(mul(layers, params_per_layer()), embedding_params()), hidden);
 }
 
+int ModelConfig::sliding_layers() const { return kinds_model().sliding_layers(); }
+
+std::int64_t ModelConfig::window_of(int layer) const {
+  const bool slides = !layer_kinds.empty() && layer_kinds[static_cast<std::size_t>(layer)] == sim::AttentionKind::sliding;
+  return slides ? sliding_window : 0;
+}
+
+sim::Model ModelConfig::kinds_model() const {
+  sim::Model m;
+  m.name = name;
+  m.layers = layers;
+  m.layer_kinds = layer_kinds;
+  m.sliding_window = sliding_window;
+  return m;
+}
+
 ModelConfig from_sim(const sim::Model& m) {
   // The step's block is Llama's: anything else would train a different model under this one's name.
   if (m.mlp != sim::MlpKind::swiglu)
@@ -44,12 +60,6 @@ ModelConfig from_sim(const sim::Model& m) {
   if (m.positions != sim::PositionKind::rope)
     throw Error(fmt::format("model '{}': positions must be rope for the training step (a Llama-style decoder)",
                             m.name));
-  // The step runs full causal attention in every layer: a model with sliding-window layers would
-  // be measured as another model (README "Attention kinds": the simulator costs them).
-  if (m.sliding_layers() > 0)
-    throw Error(fmt::format("model '{}': {} of its {} layers are sliding-window layers (window {}); the training step "
-                            "runs full causal attention in every layer", m.name, m.sliding_layers(), m.layers,
-                            m.sliding_window));
   ModelConfig c;
   c.name = m.name;
   c.layers = m.layers;
@@ -60,6 +70,8 @@ ModelConfig from_sim(const sim::Model& m) {
   c.ffn = m.ffn_hidden;
   c.vocab = m.vocab;
   c.tied_embeddings = m.tied_embeddings;
+  c.layer_kinds = m.layer_kinds;
+  c.sliding_window = m.sliding_window;
   return c;
 }
 
@@ -76,6 +88,15 @@ void validate(const ModelConfig& c) {
   positive(c.vocab, "vocab");
   if (c.heads % c.kv_heads != 0)
     throw Error(fmt::format("heads = {} must be divisible by kv_heads = {}", c.heads, c.kv_heads));
+  if (!c.layer_kinds.empty() && c.layer_kinds.size() != static_cast<std::size_t>(c.layers))
+    throw Error(fmt::format("layer kinds: {} kinds for {} layers (one kind a layer; --layers on a preset with sliding "
+                            "layers changes its depth: give --window to make every layer sliding or full)",
+                            c.layer_kinds.size(), c.layers));
+  if (c.sliding_window < 0)
+    throw Error(fmt::format("window = {}: must be >= 0 (0: full causal attention)", c.sliding_window));
+  if (c.sliding_layers() > 0 && c.sliding_window < 1)
+    throw Error(fmt::format("window = {}: sliding-window layers need a window >= 1 (the keys a query sees, itself "
+                            "included)", c.sliding_window));
   if (c.head_dim % 2 != 0)
     throw Error(fmt::format("head_dim = {} must be even (rotary embedding rotates pairs)", c.head_dim));
 }

@@ -8,8 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "seqpar/core/doc_work.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/plan_validity.hpp"
+#include "seqpar/sim/validity.hpp"
 #include "seqpar/train/timeline.hpp"
 
 namespace seqpar::train {
@@ -27,6 +29,10 @@ void check_ulysses_heads(int heads, int kv_heads, int ulysses) {
   std::string msg;
   for (const std::string& e : errors) msg += (msg.empty() ? "" : "; ") + e;
   throw Error(msg);
+}
+
+void check_window(const ModelConfig& c, const seqpar::Plan& p) {
+  if (std::string why = sim::window_method_error(c.kinds_model(), p); !why.empty()) throw Error(why);
 }
 
 SpAttention::SpAttention(Backend& be, const SeqLayout& layout, int ring_index,
@@ -72,16 +78,25 @@ void SpAttention::set_sequences(std::vector<std::vector<std::vector<Segment>>> s
 
 bool SpAttention::sees(const Segment& qs, const Segment& ks) const {
   if (qs.doc < 0 || ks.doc < 0) return false;  // padding: attends nothing, nothing attends it
-  if (ignores_documents()) return ks.pos <= qs.pos + qs.len - 1;
-  return qs.doc == ks.doc && ks.doc_pos <= qs.doc_pos + qs.len - 1;
+  const bool packed = ignores_documents();
+  if (!packed && qs.doc != ks.doc) return false;
+  // Some query sees some key iff the causal bound lets the last query see the first key, and the
+  // nearest pair (the first query with the last key at or before it) is inside the band (core's in_band).
+  const std::int64_t q0 = packed ? qs.pos : qs.doc_pos, k0 = packed ? ks.pos : ks.doc_pos;
+  const std::int64_t q_last = q0 + qs.len - 1, k_last = k0 + ks.len - 1;
+  return in_band(q_last, k0, 0) && in_band(q0, std::min(k_last, q0), band());
 }
 
 void SpAttention::record(const AttnShape& sh) {
-  // The mask as the call applies it (AttnShape: query i sees key j iff k_offset + j <= q_offset + i),
+  // The mask as the call applies it (AttnShape: query i sees key j iff k_offset + j <= q_offset + i,
+  // and under a window W also q_offset + i - (k_offset + j) < W: the keys j in [last - W + 1, last]),
   // row by row: what the rank computed, counted independently of core's doc_work formulae.
   std::int64_t pairs = 0;
-  for (int i = 0; i < sh.seq_q; ++i)
-    pairs += std::clamp<std::int64_t>(sh.q_offset + i - sh.k_offset + 1, 0, sh.seq_k);
+  for (int i = 0; i < sh.seq_q; ++i) {
+    const std::int64_t last = sh.q_offset + i - sh.k_offset;  // the last key row it sees
+    const std::int64_t first = sh.window > 0 ? last - sh.window + 1 : 0;
+    pairs += std::clamp<std::int64_t>(last + 1, 0, sh.seq_k) - std::clamp<std::int64_t>(first, 0, sh.seq_k);
+  }
   work_.pairs += pairs * sh.heads;
   work_.calls += 1;
 }
@@ -144,6 +159,7 @@ AttnShape SpAttention::block_shape(const Segment& qs, const Segment& ks) const {
   s.causal = true;
   s.q_offset = packed ? qs.pos : qs.doc_pos;
   s.k_offset = packed ? ks.pos : ks.doc_pos;
+  s.window = band();
   return s;
 }
 
@@ -532,8 +548,16 @@ AttnShape SpAttention::prefix_shape(const Segment& qs, bool first, std::int64_t*
   // The document's keys up to the segment's last query, in the gathered (packed) order; with
   // Fault::document_boundary_ignored the whole sequence's prefix.
   const bool packed = ignores_documents();
-  const Segment keys{packed ? 0 : qs.pos - qs.doc_pos, static_cast<int>((packed ? qs.pos : qs.doc_pos) + qs.len), 0,
-                     qs.doc, 0};
+  Segment keys{packed ? 0 : qs.pos - qs.doc_pos, static_cast<int>((packed ? qs.pos : qs.doc_pos) + qs.len), 0,
+               qs.doc, 0};
+  // Under a window the call takes the keys of its queries' bands only, (first query - W, last query]
+  // (as Transformer Engine slices each chunk's window out of the gathered K,V).
+  if (const std::int64_t w = band(); w > 0) {
+    const std::int64_t skip = std::max<std::int64_t>(0, (packed ? qs.pos : qs.doc_pos) - (w - 1));
+    keys.pos += skip;
+    keys.len -= static_cast<int>(skip);
+    keys.doc_pos = skip;
+  }
   *key_start = keys.pos;
   AttnShape sh = block_shape(qs, keys);
   if (faulty(Fault::causal_mask_off_by_one, 0) && first && qs.pos + qs.len < layout_.seq_len()) {

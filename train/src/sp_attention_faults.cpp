@@ -25,9 +25,10 @@ bool SpAttention::faulty(Fault f, int rank) const {
   if (fault_ != f) return false;
   // The group mapping's fault sits on a Ulysses rank where there is one, else on a ring rank.
   if (f == Fault::gqa_wrong_group && u_ > 1) return ulysses_->rank() == rank;
-  // Without a ring the boundary's fault sits on a Ulysses rank (after the all-to-all each holds
+  // Without a ring the boundary's and the window's faults sit on a Ulysses rank (after the all-to-all each holds
   // every token).
-  if (f == Fault::document_boundary_ignored && r_ == 1) return u_ > 1 && ulysses_->rank() == rank;
+  if ((f == Fault::document_boundary_ignored || f == Fault::window_ignored) && r_ == 1)
+    return u_ > 1 && ulysses_->rank() == rank;
   return r_ > 1 && ring_index_ == rank;
 }
 

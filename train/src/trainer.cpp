@@ -244,12 +244,20 @@ std::int64_t Trainer::counted_attention_pairs() const {
   // ring rank's queries, once per layer's forward (twice under full checkpointing: the recompute).
   const SpShape shape{setup_.ulysses, setup_.ring, setup_.kv == KvExchange::all_gather && setup_.ring > 1};
   const Balancer b = docs_ ? balancer_ : step_balancer(setup_);
-  std::int64_t pairs = 0;
   const std::vector<std::vector<std::int64_t>> plain(static_cast<std::size_t>(setup_.micro_batch),
                                                      std::vector<std::int64_t>{0, setup_.seq_len});
-  for (const auto& cu : docs_ ? step_cu_ : plain)
-    pairs += count_batch_work(cu, shape, b).ranks[static_cast<std::size_t>(ring_index_)].pairs;
-  const int passes = setup_.model.layers * (setup_.mem.checkpoint == seqpar::Checkpoint::full ? 2 : 1);
+  auto layer_pairs = [&](std::int64_t window) {  // one layer's, under its window (0: full causal)
+    WorkOptions opt;
+    opt.window = window;
+    std::int64_t pairs = 0;
+    for (const auto& cu : docs_ ? step_cu_ : plain)
+      pairs += count_batch_work(cu, shape, b, opt).ranks[static_cast<std::size_t>(ring_index_)].pairs;
+    return pairs;
+  };
+  const int sliding = setup_.model.sliding_layers(), full = setup_.model.layers - sliding;
+  std::int64_t pairs = full > 0 ? full * layer_pairs(0) : 0;
+  if (sliding > 0) pairs += sliding * layer_pairs(setup_.model.sliding_window);
+  const int passes = setup_.mem.checkpoint == seqpar::Checkpoint::full ? 2 : 1;
   return pairs * (setup_.model.heads / setup_.ulysses) * passes;
 }
 

@@ -22,6 +22,10 @@ void check_flash_shape(const AttentionShape& s, DType dtype, const char* fn) {
     throw Error(fmt::format("{}: head_dim = {} is not supported (64 or 128)", fn, s.head_dim));
   if (s.heads > 65535 || s.batch > 65535)
     throw Error(fmt::format("{}: heads = {} and batch = {} must each be at most 65535", fn, s.heads, s.batch));
+  // seqpar's kernels mask causally only: a band would be computed as full causal attention, silently.
+  if (s.window > 0)
+    throw Error(fmt::format("{}: sliding window {} is not implemented in seqpar's attention kernels (causal only); "
+                            "the cudnn engine runs it (--attention cudnn)", fn, s.window));
 }
 
 namespace {

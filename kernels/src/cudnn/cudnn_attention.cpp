@@ -1,6 +1,16 @@
 // cuDNN fused attention through the frontend's graph API. One graph per (direction, dtype, shape,
-// mask, scale), built with heuristics mode A on first use and kept for the engine's lifetime: the
-// build costs milliseconds, a launch microseconds, and a training step repeats the same shapes.
+// mask, window, scale), built with heuristics mode A on first use and kept for the engine's lifetime:
+// the build costs milliseconds, a launch microseconds, and a training step repeats the same shapes.
+//
+// Sliding window (AttentionShape::window W: a query sees the W keys ending at itself, core's
+// in_band). The frontend's diagonal band keeps score (row, col) iff col + W > row under TOP_LEFT
+// alignment and col + W - (s_kv - s_q) > row under BOTTOM_RIGHT (cudnn_frontend
+// utils/attn_score_modifiers.h, sliding_window_mask: the left bound is a length, as Transformer
+// Engine's set_diagonal_band_left_bound(window_size_left + 1) has it), with the causal right bound 0:
+// the same band measured from the block's own diagonal. So a causal-aligned block (top-left or
+// bottom-right) takes W as it is. Frontend 1.5 added the window (set_sliding_window_length, top-left),
+// 1.9 the bottom-right alignment with it; the backend needs cuDNN 9.2 (frontend 1.5.0 release notes).
+// NOT VERIFIED ON A GPU: this path was compiled, never run (README, seqpar-train: Sliding windows).
 #include <cudnn.h>
 #include <cudnn_frontend.h>
 #include <fmt/format.h>
@@ -51,6 +61,7 @@ struct Key {
   DType dtype;
   int batch, seq_q, seq_k, heads, kv_heads, head_dim;
   BlockMask mask;
+  std::int64_t window;  // the band's left bound W (0: none)
   std::uint32_t scale_bits;
   bool operator==(const Key&) const = default;
 };
@@ -61,7 +72,8 @@ struct KeyHash {
     auto mix = [&h](std::uint64_t v) { h ^= std::hash<std::uint64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
     for (std::uint64_t v : {std::uint64_t(k.dir), std::uint64_t(k.dtype), std::uint64_t(k.batch), std::uint64_t(k.seq_q),
                             std::uint64_t(k.seq_k), std::uint64_t(k.heads), std::uint64_t(k.kv_heads),
-                            std::uint64_t(k.head_dim), std::uint64_t(k.mask), std::uint64_t(k.scale_bits)})
+                            std::uint64_t(k.head_dim), std::uint64_t(k.mask), std::uint64_t(k.window),
+                            std::uint64_t(k.scale_bits)})
       mix(v);
     return h;
   }
@@ -94,10 +106,22 @@ fe::graph::Tensor_attributes stats_tensor(int b, int h, int s) {
       .set_data_type(fe::DataType_t::FLOAT);
 }
 
+// The oldest frontend whose band composes with both alignments (see the header comment).
+constexpr bool kFrontendHasWindow = CUDNN_FRONTEND_MAJOR_VERSION > 1 ||
+                                    (CUDNN_FRONTEND_MAJOR_VERSION == 1 && CUDNN_FRONTEND_MINOR_VERSION >= 9);
+constexpr std::size_t kBackendWindowVersion = 90200;  // cuDNN 9.2.0
+
 template <typename Attributes>
-void apply_mask(Attributes& a, BlockMask m) {
+void apply_mask(Attributes& a, BlockMask m, std::int64_t window) {
   if (m == BlockMask::causal_top) a.set_causal_mask(true);
   if (m == BlockMask::causal_bottom) a.set_causal_mask_bottom_right(true);
+  if (window > 0) {
+    if constexpr (kFrontendHasWindow) {
+      a.set_sliding_window_length(static_cast<int>(window));  // the band's left bound (a length)
+    } else {
+      throw Error("cuDNN attention: this build's cuDNN frontend predates 1.9, which a sliding window needs");
+    }
+  }
 }
 
 Built build(cudnnHandle_t handle, const Key& k, const AttentionShape& s) {
@@ -111,7 +135,7 @@ Built build(cudnnHandle_t handle, const Key& k, const AttentionShape& s) {
   auto V = g->tensor(bshd("v", kV, k.batch, k.seq_k, k.kv_heads, k.head_dim));
   if (k.dir == Direction::forward) {
     auto a = fe::graph::SDPA_attributes().set_name("sdpa_forward").set_generate_stats(true).set_attn_scale(scale);
-    apply_mask(a, k.mask);
+    apply_mask(a, k.mask, k.window);
     auto [O, stats] = g->sdpa(Q, K, V, a);
     set_bshd(O, kO, k.batch, k.seq_q, k.heads, k.head_dim);
     stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT)
@@ -121,7 +145,7 @@ Built build(cudnnHandle_t handle, const Key& k, const AttentionShape& s) {
     auto dO = g->tensor(bshd("do", kDO, k.batch, k.seq_q, k.heads, k.head_dim));
     auto stats = g->tensor(stats_tensor(k.batch, k.heads, k.seq_q));
     auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(scale);
-    apply_mask(a, k.mask);
+    apply_mask(a, k.mask, k.window);
     auto [dQ, dK, dV] = g->sdpa_backward(Q, K, V, O, dO, stats, a);
     set_bshd(dQ, kDQ, k.batch, k.seq_q, k.heads, k.head_dim);
     set_bshd(dK, kDK, k.batch, k.seq_k, k.kv_heads, k.head_dim);
@@ -167,8 +191,8 @@ struct CudnnAttention::Impl {
   mutable std::mutex mu;  // virtual ranks may share one engine across threads
   std::unordered_map<Key, Built, KeyHash> cache;
 
-  const Built& get(Direction dir, const AttentionShape& s, DType dtype, BlockMask mask) {
-    Key k{dir, dtype, s.batch, s.seq_q, s.seq_k, s.heads, s.kv_heads, s.head_dim, mask,
+  const Built& get(Direction dir, const AttentionShape& s, DType dtype, BlockMask mask, std::int64_t window) {
+    Key k{dir, dtype, s.batch, s.seq_q, s.seq_k, s.heads, s.kv_heads, s.head_dim, mask, window,
           std::bit_cast<std::uint32_t>(static_cast<float>(ref::effective_scale(s)))};
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(k);
@@ -187,7 +211,12 @@ struct CudnnAttention::Impl {
 
 namespace {
 
-BlockMask supported_mask(const AttentionShape& s, DType dtype) {
+// The block's mask kind with its band: *window is the left bound the graph takes (0: none). A band
+// that no pair of the block reaches beyond is dropped (a window of the block's span or more is the
+// causal mask, bit for bit the same graph); a full block (wholly in the causal past) stays full when
+// even its farthest pair is inside the band and becomes none when even its nearest is outside; a
+// band through a full block is refused, as cuDNN measures the band from a diagonal the block lacks.
+BlockMask supported_mask(const AttentionShape& s, DType dtype, std::int64_t* window) {
   io_type(dtype);
   if (s.head_dim % 8 != 0 || s.head_dim > 256)
     throw Error(fmt::format("cuDNN attention: head_dim {} is not supported; expected a multiple of 8 up to 256",
@@ -198,6 +227,22 @@ BlockMask supported_mask(const AttentionShape& s, DType dtype) {
                             "cuts the block off its diagonal; cuDNN runs full, causal-aligned or fully masked "
                             "blocks only (ring steps are always one of these)",
                             s.q_offset, s.k_offset, s.seq_q, s.seq_k));
+  *window = 0;
+  if (s.window <= 0 || m == BlockMask::none) return m;
+  const std::int64_t d = s.q_offset - s.k_offset;  // row i sees key j iff j - i <= d
+  const std::int64_t farthest = d + s.seq_q - 1, nearest = d - (std::int64_t{s.seq_k} - 1);
+  if (farthest < s.window) return m;  // every pair the causal mask keeps is inside the band
+  if (m == BlockMask::full) {
+    if (nearest >= s.window) return BlockMask::none;
+    throw Error(fmt::format("cuDNN attention: sliding window {} cuts through a block wholly in the causal past "
+                            "(q_offset {}, k_offset {}, seq_q {}, seq_k {}); cuDNN measures the band from the "
+                            "block's diagonal, so only causal-aligned blocks take a window (Ulysses' and "
+                            "all-gather's calls are)", s.window, s.q_offset, s.k_offset, s.seq_q, s.seq_k));
+  }
+  if (cudnnGetVersion() < kBackendWindowVersion)
+    throw Error(fmt::format("cuDNN attention: sliding window {} needs cuDNN 9.2.0 or newer; {} is loaded", s.window,
+                            cudnnGetVersion()));
+  *window = s.window;
   return m;
 }
 
@@ -216,26 +261,29 @@ CudnnAttention::~CudnnAttention() {
 }
 
 std::size_t CudnnAttention::forward_workspace_bytes(const AttentionShape& s, DType dtype) {
-  const BlockMask m = supported_mask(s, dtype);
+  std::int64_t w = 0;
+  const BlockMask m = supported_mask(s, dtype, &w);
   if (m == BlockMask::none) return 0;
-  return static_cast<std::size_t>(impl_->get(Direction::forward, s, dtype, m).workspace);
+  return static_cast<std::size_t>(impl_->get(Direction::forward, s, dtype, m, w).workspace);
 }
 
 std::size_t CudnnAttention::backward_workspace_bytes(const AttentionShape& s, DType dtype) {
-  const BlockMask m = supported_mask(s, dtype);
+  std::int64_t w = 0;
+  const BlockMask m = supported_mask(s, dtype, &w);
   if (m == BlockMask::none) return 0;
-  return static_cast<std::size_t>(impl_->get(Direction::backward, s, dtype, m).workspace);
+  return static_cast<std::size_t>(impl_->get(Direction::backward, s, dtype, m, w).workspace);
 }
 
 void CudnnAttention::forward(const AttentionShape& s, DType dtype, const void* q, const void* k, const void* v, void* o,
                              float* lse, void* workspace, cudaStream_t stream) {
-  const BlockMask m = supported_mask(s, dtype);
+  std::int64_t w = 0;
+  const BlockMask m = supported_mask(s, dtype, &w);
   if (m == BlockMask::none) {
     fill_value(dtype, o, count(s.batch, s.seq_q, s.heads, s.head_dim), 0.f, stream);
     fill_value(DType::fp32, lse, count(s.batch, s.heads, s.seq_q, 1), -INFINITY, stream);
     return;
   }
-  const Built& b = impl_->get(Direction::forward, s, dtype, m);
+  const Built& b = impl_->get(Direction::forward, s, dtype, m, w);
   std::unordered_map<std::int64_t, void*> pack = {{kQ, const_cast<void*>(q)}, {kK, const_cast<void*>(k)},
                                                   {kV, const_cast<void*>(v)}, {kO, o}, {kStats, lse}};
   impl_->execute(b, pack, workspace, stream, "forward", s);
@@ -244,14 +292,15 @@ void CudnnAttention::forward(const AttentionShape& s, DType dtype, const void* q
 void CudnnAttention::backward(const AttentionShape& s, DType dtype, const void* q, const void* k, const void* v,
                               const void* o, const float* lse, const void* dout, void* dq, void* dk, void* dv,
                               void* workspace, cudaStream_t stream) {
-  const BlockMask m = supported_mask(s, dtype);
+  std::int64_t w = 0;
+  const BlockMask m = supported_mask(s, dtype, &w);
   if (m == BlockMask::none) {
     fill_value(dtype, dq, count(s.batch, s.seq_q, s.heads, s.head_dim), 0.f, stream);
     fill_value(dtype, dk, count(s.batch, s.seq_k, s.kv_heads, s.head_dim), 0.f, stream);
     fill_value(dtype, dv, count(s.batch, s.seq_k, s.kv_heads, s.head_dim), 0.f, stream);
     return;
   }
-  const Built& b = impl_->get(Direction::backward, s, dtype, m);
+  const Built& b = impl_->get(Direction::backward, s, dtype, m, w);
   std::unordered_map<std::int64_t, void*> pack = {
       {kQ, const_cast<void*>(q)},  {kK, const_cast<void*>(k)}, {kV, const_cast<void*>(v)},
       {kO, const_cast<void*>(o)},  {kDO, const_cast<void*>(dout)}, {kStats, const_cast<float*>(lse)},

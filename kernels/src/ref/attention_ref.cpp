@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "seqpar/core/doc_work.hpp"
 #include "seqpar/core/error.hpp"
 
 namespace seqpar::ref {
@@ -147,6 +148,9 @@ void validate(const AttentionShape& s) {
   if (!(s.scale >= 0.f) || std::isinf(s.scale))
     throw Error(fmt::format("attention shape: scale = {} must be finite and >= 0 (0 means 1/sqrt(head_dim))",
                             s.scale));
+  if (s.window < 0) throw Error(fmt::format("attention shape: window = {} must be >= 0 (0: no window)", s.window));
+  if (s.window > 0 && !s.causal)
+    throw Error(fmt::format("attention shape: window = {} needs causal (a sliding window is a causal band)", s.window));
 }
 
 double effective_scale(const AttentionShape& s) {
@@ -154,7 +158,7 @@ double effective_scale(const AttentionShape& s) {
 }
 
 bool visible(const AttentionShape& s, std::int64_t i, std::int64_t j) {
-  return !s.causal || s.k_offset + j <= s.q_offset + i;
+  return !s.causal || in_band(s.q_offset + i, s.k_offset + j, s.window);
 }
 
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* o,

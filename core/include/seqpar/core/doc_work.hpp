@@ -79,6 +79,13 @@ struct WorkOptions {
   std::int64_t window = 0;                // sliding window W (see the header comment); 0: none
 };
 
+// The mask itself: whether a query at document position q sees the key at position k under a
+// window of W (0: none): k <= q and q - k < W. Every attention that applies the band (the CPU
+// reference, the training step's calls) asks this; band_pairs and count_*_work count it.
+constexpr bool in_band(std::int64_t q, std::int64_t k, std::int64_t window) {
+  return k <= q && (window <= 0 || q - k < window);
+}
+
 // The pairs of one causal document of `len` tokens under a window of W (0: none): sum over its
 // queries q of min(q + 1, W) = W (W + 1) / 2 + (len - W) W for len >= W, len (len + 1) / 2 below.
 std::int64_t band_pairs(std::int64_t len, std::int64_t window);

@@ -7,15 +7,19 @@ namespace seqpar::ref {
 
 // Layouts, row-major: q, o, dq, dout: [batch, seq_q, heads, head_dim]; k, v, dk, dv: [batch, seq_k, kv_heads, head_dim];
 // lse: [batch, heads, seq_q] fp32 natural log. Query head h uses KV head h / (heads / kv_heads).
-// Causal mask with global offsets: query row i sees key j iff k_offset + j <= q_offset + i. A row that sees no key gets o = 0, lse = -inf.
+// Causal mask with global offsets: query row i sees key j iff k_offset + j <= q_offset + i; with a sliding window
+// W > 0 also (q_offset + i) - (k_offset + j) < W (core's in_band, doc_work.hpp: W keys including itself, Hugging
+// Face's `sliding_window`). A row that sees no key gets o = 0, lse = -inf.
 struct AttentionShape {
   int batch = 1, seq_q = 0, seq_k = 0, heads = 0, kv_heads = 0, head_dim = 0;
   bool causal = false;
   std::int64_t q_offset = 0, k_offset = 0;
-  float scale = 0.f;  // 0 -> 1/sqrt(head_dim)
+  float scale = 0.f;        // 0 -> 1/sqrt(head_dim)
+  std::int64_t window = 0;  // sliding window W (causal only); 0: none
 };
 
-// Throws seqpar::Error naming the field when a size is not positive or heads % kv_heads != 0.
+// Throws seqpar::Error naming the field when a size is not positive, heads % kv_heads != 0, or a window is
+// negative or given without causal.
 void validate(const AttentionShape& s);
 // The softmax scale actually used: s.scale, or 1/sqrt(head_dim) when it is 0.
 double effective_scale(const AttentionShape& s);

@@ -16,6 +16,11 @@ namespace seqpar::sim {
 // Returns true when the plan is valid. Cheap when the plan is valid (no allocation).
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors);
 
+// Sliding-window layers under plan p: the broken rule's message when a sliding layer's band meets
+// the sequence (Model::banded_at) and no implementation serves p's method with one (window_cost.hpp's
+// window_refusal), else empty. check_plan applies it; seqpar-train refuses its plans with it.
+std::string window_method_error(const Model& m, const Plan& p);
+
 // The system's framework profile must describe the model's block (Framework::mlp_kinds): the
 // broken rule's message, or empty. check_plan applies it; the CLI refuses the pair up front with it.
 std::string profile_mismatch(const Model& m, const System& s);

@@ -65,15 +65,18 @@ enum class Fault {
   // position. (On every rank at once RoPE's relative angles would hide it: the shift is the same
   // for all of a document's tokens.)
   positions_not_restarted,
+  // Sliding-window layers (ModelConfig::window_of): one rank runs them as full causal attention,
+  // its calls without the band: ring rank 1 (Ulysses rank 1 without a ring), forward and backward.
+  window_ignored,
 };
 
 // Every planted fault, in the order the README's matrix lists them.
-inline constexpr std::array<Fault, 14> kFaults = {
+inline constexpr std::array<Fault, 15> kFaults = {
     Fault::label_off_by_one,      Fault::kv_wrong_block,     Fault::ring_step_skipped,
     Fault::zigzag_permutation_wrong, Fault::causal_mask_off_by_one, Fault::dkv_return_dropped,
     Fault::dkv_return_doubled,    Fault::a2a_layout_transposed, Fault::lse_merge_wrong_max,
     Fault::gqa_wrong_group,       Fault::loss_local_normalisation, Fault::document_boundary_ignored,
-    Fault::document_chunk_order_wrong, Fault::positions_not_restarted};
+    Fault::document_chunk_order_wrong, Fault::positions_not_restarted, Fault::window_ignored};
 
 // What the matrix prints.
 constexpr std::string_view describe(Fault f) {
@@ -93,6 +96,7 @@ constexpr std::string_view describe(Fault f) {
     case Fault::document_boundary_ignored: return "one rank ignores a document boundary";
     case Fault::document_chunk_order_wrong: return "one rank's per-document chunk order wrong";
     case Fault::positions_not_restarted: return "RoPE positions not restarted at a document start";
+    case Fault::window_ignored: return "one rank ignores the sliding window";
   }
   return "?";
 }
@@ -108,13 +112,15 @@ struct FaultSite {
   // whether the balancer is per-document.
   bool documents = false;
   bool per_document = false;
+  // Sliding-window layers whose band is shorter than the sequence (the band masks some pair).
+  bool window = false;
 };
 
 // Whether the step has the code the fault breaks: ring hops for the skipped step and the merge, a
 // ring group (R > 1, hops or all-gather) for the mask and the dK,dV return, zigzag chunks for the
 // permutation, a Ulysses group (U > 1) whose ranks hold more than one head for the transposed
 // unpack, two KV heads for the group mapping, documents for the boundary and the positions, a
-// per-document ring for its chunk order, any sharding (SP > 1) for the rest.
+// per-document ring for its chunk order, a band for the window, any sharding (SP > 1) for the rest.
 constexpr bool applies(Fault f, const FaultSite& s) {
   const bool ring = s.ring > 1, ulysses = s.ulysses > 1, sharded = ring || ulysses;
   switch (f) {
@@ -133,6 +139,7 @@ constexpr bool applies(Fault f, const FaultSite& s) {
     case Fault::document_boundary_ignored:
     case Fault::positions_not_restarted: return sharded && s.documents;
     case Fault::document_chunk_order_wrong: return ring && s.documents && s.per_document;
+    case Fault::window_ignored: return sharded && s.window;
   }
   return false;
 }

@@ -20,6 +20,9 @@ namespace seqpar::train {
 struct ModelOptions {
   std::string model;  // preset name or JSON path; empty: the tiny default ModelConfig
   std::optional<int> layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
+  // --window W: every layer a sliding-window layer of W tokens (a query sees the W keys ending at
+  // itself, Hugging Face's `sliding_window`); 0: every layer full causal. Not given: the preset's kinds.
+  std::optional<std::int64_t> window;
   void add(CLI::App& app);
   ModelConfig resolve() const;  // preset (if any) with the explicit sizes on top, validated
 };

@@ -9,6 +9,9 @@
 // gathers K,V again and reduce-scatters the whole sequence's dK,dV (fp32) to their owners.
 // Under packed documents (set_sequences; doc_shards.hpp) every (query segment, key block) call is
 // cut per document, causal through the document positions, as a varlen kernel sees cu_seqlens.
+// A sliding window (set_window) bands every call's mask (core's in_band, through the document
+// positions): the calls wholly outside the band are not made, and all-gather's calls take only the
+// keys of their queries' bands.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +19,9 @@
 
 #include "seqpar/comm/communicator.hpp"
 #include "seqpar/train/backend.hpp"
+#include "seqpar/core/plan.hpp"
 #include "seqpar/train/fault.hpp"
+#include "seqpar/train/model_config.hpp"
 #include "seqpar/train/seq_layout.hpp"
 
 namespace seqpar::train {
@@ -47,6 +52,9 @@ struct AttnWork {
 // Throws seqpar::Error when the heads cannot be split over U ranks: core's check_heads, the
 // same rules the simulator applies (docs/ARCHITECTURE.md, Conventions: Methods).
 void check_ulysses_heads(int heads, int kv_heads, int ulysses);
+// Throws seqpar::Error when the model's sliding-window layers meet a plan whose method no
+// implementation serves with a window: the simulator's rule and message (sim::window_method_error).
+void check_window(const ModelConfig& c, const seqpar::Plan& p);
 
 class SpAttention {
  public:
@@ -68,6 +76,8 @@ class SpAttention {
   // query (causal through the document positions); padding gets none. Until called, every
   // sequence is one document laid out by the SeqLayout.
   void set_sequences(std::vector<std::vector<std::vector<Segment>>> seqs);
+  // The sliding window of the layer that runs next (ModelConfig::window_of): 0 full causal.
+  void set_window(std::int64_t w) { window_ = w; }
   const AttnWork& work() const { return work_; }
   void reset_work() { work_ = {}; }
   // Tests only: plants a sharding bug (fault.hpp); attention ignores the faults that are not its own.
@@ -101,6 +111,8 @@ class SpAttention {
   bool sees(const Segment& qs, const Segment& ks) const;
   // Fault::document_boundary_ignored on this rank: plain causal over sequence positions.
   bool ignores_documents() const { return faulty(Fault::document_boundary_ignored, 1); }
+  // The window this rank's calls apply: the layer's, or 0 under Fault::window_ignored.
+  std::int64_t band() const { return faulty(Fault::window_ignored, 1) ? 0 : window_; }
   void record(const AttnShape& sh);
   // forward all-to-all: [b, n, heads, d] -> [b, U*n, heads/U, d]; and its reverse.
   void gather_seq(CRef in, Ref out, int heads);
@@ -143,6 +155,7 @@ class SpAttention {
   std::vector<std::vector<std::vector<Segment>>> seqs_;  // [sequence][ring group][segment]
   bool single_ = false;
   AttnWork work_;
+  std::int64_t window_ = 0;
   Fault fault_ = Fault::none;
 };
 
