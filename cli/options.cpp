@@ -98,6 +98,11 @@ void add_plan(CLI::App* app, PlanOptions& o) {
                   "sp x dp)")
       ->capture_default_str()
       ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--ep", o.ep,
+                  "Expert-parallel degree (mixture-of-experts models: the routed experts split over ep of the data x "
+                  "sequence parallel ranks, as Megatron-Core lays them out)")
+      ->capture_default_str()
+      ->transform(at_most("ep", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")

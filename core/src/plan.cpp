@@ -127,6 +127,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.gpus = gpus;
   p.seq_len = seq_len;
   p.tp = f.tp;
+  p.ep = f.ep;
   p.precision = precision;
   // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
   // not divide the GPUs).
@@ -169,7 +170,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 }
 
 nlohmann::json to_json(const Plan& p) {
-  return {{"method", to_string(p.method)},
+  nlohmann::json j = {{"method", to_string(p.method)},
           {"gpus", p.gpus},
           {"seq_len", p.seq_len},
           {"sp", p.sp},
@@ -189,6 +190,8 @@ nlohmann::json to_json(const Plan& p) {
           {"tiled_loss", p.mem.tiled_loss},
           {"fp8", fp8_parts_text(p.precision)},
           {"fp8_recipe", to_string(p.precision.recipe)}};
+  if (p.ep != 1) j["ep"] = p.ep;  // only where experts are split: other documents stay as they were
+  return j;
 }
 
 namespace {
@@ -239,6 +242,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.seq_len = count_field<std::int64_t>(j, "seq_len", 0, true, 1, limits::kMaxSeqLen);
   p.sp = count_field<int>(j, "sp", 0, true, 1, limits::kMaxGpus);
   p.tp = count_field<int>(j, "tp", 1, false, 1, limits::kMaxGpus);
+  p.ep = count_field<int>(j, "ep", 1, false, 1, limits::kMaxGpus);
   // 0: not given (normalized() fills it in).
   p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
   p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
@@ -260,21 +264,24 @@ Plan plan_from_json(const nlohmann::json& j) {
 std::string describe_structure(const Plan& p) {
   // TP first: it is the innermost group, and the SP method runs over what it leaves.
   const std::string tp = p.tp != 1 ? fmt::format("tp={} ", p.tp) : std::string();
-  if (p.sp == 1) return p.tp != 1 ? tp + "sp=1" : "dp-only sp=1";
+  // Experts last: they split the MLP, not the sequence ("ulysses sp=4 ep=8").
+  const std::string ep = p.ep != 1 ? fmt::format(" ep={}", p.ep) : std::string();
+  if (p.sp == 1) return (p.tp != 1 ? tp + "sp=1" : "dp-only sp=1") + ep;
   if (p.method == Method::hybrid)
-    return fmt::format("{}hybrid U{}xR{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{}{} sp={}", tp, to_string(p.method), p.sp);
+    return fmt::format("{}hybrid U{}xR{}{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", ep);
+  return fmt::format("{}{} sp={}{}", tp, to_string(p.method), p.sp, ep);
 }
 
 std::string describe_in_words(const Plan& p) {
-  if (p.sp == 1) return p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : "no SP";
+  const std::string ep = p.ep != 1 ? fmt::format(", EP {}", p.ep) : std::string();
+  if (p.sp == 1) return (p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : "no SP") + ep;
   // TP first, as in describe_structure: the innermost group.
   const std::string tp = p.tp != 1 ? fmt::format("TP {} x ", p.tp) : std::string();
   if (p.method == Method::hybrid)
-    return fmt::format("{}hybrid {}x{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "");
-  return fmt::format("{}{} {}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp);
+    return fmt::format("{}hybrid {}x{}{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", ep);
+  return fmt::format("{}{} {}{}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp, ep);
 }
 
 namespace {
@@ -287,6 +294,7 @@ std::string describe_json(const nlohmann::json& plan, std::string (*describe)(co
     p.method = parse_method(field<std::string>(plan, "method", "", true));
     p.sp = count_field<int>(plan, "sp", 0, true, kIntMin, kIntMax);
     p.tp = count_field<int>(plan, "tp", 1, false, kIntMin, kIntMax);
+    p.ep = count_field<int>(plan, "ep", 1, false, kIntMin, kIntMax);
     p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
     p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));

@@ -28,6 +28,7 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   range("grad_accum_steps", p.grad_accum_steps, limits::kMaxGradAccumSteps);
   range("sp", p.sp, limits::kMaxGpus);
   range("tp", p.tp, limits::kMaxGpus);
+  range("ep", p.ep, limits::kMaxGpus);
   range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
   range("ring_degree", p.ring_degree, limits::kMaxGpus);
   if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
@@ -39,6 +40,12 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   if (p.tp != 1 && p.gpus % (std::int64_t{p.tp} * p.sp) != 0)
     fail(fmt::format("gpus: {} GPUs are not divisible by tp {} x sp {} (the data-parallel degree gpus/(tp x sp) must be "
                      "whole)", p.gpus, p.tp, p.sp));
+  // Megatron-Core draws the expert-parallel group from the data x context parallel ranks (the
+  // ranks that hold the same TP shard): ep must tile them.
+  if (p.ep != 1 && p.tp >= 1 && (p.gpus % p.tp != 0 || (p.gpus / p.tp) % p.ep != 0))
+    fail(fmt::format("ep: {} does not divide the {} data x sequence parallel ranks (gpus {} / tp {}); expert "
+                     "parallelism splits the experts over a group of those ranks", p.ep, p.gpus / std::max(1, p.tp),
+                     p.gpus, p.tp));
   // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
   if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));

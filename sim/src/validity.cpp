@@ -8,6 +8,7 @@
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/limits.hpp"
 #include "seqpar/sim/attention_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
@@ -115,6 +116,12 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     errors.push_back(fmt::format("ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits the MLP's "
                                  "columns over its ranks)", m.ffn_hidden, p.tp));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
+  // Expert parallelism needs experts to split (moe_cost.hpp); TP splits each expert's columns
+  // (Megatron-Core's expert tensor parallelism defaults to the TP size).
+  if (std::string why = expert_parallel_refusal(m, p); !why.empty()) errors.push_back(std::move(why));
+  if (m.moe() && p.tp > 1 && m.experts.ffn % p.tp != 0)
+    errors.push_back(fmt::format("expert_ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits "
+                                 "each expert's columns over its ranks)", m.experts.ffn, p.tp));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
   if (m.banded_at(p.seq_len))
     if (std::string why = window_refusal(p.method); !why.empty())

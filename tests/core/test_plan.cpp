@@ -76,7 +76,9 @@ TEST(PlanJson, KeysAreCoresOneList) {
   // to_json writes exactly kPlanJsonKeys plus the derived "dp"; a reader keeping kPlanJsonKeys
   // loses nothing plan_from_json needs.
   std::set<std::string> written, listed;
-  const nlohmann::json j = to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1));
+  Plan with_ep = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
+  with_ep.ep = 2;  // "ep" is written only where it is not 1
+  const nlohmann::json j = to_json(with_ep);
   for (const auto& [k, v] : j.items()) written.insert(k);
   for (std::string_view k : kPlanJsonKeys) listed.insert(std::string(k));
   listed.insert("dp");
@@ -85,9 +87,43 @@ TEST(PlanJson, KeysAreCoresOneList) {
   Plan p = plan(Method::hybrid, 32, 1 << 20, 16, 8, 2);
   p.mem.offload_optimizer = true;
   p.placement = GroupPlacement::ring_inner;  // not the default, so a list without it would lose it
+  p.ep = 4;
   const nlohmann::json full = to_json(p);
   for (std::string_view k : kPlanJsonKeys) cut[std::string(k)] = full[std::string(k)];
   EXPECT_EQ(plan_from_json(cut), p);
+}
+
+// Expert parallelism (issue 37): a plan without it writes the document it wrote before; with it,
+// "ep" in the JSON and in the labels, read back, and its layout rule checked.
+TEST(PlanExperts, EpWrittenOnlyWhereNotOneAndChecked) {
+  Plan p = plan(Method::ulysses, 16, 1 << 16, 4, 4, 1);
+  EXPECT_FALSE(to_json(p).contains("ep"));
+  EXPECT_EQ(describe_structure(p), "ulysses sp=4");
+  p.ep = 8;
+  EXPECT_EQ(to_json(p)["ep"], 8);
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  EXPECT_EQ(describe_structure(p), "ulysses sp=4 ep=8");
+  EXPECT_EQ(describe_in_words(p), "Ulysses 4, EP 8");
+  EXPECT_EQ(describe_structure(to_json(p)), "ulysses sp=4 ep=8");
+  std::vector<std::string> errors;
+  EXPECT_TRUE(check_plan_structure(p, errors)) << (errors.empty() ? "" : errors[0]);
+  // ep divides the data x sequence parallel ranks (16 / tp 1 = 16): 8 does, 3 does not; with tp 4
+  // the 4 such ranks cannot hold an EP group of 8.
+  p.ep = 3;
+  errors.clear();
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("ep: 3 does not divide the 16 data x sequence parallel ranks"), std::string::npos) << errors[0];
+  p = plan(Method::ulysses, 16, 1 << 16, 4, 4, 1);
+  p.tp = 4;
+  p.ep = 8;
+  errors.clear();
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_NE(errors.back().find("ep: 8 does not divide the 4 data x sequence parallel ranks (gpus 16 / tp 4)"),
+            std::string::npos) << errors.back();
+  nlohmann::json j = to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1));
+  j["ep"] = 0;
+  EXPECT_THROW(plan_from_json(j), Error);
 }
 
 TEST(PlanPlacement, RecordedInJsonLabelsAndFlags) {

@@ -9,6 +9,7 @@
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/model.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/plan.hpp"
 #include "seqpar/sim/step_figures.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
@@ -25,7 +26,8 @@ struct TimeBreakdown {
   double attention_comm = 0, exposed_attention_comm = 0;
   double dp_comm = 0, exposed_dp_comm = 0;
   double tp_comm = 0;                      // tensor parallelism's all-gathers and reduce-scatters, all exposed
-  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel
+  double expert_comm = 0;                  // the experts' dispatch and combine all-to-alls (moe_cost.hpp), all exposed
+  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel + expert parallel
   double optimizer = 0;
   double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
   // What a cold first step adds once (pinning the host buffers the framework keeps: its
@@ -57,6 +59,8 @@ struct Result {
   double peak_memory_bytes() const { return memory.peak.total(); }
   // The load balancer of a packed-document workload's layout (document_cost.hpp); none without one.
   std::optional<Balancer> balancer;
+  // A MoE model's per-layer MLP and expert all-to-all figures (moe_cost.hpp); zeros for a dense model.
+  MoeCost moe;
   // The sequence length the memory estimate charged, where a packed-document workload's balancer
   // gives its fullest rank more than seq_len / sp tokens (per-document padding to a multiple of
   // 2 x CP, documents moved whole): DocumentCosts::memory_seq_len. 0: the plan's own.
@@ -82,6 +86,7 @@ struct StructureCosts {
   ElementwiseCost elementwise;
   AttentionCost attention;
   TensorParallelCost tensor_parallel;
+  MoeCost moe;  // a MoE model's MLP and all-to-alls (moe_cost.hpp); zeros for a dense model
   double head_fwd_s = 0, head_bwd_s = 0, loss_elementwise_s = 0;
   // The data-parallel collectives of the bf16 parameters over the ZeRO group (gpus / tp ranks),
   // which the ZeRO stage picks from.

@@ -25,7 +25,16 @@ TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const s
 
 // The parameters one rank holds before ZeRO: the model's over tp (the norms' weights, replicated
 // over the TP group in Megatron, are counted as sharded: a few hidden-sized vectors per layer).
+// Under expert parallelism (Plan::ep) the rank holds 1/ep of the routed experts (moe_cost.hpp).
 inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+  if (p.ep <= 1 || !m.moe()) return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
+  const double tp = p.tp > 0 ? p.tp : 1, experts = double(m.routed_expert_params_total());
+  return (double(m.total_params()) - experts) / tp + experts / (tp * p.ep);
+}
+// The parameters whose ZeRO shards a rank holds, before dividing by zero_group_size: the model's
+// over tp. Experts split over ep ranks shard over the other D / ep ranks of the group (Megatron-Core's
+// expert data parallelism): 1/(tp ep) of them over D/ep ranks is the same share as 1/tp over D.
+inline double zero_sharded_params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
   return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
 }
 // The ranks ZeRO shards over and the data-parallel collectives run in: dp x sp = gpus / tp.
