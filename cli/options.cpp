@@ -65,6 +65,10 @@ void add_search(CLI::App* app, SearchOptions& o) {
                   "Only this tensor-parallel degree (default: 1, 2, 4, 8, ... up to the GPUs of a node, each dividing "
                   "the GPUs, the heads and the MLP width)")
       ->transform(at_most("tp", sim::limits::kMaxGpus));
+  app->add_option("--ep", o.ep,
+                  "Only this expert-parallel degree (default: a MoE model tries 1 and every power of two dividing "
+                  "its experts and the data x sequence parallel ranks; a dense model 1)")
+      ->transform(at_most("ep", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--micro-batch", o.micro_batch,
@@ -79,6 +83,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, cons
   if (!o.method.empty()) space.methods = {seqpar::parse_method(o.method)};
   if (o.sp) space.sp = {*o.sp};
   if (o.tp) space.tp = {*o.tp};
+  if (o.ep) space.ep = {*o.ep};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed_over(sim::default_memory_options(s.profile));
   space.micro_batch = o.micro_batch;

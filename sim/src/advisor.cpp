@@ -128,6 +128,11 @@ std::vector<int> tp_degrees(const Model& m, const System& s, int gpus) {
 
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
+  for (std::size_t i = 0; i < space.ep.size(); ++i) {
+    require_range("ep", space.ep[i], 1, limits::kMaxGpus);
+    for (std::size_t k = 0; k < i; ++k)
+      if (space.ep[i] == space.ep[k]) throw Error(fmt::format("ep: {} is listed twice", space.ep[i]));
+  }
   for (std::size_t i = 0; i < space.tp.size(); ++i) {
     require_range("tp", space.tp[i], 1, limits::kMaxGpus);
     for (std::size_t k = 0; k < i; ++k)
@@ -244,10 +249,32 @@ std::vector<Precision> fp8_candidates(const System& s) {
   return out;
 }
 
+std::vector<int> ep_degrees(const Model& m, int gpus, int tp) {
+  std::vector<int> out{1};
+  if (!m.moe() || tp < 1 || gpus % tp != 0) return out;
+  const int ranks = gpus / tp;
+  for (int e = 2; e <= ranks && e <= m.experts.routed; e *= 2)
+    if (ranks % e == 0 && m.experts.routed % e == 0) out.push_back(e);
+  return out;
+}
+
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   check_search(gpus, space);
   std::vector<Plan> out;
-  for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) structures_at_tp(s, gpus, tp, seq_len, space, out);
+  for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) {
+    const std::size_t first = out.size();
+    structures_at_tp(s, gpus, tp, seq_len, space, out);
+    // Each structure once per EP degree (a dense model: ep 1 alone, the list unchanged).
+    const std::vector<int> eps = space.ep.empty() ? ep_degrees(m, gpus, tp) : space.ep;
+    if (eps.size() == 1 && eps[0] == 1) continue;
+    const std::vector<Plan> base(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    out.resize(first);
+    for (const Plan& b : base)
+      for (int e : eps) {
+        out.push_back(b);
+        out.back().ep = e;
+      }
+  }
   return out;
 }
 
@@ -640,6 +667,21 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
       out.push_back(fmt::format("tp=1: no tensor-parallel plan is valid and fits{}",
                                 why.empty() ? std::string() : fmt::format(" (e.g. {})", why)));
     }
+  }
+  // A MoE model: the expert-parallel degree against the best plan of another, and the experts'
+  // all-to-alls beside the attention's communication (moe_cost.hpp).
+  if (m.moe()) {
+    const double step = best->step_time_s > 0 ? best->step_time_s : 1.0;
+    const Result* alt = first([&](const Plan& p) { return p.ep != b.ep; });
+    out.push_back(fmt::format(
+        "ep={}: {}; the expert all-to-alls take {:.1f}% of the step beside the attention's communication {:.1f}% "
+        "({} of {} experts per rank)",
+        b.ep,
+        alt ? fmt::format("{:.1f}% faster than the best plan with ep={} ({})", slower_pct(*best, *alt), alt->plan.ep,
+                          describe(alt->plan))
+            : std::string("no plan with another EP degree fits"),
+        100.0 * best->time.expert_comm / step, 100.0 * best->time.attention_comm / step,
+        m.experts.routed / std::max(1, b.ep), m.experts.routed));
   }
   // The SP method and degree against the fastest plan of another structure with the same TP.
   const Result* other = first([&](const Plan& p) {
