@@ -351,6 +351,8 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
 
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, m, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc}, dpc);
+  r.figures.ep_layer_fwd_s = c.moe.all_to_all_fwd_s;
+  r.figures.ep_layer_bwd_s = c.moe.all_to_all_bwd_s;
 }
 
 // The plan the memory estimate charges: the result's, at the workload's memory length where its

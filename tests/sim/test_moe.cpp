@@ -9,9 +9,14 @@
 
 #include "fixtures.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/sim/advisor.hpp"
+#include "seqpar/sim/comm_cost.hpp"
+#include "seqpar/sim/compute_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/step_trace.hpp"
 
 namespace seqpar::sim {
 namespace {
@@ -193,6 +198,145 @@ TEST(Moe, HuggingFaceConfigsReadAsThePresets) {
   json ds = kGlm45Air;
   ds["model_type"] = "deepseek_v3";
   EXPECT_THROW(load_model(write_config("deepseek", ds)), Error);
+}
+
+// The MoE layer's FLOPs per token by hand: the active experts, the shared ones, the router.
+TEST(Moe, MlpFlopsAreTheActiveExpertsAndTheRouter) {
+  // Qwen3-30B-A3B, every layer MoE: 2 x 3 x 2048 x (8 x 768) + 2 x 2048 x 128 = 75,497,472 +
+  // 524,288 = 76,021,760 per token.
+  const Model q = load_model("qwen3-30b-a3b");
+  EXPECT_DOUBLE_EQ(moe_mlp_flops(q, 1000), 1000 * 76'021'760.0);
+  EXPECT_DOUBLE_EQ(mlp_gemm_flops(q, 1000), moe_mlp_flops(q, 1000));  // what MFU counts
+  // GLM-4.5-Air: layer 0 dense, 2 x 3 x 4096 x 10944 = 268,959,744; layers 1-45 MoE,
+  // 2 x 3 x 4096 x (8 + 1) x 1408 + 2 x 4096 x 128 = 311,427,072 + 1,048,576 = 312,475,648;
+  // the mean over 46 layers.
+  const Model g = load_model("glm-4.5-air");
+  EXPECT_DOUBLE_EQ(moe_mlp_flops(g, 1), (268'959'744.0 + 45 * 312'475'648.0) / 46);
+  // A dense model keeps its MLP FLOPs: 2 x 3 x 4096 x 14336 per token for Llama 3 8B.
+  EXPECT_DOUBLE_EQ(mlp_gemm_flops(load_model("llama3-8b"), 1), 2.0 * 3 * 4096 * 14336);
+}
+
+// The dispatch and combine all-to-alls, their bytes on their links, and the busiest rank's load.
+TEST(Moe, ExpertAllToAllsByHand) {
+  const Model q = load_model("qwen3-30b-a3b");
+  const System s = load_system("hgx-h200");
+  Plan p = testing::plan(Method::ulysses, 8, 65536, 8, 8, 1);
+  p.ep = 8;
+  // T = 65536 / 8 = 8192 tokens per rank; a call's buffer 8192 x top-k 8 x 2048 x 2 bytes.
+  const MoeCost c = moe_layer_cost(q, s, p, 8192);
+  EXPECT_DOUBLE_EQ(c.all_to_all_bytes, 8192.0 * 8 * 2048 * 2);  // 268,435,456
+  EXPECT_DOUBLE_EQ(c.all_to_all_s, collective_time(s, Collective::all_to_all, c.all_to_all_bytes, place_group(s, 8, 1, 8)));
+  // 2 per pass in each of the 48 MoE layers (every layer): the per-layer mean is 2 x the call.
+  EXPECT_DOUBLE_EQ(c.all_to_all_fwd_s, 2 * c.all_to_all_s);
+  // Rows per expert: 8 ranks x 8192 tokens x 8 / 128 experts = 4096; at ep 1, 512.
+  EXPECT_DOUBLE_EQ(c.rows_per_expert, 4096);
+  Plan one = p;
+  one.ep = 1;
+  EXPECT_DOUBLE_EQ(moe_layer_cost(q, s, one, 8192).rows_per_expert, 512);
+  EXPECT_DOUBLE_EQ(moe_layer_cost(q, s, one, 8192).all_to_all_s, 0);
+  // The step: 48 layers x (2 + 2) calls, all exposed, in the comm totals.
+  const Result r = simulate(q, s, p);
+  ASSERT_TRUE(r.valid) << r.errors.front();
+  EXPECT_NEAR(r.time.expert_comm, 48 * 4 * c.all_to_all_s, 1e-12);
+  EXPECT_NEAR(r.time.exposed_comm, r.time.exposed_attention_comm + r.time.exposed_dp_comm + r.time.tp_comm + r.time.expert_comm,
+              1e-12);
+  // The busiest rank: 16 experts per rank, one at 1.2 x the mean -> (1.2 + 15) / 16 = 1.0125.
+  Model skew = q;
+  skew.experts.imbalance = 1.2;
+  EXPECT_DOUBLE_EQ(moe_layer_cost(skew, s, p, 8192).load, 1.2 / 16 + 15.0 / 16);
+  EXPECT_DOUBLE_EQ(moe_layer_cost(skew, s, one, 8192).load, 1.0);  // one rank holds every expert
+  EXPECT_GT(moe_layer_cost(skew, s, p, 8192).mlp_fwd_s, c.mlp_fwd_s);
+  // GLM-4.5-Air: layer 0 has no experts, so the per-layer mean is 45/46 of a MoE layer's.
+  const Model g = load_model("glm-4.5-air");
+  const MoeCost gc = moe_layer_cost(g, s, p, 8192);
+  EXPECT_DOUBLE_EQ(gc.all_to_all_fwd_s, 2 * gc.all_to_all_s * 45 / 46);
+  EXPECT_DOUBLE_EQ(gc.all_to_all_bytes, 8192.0 * 8 * 4096 * 2);
+}
+
+// Expert weights 1/ep on each rank; ZeRO's shards the same share at every ep.
+TEST(Moe, ExpertWeightsSplitOverEp) {
+  const Model q = load_model("qwen3-30b-a3b");
+  const System s = load_system("hgx-h200");
+  Plan p = testing::plan(Method::ulysses, 8, 65536, 8, 8, 1);
+  p.mem.zero = 1;
+  const Result one = simulate(q, s, p);
+  p.ep = 8;
+  const Result eight = simulate(q, s, p);
+  ASSERT_TRUE(one.valid && eight.valid);
+  // Routed experts 48 x 128 x 3 x 2048 x 768 = 28,991,029,248 of 30,532,110,336: at ep 8 a rank
+  // holds 1,541,081,088 + 28,991,029,248 / 8 = 5,164,959,744 (bf16 weights and gradients, kept
+  // whole under ZeRO-1); the optimizer states are ZeRO-1's shard of the whole model either way.
+  EXPECT_DOUBLE_EQ(params_per_tp_rank(q, p), 5'164'959'744.0);
+  EXPECT_NEAR(eight.memory.peak.parameters / one.memory.peak.parameters, 5'164'959'744.0 / 30'532'110'336.0, 1e-12);
+  EXPECT_DOUBLE_EQ(eight.memory.peak.optimizer_states, one.memory.peak.optimizer_states);
+  // The dispatch buffers: 8192 x 8 x (2048 x 2 + 4 + 4) bytes per MoE layer.
+  EXPECT_DOUBLE_EQ(moe_dispatch_bytes_per_layer(q, p, 8192), 8192.0 * 8 * (2048 * 2 + 8));
+}
+
+TEST(Moe, ExpertParallelRules) {
+  const System s = load_system("hgx-h200");
+  Plan p = testing::plan(Method::ulysses, 16, 65536, 8, 8, 1);
+  p.ep = 16;
+  // Mixtral's 8 experts cannot split 16 ways; a dense model has none to split.
+  Result r = simulate(load_model("mixtral-8x7b"), s, p);
+  ASSERT_FALSE(r.valid);
+  EXPECT_NE(r.errors.front().find("the 8 routed experts of model 'mixtral-8x7b' are not divisible by ep 16"),
+            std::string::npos) << r.errors.front();
+  p.ep = 2;
+  r = simulate(load_model("llama3-8b"), s, p);
+  ASSERT_FALSE(r.valid);
+  EXPECT_NE(r.errors.front().find("model 'llama3-8b' has no experts"), std::string::npos) << r.errors.front();
+  // The search: a MoE model's structures come once per EP degree; a dense model's once.
+  SearchSpace space;
+  space.tp = {1};
+  space.sp = {8};
+  space.methods = {Method::ulysses};
+  const std::vector<Plan> moe = structures(load_model("qwen3-30b-a3b"), s, 8, 65536, space);
+  std::vector<int> eps;
+  for (const Plan& x : moe) eps.push_back(x.ep);
+  EXPECT_EQ(eps, (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(structures(load_model("llama3-8b"), s, 8, 65536, space).size(), 1u);
+  EXPECT_EQ(ep_degrees(load_model("mixtral-8x7b"), 64, 1), (std::vector<int>{1, 2, 4, 8}));
+}
+
+// The result's JSON: the experts beside the attention on their links for a MoE model; a dense
+// model's document has neither key.
+TEST(Moe, ResultJsonShowsTheExpertAllToAllBesideTheAttention) {
+  const System s = load_system("hgx-h200");
+  Plan p = testing::plan(Method::ulysses, 8, 65536, 8, 8, 1);
+  p.ep = 8;
+  const Model q = load_model("qwen3-30b-a3b");
+  const json j = to_json(q, s, simulate(q, s, p));
+  ASSERT_TRUE(j.contains("experts"));
+  EXPECT_EQ(j["experts"]["ep"], 8);
+  ASSERT_EQ(j["experts"]["links"].size(), 2u);
+  EXPECT_NE(j["experts"]["links"][0]["what"].get<std::string>().find("attention"), std::string::npos);
+  EXPECT_NE(j["experts"]["links"][1]["what"].get<std::string>().find("experts"), std::string::npos);
+  EXPECT_GT(j["time"]["expert_comm_s"].get<double>(), 0);
+  EXPECT_EQ(j["plan"]["ep"], 8);
+  p.ep = 1;
+  const Model l = load_model("llama3-8b");
+  const json d = to_json(l, s, simulate(l, s, p));
+  EXPECT_FALSE(d.contains("experts"));
+  EXPECT_FALSE(d["time"].contains("expert_comm_s"));
+  EXPECT_FALSE(d["plan"].contains("ep"));
+}
+
+// The step timeline draws the expert all-to-alls on their own stream (only where a plan has them)
+// and still adds up to the step time (step_trace checks it and throws otherwise).
+TEST(Moe, StepTraceDrawsTheExpertAllToAlls) {
+  const System s = load_system("hgx-h200");
+  Plan p = testing::plan(Method::ulysses, 8, 65536, 8, 8, 1);
+  p.ep = 8;
+  p.mem.checkpoint = Checkpoint::full;
+  const Result r = simulate(load_model("qwen3-30b-a3b"), s, p);
+  ASSERT_TRUE(r.valid);
+  const std::string text = step_trace(r, 1, "moe").to_json().dump();
+  EXPECT_NE(text.find("expert all-to-all (dispatch, combine)"), std::string::npos);
+  EXPECT_NE(text.find("L0 recompute expert dispatch and combine"), std::string::npos);
+  p.ep = 1;
+  const std::string one = step_trace(simulate(load_model("qwen3-30b-a3b"), s, p), 1, "moe").to_json().dump();
+  EXPECT_EQ(one.find("expert all-to-all"), std::string::npos);
 }
 
 }  // namespace
