@@ -265,6 +265,7 @@ std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int
     const std::size_t first = out.size();
     structures_at_tp(s, gpus, tp, seq_len, space, out);
     // Each structure once per EP degree (a dense model: ep 1 alone, the list unchanged).
+    if (!m.moe() && space.ep.empty()) continue;
     const std::vector<int> eps = space.ep.empty() ? ep_degrees(m, gpus, tp) : space.ep;
     if (eps.size() == 1 && eps[0] == 1) continue;
     const std::vector<Plan> base(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());

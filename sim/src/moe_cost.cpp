@@ -82,10 +82,9 @@ MoeCost moe_layer_cost(const Model& m, const System& s, const Plan& p, double to
   c.mlp_fwd_s = (moe_layers * layer(1, 1) + (dense_layers > 0 ? dense_layers * dense(1, 1) : 0.0)) / L;
   c.mlp_bwd_s = (moe_layers * layer(2, 2) + (dense_layers > 0 ? dense_layers * dense(2, 2) : 0.0)) / L;
 
-  c.group = place_ep_group(s, p);
   if (p.ep > 1) {
     c.all_to_all_bytes = T / tp * e.top_k * m.hidden * kBf16;
-    c.all_to_all_s = collective_time(s, Collective::all_to_all, c.all_to_all_bytes, c.group);
+    c.all_to_all_s = collective_time(s, Collective::all_to_all, c.all_to_all_bytes, place_ep_group(s, p));
     // Dispatch and combine in each pass.
     c.all_to_all_fwd_s = c.all_to_all_bwd_s = 2.0 * c.all_to_all_s * moe_layers / L;
   }

@@ -46,7 +46,9 @@ json to_json(const Model& m) {
 }
 
 json experts_json(const Model& m, const System& s, const Result& r) {
-  const MoeCost& c = r.moe;
+  // The table again for the plan (simulate() keeps only the step's sums): T tokens per rank.
+  const Plan& p = r.plan;
+  const MoeCost c = moe_layer_cost(m, s, p, double(p.micro_batch) * double(p.seq_len) / p.sp);
   const AttentionCost& at = r.figures.attention;
   json j = {{"ep", r.plan.ep},
             {"experts_per_rank", m.experts.routed / std::max(1, r.plan.ep)},
@@ -70,7 +72,8 @@ json experts_json(const Model& m, const System& s, const Result& r) {
          r.plan.ulysses_degree > 1 ? g.ulysses : g.ring, r.plan.ulysses_degree > 1 ? Collective::all_to_all : Collective::send_recv,
          at.fwd_comm_s + at.bwd_comm_s, json());
   // Per MoE layer: dispatch and combine in each pass.
-  link("experts (dispatch and combine all-to-alls)", c.group, Collective::all_to_all, 4 * c.all_to_all_s, c.all_to_all_bytes);
+  link("experts (dispatch and combine all-to-alls)", place_ep_group(s, p), Collective::all_to_all, 4 * c.all_to_all_s,
+       c.all_to_all_bytes);
   j["links"] = std::move(links);
   j["all_to_all_bytes"] = c.all_to_all_bytes;
   j["all_to_all_s"] = c.all_to_all_s;

@@ -284,7 +284,6 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   const double ep_fwd = L * c.moe.all_to_all_fwd_s;
   const double ep_bwd = L * c.moe.all_to_all_bwd_s + (full ? L * c.moe.all_to_all_fwd_s : 0.0);
   t.expert_comm = ep_fwd + ep_bwd;
-  r.moe = c.moe;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
   // Host traffic over the GPU's PCIe link, hidden under a pass as far as the framework overlaps it

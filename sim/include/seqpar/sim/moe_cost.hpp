@@ -44,7 +44,6 @@ struct MoeCost {
   // each local expert's GEMMs run over, the busiest rank's load over the mean.
   double all_to_all_bytes = 0, all_to_all_s = 0;
   double rows_per_expert = 0, load = 1;
-  Placement group;  // the EP group's placement
 };
 
 // Forward FLOPs of one layer's MLP for `tokens` rows, the mean over the model's layers: the dense

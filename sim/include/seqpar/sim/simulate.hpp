@@ -59,8 +59,6 @@ struct Result {
   double peak_memory_bytes() const { return memory.peak.total(); }
   // The load balancer of a packed-document workload's layout (document_cost.hpp); none without one.
   std::optional<Balancer> balancer;
-  // A MoE model's per-layer MLP and expert all-to-all figures (moe_cost.hpp); zeros for a dense model.
-  MoeCost moe;
   // The sequence length the memory estimate charged, where a packed-document workload's balancer
   // gives its fullest rank more than seq_len / sp tokens (per-document padding to a multiple of
   // 2 x CP, documents moved whole): DocumentCosts::memory_seq_len. 0: the plan's own.
