@@ -52,6 +52,12 @@ void add_published_command(CLI::App& app) {
                                {"error", c.errors.empty() ? nlohmann::json(c.error) : nlohmann::json(nullptr)},
                                {"in_band", c.in_band}, {"errors", c.errors},
                                {"status", c.run.expect_in_band ? "in_band" : "open_finding"}, {"finding", c.run.finding}});
+        // A run with its own band (the check's stated one) says so; the others use "band" above.
+        for (std::size_t i = 0; i < cs.size(); ++i)
+          if (!cs[i].run.band_source.empty()) {
+            j["runs"][i]["band"] = cs[i].run.band;
+            j["runs"][i]["band_source"] = cs[i].run.band_source;
+          }
         print_json(j);
         return;
       }
@@ -60,8 +66,12 @@ void add_published_command(CLI::App& app) {
         t.add({c.run.id, std::string(to_string(c.run.measure)), fmt::format("{:.4g}", c.published),
                c.errors.empty() ? fmt::format("{:.4g}", c.predicted) : "rejected",
                c.errors.empty() ? fmt::format("{:+.1f}%", 100 * c.error) : "-",
-               c.errors.empty() ? (c.in_band ? "in" : "OUT") : "-"});
-      fmt::print("predicted vs published (band {:.0f}%)\n{}\n", 100 * sim::kPublishedBand, t.str());
+               c.errors.empty() ? fmt::format("{}{}", c.in_band ? "in" : "OUT",
+                                              c.run.band_source.empty() ? std::string()
+                                                                        : fmt::format(" ({:.0f}%)", 100 * c.run.band))
+                                : "-"});
+      fmt::print("predicted vs published (band {:.0f}% unless a run states its own)\n{}\n", 100 * sim::kPublishedBand,
+                 t.str());
       for (const auto& c : cs) {
         fmt::print("{}: {}\n  {}\n", c.run.id, c.run.source, c.run.configuration);
         if (!c.run.attention_kernel.empty()) fmt::print("  attention kernel: {}\n", c.run.attention_kernel);

@@ -41,6 +41,24 @@ seqpar::Plan filled(const sim::GlobalBatch& b, seqpar::Plan p, bool accum_given)
   return fills.front();
 }
 
+// A MoE model: the attention's and the experts' communication per layer, each on its group's links
+// (result_json.cpp: experts_json), and the experts' figures.
+void print_expert_links(const sim::Model& m, const sim::System& s, const sim::Result& r) {
+  const nlohmann::json e = sim::experts_json(m, s, r);
+  Table lt({"communication per layer (fwd + bwd)", "group", "nodes", "NIC flows", "seconds"});
+  for (const auto& l : e["links"])
+    lt.add({l["what"].get<std::string>(), fmt::format("{} ranks, stride {}", l["group"]["size"].get<int>(),
+                                                      l["group"]["stride"].get<int>()),
+            fmt::format("{}", l["group"]["nodes"].get<int>()), fmt::format("{}", l["crossing_flows_per_nic"].get<int>()),
+            seconds(l["per_layer_s"].get<double>())});
+  fmt::print("{}", lt.str());
+  fmt::print("experts: ep {} ({} of {} experts per rank, {} per token), {:.0f} rows per expert GEMM, busiest rank {:.3f} x "
+             "the mean load; all-to-all {} MiB per call\n\n",
+             r.plan.ep, e["experts_per_rank"].get<int>(), m.experts.routed, m.experts.top_k,
+             e["rows_per_expert"].get<double>(), e["busiest_rank_load"].get<double>(),
+             fmt::format("{:.1f}", e["all_to_all_bytes"].get<double>() / (1024.0 * 1024.0)));
+}
+
 void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r) {
   const seqpar::Plan& p = r.plan;
   fmt::print("{} on {} ({} GPUs, {} node(s)), sequence {} tokens\n", m.name, s.name, p.gpus,
@@ -83,6 +101,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
     row("  pipeline sends between stages", t.pp_comm);
     row("pipeline bubble (fill and drain)", t.pipeline_bubble);
   }
+  if (m.moe()) row("  expert parallel (dispatch, combine all-to-alls)", t.expert_comm);
   row("optimizer", t.optimizer);
   row("exposed offload", t.exposed_offload);
   if (t.first_step > 0) row("first step only: pinning host buffers (not in the step)", t.first_step);
@@ -90,6 +109,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
   row("all comm (hidden or not)", t.comm);
   if (t.offload > 0) row("host traffic over PCIe (hidden or not)", t.offload);
   fmt::print("{}\n", tt.str());
+  if (m.moe()) print_expert_links(m, s, r);
   const sim::MemoryBreakdown& b = r.memory.peak;
   Table mt({"memory at peak", "GiB"});
   mt.add({"parameters", gib(b.parameters)});

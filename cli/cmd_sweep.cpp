@@ -83,7 +83,7 @@ std::string csv_row(const sim::SweepPoint& pt) {
 }
 
 struct Opts {
-  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, tps, methods = method_names(",");
+  std::string model = "llama3-8b", systems = "dgx-h100", gpus = "8", seq_lens, sps, tps, eps, methods = method_names(",");
   std::string out, attention_kernel, framework;
   std::optional<int> ulysses_degree;
   std::optional<int> micro_batch;
@@ -138,6 +138,10 @@ Grid parse_grid(const Opts& o) {
   if (!o.tps.empty()) {
     g.space.tp = parse_list<int>(o.tps, "tp", [](const std::string& s) { return parse_int(s, "tp"); });
     refuse_duplicates(g.space.tp, split_list(o.tps, "tp"), "tp");
+  }
+  if (!o.eps.empty()) {
+    g.space.ep = parse_list<int>(o.eps, "ep", [](const std::string& s) { return parse_int(s, "ep"); });
+    refuse_duplicates(g.space.ep, split_list(o.eps, "ep"), "ep");
   }
   g.space.ulysses_degree = o.ulysses_degree;
   g.space.memory = o.mem.fixed_over(sim::default_memory_options(g.systems.front().profile));
@@ -317,6 +321,9 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--tp", o->tps,
                   "Tensor-parallel degrees, comma-separated (default: 1, 2, 4, 8, ... up to the GPUs of a node, each "
                   "dividing the GPUs, the heads and the MLP width)");
+  cmd->add_option("--ep", o->eps,
+                  "Expert-parallel degrees, comma-separated (default: a MoE model tries 1 and every power of two "
+                  "dividing its experts and the data x sequence parallel ranks; a dense model 1)");
   cmd->add_option("--method", o->methods, "Methods, comma-separated")->capture_default_str();
   cmd->add_option("--ulysses-degree", o->ulysses_degree,
                   "Hybrid: only this Ulysses degree (default: the best one); needs hybrid among --method")

@@ -72,6 +72,10 @@ void add_search(CLI::App* app, SearchOptions& o) {
   app->add_option("--vp", o.vp,
                   "Only this number of virtual stages per rank (default: every one that splits a structure's layers)")
       ->transform(at_most("vp", sim::limits::kMaxGpus));
+  app->add_option("--ep", o.ep,
+                  "Only this expert-parallel degree (default: a MoE model tries 1 and every power of two dividing "
+                  "its experts and the data x sequence parallel ranks; a dense model 1)")
+      ->transform(at_most("ep", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Only hybrids with this Ulysses degree (needs hybrid among the methods)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--micro-batch", o.micro_batch,
@@ -88,6 +92,7 @@ sim::SearchSpace search_space(const SearchOptions& o, const MemoryFlags& m, cons
   if (o.tp) space.tp = {*o.tp};
   if (o.pp) space.pp = {*o.pp};
   if (o.vp) space.vp = {*o.vp};
+  if (o.ep) space.ep = {*o.ep};
   space.ulysses_degree = o.ulysses_degree;
   space.memory = m.fixed_over(sim::default_memory_options(s.profile));
   space.micro_batch = o.micro_batch;
@@ -118,6 +123,11 @@ void add_plan(CLI::App* app, PlanOptions& o) {
                   "pp x vp, micro-batches a multiple of pp)")
       ->capture_default_str()
       ->transform(at_most("vp", sim::limits::kMaxGpus));
+  app->add_option("--ep", o.ep,
+                  "Expert-parallel degree (mixture-of-experts models: the routed experts split over ep of the data x "
+                  "sequence parallel ranks, as Megatron-Core lays them out)")
+      ->capture_default_str()
+      ->transform(at_most("ep", sim::limits::kMaxGpus));
   app->add_option("--ulysses-degree", o.ulysses_degree, "Ulysses degree U (hybrid: inside a node by default)")
       ->transform(at_most("ulysses_degree", sim::limits::kMaxGpus));
   app->add_option("--ring-degree", o.ring_degree, "Ring degree R (P = U x R)")

@@ -52,6 +52,7 @@ struct SearchOptions {
   std::optional<int> sp, ulysses_degree;  // nullopt: not given, search them all
   std::optional<int> tp;                  // nullopt: every TP degree sim::tp_degrees gives
   std::optional<int> pp, vp;              // nullopt: with a global batch every count sim::pp_degrees / vp_degrees give
+  std::optional<int> ep;                  // nullopt: every EP degree sim::ep_degrees gives
   std::optional<int> micro_batch;         // nullopt: 1, or every micro-batch that fills a global batch
   BatchOptions batch;
   seqpar::PrecisionFlags precision;       // --fp8 fixes it; --allow-fp8 searches bf16 and the framework's FP8

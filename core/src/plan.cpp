@@ -129,6 +129,7 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
   p.tp = f.tp;
   p.pp = f.pp;
   p.vp = f.vp;
+  p.ep = f.ep;
   p.precision = precision;
   // Without an SP degree, SP takes every GPU the TP groups leave (check_plan names a TP that does
   // not divide the GPUs).
@@ -202,6 +203,7 @@ nlohmann::json to_json(const Plan& p) {
   // objects keep their keys sorted, so the position is the reader's concern, not ours).
   if (p.pp != 1) j["pp"] = p.pp;
   if (p.vp != 1) j["vp"] = p.vp;
+  if (p.ep != 1) j["ep"] = p.ep;  // only where experts are split: other documents stay as they were
   return j;
 }
 
@@ -255,6 +257,7 @@ Plan plan_from_json(const nlohmann::json& j) {
   p.tp = count_field<int>(j, "tp", 1, false, 1, limits::kMaxGpus);
   p.pp = count_field<int>(j, "pp", 1, false, 1, limits::kMaxGpus);
   p.vp = count_field<int>(j, "vp", 1, false, 1, limits::kMaxGpus);
+  p.ep = count_field<int>(j, "ep", 1, false, 1, limits::kMaxGpus);
   // 0: not given (normalized() fills it in).
   p.ulysses_degree = count_field<int>(j, "ulysses_degree", 0, false, 0, limits::kMaxGpus);
   p.ring_degree = count_field<int>(j, "ring_degree", 0, false, 0, limits::kMaxGpus);
@@ -290,22 +293,25 @@ std::string describe_structure(const Plan& p) {
   // TP first: it is the innermost group, and the SP method runs over what it leaves.
   const std::string tp = p.tp != 1 ? fmt::format("tp={} ", p.tp) : std::string();
   const std::string pp = pipeline_label(p);
-  if (p.sp == 1) return (p.tp != 1 || !pp.empty() ? tp + "sp=1" : "dp-only sp=1") + pp;
+  // Experts last: they split the MLP, not the sequence ("ulysses sp=4 ep=8").
+  const std::string ep = p.ep != 1 ? fmt::format(" ep={}", p.ep) : std::string();
+  if (p.sp == 1) return (p.tp != 1 || !pp.empty() ? tp + "sp=1" : "dp-only sp=1") + pp + ep;
   if (p.method == Method::hybrid)
-    return fmt::format("{}hybrid U{}xR{}{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp);
-  return fmt::format("{}{} sp={}{}", tp, to_string(p.method), p.sp, pp);
+    return fmt::format("{}hybrid U{}xR{}{}{}{}", tp, p.ulysses_degree, p.ring_degree,
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp, ep);
+  return fmt::format("{}{} sp={}{}{}", tp, to_string(p.method), p.sp, pp, ep);
 }
 
 std::string describe_in_words(const Plan& p) {
   const std::string pp = pipeline_words(p);
-  if (p.sp == 1) return (p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : std::string("no SP")) + pp;
+  const std::string ep = p.ep != 1 ? fmt::format(", EP {}", p.ep) : std::string();
+  if (p.sp == 1) return (p.tp != 1 ? fmt::format("TP {}, no SP", p.tp) : std::string("no SP")) + pp + ep;
   // TP first, as in describe_structure: the innermost group.
   const std::string tp = p.tp != 1 ? fmt::format("TP {} x ", p.tp) : std::string();
   if (p.method == Method::hybrid)
     return fmt::format("{}hybrid {}x{}{}{}", tp, p.ulysses_degree, p.ring_degree,
-                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp);
-  return fmt::format("{}{} {}{}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp, pp);
+                       p.placement == GroupPlacement::ring_inner ? " ring-inner" : "", pp, ep);
+  return fmt::format("{}{} {}{}{}", tp, p.method == Method::ulysses ? "Ulysses" : to_string(p.method), p.sp, pp, ep);
 }
 
 namespace {
@@ -320,6 +326,7 @@ std::string describe_json(const nlohmann::json& plan, std::string (*describe)(co
     p.tp = count_field<int>(plan, "tp", 1, false, kIntMin, kIntMax);
     p.pp = count_field<int>(plan, "pp", 1, false, kIntMin, kIntMax);
     p.vp = count_field<int>(plan, "vp", 1, false, kIntMin, kIntMax);
+    p.ep = count_field<int>(plan, "ep", 1, false, kIntMin, kIntMax);
     p.ulysses_degree = count_field<int>(plan, "ulysses_degree", 0, false, kIntMin, kIntMax);
     p.ring_degree = count_field<int>(plan, "ring_degree", 0, false, kIntMin, kIntMax);
     p.placement = parse_placement(field<std::string>(plan, "placement", "ulysses-inner", false));

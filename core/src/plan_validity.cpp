@@ -30,6 +30,7 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
   range("tp", p.tp, limits::kMaxGpus);
   range("pp", p.pp, limits::kMaxGpus);
   range("vp", p.vp, limits::kMaxGpus);
+  range("ep", p.ep, limits::kMaxGpus);
   range("ulysses_degree", p.ulysses_degree, limits::kMaxGpus);
   range("ring_degree", p.ring_degree, limits::kMaxGpus);
   if (p.mem.zero < 0 || p.mem.zero > 3) fail(fmt::format("zero: stage {} does not exist; expected 0, 1, 2 or 3", p.mem.zero));
@@ -57,6 +58,15 @@ bool check_plan_structure(const Plan& p, std::vector<std::string>& errors) {
     fail(fmt::format("grad_accum_steps: {} micro-batches per pipeline are not a multiple of pp {}; the interleaved "
                      "schedule (vp {}) runs them round the stages in groups of pp (Megatron-LM's rule)",
                      p.grad_accum_steps, p.pp, p.vp));
+  // Megatron-Core draws the expert-parallel group from the data x context parallel ranks (the
+  // ranks of one pipeline stage that hold the same TP shard): ep must tile them.
+  if (const std::int64_t tp_pp = std::int64_t{p.tp} * p.pp;
+      p.ep != 1 && tp_pp >= 1 && (p.gpus % tp_pp != 0 || (p.gpus / tp_pp) % p.ep != 0))
+    fail(fmt::format("ep: {} does not divide the {} data x sequence parallel ranks{} ({}); expert parallelism splits "
+                     "the experts over a group of those ranks",
+                     p.ep, p.gpus / std::max<std::int64_t>(1, tp_pp), p.pp > 1 ? " of a stage" : "",
+                     p.pp > 1 ? fmt::format("gpus {} / (tp {} x pp {})", p.gpus, p.tp, p.pp)
+                              : fmt::format("gpus {} / tp {}", p.gpus, p.tp)));
   // In 64 bits: both degrees are at most 2^20, so the product is exact (an int would wrap).
   if (std::int64_t{p.ulysses_degree} * p.ring_degree != p.sp)
     fail(fmt::format("sp: {} must equal ulysses_degree {} x ring_degree {}", p.sp, p.ulysses_degree, p.ring_degree));

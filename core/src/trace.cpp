@@ -25,6 +25,7 @@ std::string_view stream_name(Stream s) {
     case Stream::data_parallel: return "data-parallel reduction";
     case Stream::offload: return "offload copies";
     case Stream::tensor_parallel: return "tensor-parallel all-gather/reduce-scatter";
+    case Stream::expert_a2a: return "expert all-to-all (dispatch, combine)";
   }
   throw Error(fmt::format("trace stream {}: not a stream of seqpar::trace::Stream", static_cast<int>(s)));
 }

@@ -160,7 +160,7 @@ std::vector<int> vp_degrees(const Model& m, int pp) {
 
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
-  for (const auto& [name, list] : {std::pair{"pp", &space.pp}, std::pair{"vp", &space.vp}})
+  for (const auto& [name, list] : {std::pair{"pp", &space.pp}, std::pair{"vp", &space.vp}, std::pair{"ep", &space.ep}})
     for (std::size_t i = 0; i < list->size(); ++i) {
       require_range(name, (*list)[i], 1, limits::kMaxGpus);
       for (std::size_t k = 0; k < i; ++k)
@@ -286,21 +286,42 @@ std::vector<Precision> fp8_candidates(const System& s) {
   return out;
 }
 
+std::vector<int> ep_degrees(const Model& m, int gpus, int tp) {
+  std::vector<int> out{1};
+  if (!m.moe() || tp < 1 || gpus % tp != 0) return out;
+  const int ranks = gpus / tp;
+  for (int e = 2; e <= ranks && e <= m.experts.routed; e *= 2)
+    if (ranks % e == 0 && m.experts.routed % e == 0) out.push_back(e);
+  return out;
+}
+
 std::vector<Plan> structures(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space) {
   check_search(gpus, space);
   std::vector<Plan> out;
   for (int tp : space.tp.empty() ? tp_degrees(m, s, gpus) : space.tp) {
     const int rest = gpus % tp == 0 ? gpus / tp : gpus;
+    const std::size_t first = out.size();
     // Without stages first: the plans a search without pipelines always listed come in their order.
-    // A framework without pipeline stages is searched without them (a given --pp is kept, for
-    // check_plan to name the rule).
-    const std::vector<int> pps = !space.pp.empty()                                   ? space.pp
-                                 : space.global_batch && s.profile.runs_pipeline_parallel ? pp_degrees(m, rest)
-                                                                                    : std::vector<int>{1};
+    // A framework without pipeline stages, or a mixture of experts (stages not modelled for it), is
+    // searched without them (a given --pp is kept, for check_plan to name the rule).
+    const std::vector<int> pps = !space.pp.empty() ? space.pp
+                                 : space.global_batch && s.profile.runs_pipeline_parallel && !m.moe() ? pp_degrees(m, rest)
+                                                                                                   : std::vector<int>{1};
     for (int pp : pps) {
       if (space.pp.empty() && rest % pp != 0) continue;
       for (int vp : space.vp.empty() ? vp_degrees(m, pp) : space.vp) structures_at(s, gpus, tp, pp, vp, seq_len, space, out);
     }
+    // Each structure once per EP degree (a dense model: ep 1 alone, the list unchanged).
+    if (!m.moe() && space.ep.empty()) continue;
+    const std::vector<int> eps = space.ep.empty() ? ep_degrees(m, gpus, tp) : space.ep;
+    if (eps.size() == 1 && eps[0] == 1) continue;
+    const std::vector<Plan> base(out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+    out.resize(first);
+    for (const Plan& b : base)
+      for (int e : eps) {
+        out.push_back(b);
+        out.back().ep = e;
+      }
   }
   return out;
 }
@@ -751,6 +772,21 @@ std::vector<std::string> explain_choice(const Model& m, const System& s, int gpu
     // (p - 1) / p of it: not searched, and not worth a line.)
     out.push_back(fmt::format("pp=1: pipeline stages not searched: framework {} runs none (--framework megatron-core "
                               "searches them)", s.profile.name));
+  }
+  // A MoE model: the expert-parallel degree against the best plan of another, and the experts'
+  // all-to-alls beside the attention's communication (moe_cost.hpp).
+  if (m.moe()) {
+    const double step = best->step_time_s > 0 ? best->step_time_s : 1.0;
+    const Result* alt = first([&](const Plan& p) { return p.ep != b.ep; });
+    out.push_back(fmt::format(
+        "ep={}: {}; the expert all-to-alls take {:.1f}% of the step beside the attention's communication {:.1f}% "
+        "({} of {} experts per rank)",
+        b.ep,
+        alt ? fmt::format("{:.1f}% faster than the best plan with ep={} ({})", slower_pct(*best, *alt), alt->plan.ep,
+                          describe(alt->plan))
+            : std::string("no plan with another EP degree fits"),
+        100.0 * best->time.expert_comm / step, 100.0 * best->time.attention_comm / step,
+        m.experts.routed / std::max(1, b.ep), m.experts.routed));
   }
   // The SP method and degree against the fastest plan of another structure with the same TP.
   const Result* other = first([&](const Plan& p) {

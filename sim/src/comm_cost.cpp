@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "seqpar/core/checked.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/limits.hpp"
 
@@ -399,10 +400,13 @@ std::string describe_placement(const System& s, const seqpar::Plan& p) {
   const std::string tp = where("TP", place_tp_group(s, p), Collective::all_gather);
   auto join = [](const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + "; " + b; };
   if (p.sp <= 1)
-    return join(tp, fmt::format("no SP group; data parallel over {} node{}", nodes, nodes == 1 ? "" : "s"));
+    return join(join(tp, fmt::format("no SP group; data parallel over {} node{}", nodes, nodes == 1 ? "" : "s")),
+                p.ep > 1 ? where("EP", place_ep_group(s, p), Collective::all_to_all) : std::string());
   const SpGroups groups = place_sp_groups(s, p);
   const std::string u = where("U", groups.ulysses, Collective::all_to_all), r = where("R", groups.ring, Collective::send_recv);
-  return join(tp, join(u, r));
+  // The experts' all-to-all group (moe_cost.hpp), where experts are split.
+  const std::string ep = p.ep > 1 ? where("EP", place_ep_group(s, p), Collective::all_to_all) : std::string();
+  return join(join(tp, join(u, r)), ep);
 }
 
 CommEstimate estimate_collective(const System& s, Collective c, double bytes, int ranks) {

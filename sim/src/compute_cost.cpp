@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "element_bytes.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -43,15 +44,17 @@ EfficiencyCurve attention_curve(const Gpu& g, bool backward, const AttentionKern
 }
 
 double mlp_gemm_flops(const Model& m, double tokens) {
+  if (m.moe()) return moe_mlp_flops(m, tokens);  // the active experts, the router (moe_cost.hpp)
   const double mats = m.mlp == MlpKind::swiglu ? 3.0 : 2.0;
   return 2.0 * tokens * mats * m.hidden * m.ffn_hidden;
 }
 
-double layer_gemm_flops(const Model& m, double tokens) {
+double attention_gemm_flops(const Model& m, double tokens) {
   const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
-  const double attention = 2.0 * tokens * m.hidden * (q + 2.0 * kv) + 2.0 * tokens * q * m.hidden;
-  return attention + mlp_gemm_flops(m, tokens);
+  return 2.0 * tokens * m.hidden * (q + 2.0 * kv) + 2.0 * tokens * q * m.hidden;
 }
+
+double layer_gemm_flops(const Model& m, double tokens) { return attention_gemm_flops(m, tokens) + mlp_gemm_flops(m, tokens); }
 
 double head_gemm_flops(const Model& m, double tokens) { return 2.0 * tokens * m.hidden * double(m.vocab); }
 
@@ -90,14 +93,14 @@ double layer_elementwise_bytes_per_token(const Model& m) {
   // The norm regions, RoPE on q and k (none with learned positions, added once at the embedding),
   // and the activation (SwiGLU reads gate and up, writes one; GELU reads one, writes one).
   const double qk = m.positions == PositionKind::rope ? double(m.heads + m.kv_heads) * m.head_dim : 0.0;
-  const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.ffn_hidden : 2.0 * m.ffn_hidden;
+  const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.mlp_width() : 2.0 * m.mlp_width();
   return layer_norm_region_bytes_per_token(m) + kBf16 * (2.0 * qk + act);
 }
 
 double selective_recompute_norm_bytes_per_token(const Model& m) { return kBf16 * 4.0 * m.hidden; }
 
 double selective_recompute_bytes_per_token(const Model& m) {
-  const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.ffn_hidden : 2.0 * m.ffn_hidden;
+  const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.mlp_width() : 2.0 * m.mlp_width();
   return selective_recompute_norm_bytes_per_token(m) + kBf16 * act;
 }
 

@@ -5,6 +5,7 @@
 #include "element_bytes.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/framework_terms.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -35,14 +36,16 @@ Fp8CastBytes fp8_activation_cast_bytes(const Model& m, const Plan& p, double tok
   const double tp = p.tp > 0 ? p.tp : 1, per = fp8_cast_bytes_per_element(p.precision.recipe);
   // Inputs of QKV, the projection, fc1, fc2; gradients of their outputs. A rank holds 1/tp of each
   // (sequence-parallel shards of the hidden ones, its columns of the others).
-  const double inputs = m.hidden + q + m.hidden + double(m.ffn_hidden);
-  const double grads = (q + 2 * kv) + m.hidden + double(m.fc1_columns()) + m.hidden;
+  const double inputs = m.hidden + q + m.hidden + m.mlp_width();
+  const double grads = (q + 2 * kv) + m.hidden + (m.moe() ? 2 * m.mlp_width() : double(m.fc1_columns())) + m.hidden;
   return {per * tokens * inputs / tp, per * tokens * grads / tp};
 }
 
 double fp8_weight_cast_bytes(const Model& m, const Plan& p) {
   if (!p.precision.has(Fp8Part::gemm) || p.precision.has(Fp8Part::weights)) return 0;
   const double tp = p.tp > 0 ? p.tp : 1;
+  // A MoE rank casts its own experts (1/ep of them: moe_cost.hpp).
+  if (m.moe()) return fp8_cast_bytes_per_element(p.precision.recipe) * double(m.layers) * moe_layer_params_per_rank(m, p);
   return fp8_cast_bytes_per_element(p.precision.recipe) * double(m.layers) * double(m.params_per_layer()) / tp;
 }
 

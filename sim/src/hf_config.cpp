@@ -28,6 +28,7 @@ struct Family {
   bool grouped_query;   // num_key_value_heads exists in the family
   bool tied_default;    // tie_word_embeddings when the config leaves it out (transformers' default)
   bool learned_positions;  // a learned position table (GPT-2's wpe) instead of rotary embeddings
+  bool experts = false;    // a mixture-of-experts family (read_experts)
 };
 
 constexpr Family kFamilies[] = {
@@ -35,6 +36,9 @@ constexpr Family kFamilies[] = {
     // Gemma 3's text model: a gated GELU MLP (gate, up, down: SwiGLU's shapes), tied by default.
     {"gemma3_text", false, true, true, true, false},
     {"qwen2", false, true, true, false, false},   {"qwen3", false, true, true, false, false},
+    // Mixtures of experts (read_experts); gpt-oss's attention sinks and biases are not modelled.
+    {"qwen3_moe", false, true, true, false, false, true}, {"mixtral", false, true, true, false, false, true},
+    {"glm4_moe", false, true, true, false, false, true},  {"gpt_oss", false, true, true, false, false, true},
     {"gpt_neox", false, false, false, false, false},  // rotary (on rotary_pct of head_dim)
     // GPT-2 ties its LM head to the token embedding unless the config says otherwise.
     {"gpt2", true, false, false, true, true},
@@ -72,8 +76,19 @@ bool set(const json& v) {
   return true;  // an object or string: configured
 }
 
-void refuse_unmodelled(const json& doc, const std::string& file) {
+// The keys a MoE family reads itself (read_experts) instead of refusing them.
+bool read_by_moe_family(std::string_view key) {
+  for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts", "num_experts_per_tok",
+                        "moe_intermediate_size"})
+    if (key == k) return true;
+  return false;
+}
+
+void refuse_unmodelled(const json& doc, const Family& fam, const std::string& file) {
   for (const auto& u : kUnmodelled) {
+    if (fam.experts && read_by_moe_family(u.key)) continue;
+    // GLM-4.5's multi-token-prediction layer is left out with a note (read_experts), not refused.
+    if (std::string_view(fam.model_type) == "glm4_moe" && std::string_view(u.key) == "num_nextn_predict_layers") continue;
     auto it = doc.find(u.key);
     if (it != doc.end() && set(*it))
       throw Error(fmt::format("{}: field '{}' = {} describes {}, which seqpar does not model", file, u.key,
@@ -157,13 +172,13 @@ void read_attention_kinds(const json& doc, const Family& fam, std::int64_t layer
               ? fmt::format("{}: sliding_window_pattern = {} (layer i full when (i + 1) % {} == 0)", file, n, n)
               : fmt::format("{}: no sliding_window_pattern; Gemma3TextConfig's default 6 (layer i full when (i + 1) % 6 "
                             "== 0)", file);
-  } else if (type == "qwen2" || type == "qwen3") {
+  } else if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe") {
     if (flag(doc, "use_sliding_window", false, file)) {
       const std::int64_t from = size_figure(doc, "max_window_layers", file, limits::kMaxLayers)["value"].get<std::int64_t>();
       for (std::int64_t i = 0; i < layers; ++i) kinds.push_back(i >= from ? "sliding_attention" : "full_attention");
       how = fmt::format("{}: use_sliding_window true, layers from max_window_layers = {} slide", file, from);
     }
-  } else if (type == "mistral") {
+  } else if (type == "mistral" || type == "mixtral") {
     if (present(doc, "sliding_window")) {
       kinds.assign(static_cast<std::size_t>(layers), "sliding_attention");
       how = fmt::format("{}: sliding_window (MistralAttention applies it on every layer)", file);
@@ -178,6 +193,59 @@ void read_attention_kinds(const json& doc, const Family& fam, std::int64_t layer
   p["sliding_window"] = size_figure(doc, "sliding_window", file, 1 << 30);
   p["layer_types"] = kinds;
   p["sources"] = {{"layer_types", how}};
+}
+
+// A whole number >= 0 under `key` (0 when absent or null), at most `hi`.
+std::int64_t whole_or_zero(const json& doc, const char* key, const std::string& file, int hi) {
+  if (!present(doc, key)) return 0;
+  const json& v = doc[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > hi)
+    throw Error(fmt::format("{}: field '{}' must be a whole number from 0 to {} (got {})", file, key, hi,
+                            dump_json(v, -1)));
+  return v.get<std::int64_t>();
+}
+
+// Mixtures of experts (model.hpp: Experts) as each family's config spells them, into the preset's
+// keys (presets.cpp: read_experts):
+//   qwen3_moe: num_experts, num_experts_per_tok, moe_intermediate_size; every layer MoE
+//     (decoder_sparse_step 1, mlp_only_layers empty: other layouts are refused).
+//   mixtral, gpt_oss: num_local_experts, num_experts_per_tok; the experts' width is intermediate_size.
+//   glm4_moe: n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_shared_experts of
+//     moe_intermediate_size each, first_k_dense_replace leading dense layers of intermediate_size;
+//     the MTP layers (num_nextn_predict_layers) are left out, said in the description.
+void read_experts(const json& doc, const Family& fam, const std::string& file, json& p) {
+  const std::string type = fam.model_type;
+  const bool glm = type == "glm4_moe", qwen = type == "qwen3_moe";
+  const char* k_routed = glm ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
+  p["experts"] = size_figure(doc, k_routed, file, limits::kMaxHeads);
+  p["experts_per_token"] = size_figure(doc, "num_experts_per_tok", file, limits::kMaxHeads);
+  p["expert_ffn_hidden"] =
+      size_figure(doc, glm || qwen ? "moe_intermediate_size" : "intermediate_size", file, limits::kMaxFfnHidden);
+  if (qwen) {
+    if (present(doc, "decoder_sparse_step") && doc["decoder_sparse_step"] != 1)
+      throw Error(fmt::format("{}: field 'decoder_sparse_step' = {}: only every-layer MoE (1) is modelled", file,
+                              dump_json(doc["decoder_sparse_step"], -1)));
+    if (present(doc, "mlp_only_layers") && !(doc["mlp_only_layers"].is_array() && doc["mlp_only_layers"].empty()))
+      throw Error(fmt::format("{}: field 'mlp_only_layers' = {}: dense layers between MoE layers are not modelled "
+                              "(only leading ones)", file, dump_json(doc["mlp_only_layers"], -1)));
+  }
+  if (glm) {
+    const std::int64_t shared = whole_or_zero(doc, "n_shared_experts", file, limits::kMaxHeads);
+    if (shared > 0) {
+      p["shared_experts"] = size_figure(doc, "n_shared_experts", file, limits::kMaxHeads);
+      p["shared_expert_ffn_hidden"] = size_figure(doc, "moe_intermediate_size", file, limits::kMaxFfnHidden);
+    }
+    const std::int64_t layers = p["layers"]["value"].get<std::int64_t>();
+    const std::int64_t dense = whole_or_zero(doc, "first_k_dense_replace", file, limits::kMaxLayers);
+    if (dense >= layers)
+      throw Error(fmt::format("{}: field 'first_k_dense_replace' = {} leaves no MoE layer of the {}", file, dense,
+                              layers));
+    if (dense > 0)
+      p["dense_layers"] = {{"value", dense}, {"source", fmt::format("{}: first_k_dense_replace", file)}};
+    if (const std::int64_t mtp = whole_or_zero(doc, "num_nextn_predict_layers", file, limits::kMaxLayers); mtp > 0)
+      p["description"] = fmt::format("{}; its {} multi-token-prediction layer(s) (num_nextn_predict_layers) are not "
+                                     "modelled", p["description"].get<std::string>(), mtp);
+  }
 }
 
 }  // namespace
@@ -220,7 +288,7 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   if (!fam)
     throw Error(fmt::format("{}: field 'model_type' = {} is not a family seqpar reads ({}); write a seqpar model "
                             "preset instead (sim/presets/README.md)", file, dump_json(type, -1), families));
-  refuse_unmodelled(doc, file);
+  refuse_unmodelled(doc, *fam, file);
 
   const char* k_hidden = fam->gpt2_names ? "n_embd" : "hidden_size";
   const char* k_layers = fam->gpt2_names ? "n_layer" : "num_hidden_layers";
@@ -265,6 +333,7 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   p["positions"] = fam->learned_positions ? "learned" : "rope";
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
   read_attention_kinds(doc, *fam, p["layers"]["value"].get<std::int64_t>(), file, p);
+  if (fam->experts) read_experts(doc, *fam, file, p);
   return p;
 }
 

@@ -13,6 +13,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "element_bytes.hpp"
 
 namespace seqpar::sim {
@@ -123,7 +124,7 @@ std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, cons
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   auto set = [&](Width k, double v) { w[static_cast<std::size_t>(k)] = v; };
   set(Width::hidden, f.tp_sequence_parallel ? m.hidden / t : m.hidden);
-  set(Width::ffn, m.ffn_hidden / t);
+  set(Width::ffn, m.mlp_width() / t);  // ffn_hidden for a dense model; a MoE token's experts' rows
   set(Width::q, double(m.heads) / t * d);
   set(Width::kv, double(kv_heads_per_tp_rank(m.kv_heads, p.tp)) * d);
   set(Width::kv_attention, double(kv_heads_sent(m, p)) * d);
@@ -131,7 +132,7 @@ std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, cons
   set(Width::head_dim, m.head_dim);
   set(Width::one, 1);
   set(Width::vocab, m.vocab / t);
-  set(Width::fc1, double(m.fc1_columns()) / t);
+  set(Width::fc1, (m.moe() ? 2 * m.mlp_width() : double(m.fc1_columns())) / t);
   set(Width::rope, m.positions == PositionKind::rope ? m.head_dim : 0);
   set(Width::norm_stats, m.norm == NormKind::layernorm ? 2 : 1);
   return w;
@@ -143,17 +144,17 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionSh
   Sizes z;
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   z.width = rank_widths(m, f, p);
-  z.layer_params = double(m.params_per_layer()) / t;
+  z.layer_params = m.moe() ? moe_layer_params_per_rank(m, p) : double(m.params_per_layer()) / t;
   z.layers = m.layers;
   z.fp8_gemm = p.precision.has(Fp8Part::gemm);
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
   const double h = m.hidden;
   con(Constant::hidden_q, h * m.heads * d / t);
   con(Constant::hidden_kv, h * kv_heads_per_tp_rank(m.kv_heads, p.tp) * d);
-  con(Constant::hidden_ffn, h * m.ffn_hidden / t);
+  con(Constant::hidden_ffn, m.moe() ? h * moe_local_mlp_columns(m, p) / t : h * m.ffn_hidden / t);
   con(Constant::vocab_hidden, double(m.vocab) * h / t);
   con(Constant::layer_params, z.layer_params);
-  con(Constant::hidden_fc1, h * double(m.fc1_columns()) / t);
+  con(Constant::hidden_fc1, m.moe() ? h * 2 * moe_local_mlp_columns(m, p) / t : h * double(m.fc1_columns()) / t);
   z.tokens = sh.batch * sh.local_tokens;
   z.tile = std::min(z.tokens, alst_tile_rows(m, p));
   z.loss_rows = p.mem.tiled_loss ? z.tile : z.tokens;
@@ -372,6 +373,7 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
   // A rank's parameters: 1/tp of its stage's (tensor_parallel_cost.hpp; the model's without stages).
   const double psi = st.params_per_tp_rank, layer_params = z.layer_params;
   const double D = zero_group_size(p);  // ZeRO shards over the data x sequence parallel group
+  const double psi_sharded = zero_sharded_params_per_tp_rank(m, p);
   const int zero = p.mem.zero;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   const bool offload = full && p.mem.offload_checkpoints;
@@ -380,7 +382,8 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
   Items states;
   double grads = 0, weight_bytes_per_param = 0;
   for (const StateTerm& t : f.states) {
-    const double bytes = t.bytes_per_param * psi / (zero >= t.zero_stage ? D : 1);
+    // ZeRO's shard of the whole model, or the rank's replica (1/ep of the experts under EP).
+    const double bytes = t.bytes_per_param * (zero >= t.zero_stage ? psi_sharded : psi) / (zero >= t.zero_stage ? D : 1);
     if (t.part == MemPart::parameters && t.zero_stage == 3) weight_bytes_per_param += t.bytes_per_param;
     if ((p.mem.offload_optimizer && t.offloaded_with_optimizer) || (p.mem.offload_params && t.offloaded_with_params))
       e.host_bytes += bytes;
@@ -409,6 +412,12 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
     if (full && t.input) continue;
     for (auto [sub, cur] : {std::pair{Until::mlp, &cur_mlp}, {Until::attention, &cur_attn}, {Until::qkv, &cur_qkv}})
       if (alive_in(t, sub)) cur->add(t.name, t.part, bytes);
+  }
+  if (m.moe()) {  // the token dispatcher's buffers, kept for the experts' backward (moe_cost.hpp)
+    const double b = moe_dispatch_bytes_per_layer(m, p, T);
+    stored_by_layer.add("expert dispatch buffers (permuted tokens, routing probabilities and indices)",
+                        MemPart::activations, b);
+    cur_mlp.add("expert dispatch buffers (permuted tokens, routing probabilities and indices)", MemPart::activations, b);
   }
   const Items per_layer =
       full ? Items("layer input (checkpoint)", MemPart::checkpoints, f.checkpoint_bytes * h * T) : stored_by_layer;

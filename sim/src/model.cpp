@@ -54,11 +54,44 @@ std::int64_t Model::fc1_columns() const { return mul(mlp == MlpKind::swiglu ? 2 
 
 std::int64_t Model::norm_params() const { return norm == NormKind::layernorm ? 2 * std::int64_t{hidden} : hidden; }
 
-std::int64_t Model::params_per_layer() const {
+std::int64_t Model::attention_params() const {
   const std::int64_t h = hidden, q = mul(heads, head_dim), kv = mul(kv_heads, head_dim);
-  const std::int64_t attention = add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
-  const std::int64_t mlp_params = add(mul(h, fc1_columns()), mul(h, ffn_hidden));  // fc1 and fc2
-  return add(add(attention, mlp_params), 2 * norm_params());
+  return add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
+}
+
+std::int64_t Model::dense_mlp_params() const { return add(mul(hidden, fc1_columns()), mul(hidden, ffn_hidden)); }
+
+// Experts are SwiGLU in every MoE family seqpar reads (gate, up and down projections).
+std::int64_t Model::expert_params() const { return mul(3, mul(hidden, experts.ffn)); }
+std::int64_t Model::shared_expert_params() const { return mul(experts.shared, mul(3, mul(hidden, experts.shared_ffn))); }
+std::int64_t Model::router_params() const { return moe() ? mul(hidden, experts.routed) : 0; }
+
+std::int64_t Model::routed_expert_params_total() const {
+  return mul(moe_layers(), mul(experts.routed, expert_params()));
+}
+
+std::int64_t Model::layer_params_total() const {
+  const std::int64_t common = add(attention_params(), 2 * norm_params());
+  const std::int64_t dense = mul(layers - moe_layers(), add(common, dense_mlp_params()));
+  const std::int64_t moe_layer = add(add(common, shared_expert_params()), router_params());
+  return add(add(dense, mul(moe_layers(), moe_layer)), routed_expert_params_total());
+}
+
+std::int64_t Model::params_per_layer() const {
+  if (!moe()) return add(add(attention_params(), dense_mlp_params()), 2 * norm_params());
+  return layer_params_total() / layers;
+}
+
+double Model::mlp_width() const {
+  if (!moe()) return ffn_hidden;
+  const double moe_width = double(experts.top_k) * experts.ffn + double(experts.shared) * experts.shared_ffn;
+  return (double(layers - moe_layers()) * ffn_hidden + double(moe_layers()) * moe_width) / layers;
+}
+
+std::int64_t Model::active_params(bool with_embeddings) const {
+  const std::int64_t inactive = mul(moe_layers(), mul(experts.routed - experts.top_k, expert_params()));
+  const std::int64_t all = with_embeddings ? total_params() : add(layer_params_total(), norm_params());
+  return all - inactive;
 }
 
 std::int64_t Model::embedding_params() const {
@@ -66,6 +99,9 @@ std::int64_t Model::embedding_params() const {
   return add(tied_embeddings ? table : mul(2, table), norm_params());  // + final norm
 }
 
-std::int64_t Model::total_params() const { return add(mul(layers, params_per_layer()), embedding_params()); }
+std::int64_t Model::total_params() const {
+  if (!moe()) return add(mul(layers, params_per_layer()), embedding_params());
+  return add(layer_params_total(), embedding_params());
+}
 
 }  // namespace seqpar::sim

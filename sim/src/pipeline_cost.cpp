@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "element_bytes.hpp"
+#include "seqpar/sim/tensor_parallel_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -65,7 +66,7 @@ StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
   const double tp = p.tp > 0 ? p.tp : 1;
   if (p.pp <= 1) {
     st.layers = m.layers;
-    st.params_per_tp_rank = double(m.total_params()) / tp;
+    st.params_per_tp_rank = params_per_tp_rank(m, p);  // the model's over tp (experts over tp x ep)
     return st;
   }
   const int P = p.pp;

@@ -380,6 +380,55 @@ void read_attention_kinds(const json& j, std::string_view what, Model& m) {
     throw Error(fmt::format("{}: field 'sliding_window' is given but no layer slides ('layer_types' lists only "
                             "full_attention layers): drop it", what));
 }
+
+// A mixture of experts (model.hpp: Experts): "experts" (routed experts), "experts_per_token" (top-k)
+// and "expert_ffn_hidden" together, or none of them (a dense model); "shared_experts" with
+// "shared_expert_ffn_hidden"; "dense_layers" leading dense layers; "expert_imbalance" the busiest
+// expert's load over the mean (1 when absent: a balanced router).
+void read_experts(const json& j, std::string_view what, Model& m) {
+  const char* required[] = {"experts", "experts_per_token", "expert_ffn_hidden"};
+  int given = 0;
+  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  const bool extras = j.contains("shared_experts") || j.contains("shared_expert_ffn_hidden") ||
+                      j.contains("dense_layers") || j.contains("expert_imbalance");
+  if (given == 0) {
+    if (extras)
+      throw Error(fmt::format("{}: shared_experts, shared_expert_ffn_hidden, dense_layers and expert_imbalance describe "
+                              "a mixture of experts: give 'experts', 'experts_per_token' and 'expert_ffn_hidden' too",
+                              what));
+    return;
+  }
+  if (given != 3)
+    throw Error(fmt::format("{}: a mixture of experts needs all of 'experts', 'experts_per_token' and "
+                            "'expert_ffn_hidden'", what));
+  Experts& e = m.experts;
+  e.routed = count(j, "experts", what, limits::kMaxHeads);
+  e.top_k = count(j, "experts_per_token", what, limits::kMaxHeads);
+  e.ffn = count(j, "expert_ffn_hidden", what, limits::kMaxFfnHidden);
+  if (e.top_k > e.routed)
+    throw Error(fmt::format("{}: experts_per_token {} is more than the {} experts", what, e.top_k, e.routed));
+  if (j.contains("shared_experts") != j.contains("shared_expert_ffn_hidden"))
+    throw Error(fmt::format("{}: give both 'shared_experts' and 'shared_expert_ffn_hidden' (the width of each), or "
+                            "neither", what));
+  if (j.contains("shared_experts")) {
+    e.shared = count(j, "shared_experts", what, limits::kMaxHeads);
+    e.shared_ffn = count(j, "shared_expert_ffn_hidden", what, limits::kMaxFfnHidden);
+  }
+  if (j.contains("dense_layers")) {
+    const json& d = j["dense_layers"];
+    const json& v = d.is_object() && d.contains("value") ? d["value"] : d;
+    // 0 is a valid count here (every layer MoE), so it is not a count() field.
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= m.layers)
+      throw Error(fmt::format("{}: field 'dense_layers' must be a whole number from 0 to layers - 1 = {} (got {})", what,
+                              m.layers - 1, dump_json(v, -1)));
+    e.dense_layers = static_cast<int>(v.get<std::int64_t>());
+  }
+  // 1 (balanced) to the whole batch on one expert (routed / top_k times the mean).
+  e.imbalance = figure(j, "expert_imbalance", what, Range{1.0, double(e.routed) / e.top_k}, 1.0);
+  if (m.mlp != MlpKind::swiglu)
+    throw Error(fmt::format("{}: experts are SwiGLU MLPs (gate, up, down) in every MoE family seqpar reads; model "
+                            "'{}' has mlp '{}'", what, m.name, to_string(m.mlp)));
+}
 }  // namespace
 
 Model model_from_json(const json& j, std::string_view what) {
@@ -389,8 +438,9 @@ Model model_from_json(const json& j, std::string_view what) {
   // "params" is derived and recomputed from the shape: a step's own count (a Python script's, or one
   // written before a layers/vocab override in step_input.cpp) may differ and is not an input.
   check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
-                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "sources", "sliding_window",
-                   "sliding_window_pattern", "layer_types"},
+                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "active_params", "sources", "sliding_window",
+                   "sliding_window_pattern", "layer_types", "experts", "experts_per_token", "expert_ffn_hidden",
+                   "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance"},
                what);
   Model m;
   m.name = name_of(j, what);
@@ -416,8 +466,10 @@ Model model_from_json(const json& j, std::string_view what) {
   if (m.heads % m.kv_heads != 0)
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));
   read_attention_kinds(j, what, m);
+  read_experts(j, what, m);
   for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "sliding_window",
-                        "sliding_window_pattern"}) {
+                        "sliding_window_pattern", "experts", "experts_per_token", "expert_ffn_hidden", "shared_experts",
+                        "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance"}) {
     auto f = j.find(k);  // present: count() above required it
     if (f == j.end() || !f->is_object()) continue;
     if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();

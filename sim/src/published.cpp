@@ -34,11 +34,11 @@ PublishedMeasure parse_measure(const std::string& s, std::string_view what) {
                              PublishedMeasure::megatron_tflops_per_gpu, PublishedMeasure::throughput_ratio,
                              PublishedMeasure::document_layer_speedup, PublishedMeasure::packing_imbalance,
                              PublishedMeasure::tokens_per_s_per_gpu, PublishedMeasure::nemo_model_tflops_per_gpu,
-                             PublishedMeasure::model_tflops_per_gpu})
+                             PublishedMeasure::model_tflops_per_gpu, PublishedMeasure::step_time_ratio})
     if (s == to_string(m)) return m;
   throw Error(fmt::format("{}: field 'measure' is '{}'; expected step_time_s, attention_iterations_per_s, "
                           "megatron_tflops_per_gpu, throughput_ratio, document_layer_speedup, packing_imbalance, "
-                          "tokens_per_s_per_gpu, nemo_model_tflops_per_gpu or model_tflops_per_gpu",
+                          "tokens_per_s_per_gpu, nemo_model_tflops_per_gpu, model_tflops_per_gpu or step_time_ratio",
                           what, s));
 }
 
@@ -87,8 +87,10 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
   r.plan = plan_of(j, where);
   r.measure = parse_measure(text(j, "measure", where), where);
   auto bi = j.find("baseline");
-  if ((bi != j.end()) != (r.measure == PublishedMeasure::throughput_ratio))
-    throw Error(fmt::format("{}: field 'baseline' goes with measure throughput_ratio, and only there", where));
+  const bool ratio = r.measure == PublishedMeasure::throughput_ratio || r.measure == PublishedMeasure::step_time_ratio;
+  if ((bi != j.end()) != ratio)
+    throw Error(fmt::format("{}: field 'baseline' goes with measures throughput_ratio and step_time_ratio, and only "
+                            "there", where));
   if (bi != j.end()) {
     const std::string bwhere = fmt::format("{}: baseline", where);
     if (!bi->is_object()) throw Error(fmt::format("{} must be an object", bwhere));
@@ -96,6 +98,12 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
     b.label = text(*bi, "label", bwhere);
     b.plan = plan_of(*bi, bwhere);
     b.published = positive_figure(*bi, "published", bwhere);
+    if (auto bm = bi->find("model"); bm != bi->end()) {
+      if (r.measure != PublishedMeasure::step_time_ratio || !(bm->is_string() || bm->is_object()))
+        throw Error(fmt::format("{}: field 'model' (a preset name or model object) goes with measure step_time_ratio",
+                                bwhere));
+      b.model = *bm;
+    }
     // A ratio of throughputs is a ratio of step times only at the same work per step.
     if (b.plan.gpus != r.plan.gpus || b.plan.seq_len != r.plan.seq_len ||
         b.plan.global_batch_sequences() != r.plan.global_batch_sequences())
@@ -150,6 +158,12 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
     r.micro_batches = mi->get<int>();
   }
   r.published = positive_figure(j, "published", where);
+  if (auto bi = j.find("band"); bi != j.end()) {
+    if (!bi->is_number() || !(bi->get<double>() > 0) || !(bi->get<double>() < 1))
+      throw Error(fmt::format("{}: field 'band' must be a number between 0 and 1 (a relative error)", where));
+    r.band = bi->get<double>();
+    r.band_source = text(j, "band_source", where);  // a band other than the default says whose it is
+  }
   const std::string status = text(j, "status", where);
   if (status == "in_band") {
     r.expect_in_band = true;
@@ -163,10 +177,11 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
   return r;
 }
 
-Model model_of(const PublishedRun& r) {
-  return r.model.is_string() ? load_model(r.model.get<std::string>())
-                             : model_from_json(r.model, fmt::format("published run '{}' model", r.id));
+Model model_of(const json& model, const std::string& id) {
+  return model.is_string() ? load_model(model.get<std::string>())
+                           : model_from_json(model, fmt::format("published run '{}' model", id));
 }
+Model model_of(const PublishedRun& r) { return model_of(r.model, r.id); }
 
 }  // namespace
 
@@ -181,6 +196,7 @@ std::string_view to_string(PublishedMeasure m) {
     case PublishedMeasure::tokens_per_s_per_gpu: return "tokens_per_s_per_gpu";
     case PublishedMeasure::nemo_model_tflops_per_gpu: return "nemo_model_tflops_per_gpu";
     case PublishedMeasure::model_tflops_per_gpu: return "model_tflops_per_gpu";
+    case PublishedMeasure::step_time_ratio: return "step_time_ratio";
   }
   return "?";
 }
@@ -280,6 +296,17 @@ PublishedComparison compare_published(const PublishedRun& run) {
       c.published = run.published / run.baseline->published;
       break;
     }
+    case PublishedMeasure::step_time_ratio: {
+      const Model bm = run.baseline->model.is_null() ? m : model_of(run.baseline->model, run.id);
+      const Result r = simulate(m, s, run.plan), b = simulate(bm, s, run.baseline->plan);
+      c.errors = r.errors;
+      for (const std::string& e : b.errors) c.errors.push_back("baseline: " + e);
+      if (!c.errors.empty()) return c;
+      c.fits = r.fits && b.fits;
+      c.predicted = r.step_time_s / b.step_time_s;
+      c.published = run.published / run.baseline->published;
+      break;
+    }
     case PublishedMeasure::document_layer_speedup: {
       if (!check_plan(m, s, run.plan, c.errors)) return c;
       const SampledWorkload w =
@@ -331,7 +358,7 @@ PublishedComparison compare_published(const PublishedRun& run) {
     }
   }
   c.error = (c.predicted - c.published) / c.published;
-  c.in_band = std::abs(c.error) <= kPublishedBand;
+  c.in_band = std::abs(c.error) <= run.band;
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 
 namespace seqpar::sim {
 
@@ -28,6 +29,55 @@ json to_json(const Model& m) {
     j["layer_types"] = std::move(types);
     if (m.sliding_window > 0) j["sliding_window"] = m.sliding_window;
   }
+  // Experts only for a MoE model, in the preset's keys; the active count beside the total.
+  if (m.moe()) {
+    const Experts& e = m.experts;
+    j["experts"] = e.routed;
+    j["experts_per_token"] = e.top_k;
+    j["expert_ffn_hidden"] = e.ffn;
+    if (e.shared > 0) {
+      j["shared_experts"] = e.shared;
+      j["shared_expert_ffn_hidden"] = e.shared_ffn;
+    }
+    if (e.dense_layers > 0) j["dense_layers"] = e.dense_layers;
+    j["expert_imbalance"] = e.imbalance;
+    j["active_params"] = m.active_params();
+  }
+  return j;
+}
+
+json experts_json(const Model& m, const System& s, const Result& r) {
+  // The table again for the plan (simulate() keeps only the step's sums): T tokens per rank.
+  const Plan& p = r.plan;
+  const MoeCost c = moe_layer_cost(m, s, p, double(p.micro_batch) * double(p.seq_len) / p.sp);
+  const AttentionCost& at = r.figures.attention;
+  json j = {{"ep", r.plan.ep},
+            {"experts_per_rank", m.experts.routed / std::max(1, r.plan.ep)},
+            {"moe_layers", m.moe_layers()},
+            {"rows_per_expert", c.rows_per_expert},
+            {"busiest_rank_load", c.load},
+            {"mlp_fwd_s_per_layer", c.mlp_fwd_s},
+            {"mlp_bwd_s_per_layer", c.mlp_bwd_s}};
+  // Each group's communication per layer (forward + backward), on its links.
+  json links = json::array();
+  const SpGroups g = place_sp_groups(s, r.plan);
+  auto link = [&](const char* what, const Placement& pl, Collective coll, double per_layer_s, const json& bytes) {
+    links.push_back({{"what", what},
+                     {"group", {{"size", pl.size}, {"stride", pl.stride}, {"nodes", pl.nodes}, {"per_node", pl.per_node}}},
+                     {"crossing_flows_per_nic", pl.size > 1 ? crossing_flows_per_nic(s, coll, pl) : 0},
+                     {"per_layer_s", per_layer_s},
+                     {"bytes_per_call", bytes}});
+  };
+  if (r.plan.sp > 1)
+    link(r.plan.ulysses_degree > 1 ? "attention (Ulysses all-to-all, ring exchange)" : "attention (ring exchange)",
+         r.plan.ulysses_degree > 1 ? g.ulysses : g.ring, r.plan.ulysses_degree > 1 ? Collective::all_to_all : Collective::send_recv,
+         at.fwd_comm_s + at.bwd_comm_s, json());
+  // Per MoE layer: dispatch and combine in each pass.
+  link("experts (dispatch and combine all-to-alls)", place_ep_group(s, p), Collective::all_to_all, 4 * c.all_to_all_s,
+       c.all_to_all_bytes);
+  j["links"] = std::move(links);
+  j["all_to_all_bytes"] = c.all_to_all_bytes;
+  j["all_to_all_s"] = c.all_to_all_s;
   return j;
 }
 
@@ -175,6 +225,12 @@ json to_json(const Model& m, const System& s, const Result& r) {
                {"exposed_offload_s", t.exposed_offload},
                {"first_step_s", t.first_step},
                {"fp8_casts_s", t.fp8_casts}};
+  // A MoE model's experts beside the attention (moe_cost.hpp); absent for a dense model, whose
+  // document stays as it was.
+  if (m.moe()) {
+    j["time"]["expert_comm_s"] = t.expert_comm;
+    j["experts"] = experts_json(m, s, r);
+  }
   j["fp8"] = fp8_json(s, r.plan);
   // simulate() checks its own numbers; this catches the rest (system and model figures built in
   // code rather than loaded), because nlohmann would print a NaN or an infinity as a silent null.

@@ -17,6 +17,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
 #include "seqpar/sim/validity.hpp"
 #include "element_bytes.hpp"
@@ -84,14 +85,17 @@ DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const Structu
 double offloaded_param_bytes(const Model& m, const System& s, const Plan& p) {
   if (!p.mem.offload_params) return 0;
   const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
+  const double psi_sharded = zero_sharded_params_per_tp_rank(m, p);  // ZeRO's shards (EP: tensor_parallel_cost.hpp)
   double bytes = 0;
   for (const StateTerm& t : s.profile.states)
-    if (t.offloaded_with_params) bytes += t.bytes_per_param * psi / (p.mem.zero >= t.zero_stage ? D : 1);
+    if (t.offloaded_with_params)
+      bytes += t.bytes_per_param * (p.mem.zero >= t.zero_stage ? psi_sharded : psi) / (p.mem.zero >= t.zero_stage ? D : 1);
   return bytes;
 }
 
 double optimizer_time(const Model& m, const System& s, const Plan& p) {
-  const double shard = params_per_tp_rank(m, p) / (p.mem.zero >= 1 ? zero_group_size(p) : 1);
+  const double shard = (p.mem.zero >= 1 ? zero_sharded_params_per_tp_rank(m, p) : params_per_tp_rank(m, p)) /
+                       (p.mem.zero >= 1 ? zero_group_size(p) : 1);
   // Offloaded weights updated on the GPU go back to the host after the step.
   const double params_back =
       p.mem.offload_params && !p.mem.offload_optimizer ? offloaded_param_bytes(m, s, p) / s.gpu.pcie_bytes_per_s : 0.0;
@@ -249,10 +253,12 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // which sets the pipeline's pace. It is chosen on a layer's and the head's kernels and exposed
   // communication (the recomputation of full checkpointing in the layer's), the terms that differ
   // between stages.
-  const double layer_s = gemm_f + gemm_b + elem_f + elem_b + at.fwd_s + at.bwd_s + tpc.layer_fwd_s + tpc.layer_bwd_s +
-                         (full ? gemm_f + elem_f + at.fwd_s + tpc.layer_fwd_s : 0.0);
-  const double head_s = c.head_fwd_s + c.head_bwd_s + c.loss_elementwise_s + tpc.head_fwd_s + tpc.head_bwd_s;
-  const PacingStage pace = pacing_stage(m, p, layer_s, head_s);
+  const PacingStage pace = p.pp <= 1 ? PacingStage{0, double(m.layers), true} : [&] {
+    const double layer_s = gemm_f + gemm_b + elem_f + elem_b + at.fwd_s + at.bwd_s + tpc.layer_fwd_s +
+                           tpc.layer_bwd_s + (full ? gemm_f + elem_f + at.fwd_s + tpc.layer_fwd_s : 0.0);
+    const double head_s = c.head_fwd_s + c.head_bwd_s + c.loss_elementwise_s + tpc.head_fwd_s + tpc.head_bwd_s;
+    return pacing_stage(m, p, layer_s, head_s);
+  }();
   const double L = pace.layers, H = pace.has_head ? 1.0 : 0.0;
   // A stage without the head runs none of its work (H = 0); with it (H = 1) the figures are exact.
   const double head_f = H * c.head_fwd_s, head_b = H * c.head_bwd_s;
@@ -292,6 +298,11 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   const double tp_fwd = L * tpc.layer_fwd_s + tpc.head_fwd_s;
   const double tp_bwd = L * tpc.layer_bwd_s + tpc.head_bwd_s + recompute_tp_comm;
   t.tp_comm = tp_fwd + tp_bwd;
+  // The experts' dispatch and combine all-to-alls, each exposed (moe_cost.hpp); full checkpointing
+  // runs the forward's again. Zero without expert parallelism.
+  const double ep_fwd = L * c.moe.all_to_all_fwd_s;
+  const double ep_bwd = L * c.moe.all_to_all_bwd_s + (full ? L * c.moe.all_to_all_fwd_s : 0.0);
+  t.expert_comm = ep_fwd + ep_bwd;
   t.attention = t.attention_compute + t.exposed_attention_comm + (full ? L * at.fwd_kernel_s : 0);
 
   // Host traffic over the GPU's PCIe link, hidden under a pass as far as the framework overlaps it
@@ -342,10 +353,10 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   }
   t.pp_comm = pc.comm_s;
   const DataParallelCost dpc =
-      data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd, t.backward + exposed_bwd + tp_bwd);
+      data_parallel_cost(m, p, c, t.forward + exposed_fwd + tp_fwd + ep_fwd, t.backward + exposed_bwd + tp_bwd + ep_bwd);
   for (double* per_micro_step : {&t.forward, &t.backward, &t.compute, &t.gemm, &t.attention_compute, &t.elementwise,
                                  &t.recompute, &t.attention, &t.attention_comm, &t.exposed_attention_comm, &t.offload,
-                                 &t.exposed_offload, &t.tp_comm})
+                                 &t.exposed_offload, &t.tp_comm, &t.expert_comm})
     *per_micro_step *= k;
   // FP8 weights are cast (with their transposes) once per optimizer step and cached for its
   // micro-steps (Transformer Engine's is_first_microbatch), before the first forward.
@@ -357,8 +368,8 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   t.fp8_casts = k * L * (elem.fp8_cast_fwd_s * (full ? 2 : 1) + elem.fp8_cast_bwd_s) + weight_cast;
   t.dp_comm = dpc.total;
   t.exposed_dp_comm = dpc.exposed;
-  t.comm = t.attention_comm + t.dp_comm + t.tp_comm + t.pp_comm;
-  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm + t.pp_comm;
+  t.comm = t.attention_comm + t.dp_comm + t.tp_comm + t.pp_comm + t.expert_comm;
+  t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm + t.pp_comm + t.expert_comm;
   t.optimizer = optimizer_time(m, s, p);
 
   // A calibrated profile's fixed framework overhead (0 otherwise: framework_terms.hpp), once per
@@ -377,6 +388,8 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
 
   // The step timeline draws the loss's memory-bound work with the head's backward.
   record_figures(r, p, {gemm_f, gemm_b, elem_f, elem_b, at, head_f, head_b + loss_elem, loss_recompute, tpc, L}, dpc);
+  r.figures.ep_layer_fwd_s = c.moe.all_to_all_fwd_s;
+  r.figures.ep_layer_bwd_s = c.moe.all_to_all_bwd_s;
 }
 
 // The plan the memory estimate charges: the result's, at the workload's memory length where its
@@ -416,8 +429,15 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   // heads' and MLP columns' share).
   const double tp = p.tp;
   // Per layer.
-  c.gemm_fwd_s = linear_gemm_time(s, p, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
-  c.gemm_bwd_s = linear_gemm_time(s, p, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  if (m.moe()) {
+    // The attention's four GEMMs as a dense layer's; the MLP from the MoE table (moe_cost.hpp).
+    c.moe = moe_layer_cost(m, s, p, T);
+    c.gemm_fwd_s = linear_gemm_time(s, p, attention_gemm_flops(m, T) / tp, T, 4) + c.moe.mlp_fwd_s;
+    c.gemm_bwd_s = linear_gemm_time(s, p, 2 * attention_gemm_flops(m, T) / tp, T, 8) + c.moe.mlp_bwd_s;
+  } else {
+    c.gemm_fwd_s = linear_gemm_time(s, p, layer_gemm_flops(m, T) / tp, T, kGemmsPerLayer);
+    c.gemm_bwd_s = linear_gemm_time(s, p, 2 * layer_gemm_flops(m, T) / tp, T, 2 * kGemmsPerLayer);
+  }
   c.elementwise = layer_elementwise_cost(m, s, p);
   c.attention = attention_layer_cost(m, s, p, docs);
   c.memory_seq_len = docs ? docs->memory_seq_len : 0;

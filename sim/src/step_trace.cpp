@@ -99,6 +99,8 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
   trace::Trace t;
   t.add_process(pid, process_name);
   for (Stream s : trace::kAllStreams) t.add_stream(pid, s);
+  if (f.ep_layer_fwd_s > 0 || f.ep_layer_bwd_s > 0)
+    for (Stream s : trace::kExpertStreams) t.add_stream(pid, s);
   Layout lay(t, pid);
 
   for (int micro = 0; micro < f.micro_steps; ++micro) {
@@ -111,6 +113,7 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
       check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "forward");
       lay.blocking(Stream::tensor_parallel, pre + "TP all-gathers and reduce-scatters", f.tp_layer_fwd_s);
       lay.kernel(pre + "gemm (q,k,v,o,mlp)", "gemm", f.gemm_fwd_s, {{"layer", l}});
+      lay.blocking(Stream::expert_a2a, pre + "expert dispatch and combine", f.ep_layer_fwd_s);
       lay.kernel(pre + "elementwise", "elementwise", f.elementwise_fwd_s, {{"layer", l}});
     }
     lay.blocking(Stream::tensor_parallel, ms + "TP embedding and head collectives fwd", f.tp_head_fwd_s);
@@ -129,11 +132,13 @@ trace::Trace step_trace(const Result& r, int pid, std::string_view process_name)
         check_attention_layout(lay.attention(f.attention, pre, false), f.attention.fwd_s, "recomputed");
         lay.blocking(Stream::tensor_parallel, pre + "TP all-gathers and reduce-scatters", f.tp_layer_fwd_s);
         lay.kernel(pre + "gemm (q,k,v,o,mlp)", "recompute", f.gemm_fwd_s, {{"layer", l}});
+        lay.blocking(Stream::expert_a2a, pre + "expert dispatch and combine", f.ep_layer_fwd_s);
         lay.kernel(pre + "elementwise", "recompute", f.elementwise_fwd_s, {{"layer", l}});
       }
       const std::string pre = ms + fmt::format("L{} bwd ", l);
       lay.kernel(pre + "recompute", "recompute", f.layer_recompute_s, {{"layer", l}});
       lay.kernel(pre + "gemm (mlp,o,q,k,v)", "gemm", f.gemm_bwd_s, {{"layer", l}});
+      lay.blocking(Stream::expert_a2a, pre + "expert combine and dispatch gradients", f.ep_layer_bwd_s);
       lay.blocking(Stream::tensor_parallel, pre + "TP reduce-scatters and all-gathers", f.tp_layer_bwd_s);
       check_attention_layout(lay.attention(f.attention, pre, true), f.attention.bwd_s, "backward");
       lay.kernel(pre + "elementwise", "elementwise", f.elementwise_bwd_s, {{"layer", l}});

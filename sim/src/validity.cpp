@@ -11,6 +11,7 @@
 #include "seqpar/core/limits.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
@@ -138,6 +139,17 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
                                  "rule, with account_for_embedding/loss_in_pipeline_split)",
                                  m.layers, p.pp, p.vp, m.layers + 2, p.vp > 1 ? "'s every virtual stage" : ""));
   if (std::string why = profile_mismatch(m, s); !why.empty()) errors.push_back(std::move(why));
+  // Expert parallelism needs experts to split (moe_cost.hpp); TP splits each expert's columns
+  // (Megatron-Core's expert tensor parallelism defaults to the TP size).
+  if (std::string why = expert_parallel_refusal(m, p); !why.empty()) errors.push_back(std::move(why));
+  // Stages of a mixture of experts (which layers are MoE, whose experts a stage holds, EP within a
+  // stage) are not modelled yet: refused rather than costed as dense stages.
+  if (m.moe() && p.pp > 1)
+    errors.push_back(fmt::format("pp: pipeline stages of a mixture-of-experts model ('{}') are not modelled yet; give "
+                                 "--pp 1", m.name));
+  if (m.moe() && p.tp > 1 && m.experts.ffn % p.tp != 0)
+    errors.push_back(fmt::format("expert_ffn_hidden: {} is not divisible by the tensor-parallel degree {} (TP splits "
+                                 "each expert's columns over its ranks)", m.experts.ffn, p.tp));
   // Sliding-window layers run under the methods an implementation serves them with (window_cost.hpp).
   // (banded_at first: the common unbanded plan pays no call, as before the rule had a function.)
   if (m.banded_at(p.seq_len))

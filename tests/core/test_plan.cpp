@@ -73,8 +73,8 @@ TEST(PlanLabels, JsonPlansLabelTheSameAsPlans) {
 }
 
 TEST(PlanJson, KeysAreCoresOneList) {
-  // to_json writes kPlanJsonKeys plus the derived "dp", "pp" and "vp" only where not 1 (a plan
-  // without stages reads as it did before they existed); a reader keeping the kPlanJsonKeys it
+  // to_json writes kPlanJsonKeys plus the derived "dp", "pp", "vp" and "ep" only where not 1 (a plan
+  // without stages or split experts reads as it did before they existed); a reader keeping the kPlanJsonKeys it
   // finds loses nothing plan_from_json needs.
   auto keys = [](const nlohmann::json& j) {
     std::set<std::string> out;
@@ -84,18 +84,19 @@ TEST(PlanJson, KeysAreCoresOneList) {
   std::set<std::string> listed;
   for (std::string_view k : kPlanJsonKeys) listed.insert(std::string(k));
   listed.insert("dp");
-  std::set<std::string> unpipelined = listed;
-  unpipelined.erase("pp");
-  unpipelined.erase("vp");
+  std::set<std::string> unpipelined = listed;  // and without experts split
+  for (const char* k : {"pp", "vp", "ep"}) unpipelined.erase(k);
   EXPECT_EQ(keys(to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1))), unpipelined);
   Plan staged = plan(Method::ulysses, 64, 1 << 16, 8, 8, 1);
   staged.pp = 4;
   staged.vp = 2;
   staged.grad_accum_steps = 8;
+  staged.ep = 2;
   EXPECT_EQ(keys(to_json(staged)), listed);
   for (Plan p : {plan(Method::hybrid, 32, 1 << 20, 16, 8, 2), staged}) {
     p.mem.offload_optimizer = true;
     p.placement = GroupPlacement::ring_inner;  // not the default, so a list without it would lose it
+    p.ep = 4;
     const nlohmann::json full = to_json(p);
     nlohmann::json cut;
     for (std::string_view k : kPlanJsonKeys)
@@ -121,6 +122,39 @@ TEST(PlanJson, PipelineStagesRoundTripAndLabel) {
   nlohmann::json bad = to_json(p);
   bad["pp"] = 0;
   EXPECT_THROW((void)plan_from_json(bad), Error);
+}
+
+// Expert parallelism (issue 37): a plan without it writes the document it wrote before; with it,
+// "ep" in the JSON and in the labels, read back, and its layout rule checked.
+TEST(PlanExperts, EpWrittenOnlyWhereNotOneAndChecked) {
+  Plan p = plan(Method::ulysses, 16, 1 << 16, 4, 4, 1);
+  EXPECT_FALSE(to_json(p).contains("ep"));
+  EXPECT_EQ(describe_structure(p), "ulysses sp=4");
+  p.ep = 8;
+  EXPECT_EQ(to_json(p)["ep"], 8);
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  EXPECT_EQ(describe_structure(p), "ulysses sp=4 ep=8");
+  EXPECT_EQ(describe_in_words(p), "Ulysses 4, EP 8");
+  EXPECT_EQ(describe_structure(to_json(p)), "ulysses sp=4 ep=8");
+  std::vector<std::string> errors;
+  EXPECT_TRUE(check_plan_structure(p, errors)) << (errors.empty() ? "" : errors[0]);
+  // ep divides the data x sequence parallel ranks (16 / tp 1 = 16): 8 does, 3 does not; with tp 4
+  // the 4 such ranks cannot hold an EP group of 8.
+  p.ep = 3;
+  errors.clear();
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("ep: 3 does not divide the 16 data x sequence parallel ranks"), std::string::npos) << errors[0];
+  p = plan(Method::ulysses, 16, 1 << 16, 4, 4, 1);
+  p.tp = 4;
+  p.ep = 8;
+  errors.clear();
+  EXPECT_FALSE(check_plan_structure(p, errors));
+  EXPECT_NE(errors.back().find("ep: 8 does not divide the 4 data x sequence parallel ranks (gpus 16 / tp 4)"),
+            std::string::npos) << errors.back();
+  nlohmann::json j = to_json(plan(Method::ulysses, 8, 1 << 16, 8, 8, 1));
+  j["ep"] = 0;
+  EXPECT_THROW(plan_from_json(j), Error);
 }
 
 TEST(PlanPlacement, RecordedInJsonLabelsAndFlags) {

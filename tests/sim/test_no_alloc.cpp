@@ -48,7 +48,8 @@ struct Case {
 
 // Every method at SP 2 and 16 (hybrids U2xR8 and U8xR2 and ring-inner) and SP 1, TP 1, 2 and 8,
 // every memory set the advisor searches, and one accumulation plan each, on an NVLink and a PCIe
-// system under every framework profile, for a GQA Llama and a GELU LayerNorm GPT.
+// system under every framework profile, for a GQA Llama, a GELU LayerNorm GPT and a mixture of
+// experts (EP 1 and 8).
 std::vector<Case> cases(const std::vector<Model>& models, const std::vector<System>& systems) {
   std::vector<Case> out;
   for (const Model& m : models)
@@ -69,19 +70,24 @@ std::vector<Case> cases(const std::vector<Model>& models, const std::vector<Syst
                 p.ring_degree = 0;
                 p.placement = where;
                 p = normalized(p, s.gpus_per_node);
-                for (const MemoryOptions& mem : memory_option_sets()) {
-                  p.mem = mem;
-                  p.grad_accum_steps = 1;
+                // A mixture of experts also with its experts split 8 ways (moe_cost.hpp).
+                for (const int ep : {1, 8}) {
+                  if (ep > 1 && !m.moe()) continue;
+                  p.ep = ep;
+                  for (const MemoryOptions& mem : memory_option_sets()) {
+                    p.mem = mem;
+                    p.grad_accum_steps = 1;
+                    out.push_back({&m, &s, p});
+                  }
+                  p.grad_accum_steps = 4;
                   out.push_back({&m, &s, p});
                 }
-                p.grad_accum_steps = 4;
-                out.push_back({&m, &s, p});
               }
   return out;
 }
 
 TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
-  const std::vector<Model> models = {load_model("llama3-8b"), load_model("gpt-1.3b")};
+  const std::vector<Model> models = {load_model("llama3-8b"), load_model("gpt-1.3b"), load_model("qwen3-30b-a3b")};
   std::vector<System> systems;
   for (const char* f : {"deepspeed-alst", "megatron-core", "hf-transformers", "seqpar-train", "megatron-lm-2021"})
     for (const char* s : {"dgx-h100", "l20-pcie"}) systems.push_back(load_system(s, "", load_framework(f)));
@@ -99,6 +105,7 @@ TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
     const Plan& p = c.plan;
     ++kinds["method " + std::string(to_string(p.method))];
     ++kinds["tp " + std::to_string(p.tp)];
+    ++kinds["ep " + std::to_string(p.ep)];
     ++kinds["zero " + std::to_string(p.mem.zero)];
     ++kinds["checkpoint " + std::string(to_string(p.mem.checkpoint))];
     ++kinds["placement " + std::string(to_string(p.placement))];
@@ -113,7 +120,7 @@ TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
   // Every kind is there, several times over.
   for (const char* kind :
        {"method ulysses", "method ring", "method ring-zigzag", "method hybrid", "method allgather",
-        "method allgather-contiguous", "tp 1", "tp 2", "tp 8", "zero 0", "zero 1", "zero 2", "zero 3",
+        "method allgather-contiguous", "tp 1", "tp 2", "tp 8", "ep 1", "ep 8", "zero 0", "zero 1", "zero 2", "zero 3",
         "checkpoint none", "checkpoint selective", "checkpoint full", "placement ring-inner", "offload checkpoints",
         "offload optimizer", "offload params", "tiled mlp", "tiled loss", "accumulation", "fits", "does not fit",
         "peak in layer-backward", "peak in loss", "peak in optimizer"})

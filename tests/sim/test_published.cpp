@@ -125,7 +125,7 @@ TEST(Published, EveryRunIsPredictedAndInBandUnlessAnOpenFinding) {
                              std::string(to_string(run.measure)) + ", published " + std::to_string(c.published) +
                              ", error " + std::to_string(100 * c.error) + "%";
     if (run.expect_in_band)
-      EXPECT_TRUE(c.in_band) << line << " (outside the " << 100 * kPublishedBand << "% band)";
+      EXPECT_TRUE(c.in_band) << line << " (outside the " << 100 * run.band << "% band)";
     else
       EXPECT_FALSE(c.in_band) << line << ": now inside the band; mark it in_band in sim/published/runs.json "
                               << "and drop it from the README's open findings";
@@ -370,7 +370,15 @@ TEST(Published, ThroughputRatiosCompareStepTimesAtTheSameBatch) {
     change(k["runs"][0]);
     return error_of(k);
   };
-  EXPECT_NE(error_with([](auto& r) { r.erase("baseline"); }).find("field 'baseline' goes with measure throughput_ratio"),
+  EXPECT_NE(error_with([](auto& r) { r.erase("baseline"); }).find("field 'baseline' goes with measures throughput_ratio "
+                                                               "and step_time_ratio"),
+            std::string::npos);
+  // A baseline model only where the ratio is of step times; a band only with whose it is.
+  EXPECT_NE(error_with([](auto& r) { r["baseline"]["model"] = "llama2-7b"; }).find("goes with measure step_time_ratio"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& r) { r["band"] = 0.15; }).find("field 'band_source' must be a non-empty string"),
+            std::string::npos);
+  EXPECT_NE(error_with([](auto& r) { r["band"] = 1.5; }).find("field 'band' must be a number between 0 and 1"),
             std::string::npos);
   EXPECT_NE(error_with([](auto& r) { r["measure"] = "step_time_s"; }).find("field 'baseline'"), std::string::npos);
   EXPECT_NE(error_with([](auto& r) { r["baseline"]["plan"]["seq_len"] = 32768; }).find("run 'r': baseline: the plan must"),
@@ -381,6 +389,45 @@ TEST(Published, ThroughputRatiosCompareStepTimesAtTheSameBatch) {
             std::string::npos);
   EXPECT_NE(error_with([](auto& r) { r["system_patch"] = {{"gpus_per_node", {{"value", -1}}}}; }).find("run 'r':"),
             std::string::npos);
+}
+
+// Step-time ratios across models (TRL's 1M-token runs, issue 37): the run's step over its baseline's,
+// each on its own model, against the published seconds' ratio; the run's own band decides.
+TEST(Published, StepTimeRatiosCompareTwoModelsAtTheSamePlan) {
+  auto j = ratio_run();
+  nlohmann::json& r = j["runs"][0];
+  r["measure"] = "step_time_ratio";
+  r["published"] = 30;
+  r["baseline"]["published"] = 10;
+  r["baseline"]["model"] = "llama3-70b";
+  r["baseline"]["plan"] = r["plan"];
+  r["band"] = 0.05;
+  r["band_source"] = "a test";
+  const PublishedRun run = published_runs_from_json(j, "runs.json").front();
+  const PublishedComparison c = compare_published(run);
+  ASSERT_TRUE(c.errors.empty());
+  EXPECT_DOUBLE_EQ(c.published, 3.0);
+  const System s = load_system("a800-nvlink");
+  EXPECT_DOUBLE_EQ(c.predicted, simulate(load_model("llama3-8b"), s, run.plan).step_time_s /
+                                    simulate(load_model("llama3-70b"), s, run.plan).step_time_s);
+  EXPECT_EQ(c.in_band, std::abs(c.predicted / 3.0 - 1.0) <= 0.05);
+  EXPECT_DOUBLE_EQ(run.band, 0.05);
+}
+
+// The MoE checks of issue 37 are in the built-in runs, in band with the bands the issue states.
+TEST(Published, MoeChecksOfIssue37AreInTheirBands) {
+  int prime_rl = 0, trl = 0;
+  for (const PublishedRun& run : builtin_published_runs()) {
+    const bool p = run.id.rfind("prime-rl-2418-", 0) == 0, t = run.id.rfind("trl-6845-", 0) == 0;
+    if (!p && !t) continue;
+    EXPECT_DOUBLE_EQ(run.band, p ? 0.15 : 0.05) << run.id;
+    const PublishedComparison c = compare_published(run);
+    ASSERT_TRUE(c.errors.empty()) << run.id << ": " << c.errors.front();
+    EXPECT_TRUE(c.in_band) << run.id << ": predicted " << c.predicted << " against " << c.published;
+    (p ? prime_rl : trl) += 1;
+  }
+  EXPECT_EQ(prime_rl, 4);  // Ulysses and ring at CP 2 and 4, each against no CP
+  EXPECT_EQ(trl, 3);       // Qwen3-0.6B, Qwen3-30B-A3B and Qwen3-32B, each against Qwen3-8B
 }
 
 }  // namespace

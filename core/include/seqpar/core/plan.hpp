@@ -76,6 +76,11 @@ struct Plan {
   // grad_accum_steps.
   int pp = 1;
   int vp = 1;
+  // Expert-parallel degree (mixture-of-experts models): each MoE layer's routed experts split over
+  // ep ranks, drawn from the data x sequence parallel ranks as Megatron-Core lays them out (EP
+  // inside DP x CP, tp world ranks apart, CP ranks first): ep divides gpus / (tp x pp), a stage's. 1: every rank holds
+  // every expert (a dense model's only value).
+  int ep = 1;
   std::int64_t seq_len = 0;    // tokens per sequence (the full, unsharded length)
   int sp = 1;                  // sequence-parallel degree = ulysses_degree * ring_degree
   int ulysses_degree = 1;
@@ -116,6 +121,7 @@ struct PlanFlags {
   std::optional<int> sp, ulysses_degree, ring_degree;
   int tp = 1;                               // --tp
   int pp = 1, vp = 1;                       // --pp, --vp
+  int ep = 1;                               // --ep
   int micro_batch = 1;
   int grad_accum_steps = 1;                 // --grad-accum-steps
   std::string placement = "ulysses-inner";  // --placement
@@ -136,11 +142,12 @@ Plan plan_from_flags(const PlanFlags& f, int gpus, std::int64_t seq_len, int gpu
 // The keys of a plan object, in to_json order: what plan_from_json reads and what a reader that
 // copies plans out of documents (the reports) keeps. to_json adds the derived "dp" after "sp".
 // "tp" is the tensor-parallel degree, named like "sp" and "dp" beside it (absent: 1).
-// "pp" and "vp" are the pipeline stages and virtual stages per rank (absent: 1); to_json writes
-// them only where they are not 1, so a plan without pipeline parallelism reads as it always did.
+// "pp" and "vp" are the pipeline stages and virtual stages per rank, "ep" the expert-parallel
+// degree (absent: 1); to_json writes them only where they are not 1, so a plan without pipeline or
+// expert parallelism reads as it always did.
 // "fp8" is fp8_parts_text ("none" or "gemm,attention"), "fp8_recipe" the recipe (absent: none, delayed).
-inline constexpr std::array<std::string_view, 21> kPlanJsonKeys = {
-    "method", "gpus", "seq_len", "sp", "tp", "pp", "vp", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
+inline constexpr std::array<std::string_view, 22> kPlanJsonKeys = {
+    "method", "gpus", "seq_len", "sp", "tp", "pp", "vp", "ep", "ulysses_degree", "ring_degree", "micro_batch", "grad_accum_steps", "placement",
     "zero", "checkpoint", "offload_checkpoints", "offload_optimizer", "offload_params", "tiled_mlp", "tiled_loss",
     "fp8", "fp8_recipe"};
 

@@ -21,10 +21,14 @@ enum class Stream {
   data_parallel,  // gradient/parameter reduction over the data x sequence parallel group
   offload,        // activation checkpoints to and from host memory
   tensor_parallel,  // TP's all-gathers and reduce-scatters between its sequence-parallel and TP regions
+  expert_a2a,       // a mixture-of-experts layer's dispatch and combine all-to-alls (expert parallelism)
 };
+// The streams every step timeline has. The experts' stream is added only to a plan that has expert
+// all-to-alls (kExpertStreams), so a dense plan's timeline is what it was.
 inline constexpr Stream kAllStreams[] = {Stream::compute, Stream::ulysses_a2a, Stream::ring,
                                          Stream::data_parallel, Stream::offload, Stream::tensor_parallel};
-int stream_tid(Stream s);                 // 1 .. 6, in the order above
+inline constexpr Stream kExpertStreams[] = {Stream::expert_a2a};
+int stream_tid(Stream s);                 // 1 .. 7, in the order above
 std::string_view stream_name(Stream s);   // "compute", "ulysses all-to-all", "ring send/recv", ...
 
 struct Slice {

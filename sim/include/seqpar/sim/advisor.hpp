@@ -31,6 +31,9 @@ struct GlobalBatch {
 struct SearchSpace {
   // Tensor-parallel degrees: empty, every one of tp_degrees(); else these only.
   std::vector<int> tp;
+  // Expert-parallel degrees (a MoE model): empty, every one of ep_degrees(); else these only. A
+  // dense model searches ep 1 alone.
+  std::vector<int> ep;
   std::vector<Method> methods = all_methods();  // the method table (methods.hpp), in its order
   std::vector<int> sp;                     // empty: every divisor of gpus / (tp x pp)
   // Pipeline stages: empty, pp_degrees() with a global batch, and 1 without one (a step of one
@@ -66,6 +69,11 @@ std::vector<Precision> fp8_candidates(const System& s);
 // sequences, or outside [1, limits]. advise, advise_max_seq_len and structures call it, so no
 // constraint is silently dropped.
 void check_search(int gpus, const SearchSpace& space);
+
+// The EP degrees a search tries for model m at `tp` on `gpus` GPUs: 1, and for a MoE model every
+// power of two that divides the data x sequence parallel ranks (gpus / tp) and the routed experts
+// (moe_cost.hpp: expert_parallel_refusal).
+std::vector<int> ep_degrees(const Model& m, int gpus, int tp);
 
 // Sequences per optimizer step that `b` names at `seq_len`: b.sequences, or b.tokens / seq_len.
 // Empty, with `why` set, when the tokens are not a whole number of sequences.

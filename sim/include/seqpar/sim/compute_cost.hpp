@@ -11,7 +11,10 @@ namespace seqpar::sim {
 
 // Forward FLOPs of one layer's GEMMs (Q, K, V, output projection, MLP) for `tokens` rows.
 double layer_gemm_flops(const Model& m, double tokens);
-// Forward FLOPs of the MLP GEMMs alone (recomputed by tiled MLP).
+// Forward FLOPs of the attention's GEMMs alone (Q, K, V, output projection).
+double attention_gemm_flops(const Model& m, double tokens);
+// Forward FLOPs of the MLP GEMMs alone (recomputed by tiled MLP); for a MoE model the active
+// experts' and the router's, the mean over its layers (moe_cost.hpp: moe_mlp_flops).
 double mlp_gemm_flops(const Model& m, double tokens);
 // Forward FLOPs of the LM head.
 double head_gemm_flops(const Model& m, double tokens);

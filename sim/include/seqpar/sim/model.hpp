@@ -29,6 +29,25 @@ enum class AttentionKind { full, sliding };
 std::string_view to_string(AttentionKind k);  // "full_attention", "sliding_attention" (HF's layer_types)
 bool kind_named(std::string_view name, AttentionKind& out);
 
+// A mixture-of-experts MLP (README "Mixture of experts"), as DeepSeek-V3, Qwen3-MoE, GLM-4.5, gpt-oss and
+// Mixtral configure it: each MoE layer's MLP is `routed` experts of SwiGLU width `ffn` (HF's
+// moe_intermediate_size), of which a router (a hidden x routed linear layer, softmax/sigmoid and
+// top-k) picks `top_k` per token, plus `shared` experts of width `shared_ffn` that every token passes
+// (DeepSeek's n_shared_experts x moe_intermediate_size, Qwen2-MoE's shared_expert_intermediate_size).
+// The first `dense_layers` layers keep the dense MLP of width Model::ffn_hidden (DeepSeek-V3's and
+// GLM-4.5's first_k_dense_replace). `imbalance`: the load of the busiest expert over the mean
+// (dropless routing: the rank holding it sets the MLP's time); 1 is a perfectly balanced router.
+// routed == 0: a dense model (every cost bit-identical to a model without this struct).
+struct Experts {
+  int routed = 0;
+  int top_k = 0;
+  int ffn = 0;
+  int shared = 0;
+  int shared_ffn = 0;
+  int dense_layers = 0;
+  double imbalance = 1.0;
+};
+
 struct Model {
   std::string name;
   int layers = 0;
@@ -49,6 +68,7 @@ struct Model {
   // config that has one gives (Gemma 3, Mistral v0.1, gpt-oss).
   std::vector<AttentionKind> layer_kinds;
   std::int64_t sliding_window = 0;
+  Experts experts;  // routed == 0: dense
   // Where each figure came from (field -> the preset's "source": a model card, a config.json and
   // its key); empty for figures given as bare numbers. Shown in the simulator's JSON.
   std::map<std::string, std::string> sources;
@@ -58,9 +78,35 @@ struct Model {
   // The first MLP GEMM's output columns: gate and up (2 x ffn) for SwiGLU, ffn for GELU.
   std::int64_t fc1_columns() const;
   std::int64_t norm_params() const;
+  // One layer's parameters: a dense layer's; for a MoE model the mean over its layers (rounded
+  // down; layer_params_total() is the exact sum), so per-layer memory terms stay per layer.
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
   std::int64_t total_params() const;
+  // Mixture of experts (Experts above). moe(): the model has routed experts. moe_layers(): the
+  // layers whose MLP is experts (layers - dense_layers; 0 for a dense model).
+  bool moe() const { return experts.routed > 0; }
+  int moe_layers() const { return moe() ? layers - experts.dense_layers : 0; }
+  // Parameters of one layer's attention (q, k, v, o projections), of a dense MLP of the model's
+  // ffn_hidden, of one expert (SwiGLU: gate, up, down of width Experts::ffn), of the shared experts
+  // together, and of the router (hidden x routed).
+  std::int64_t attention_params() const;
+  std::int64_t dense_mlp_params() const;
+  std::int64_t expert_params() const;
+  std::int64_t shared_expert_params() const;
+  std::int64_t router_params() const;
+  // Every layer's parameters (dense layers and MoE layers with all their experts), and the part
+  // that is routed experts (held 1/ep per rank under expert parallelism).
+  std::int64_t layer_params_total() const;
+  std::int64_t routed_expert_params_total() const;
+  // The parameters one token passes through (Megatron's and torchtitan's "active" count: top_k
+  // routed experts, the shared experts and the router in MoE layers; everything else whole), with
+  // the embeddings (the token table and the LM head) or without them.
+  std::int64_t active_params(bool with_embeddings = true) const;
+  // The MLP's intermediate values per token, as the mean over layers: ffn_hidden for a dense model;
+  // in a MoE layer top_k x the experts' width plus the shared experts' (each token's rows in the
+  // experts it is routed to). Sizes the MLP's activations and elementwise work per token.
+  double mlp_width() const;
   // Layers of the sliding kind (0 when layer_kinds is empty).
   int sliding_layers() const;
   // Whether a sequence of seq_len tokens meets a band: a sliding layer whose window is shorter

@@ -17,5 +17,9 @@ std::string point_name(const Model& m, const System& s, const Plan& p);
 // One simulated plan: valid, errors, fits, step_time_s, tokens_per_s_per_gpu, tflops_per_gpu,
 // mfu, peak_memory_bytes, memory{...}, time{...}; numbers are null when the plan is invalid.
 nlohmann::json to_json(const Model& m, const System& s, const Result& r);
+// A MoE model's experts in a valid result (its "experts" object): the EP degree, the MLP's and the
+// all-to-alls' figures, and each group's communication per layer on its links ("links": the
+// attention's group and the experts' side by side).
+nlohmann::json experts_json(const Model& m, const System& s, const Result& r);
 
 }  // namespace seqpar::sim

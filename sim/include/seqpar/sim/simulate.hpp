@@ -9,6 +9,7 @@
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/model.hpp"
+#include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/plan.hpp"
 #include "seqpar/sim/step_figures.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
@@ -28,7 +29,9 @@ struct TimeBreakdown {
   // Pipeline parallelism (pipeline_cost.hpp): the sends between stages (all exposed, in comm and
   // exposed_comm) and the bubble, (p - 1) / v micro-batch times of the slowest stage; 0 without stages.
   double pp_comm = 0, pipeline_bubble = 0;
-  double comm = 0, exposed_comm = 0;       // attention + data parallel + tensor parallel + pipeline sends
+  double expert_comm = 0;                  // the experts' dispatch and combine all-to-alls (moe_cost.hpp), all exposed
+  // attention + data parallel + tensor parallel + pipeline sends + expert parallel
+  double comm = 0, exposed_comm = 0;
   double optimizer = 0;
   double offload = 0, exposed_offload = 0; // checkpoint traffic to and from host memory
   // What a cold first step adds once (pinning the host buffers the framework keeps: its
@@ -85,6 +88,7 @@ struct StructureCosts {
   ElementwiseCost elementwise;
   AttentionCost attention;
   TensorParallelCost tensor_parallel;
+  MoeCost moe;  // a MoE model's MLP and all-to-alls (moe_cost.hpp); zeros for a dense model
   double head_fwd_s = 0, head_bwd_s = 0, loss_elementwise_s = 0;
   // The data-parallel collectives of the bf16 parameters over the ZeRO group (gpus / tp ranks),
   // which the ZeRO stage picks from.

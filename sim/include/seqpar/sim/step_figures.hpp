@@ -23,6 +23,9 @@ struct StepFigures {
   // layer's forward and backward collectives, and the embedding's and LM head's per pass (full
   // checkpointing reruns the layer's forward collectives in its recomputation).
   double tp_layer_fwd_s = 0, tp_layer_bwd_s = 0, tp_head_fwd_s = 0, tp_head_bwd_s = 0;
+  // Expert parallelism (moe_cost.hpp), exposed: one layer's dispatch and combine all-to-alls in
+  // each pass (the mean over the layers; full checkpointing reruns the forward's).
+  double ep_layer_fwd_s = 0, ep_layer_bwd_s = 0;
   // The LM head, and the tiled loss's recomputation in its backward.
   double head_fwd_s = 0, head_bwd_s = 0, loss_recompute_s = 0;
   // Data-parallel traffic on its own stream: during the forward (ZeRO-3 gathers), during the

@@ -30,13 +30,24 @@ TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const s
 // over the TP group in Megatron, are counted as sharded: a few hidden-sized vectors per layer).
 // With pipeline stages, the largest stage's (pipeline_cost.hpp: the first with the embedding, the
 // last with the head, or one between with more layers than either): the one whose data-parallel
-// traffic and optimizer step take longest.
+// traffic and optimizer step take longest (validity refuses stages for a mixture of experts).
+// Under expert parallelism (Plan::ep) the rank holds 1/ep of the routed experts (moe_cost.hpp).
 inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
   if (p.pp > 1) {
     double most = std::max(stage_shape(m, p, 0).params_per_tp_rank, stage_shape(m, p, p.pp - 1).params_per_tp_rank);
     if (p.pp > 2) most = std::max(most, stage_shape(m, p, 1).params_per_tp_rank);
     return most;
   }
+  if (p.ep <= 1 || !m.moe()) return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
+  const double tp = p.tp > 0 ? p.tp : 1, experts = double(m.routed_expert_params_total());
+  return (double(m.total_params()) - experts) / tp + experts / (tp * p.ep);
+}
+// The parameters whose ZeRO shards a rank holds, before dividing by zero_group_size: the model's
+// (with stages, the largest stage's) over tp. Experts split over ep ranks shard over the other D /
+// ep ranks of the group (Megatron-Core's expert data parallelism): 1/(tp ep) of them over D/ep
+// ranks is the same share as 1/tp over D.
+inline double zero_sharded_params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+  if (p.pp > 1) return params_per_tp_rank(m, p);
   return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
 }
 // The ranks ZeRO shards over and the data-parallel collectives run in: the dp x sp ranks of one
