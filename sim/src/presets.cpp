@@ -102,12 +102,17 @@ const json& builtin(std::string_view kind, std::string_view name) {
 
 // A misspelt key would silently keep a default (efficiency 1, no socket split): refused by name.
 void check_link_fields(const json& j, std::string_view what) {
-  check_fields(j, {"link", "efficiency", "bandwidth_gbps", "latency_us", "gpus_per_socket", "cross_socket_gbps",
-                   "nics_per_node", "nic_gbps"},
+  check_fields(j, {"link", "efficiency", "bandwidth_gbps", "latency_us", "ring_step_latency_us", "nvls_latency_us",
+                   "gpus_per_socket", "cross_socket_gbps", "nics_per_node", "nic_gbps"},
                what);
 }
 
-Link link_from_json(const json& j, std::string_view what) {
+// NCCL's own per-step latencies of a ring collective under its Simple protocol (the one large
+// messages use), src/graph/tuning.cc hwLat[...][Ring][Simple] (NCCL 2.19-2.27): NVLink 3.4 us,
+// PCIe 5.7 us, the network 14 us. A system file without `ring_step_latency_us` gets these.
+constexpr double kNcclRingStepNvlinkUs = 3.4, kNcclRingStepPcieUs = 5.7, kNcclRingStepNetworkUs = 14.0;
+
+Link link_from_json(const json& j, std::string_view what, bool across_nodes) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected an object", what));
   check_link_fields(j, what);
   Link l;
@@ -120,6 +125,15 @@ Link link_from_json(const json& j, std::string_view what) {
   const double eff = figure(j, "efficiency", what, kFraction, 1.0);
   l.bytes_per_s = figure(j, "bandwidth_gbps", what, kRate) * 1e9 * eff;
   l.latency_s = figure(j, "latency_us", what, kLatencyUs) * 1e-6;
+  const double nccl_step_us = across_nodes ? kNcclRingStepNetworkUs
+                              : l.kind == LinkKind::pcie ? kNcclRingStepPcieUs
+                                                         : kNcclRingStepNvlinkUs;
+  l.ring_step_latency_s = figure(j, "ring_step_latency_us", what, kLatencyUs, nccl_step_us) * 1e-6;
+  if (across_nodes && j.contains("nvls_latency_us"))
+    throw Error(fmt::format("{}: 'nvls_latency_us' belongs to intra_node: NVLink SHARP works inside a node's NVLink "
+                            "domain",
+                            what));
+  l.nvls_latency_s = figure(j, "nvls_latency_us", what, kLatencyUs, 0.0) * 1e-6;
   if (l.kind == LinkKind::pcie) {
     l.gpus_per_socket = count(j, "gpus_per_socket", what, limits::kMaxGpusPerNode);
     l.cross_socket_bytes_per_s = figure(j, "cross_socket_gbps", what, kRate) * 1e9;
@@ -331,9 +345,9 @@ System system_from_json(const json& j, std::string_view what) {
   auto inter = j.find("inter_node");
   if (intra == j.end()) throw Error(fmt::format("{}: missing field 'intra_node'", what));
   if (inter == j.end()) throw Error(fmt::format("{}: missing field 'inter_node'", what));
-  s.intra = link_from_json(*intra, fmt::format("{}: intra_node", what));
+  s.intra = link_from_json(*intra, fmt::format("{}: intra_node", what), false);
   s.inter = link_from_json(nic_derived_link(*inter, s.gpus_per_node, fmt::format("{}: inter_node", what)),
-                           fmt::format("{}: inter_node", what));
+                           fmt::format("{}: inter_node", what), true);
   read_nics(*inter, fmt::format("{}: inter_node", what), s);
   s.host_adam_params_per_s = figure(j, "host_adam_gparams_per_s", what, kHostGparams) * 1e9;
   s.host_memory_bytes = figure(j, "host_memory_gib", what, Range{0, kMemoryGiB.hi}, 0.0) * kGiB;

@@ -34,8 +34,9 @@ System round_system() {
   s.name = "round-system";
   s.gpu = round_gpu();
   s.gpus_per_node = 4;
-  s.intra = {LinkKind::nvswitch, 100e9, 10e-6, 0, 0};
-  s.inter = {LinkKind::nvswitch, 10e9, 20e-6, 0, 0};
+  // A ring collective's start (10 / 20 us) and what each of its steps adds (1 / 5 us).
+  s.intra = {LinkKind::nvswitch, 100e9, 10e-6, 0, 0, 1e-6};
+  s.inter = {LinkKind::nvswitch, 10e9, 20e-6, 0, 0, 5e-6};
   s.host_adam_params_per_s = 1e9;
   return s;
 }
@@ -43,7 +44,7 @@ System round_system() {
 System round_pcie_system() {
   System s = round_system();
   s.name = "round-pcie";
-  s.intra = {LinkKind::pcie, 20e9, 10e-6, 2, 5e9};
+  s.intra = {LinkKind::pcie, 20e9, 10e-6, 2, 5e9, 1e-6};
   return s;
 }
 

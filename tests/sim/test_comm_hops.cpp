@@ -76,11 +76,60 @@ TEST(CommHops, AllToAllInsideANodeUsesTheSwitchAndAcrossSharesAllNics) {
 TEST(CommHops, RingCollectivesAcrossNodesUseTheMembersNicShares) {
   const System s = pair_nic_system();
   // NCCL runs one ring per NIC, so a group filling its node gets all 4 NICs (80 GB/s) at each
-  // boundary: all-gather of 16 MB over 16 ranks = 20 us x 4 + 15 MB / 80 GB/s.
-  EXPECT_REL(collective_time(s, Collective::all_gather, 16e6, place_group(s, 16, 1)), 80e-6 + 187.5e-6);
+  // boundary: all-gather of 16 MB over 16 ranks = 20 us + the ring's fill (14 steps inside the
+  // two nodes at 1 us, 1 across at 5 us) + 15 MB / 80 GB/s.
+  EXPECT_REL(collective_time(s, Collective::all_gather, 16e6, place_group(s, 16, 1)), 39e-6 + 187.5e-6);
   EXPECT_REL(collective_time(s, Collective::all_reduce, 16e6, place_group(s, 16, 1)), 160e-6 + 375e-6);
-  // A group with one member per node (16 ranks 8 apart) gets that member's share, 10 GB/s.
-  EXPECT_REL(collective_time(s, Collective::reduce_scatter, 16e6, place_group(s, 16, 8)), 80e-6 + 1500e-6);
+  // A group with one member per node (16 ranks 8 apart) gets that member's share, 10 GB/s; every
+  // one of its 15 ring steps crosses (5 us each): 20 us + 75 us + 1.5 ms.
+  EXPECT_REL(collective_time(s, Collective::reduce_scatter, 16e6, place_group(s, 16, 8)), 95e-6 + 1500e-6);
+}
+
+// A ring all-gather or reduce-scatter waits one step per member before its pipeline is full
+// (NCCL's tuning model): the latency grows with the group, not with its log. dgx-h100: start 15
+// us across nodes, 3.4 us a step inside a node, 14 us a step between nodes.
+TEST(CommHops, RingLatencyGrowsWithTheGroupAndNvlsFlattensItInANode) {
+  const System s = load_system("dgx-h100");
+  EXPECT_REL(s.intra.ring_step_latency_s, 3.4e-6);
+  EXPECT_REL(s.inter.ring_step_latency_s, 14e-6);
+  EXPECT_REL(s.intra.nvls_latency_s, 25e-6);
+  // 64 bytes leave every port almost at once: the time is the latency. 4,096 ranks on 512 nodes:
+  // 15 us + 3,584 steps inside nodes x 3.4 us + 511 between them x 14 us = 19.35 ms, a hundred
+  // times the log2 rule's 12 x 15 us that ZeRO-3 over thousands of ranks was charged before.
+  const Placement zero = place_group(s, 4096, 1);
+  ASSERT_EQ(zero.nodes, 512);
+  EXPECT_NEAR(collective_time(s, Collective::all_gather, 64, zero), 15e-6 + 3584 * 3.4e-6 + 511 * 14e-6, 1e-7);
+  EXPECT_NEAR(collective_time(s, Collective::reduce_scatter, 64, zero), 15e-6 + 3584 * 3.4e-6 + 511 * 14e-6, 1e-7);
+  // Inside one NVSwitch node of Hopper GPUs NCCL takes NVLS's flat 25 us over the ring's 8 us +
+  // 7 x 3.4 us = 31.8 us; an A100 node has no NVLS and waits for the ring; 2 ranks, 8 + 3.4 us,
+  // is faster than NVLS.
+  EXPECT_NEAR(collective_time(s, Collective::all_gather, 64, place_group(s, 8, 1)), 25e-6, 1e-8);
+  EXPECT_NEAR(collective_time(s, Collective::all_gather, 64, place_group(s, 2, 1)), 11.4e-6, 1e-8);
+  const System a100 = load_system("dgx-a100-80g");
+  EXPECT_EQ(a100.intra.nvls_latency_s, 0);
+  EXPECT_NEAR(collective_time(a100, Collective::all_gather, 64, place_group(a100, 8, 1)), 8e-6 + 7 * 3.4e-6, 1e-8);
+  // All-to-all and send/recv are not rings: one start whatever the group.
+  EXPECT_NEAR(collective_time(s, Collective::all_to_all, 64, zero), 15e-6, 1e-7);
+}
+
+TEST(CommHops, NvlsBelongsToTheNodeAndAFileWithoutStepsGetsNcclsFigures) {
+  nlohmann::json doc = preset_document("system", "dgx-h100");
+  doc["inter_node"]["nvls_latency_us"] = 25;
+  try {
+    (void)system_from_json(doc, "mine");
+    ADD_FAILURE() << "nvls_latency_us in inter_node was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mine: inter_node: 'nvls_latency_us' belongs to intra_node"),
+              std::string::npos)
+        << e.what();
+  }
+  doc = preset_document("system", "h100-pcie-server");
+  doc["intra_node"].erase("ring_step_latency_us");
+  doc["inter_node"].erase("ring_step_latency_us");
+  const System pcie = system_from_json(doc, "mine");
+  EXPECT_REL(pcie.intra.ring_step_latency_s, 5.7e-6);  // NCCL's PCIe ring step
+  EXPECT_REL(pcie.inter.ring_step_latency_s, 14e-6);
+  EXPECT_EQ(pcie.intra.nvls_latency_s, 0);
 }
 
 TEST(CommHops, PlacementSwapsWhichGroupCrossesNodes) {
@@ -181,8 +230,9 @@ TEST(CommLinks, GroupsThatCrossTheSocketsShareTheSocketLink) {
   EXPECT_REL(collective_time(s, Collective::send_recv, 1e6, place_group(s, 4, 2)), 10e-6 + 400e-6);
   // NCCL rings: one group crossing the sockets moves (n-1)/n of 8 MB = 7 MB through the socket
   // link each way (1.4 ms); two groups of 4 with members behind both sockets, 2 x 6 MB (2.4 ms).
-  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 8, 1)), 30e-6 + 1.4e-3);
-  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 4, 2)), 20e-6 + 2.4e-3);
+  // Latency: 10 us to start, then 7 (or 3) ring steps of 1 us.
+  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 8, 1)), 17e-6 + 1.4e-3);
+  EXPECT_REL(collective_time(s, Collective::all_gather, 8e6, place_group(s, 4, 2)), 13e-6 + 2.4e-3);
 }
 
 TEST(CommLinks, APcieGpusOneLinkCarriesItsPeersAndItsNicTraffic) {

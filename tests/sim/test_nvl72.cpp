@@ -57,8 +57,8 @@ TEST(Nvl72WorldBound, SixtyFourGpusOfARackStayOnItsNvlink) {
   EXPECT_EQ(endless.most_per_node, 56);
   EXPECT_REL(collective_time(s, Collective::all_to_all, 64e6, endless), 20e-6 + 56e-3);
   // The ZeRO group of the 64-GPU job (all 64 ranks, ring all-gather of 64 MB): 63 MB through each
-  // port at 100 GB/s = 630 us, latency 10 us x ceil(log2 64) = 60 us; no NIC.
-  EXPECT_REL(collective_time(s, Collective::all_gather, 64e6, bounded), 60e-6 + 630e-6);
+  // port at 100 GB/s = 630 us, latency 10 us + 63 ring steps of 1 us = 73 us; no NIC.
+  EXPECT_REL(collective_time(s, Collective::all_gather, 64e6, bounded), 73e-6 + 630e-6);
   // The same through a plan: every group of a 64-GPU plan is bounded by its 64 GPUs.
   const Plan p = plan(Method::ulysses, 64, 1 << 20, 64, 64, 1);
   EXPECT_EQ(place_sp_groups(s, p).ulysses.nodes, 1);
@@ -72,21 +72,23 @@ TEST(Nvl72WorldBound, AGroupOverTwoRacksIsChargedAtItsRealSplit) {
   // last rack partly filled). An all-gather of 128 MB moves v = 127 MB through every member's
   // port (1.27 ms at 100 GB/s); the part that leaves a rack is shared by its members' NICs, so
   // each of rack 1's 56 carries v / 56 = 2.268 MB at 1 GB/s = 2.268 ms, the busiest link; latency
-  // 20 us x ceil(log2 128) = 140 us.
+  // 20 us + the ring's 126 steps inside the racks (1 us) and 1 between them (5 us) = 151 us.
   const double v = 128e6 * 127.0 / 128.0;
   const Placement bounded = place_group(s, 128, 1, 128);
   EXPECT_EQ(bounded.world, 128);
   EXPECT_EQ(bounded.nodes, 2);
   EXPECT_EQ(bounded.per_node, 56);
   EXPECT_EQ(bounded.most_per_node, 72);
-  EXPECT_REL(collective_time(s, Collective::all_gather, 128e6, bounded), 140e-6 + v / 56 / 1e9);
+  EXPECT_REL(collective_time(s, Collective::all_gather, 128e6, bounded), 151e-6 + v / 56 / 1e9);
   // Endless, groups would repeat every 128 ranks over racks of 72; as gcd(128, 72) = 8, one has 8
   // members on a rack (ranks 640-767: 640-647 on the rack of 576-647), whose NICs would carry
-  // v / 8 each: 15.9 ms, for GPUs the job does not have.
+  // v / 8 each: 15.9 ms, for GPUs the job does not have. That group spans three racks (8 + 72 +
+  // 48): latency 20 us + 125 steps inside racks (1 us) + 2 between them (5 us) = 155 us.
   const Placement endless = place_group(s, 128, 1);
   EXPECT_EQ(endless.world, 0);
   EXPECT_EQ(endless.per_node, 8);
-  EXPECT_REL(collective_time(s, Collective::all_gather, 128e6, endless), 140e-6 + v / 8 / 1e9);
+  EXPECT_EQ(endless.nodes, 3);
+  EXPECT_REL(collective_time(s, Collective::all_gather, 128e6, endless), 155e-6 + v / 8 / 1e9);
   // The ring groups of a 128-GPU U64 x R2 hybrid (rank r with r + 64): r = 0-7 meet r + 64 on
   // rack 0; r = 8-63 send to 72-127 on rack 1, 1 MB each over its own NIC: 1 ms + 20 us; the
   // Ulysses groups: 0-63 on rack 0, 64-127 split 8 / 56 as in the endless case above.
@@ -171,14 +173,14 @@ TEST(Nvl72Presets, MxFp8RunsOnBlackwellAndIsRefusedOnHopper) {
 }
 
 TEST(Nvl72Presets, CommKeepsNvlinkBusBandwidthUpTo72Ranks) {
-  // gb200-nvl72: 900 GB/s per direction at efficiency 0.8 = 720 GB/s, 8 us. An all-gather of
-  // 1 GiB over 72 ranks: 1 GiB x 71/72 through each port = 1.4706 ms, + 8 us x ceil(log2 72) =
-  // 56 us; bus bandwidth = algbw x 71/72. Over 8 ranks on DGX B200 the same link; at 72 ranks on
+  // gb200-nvl72: 900 GB/s per direction at efficiency 0.8 = 720 GB/s. An all-gather of 1 GiB
+  // over 72 ranks: 1 GiB x 71/72 through each port = 1.4706 ms, + NVLS's flat 25 us (the ring
+  // would wait 8 us + 71 steps of 3.4 us = 249.4 us); bus bandwidth = algbw x 71/72. Over 8 ranks on DGX B200 the same link; at 72 ranks on
   // DGX B200 (9 nodes) the ring's crossing shares the NICs (8 x 50 GB/s x 0.85 per node).
   const System s = load_system("gb200-nvl72");
   const double bytes = 1073741824.0, v = bytes * 71 / 72;
   const CommEstimate e = estimate_collective(s, Collective::all_gather, bytes, 72);
-  EXPECT_REL(e.time_s, 56e-6 + v / 720e9);
+  EXPECT_REL(e.time_s, 25e-6 + v / 720e9);
   EXPECT_REL(e.busbw_gbps, bytes / e.time_s / 1e9 * 71 / 72);
   EXPECT_GT(e.busbw_gbps, 690);
   const CommEstimate across = estimate_collective(load_system("dgx-b200"), Collective::all_gather, bytes, 72);

@@ -111,10 +111,17 @@ enum class LinkKind { nvswitch, nvlink, pcie };
 struct Link {
   LinkKind kind = LinkKind::nvswitch;
   double bytes_per_s = 0;     // achievable, one direction, per GPU (nominal x efficiency)
-  double latency_s = 0;
+  double latency_s = 0;       // a collective's start: what a small message pays once
   // PCIe only: GPUs behind one CPU socket, and the socket-to-socket rate all crossing flows share.
   int gpus_per_socket = 0;
   double cross_socket_bytes_per_s = 0;
+  // What each step of a ring collective adds on this link: a ring all-gather or reduce-scatter
+  // over n ranks on k nodes passes a chunk n - k times inside nodes and k - 1 times across them
+  // before the first chunk has gone round (NCCL's tuning model, src/graph/tuning.cc).
+  double ring_step_latency_s = 0;
+  // Inside an NVLink-SHARP domain (Hopper and later NVSwitch nodes) NCCL may run an all-gather or
+  // reduce-scatter with NVLS at a flat latency instead of the ring; 0 where the link has none.
+  double nvls_latency_s = 0;
 };
 
 // Each framework term as the profile loader and `seqpar calibrate` see it: its JSON key, what it
