@@ -41,6 +41,54 @@ seqpar::Plan filled(const sim::GlobalBatch& b, seqpar::Plan p, bool accum_given)
   return fills.front();
 }
 
+// With pipeline stages and no --vp (or no memory flag), the plan as pipelined runs are set up
+// rather than Megatron's bare defaults (no interleaving, no recomputation), which nobody runs at
+// this scale: every virtual-stage count advise tries (vp_degrees), each with the global batch
+// filled again (interleaving needs a multiple of pp micro-batches) and the memory options advise
+// would choose (best_memory_options: the lightest that fit within its tie of the fastest); of
+// those, the one advise's rule puts first (chosen_before). What was given stays fixed. Empty when
+// nothing was left to infer or nothing fits (the defaults are then shown, not fitting).
+struct PipelineSetup {
+  seqpar::Plan plan;
+  std::string why;
+};
+std::optional<PipelineSetup> infer_pipeline_setup(const sim::Model& m, const sim::System& s, const seqpar::Plan& p,
+                                                  bool vp_given, const MemoryFlags& mem,
+                                                  const std::optional<sim::GlobalBatch>& batch, bool accum_given) {
+  if (p.pp <= 1 || (vp_given && mem.any_given())) return std::nullopt;
+  std::vector<sim::Result> fitting;
+  for (const int vp : vp_given ? std::vector<int>{p.vp} : sim::vp_degrees(m, p.pp)) {
+    seqpar::Plan q = p;
+    q.vp = vp;
+    try {
+      if (batch) q = filled(*batch, q, accum_given);
+    } catch (const Error&) {
+      continue;  // this interleaving cannot take the batch (a multiple of pp micro-batches)
+    }
+    sim::StructureOutcome o = sim::best_memory_options(m, s, q, mem.fixed());
+    if (o.best) fitting.push_back(std::move(*o.best));
+  }
+  if (fitting.empty()) return std::nullopt;
+  double fastest = 0;
+  for (const sim::Result& r : fitting) fastest = std::max(fastest, r.tokens_per_s_per_gpu);
+  const sim::Result& best = *std::min_element(fitting.begin(), fitting.end(), [&](const sim::Result& a, const sim::Result& b) {
+    return sim::chosen_before(a, b, fastest);
+  });
+  std::vector<std::string> what;
+  if (!vp_given) what.push_back(fmt::format("vp={}", best.plan.vp));
+  if (!mem.any_given()) what.push_back(seqpar::describe(best.plan.mem));
+  std::string tried;
+  if (!vp_given)
+    for (const int vp : sim::vp_degrees(m, p.pp)) tried += fmt::format("{}{}", tried.empty() ? "" : ", ", vp);
+  return PipelineSetup{
+      best.plan,
+      fmt::format("inferred: {} (pipeline stages without {}: {}{}; give {} to fix them)", fmt::join(what, " "),
+                  vp_given ? "memory flags" : mem.any_given() ? "--vp" : "--vp or memory flags",
+                  vp_given ? "" : fmt::format("the fastest of vp {} ", tried),
+                  mem.any_given() ? "with the memory options given" : "with " + sim::memory_choice_rule(),
+                  vp_given ? "memory flags" : mem.any_given() ? "--vp" : "--vp and memory flags")};
+}
+
 // A MoE model: the attention's and the experts' communication per layer, each on its group's links
 // (result_json.cpp: experts_json), and the experts' figures.
 void print_expert_links(const sim::Model& m, const sim::System& s, const sim::Result& r) {
@@ -169,8 +217,12 @@ void add_simulate_command(CLI::App& app) {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m, o->plan.pp);
       seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
-      if (const std::optional<sim::GlobalBatch> b = global_batch(o->batch))
-        p = filled(*b, p, cmd->get_option("--grad-accum-steps")->count() > 0);
+      const std::optional<sim::GlobalBatch> batch = global_batch(o->batch);
+      const bool accum_given = cmd->get_option("--grad-accum-steps")->count() > 0;
+      const std::optional<PipelineSetup> setup =
+          infer_pipeline_setup(m, s, p, cmd->get_option("--vp")->count() > 0, o->mem, batch, accum_given);
+      if (setup) p = setup->plan;
+      else if (batch) p = filled(*batch, p, accum_given);
       // A packed-document workload: the plan in its load balancer's layout, and every method beside it.
       const std::optional<SampledWorkload> workload = sample_documents(o->docs, p.seq_len);
       std::optional<sim::DocumentCosts> costs;
@@ -187,6 +239,7 @@ void add_simulate_command(CLI::App& app) {
       if (o->common.json) {
         nlohmann::json j = document("seqpar simulate");
         j.update(sim::to_json(m, s, r));
+        if (setup) j["inferred"] = setup->why;
         if (costs) {
           j["workload"] = workload_json(o->docs, *workload, *costs);
           j["workload"]["short_documents"] = short_documents_json(s.gpu, &*costs);
@@ -198,6 +251,7 @@ void add_simulate_command(CLI::App& app) {
           print_workload(o->docs, *workload, p, *costs);
           print_short_documents(s.gpu, &*costs);
         }
+        if (setup) fmt::print("{}\n", setup->why);
         print_human(m, s, r);
         if (costs) {
           fmt::print("\n");

@@ -10,6 +10,9 @@
 
 #include "cli_runner.hpp"
 #include "fixtures.hpp"
+#include <fmt/format.h>
+
+#include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/attention_kernels.hpp"
 #include "seqpar/sim/document_cost.hpp"
 #include "seqpar/sim/memory_cost.hpp"
@@ -236,6 +239,51 @@ TEST(PipelineCli, GlobalBatchSetsTheMicroBatchesPerPipeline) {
       "--global-batch 12");
   EXPECT_EQ(uneven.code, 2);
   EXPECT_NE(uneven.err.find("gpus 16384 / (tp 8 x sp 16 x pp 16)"), std::string::npos) << uneven.err;
+}
+
+// Issue 38's command as written: no --vp and no memory flags. Megatron's bare defaults (plain
+// 1F1B, no recomputation) do not fit at 128K; simulate sets the pipeline up as advise would (the
+// fastest interleaving of vp_degrees, the lightest memory options that fit within the tie), says
+// so, and its answer is exactly the plan given with those flags spelled out.
+TEST(PipelineCli, WithoutVpOrMemoryFlagsThePipelineIsSetUpAsAdviseWould) {
+  const std::string base =
+      "simulate --model llama3-405b --gpus 16384 --tp 8 --sp 16 --pp 16 --method allgather --seq-len 131072 "
+      "--global-batch-tokens 16777216";
+  const seqpar::testing::CliRun r = seqpar::testing::seqpar(base + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = r.json();
+  EXPECT_TRUE(j["fits"].get<bool>());
+  ASSERT_TRUE(j.contains("inferred"));
+  const std::string why = j["inferred"];
+  EXPECT_EQ(why.rfind("inferred: vp=", 0), 0u) << why;
+  EXPECT_NE(why.find("the fastest of vp 1, 2, 4, 8"), std::string::npos) << why;
+  const int vp = j["plan"]["vp"];
+  EXPECT_GT(vp, 1);  // plain 1F1B's bubble (15 / 16 of the step) loses to every interleaving
+  const std::string spelled = fmt::format("{} --vp {} --zero {} --checkpoint {} --json", base, vp,
+                                          j["plan"]["zero"].get<int>(), j["plan"]["checkpoint"].get<std::string>());
+  const seqpar::testing::CliRun explicit_run = seqpar::testing::seqpar(spelled);
+  ASSERT_EQ(explicit_run.code, 0) << explicit_run.err;
+  const nlohmann::json e = explicit_run.json();
+  EXPECT_FALSE(e.contains("inferred"));  // nothing left to infer
+  EXPECT_EQ(e["tokens_per_s_per_gpu"], j["tokens_per_s_per_gpu"]);
+  EXPECT_EQ(e["peak_memory_bytes"], j["peak_memory_bytes"]);
+  // Every other interleaving, with the same memory options, is no faster.
+  for (const int other : vp_degrees(load_model("llama3-405b"), 16)) {
+    const seqpar::testing::CliRun o = seqpar::testing::seqpar(
+        fmt::format("{} --vp {} --zero {} --checkpoint {} --json", base, other, j["plan"]["zero"].get<int>(),
+                    j["plan"]["checkpoint"].get<std::string>()));
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_LE(o.json()["tokens_per_s_per_gpu"].get<double>(), j["tokens_per_s_per_gpu"].get<double>()) << "vp " << other;
+  }
+  // The bare defaults, asked for: plain 1F1B without recomputation does not fit.
+  const seqpar::testing::CliRun bare = seqpar::testing::seqpar(base + " --vp 1 --zero 1 --checkpoint none --json");
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_FALSE(bare.json()["fits"].get<bool>());
+  EXPECT_FALSE(bare.json().contains("inferred"));
+  // The human output says what it inferred before the plan.
+  const seqpar::testing::CliRun human = seqpar::testing::seqpar(base);
+  ASSERT_EQ(human.code, 0) << human.err;
+  EXPECT_EQ(human.out.rfind("inferred: vp=", 0), 0u) << human.out.substr(0, 200);
 }
 
 }  // namespace
