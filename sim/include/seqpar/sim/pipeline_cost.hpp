@@ -68,11 +68,11 @@ int stage_layer_count(const Model& m, const seqpar::Plan& p, StageSplit split, i
 inline int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
   return stage_layer_count(m, p, stage_split(m, p), index);
 }
-// The layers of the stage the time model charges (simulate.cpp: the slowest stage; the most layers,
-// the last stage's head aside): layers / pp, or (layers + 2) / pp with the ends lighter.
+// The most layers a stage runs (the data-parallel overlap's layers, advise's text, the JSON's
+// layers_per_stage): the second stage's, as many as any other (the ends run as many or one fewer;
+// with two stages, each is an end); the whole model without stages.
 inline double stage_layers(const Model& m, const seqpar::Plan& p, StageSplit split) {
-  if (p.pp <= 1) return m.layers;
-  return split == StageSplit::ends_lighter ? double(m.layers + 2) / p.pp : double(m.layers) / p.pp;
+  return stage_layer_count(m, p, split, p.pp > 1 ? 1 : 0);
 }
 inline double stage_layers(const Model& m, const seqpar::Plan& p) { return stage_layers(m, p, stage_split(m, p)); }
 // The stage that sets a pipeline's pace: the one whose micro-batch takes longest, with `layer_s` a
