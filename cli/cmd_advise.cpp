@@ -15,6 +15,7 @@
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/comm_cost.hpp"
 #include "seqpar/sim/result_json.hpp"
+#include "rejected_list.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -27,6 +28,7 @@ void add_advise_command(CLI::App& app) {
     DocumentOptions docs;
     std::string seq_len;
     int top = 15;
+    int rejected = 15;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("advise", "Best plan for a model, system, GPU count and sequence length, with the ranked alternatives");
@@ -36,11 +38,13 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--top", o->top, "Rows of the ranked table to print")->capture_default_str();
   add_memory(cmd, o->mem);
   add_documents(cmd, o->docs);
+  add_rejected_limit(cmd, o->rejected);
   cmd->footer("Memory options given on the command line are fixed; otherwise every combination is searched, and of "
               "each structure's sets the plan takes " + sim::memory_choice_rule() + ".");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar advise", [&] {
       require_range("top", o->top, 0, std::numeric_limits<int>::max());
+      require_range("rejected", o->rejected, 0, std::numeric_limits<int>::max());
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m, o->search.pp.value_or(1));
       const std::int64_t n = parse_seq_len(o->seq_len);
@@ -113,11 +117,7 @@ void add_advise_command(CLI::App& app) {
         } else {
           fmt::print("no plan is valid and fits\n");
         }
-        if (!a.rejected.empty()) {
-          fmt::print("\nrejected:\n");
-          for (const auto& r : a.rejected)
-            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
-        }
+        fmt::print("{}", rejected_text(a.rejected, std::size_t(o->rejected), "--rejected"));
       }
       if (!a.best())
         no_answer(std::any_of(a.rejected.begin(), a.rejected.end(), [](const sim::Rejection& r) { return r.valid; }));

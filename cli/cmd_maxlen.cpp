@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "commands.hpp"
 #include "documents.hpp"
@@ -11,6 +12,7 @@
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/result_json.hpp"
+#include "rejected_list.hpp"
 #include "table.hpp"
 
 namespace seqpar::cli {
@@ -29,6 +31,7 @@ void add_maxlen_command(CLI::App& app) {
     SearchOptions search;
     MemoryFlags mem;
     DocumentOptions docs;
+    int rejected = 15;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("maxlen", "Longest sequence that fits, over all plans or for a fixed method/SP/memory options");
@@ -36,6 +39,7 @@ void add_maxlen_command(CLI::App& app) {
   add_search(cmd, o->search);
   add_memory(cmd, o->mem);
   add_documents(cmd, o->docs);
+  add_rejected_limit(cmd, o->rejected);
   cmd->footer("Without memory flags every plan uses the options that save the most memory; the plan reported then "
               "takes, of the options that still fit at that length, " + sim::memory_choice_rule() +
               ". With --documents every structure is searched with each load balancer worth comparing; a plan fits "
@@ -44,6 +48,7 @@ void add_maxlen_command(CLI::App& app) {
               "documents moved whole), and the workload is sampled at every length tried.");
   cmd->callback([o] {
     guarded(o->common.json, "seqpar maxlen", [&] {
+      require_range("rejected", o->rejected, 0, std::numeric_limits<int>::max());
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m, o->search.pp.value_or(1));
       const int gpus = o->search.gpus;
@@ -126,11 +131,7 @@ void add_maxlen_command(CLI::App& app) {
           t.add({label(p, balancer_of(i)), n ? format_count(n) + " (" + std::to_string(n) + ")" : "none"});
         }
         fmt::print("{}", t.str());
-        if (!a.rejected.empty()) {
-          fmt::print("\nrejected:\n");
-          for (const auto& r : a.rejected)
-            for (const auto& why : r.reasons) fmt::print("  {}: {}\n", seqpar::describe(r.plan), why);
-        }
+        fmt::print("{}", rejected_text(a.rejected, std::size_t(o->rejected), "--rejected"));
       }
       if (a.max_seq_len == 0)
         no_answer(std::any_of(a.rejected.begin(), a.rejected.end(), [](const sim::Rejection& r) { return r.valid; }));

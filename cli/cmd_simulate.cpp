@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "documents.hpp"
 #include "options.hpp"
+#include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/sim/advisor.hpp"
@@ -26,9 +27,8 @@ namespace {
 // pipeline's micro-batches), as advise fills it (sim::batch_fills). An explicit --grad-accum-steps
 // must agree.
 seqpar::Plan filled(const sim::GlobalBatch& b, seqpar::Plan p, bool accum_given) {
-  sim::SearchSpace space;
-  space.global_batch = b;
-  sim::check_search(p.gpus, space);  // one of the two, in range
+  sim::check_global_batch(b);  // one of the two, in range
+  require_range("gpus", p.gpus, 1, sim::limits::kMaxGpus);  // batch_fills divides the batch by dp
   std::string why;
   const std::optional<std::int64_t> sequences = sim::global_sequences(b, p.seq_len, why);
   if (!sequences) throw Error(why);

@@ -18,7 +18,7 @@ std::optional<sim::GlobalBatch> global_batch(const BatchOptions& o) {
   sim::GlobalBatch b;
   if (!o.tokens.empty()) b.tokens = parse_count(o.tokens, "global_batch_tokens");
   if (!o.sequences.empty()) b.sequences = parse_count(o.sequences, "global_batch");
-  return b;  // sim::check_search checks the range and that only one is given
+  return b;  // sim::check_global_batch checks the range and that only one is given
 }
 
 nlohmann::json batch_json(const std::optional<sim::GlobalBatch>& b, std::int64_t seq_len) {

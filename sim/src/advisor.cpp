@@ -158,6 +158,14 @@ std::vector<int> vp_degrees(const Model& m, int pp) {
   return out;
 }
 
+void check_global_batch(const GlobalBatch& b) {
+  if (b.tokens != 0) require_range("global_batch_tokens", b.tokens, 1, limits::kMaxGlobalBatchTokens);
+  if (b.sequences != 0) require_range("global_batch", b.sequences, 1, limits::kMaxGlobalBatchSequences);
+  if ((b.tokens != 0) == (b.sequences != 0))
+    throw Error("global_batch: give the batch of one optimizer step once, in tokens (--global-batch-tokens) or in "
+                "sequences (--global-batch)");
+}
+
 void check_search(int gpus, const SearchSpace& space) {
   require_range("gpus", gpus, 1, limits::kMaxGpus);
   for (const auto& [name, list] : {std::pair{"pp", &space.pp}, std::pair{"vp", &space.vp}, std::pair{"ep", &space.ep}})
@@ -172,14 +180,7 @@ void check_search(int gpus, const SearchSpace& space) {
       if (space.tp[i] == space.tp[k]) throw Error(fmt::format("tp: {} is listed twice", space.tp[i]));
   }
   if (space.micro_batch) require_range("micro_batch", *space.micro_batch, 1, limits::kMaxMicroBatch);
-  if (space.global_batch) {
-    const GlobalBatch& b = *space.global_batch;
-    if (b.tokens != 0) require_range("global_batch_tokens", b.tokens, 1, limits::kMaxGlobalBatchTokens);
-    if (b.sequences != 0) require_range("global_batch", b.sequences, 1, limits::kMaxGlobalBatchSequences);
-    if ((b.tokens != 0) == (b.sequences != 0))
-      throw Error("global_batch: give the batch of one optimizer step once, in tokens (--global-batch-tokens) or in "
-                  "sequences (--global-batch)");
-  }
+  if (space.global_batch) check_global_batch(*space.global_batch);
   if (space.methods.empty()) throw Error("method: no method to search");
   for (std::size_t i = 0; i < space.methods.size(); ++i)
     for (std::size_t k = 0; k < i; ++k)

@@ -361,7 +361,7 @@ namespace {
 // layers, its parameters, the head and loss on the last alone, and the stored activations of the
 // micro-batches in flight there.
 template <bool Named>
-MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const StageShape& st) {
+MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const StageShape& st, double psi_sharded) {
   using Items = seqpar::sim::Items<Named>;
   using Phase = seqpar::sim::Phase<Named>;
   MemoryEstimate e;
@@ -373,7 +373,7 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
   // A rank's parameters: 1/tp of its stage's (tensor_parallel_cost.hpp; the model's without stages).
   const double psi = st.params_per_tp_rank, layer_params = z.layer_params;
   const double D = zero_group_size(p);  // ZeRO shards over the data x sequence parallel group
-  const double psi_sharded = zero_sharded_params_per_tp_rank(m, p);
+  // psi_sharded: zero_sharded_params_per_tp_rank (StageLayout's).
   const int zero = p.mem.zero;
   const bool full = p.mem.checkpoint == Checkpoint::full;
   const bool offload = full && p.mem.offload_checkpoints;
@@ -545,23 +545,34 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
 }
 }  // namespace
 
-MemoryEstimate estimate_stage_memory(const Model& m, const System& s, const Plan& p, int stage, MemoryDetail detail) {
-  const StageShape st = stage_shape(m, p, stage);
-  MemoryEstimate e = detail == MemoryDetail::terms ? estimate<true>(m, s, p, st) : estimate<false>(m, s, p, st);
+namespace {
+// One stage's estimate, of the plan's stage layout (derived once for all the stages asked for).
+MemoryEstimate stage_memory(const Model& m, const System& s, const Plan& p, const StageLayout& layout, int stage,
+                            MemoryDetail detail) {
+  const StageShape st = stage_shape(m, p, layout.split, stage);
+  const double psi_sharded = layout.zero_sharded_params_per_tp_rank;
+  MemoryEstimate e = detail == MemoryDetail::terms ? estimate<true>(m, s, p, st, psi_sharded)
+                                                   : estimate<false>(m, s, p, st, psi_sharded);
   e.peak_stage = stage;
   return e;
 }
+}  // namespace
+
+MemoryEstimate estimate_stage_memory(const Model& m, const System& s, const Plan& p, int stage, MemoryDetail detail) {
+  return stage_memory(m, s, p, stage_layout(m, p), stage, detail);
+}
 
 MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, MemoryDetail detail) {
-  if (p.pp <= 1) return estimate_stage_memory(m, s, p, 0, detail);
+  const StageLayout layout = stage_layout(m, p);
+  if (p.pp <= 1) return stage_memory(m, s, p, layout, 0, detail);
   // The peak is the first stage's (the most micro-batches in flight, the embedding), the last's
   // (the head, its logits and the loss), or, where the ends run a layer fewer (pipeline_cost.hpp:
   // StageSplit), the second's (one micro-batch fewer in flight than the first, one layer more). A
   // stage further on holds still fewer in flight and the same layers as the second.
-  MemoryEstimate peak = estimate_stage_memory(m, s, p, 0, detail);
+  MemoryEstimate peak = stage_memory(m, s, p, layout, 0, detail);
   for (int i : {p.pp - 1, 1}) {
-    if (i == 1 && (p.pp <= 2 || stage_split(m, p) != StageSplit::ends_lighter)) continue;
-    MemoryEstimate e = estimate_stage_memory(m, s, p, i, detail);
+    if (i == 1 && (p.pp <= 2 || layout.split != StageSplit::ends_lighter)) continue;
+    MemoryEstimate e = stage_memory(m, s, p, layout, i, detail);
     if (e.peak.total() > peak.peak.total()) peak = std::move(e);
   }
   return peak;
@@ -569,9 +580,10 @@ MemoryEstimate estimate_memory(const Model& m, const System& s, const Plan& p, M
 
 std::vector<StageMemory> stage_memories(const Model& m, const System& s, const Plan& p) {
   std::vector<StageMemory> out;
+  const StageLayout layout = stage_layout(m, p);
   const int P = std::max(1, p.pp);
   for (int i = 0; i < P; ++i) {
-    const MemoryEstimate e = estimate_stage_memory(m, s, p, i, MemoryDetail::sums);
+    const MemoryEstimate e = stage_memory(m, s, p, layout, i, MemoryDetail::sums);
     out.push_back({i, in_flight_micro_batches(p, i), e.peak.total(), e.peak_phase, e.peak_subphase});
   }
   return out;

@@ -27,8 +27,7 @@ StageSplit stage_split(const Model& m, const seqpar::Plan& p) {
   return StageSplit::none;
 }
 
-namespace {
-int layers_of(const Model& m, const seqpar::Plan& p, int index, StageSplit split) {
+int stage_layer_count(const Model& m, const seqpar::Plan& p, StageSplit split, int index) {
   if (p.pp <= 1) return m.layers;
   switch (split) {
     case StageSplit::even: return m.layers / p.pp;
@@ -37,21 +36,15 @@ int layers_of(const Model& m, const seqpar::Plan& p, int index, StageSplit split
   }
   return m.layers / p.pp;  // an invalid plan's: validity names the rule
 }
-}  // namespace
 
-int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
-  return layers_of(m, p, index, p.pp <= 1 ? StageSplit::even : stage_split(m, p));
-}
-
-PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, double head_s) {
+PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, StageSplit split, double layer_s, double head_s) {
   if (p.pp <= 1) return {0, double(m.layers), true};
   // Stages between the first and the last all run the same layers: three candidates at most.
-  const StageSplit split = stage_split(m, p);
-  PacingStage best{p.pp - 1, double(layers_of(m, p, p.pp - 1, split)), true};
+  PacingStage best{p.pp - 1, double(stage_layer_count(m, p, split, p.pp - 1)), true};
   double slowest = best.layers * layer_s + head_s;
   for (int i : {0, 1}) {
     if (i >= p.pp - 1) break;
-    const double layers = layers_of(m, p, i, split);
+    const double layers = stage_layer_count(m, p, split, i);
     if (layers * layer_s > slowest) {
       slowest = layers * layer_s;
       best = {i, layers, false};
@@ -60,39 +53,58 @@ PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, 
   return best;
 }
 
-StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
+double stage_params_per_tp_rank(const Model& m, const seqpar::Plan& p, StageSplit split, int index) {
+  const double tp = p.tp > 0 ? p.tp : 1;
+  // Megatron keeps the embedding on the first stage and the output layer on the last (a tied
+  // embedding is copied there, its gradient all-reduced between the two): each counts a table.
+  const double table = double(m.vocab) * m.hidden;
+  double params = stage_layer_count(m, p, split, index) * double(m.params_per_layer());
+  if (index == 0) params += table;
+  if (index == p.pp - 1) params += table + double(m.norm_params());
+  return params / tp;
+}
+
+StageShape stage_shape(const Model& m, const seqpar::Plan& p, StageSplit split, int index) {
   StageShape st;
   st.index = index;
-  const double tp = p.tp > 0 ? p.tp : 1;
   if (p.pp <= 1) {
     st.layers = m.layers;
     st.params_per_tp_rank = params_per_tp_rank(m, p);  // the model's over tp (experts over tp x ep)
     return st;
   }
-  const int P = p.pp;
-  st.layers = stage_layer_count(m, p, index);
-  st.has_head = index == P - 1;
-  // Megatron keeps the embedding on the first stage and the output layer on the last (a tied
-  // embedding is copied there, its gradient all-reduced between the two): each counts a table.
-  const double table = double(m.vocab) * m.hidden;
-  double params = st.layers * double(m.params_per_layer());
-  if (index == 0) params += table;
-  if (st.has_head) params += table + double(m.norm_params());
-  st.params_per_tp_rank = params / tp;
+  st.layers = stage_layer_count(m, p, split, index);
+  st.has_head = index == p.pp - 1;
+  st.params_per_tp_rank = stage_params_per_tp_rank(m, p, split, index);
   st.in_flight = in_flight_micro_batches(p, index);
   return st;
+}
+
+StageLayout stage_layout(const Model& m, const seqpar::Plan& p) {
+  StageLayout l;
+  if (p.pp > 1) l.split = stage_split(m, p);
+  l.params_per_tp_rank = params_per_tp_rank(m, p, l.split);
+  l.zero_sharded_params_per_tp_rank = p.pp > 1 ? l.params_per_tp_rank : zero_sharded_params_per_tp_rank(m, p);
+  return l;
 }
 
 Placement place_pp_group(const System& s, const seqpar::Plan& p) {
   return place_group(s, std::max(1, p.pp), std::max(1, p.tp) * std::max(1, p.sp), p.gpus);
 }
 
-PipelineCost pipeline_cost(const Model& m, const System& s, const seqpar::Plan& p) {
+PipelineSend pipeline_send(const Model& m, const System& s, const seqpar::Plan& p) {
+  PipelineSend send;
+  if (p.pp <= 1) return send;
+  send.bytes = kBf16 * double(p.micro_batch) * (double(p.seq_len) / (double(p.sp) * std::max(1, p.tp))) * m.hidden;
+  send.s = collective_time(s, Collective::send_recv, send.bytes, place_pp_group(s, p));
+  return send;
+}
+
+PipelineCost pipeline_cost(const seqpar::Plan& p, const PipelineSend& send) {
   PipelineCost c;
   if (p.pp <= 1) return c;
   const double P = p.pp, v = std::max(1, p.vp), k = std::max(1, p.grad_accum_steps);
-  c.send_bytes = kBf16 * double(p.micro_batch) * (double(p.seq_len) / (double(p.sp) * std::max(1, p.tp))) * m.hidden;
-  c.send_s = collective_time(s, Collective::send_recv, c.send_bytes, place_pp_group(s, p));
+  c.send_bytes = send.bytes;
+  c.send_s = send.s;
   c.bubble_slots = (P - 1) / v;
   c.bubble_fraction = (P - 1) / (k * v);
   c.comm_s = (k + c.bubble_slots) * 2 * v * c.send_s;

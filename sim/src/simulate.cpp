@@ -55,7 +55,7 @@ DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const Structu
   DataParallelCost c;
   if (sc.zero_group_ranks <= 1) return c;
   // A stage's layers (all of them without stages): the reduction hides under all but its last.
-  const double L = stage_layers(m, p);
+  const double L = stage_layers(m, p, sc.stages.split);
   const double hide = (L - 1) / L;
   switch (p.mem.zero) {
     case 0: c.in_bwd = sc.zero_all_reduce_s; break;
@@ -82,10 +82,10 @@ DataParallelCost data_parallel_cost(const Model& m, const Plan& p, const Structu
 // Bytes of the weights a rank keeps in host memory under --offload-params (the framework's states
 // that move with them: DeepSpeed's bf16 partition, Hugging Face's fp32 parameters), its ZeRO-3
 // partition: what crosses its PCIe link each time a pass fetches them.
-double offloaded_param_bytes(const Model& m, const System& s, const Plan& p) {
+double offloaded_param_bytes(const System& s, const Plan& p, const StageLayout& stages) {
   if (!p.mem.offload_params) return 0;
-  const double psi = params_per_tp_rank(m, p), D = zero_group_size(p);
-  const double psi_sharded = zero_sharded_params_per_tp_rank(m, p);  // ZeRO's shards (EP: tensor_parallel_cost.hpp)
+  const double psi = stages.params_per_tp_rank, D = zero_group_size(p);
+  const double psi_sharded = stages.zero_sharded_params_per_tp_rank;  // ZeRO's shards (EP: tensor_parallel_cost.hpp)
   double bytes = 0;
   for (const StateTerm& t : s.profile.states)
     if (t.offloaded_with_params)
@@ -93,12 +93,12 @@ double offloaded_param_bytes(const Model& m, const System& s, const Plan& p) {
   return bytes;
 }
 
-double optimizer_time(const Model& m, const System& s, const Plan& p) {
-  const double shard = (p.mem.zero >= 1 ? zero_sharded_params_per_tp_rank(m, p) : params_per_tp_rank(m, p)) /
+double optimizer_time(const System& s, const Plan& p, const StageLayout& stages) {
+  const double shard = (p.mem.zero >= 1 ? stages.zero_sharded_params_per_tp_rank : stages.params_per_tp_rank) /
                        (p.mem.zero >= 1 ? zero_group_size(p) : 1);
   // Offloaded weights updated on the GPU go back to the host after the step.
   const double params_back =
-      p.mem.offload_params && !p.mem.offload_optimizer ? offloaded_param_bytes(m, s, p) / s.gpu.pcie_bytes_per_s : 0.0;
+      p.mem.offload_params && !p.mem.offload_optimizer ? offloaded_param_bytes(s, p, stages) / s.gpu.pcie_bytes_per_s : 0.0;
   if (!p.mem.offload_optimizer) return framework_memory_bound_time(s, kAdamBytesPerParam * shard) + params_back;
   // Gradients down and weights up over PCIe, then the host updates every GPU's shard of its node.
   const double gpus_on_node = std::min(p.gpus, s.gpus_per_node);
@@ -257,7 +257,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
     const double layer_s = gemm_f + gemm_b + elem_f + elem_b + at.fwd_s + at.bwd_s + tpc.layer_fwd_s +
                            tpc.layer_bwd_s + (full ? gemm_f + elem_f + at.fwd_s + tpc.layer_fwd_s : 0.0);
     const double head_s = c.head_fwd_s + c.head_bwd_s + c.loss_elementwise_s + tpc.head_fwd_s + tpc.head_bwd_s;
-    return pacing_stage(m, p, layer_s, head_s);
+    return pacing_stage(m, p, c.stages.split, layer_s, head_s);
   }();
   const double L = pace.layers, H = pace.has_head ? 1.0 : 0.0;
   // A stage without the head runs none of its work (H = 0); with it (H = 1) the figures are exact.
@@ -320,7 +320,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // Offloaded parameters: each pass fetches every layer's weights from the host before the ZeRO-3
   // all-gather (the full checkpointing recompute runs on the backward's fetch). Prefetched, a
   // layer's fetch hides under the layers before it, the first layer's never.
-  if (const double param_bytes = offloaded_param_bytes(m, s, p); param_bytes > 0) {
+  if (const double param_bytes = offloaded_param_bytes(s, p, c.stages); param_bytes > 0) {
     const double fetch = param_bytes / g.pcie_bytes_per_s;
     auto exposed = [&](double pass) {
       return s.profile.params_prefetched ? std::max(fetch / L, fetch - pass * (L - 1) / L) : fetch;
@@ -344,7 +344,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   // t_j for micro-batch j runs sum_j t_j + (p - 1) max_j t_j (a proportionate flow shop), so the
   // fill and drain run at the heaviest sampled sequence's attention (StructureCosts::
   // heaviest_work_factor), the micro-batches themselves at the mean's.
-  const PipelineCost pc = pipeline_cost(m, s, p);
+  const PipelineCost pc = pipeline_cost(p, c.pipeline_send);
   if (p.pp > 1) {
     const double heavier_attention =
         (c.heaviest_work_factor - 1) * L * (at.fwd_kernel_s * (full ? 2 : 1) + at.bwd_kernel_s);
@@ -370,7 +370,7 @@ void time_half(const Model& m, const System& s, const Plan& p, const StructureCo
   t.exposed_dp_comm = dpc.exposed;
   t.comm = t.attention_comm + t.dp_comm + t.tp_comm + t.pp_comm + t.expert_comm;
   t.exposed_comm = t.exposed_attention_comm + t.exposed_dp_comm + t.tp_comm + t.pp_comm + t.expert_comm;
-  t.optimizer = optimizer_time(m, s, p);
+  t.optimizer = optimizer_time(s, p, c.stages);
 
   // A calibrated profile's fixed framework overhead (0 otherwise: framework_terms.hpp), once per
   // micro-step: the launches and host work it stands for recur with every forward and backward.
@@ -423,6 +423,8 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   c.structure = structure_of(p);
   const double T = double(p.micro_batch) * double(p.seq_len) / p.sp;
   c.tokens = T;
+  c.stages = stage_layout(m, p);
+  c.pipeline_send = pipeline_send(m, s, p);
   // Tensor parallelism: each rank runs 1/tp of every GEMM (column- and row-parallel, the LM head
   // vocab-parallel) over all T tokens of its SP shard, and 1/tp of the elementwise work (the
   // norms and residuals over T / tp tokens in the sequence-parallel regions, the rest over its
@@ -453,7 +455,7 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
   const Placement zero_group = place_zero_group(s, p);
   c.zero_group_ranks = zero_group.size;
   if (zero_group.size > 1) {
-    const double bytes = kBf16 * params_per_tp_rank(m, p);
+    const double bytes = kBf16 * c.stages.params_per_tp_rank;
     const int zero = p.mem.zero;
     if (every_zero_stage || zero == 0)
       c.zero_all_reduce_s = collective_time(s, Collective::all_reduce, bytes, zero_group);
@@ -461,7 +463,7 @@ StructureCosts costs_of(const Model& m, const System& s, const Plan& p, bool eve
       c.zero_reduce_scatter_s = collective_time(s, Collective::reduce_scatter, bytes, zero_group);
       // Gradients reduce in bf16; the parameters gather in FP8 under Fp8Part::weights (fp8_cost.hpp).
       c.zero_all_gather_s = collective_time(
-          s, Collective::all_gather, parameter_gather_bytes_per_param(p) * params_per_tp_rank(m, p), zero_group);
+          s, Collective::all_gather, parameter_gather_bytes_per_param(p) * c.stages.params_per_tp_rank, zero_group);
     }
   }
   return c;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -27,6 +28,9 @@ void expect_error(const std::string& args, const std::string& needle) {
   EXPECT_NE((r.err + r.out).find(needle), std::string::npos) << args << "\nstdout: " << r.out << "\nstderr: " << r.err;
   EXPECT_EQ(r.out.find("step time"), std::string::npos) << args << ": printed numbers for a bad input";
 }
+
+// " and N other plan(s)": how the rejected list counts the plans sharing a reason with the first.
+std::string fmt_other(int n) { return " and " + std::to_string(n) + (n == 1 ? " other plan: " : " other plans: "); }
 
 TEST(Cli, SimulateJsonHasTheContractKeys) {
   const CliRun r = seqpar("simulate --model llama3-8b --system dgx-h100 --gpus 16 --seq-len 256K --method hybrid --sp 16 --ulysses-degree 8 --checkpoint full --json");
@@ -360,6 +364,54 @@ TEST(CliLimits, SearchConstraintsAreHonouredOrRefused) {
     EXPECT_EQ(p["plan"]["sp"], 4);
     EXPECT_EQ(p["plan"]["micro_batch"], 2);
   }
+}
+
+// advise's human "rejected:" list groups the plans by reason and prints at most --rejected reasons
+// (at 16,384 GPUs the search rejects thousands of plans); --json keeps every rejected plan.
+TEST(CliLimits, RejectedListIsGroupedByReasonAndCapped) {
+  const std::string args = "advise --model llama3-70b --gpus 256 --seq-len 32K --global-batch-tokens 4M";
+  CliRun r = seqpar(args + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The reasons in the order the search met them, and how many plans give each.
+  std::vector<std::string> reasons;
+  std::map<std::string, int> plans;
+  int total = 0;
+  const auto j = r.json();
+  for (const auto& rej : j["rejected"])
+    for (const auto& why : rej["reasons"]) {
+      if (plans[why.get<std::string>()]++ == 0) reasons.push_back(why.get<std::string>());
+      ++total;
+    }
+  // 4M / 32K = 128 sequences: dp-only cannot reach dp 256 (1 plan, 1 reason). At tp t = 1, 2, 4, 8
+  // a TP rank holds h = 64 / t query heads, and the Ulysses degrees 2h and 4h = 256 / t (the largest
+  // SP the GPUs leave) do not divide them: degree 2h in ulysses sp=2h and in hybrid U2h x R2 (plain
+  // and ring-inner), 3 plans; degree 4h in ulysses sp=4h alone, 1 plan (a hybrid needs R >= 2).
+  // Each (t, degree) is its own reason: 1 + 4 x 2 = 9 reasons, 1 + 4 x (3 + 1) = 17 plans.
+  ASSERT_EQ(reasons.size(), 9u);
+  ASSERT_EQ(total, 17);
+  auto lines_of = [](const std::string& out) {
+    std::vector<std::string> lines;
+    std::istringstream in(out.substr(out.find("\nrejected:\n") + 11));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  r = seqpar(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 9u) << r.out;  // the default 15 holds all 9: no "more" line
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_NE(lines[i].find(": " + reasons[i]), std::string::npos) << lines[i];
+    const int n = plans[reasons[i]];
+    if (n == 1) EXPECT_EQ(lines[i].find(" other plan"), std::string::npos) << lines[i];
+    if (n > 1) EXPECT_NE(lines[i].find(fmt_other(n - 1)), std::string::npos) << lines[i];
+  }
+  r = seqpar(args + " --rejected 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  // The first 3 reasons cover 1 + 3 + 1 plans: the 6 others, 12 plans.
+  EXPECT_EQ(lines[3], "(6 more reasons, of 12 plans; --rejected N or --json for all)");
+  expect_error(args + " --rejected -1", "rejected: -1 must be at least 0");
 }
 
 TEST(CliLimits, SweepRefusesDuplicateListItems) {

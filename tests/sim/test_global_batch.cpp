@@ -151,15 +151,23 @@ TEST(GlobalBatch, FillsAreDpTimesMicroBatchTimesAccumulation) {
 }
 
 TEST(GlobalBatch, TheSearchRefusesABatchGivenTwiceOrOutOfRange) {
+  // The search's check and simulate's (check_global_batch alone) give the same answer.
   auto error_of = [](GlobalBatch b) {
     SearchSpace space;
     space.global_batch = b;
+    std::string search = "no error", alone = "no error";
     try {
       check_search(8, space);
     } catch (const Error& e) {
-      return std::string(e.what());
+      search = e.what();
     }
-    return std::string("no error");
+    try {
+      check_global_batch(b);
+    } catch (const Error& e) {
+      alone = e.what();
+    }
+    EXPECT_EQ(search, alone);
+    return search;
   };
   EXPECT_NE(error_of({1 << 20, 4}).find("global_batch: give the batch of one optimizer step once"), std::string::npos);
   EXPECT_NE(error_of({0, 0}).find("global_batch: give the batch"), std::string::npos);

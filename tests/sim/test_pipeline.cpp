@@ -60,6 +60,15 @@ TEST(PipelineSplit, Llama3s405BDropsALayerFromEachEnd) {
   p.vp = 8;
   EXPECT_EQ(stage_split(m, p), StageSplit::ends_lighter);
   EXPECT_EQ(stage_layer_count(m, p, 0), 7);
+  EXPECT_EQ(stage_layers(m, p), 8);  // a middle stage's
+  // Two stages of 32 virtual stages (128 / 64 = 2 layers each): both are ends, 64 - 1 = 63 each;
+  // stage_layers counts 63, not (126 + 2) / 2 = 64.
+  p.pp = 2;
+  p.vp = 32;
+  EXPECT_EQ(stage_split(m, p), StageSplit::ends_lighter);
+  EXPECT_EQ(stage_layer_count(m, p, 0), 63);
+  EXPECT_EQ(stage_layer_count(m, p, 1), 63);
+  EXPECT_EQ(stage_layers(m, p), 63);
 }
 
 TEST(PipelineSplit, TheStagesRunEveryLayerOnce) {
@@ -77,6 +86,10 @@ TEST(PipelineSplit, TheStagesRunEveryLayerOnce) {
         }
         EXPECT_EQ(sum, m.layers) << name << " pp " << pp << " vp " << vp;
         EXPECT_GE(fewest, 1) << name << " pp " << pp << " vp " << vp;
+        // stage_layers is the most any stage runs.
+        int most = 0;
+        for (int i = 0; i < pp; ++i) most = std::max(most, stage_layer_count(m, p, i));
+        EXPECT_EQ(stage_layers(m, p), most) << name << " pp " << pp << " vp " << vp;
       }
   }
 }

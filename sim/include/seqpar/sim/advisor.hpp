@@ -69,6 +69,9 @@ std::vector<Precision> fp8_candidates(const System& s);
 // sequences, or outside [1, limits]. advise, advise_max_seq_len and structures call it, so no
 // constraint is silently dropped.
 void check_search(int gpus, const SearchSpace& space);
+// The global batch's part of check_search (simulate's --global-batch-tokens / --global-batch
+// too): tokens or sequences, exactly one of them, in [1, limits].
+void check_global_batch(const GlobalBatch& b);
 
 // The EP degrees a search tries for model m at `tp` on `gpus` GPUs: 1, and for a MoE model every
 // power of two that divides the data x sequence parallel ranks (gpus / tp) and the routed experts

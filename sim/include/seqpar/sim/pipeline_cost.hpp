@@ -50,14 +50,31 @@ struct StageShape {
 // (validity refuses the plan).
 enum class StageSplit { even, ends_lighter, none };
 StageSplit stage_split(const Model& m, const seqpar::Plan& p);
-// The layers stage `index` runs (all of them without stages).
-int stage_layer_count(const Model& m, const seqpar::Plan& p, int index);
-// The layers of the stage the time model charges (simulate.cpp: the slowest stage; the most layers,
-// the last stage's head aside): layers / pp, or (layers + 2) / pp with the ends lighter.
-inline double stage_layers(const Model& m, const seqpar::Plan& p) {
-  if (p.pp <= 1) return m.layers;
-  return stage_split(m, p) == StageSplit::ends_lighter ? double(m.layers + 2) / p.pp : double(m.layers) / p.pp;
+
+// What a plan's stages are by its structure alone (the model, tp, pp, vp and ep; not its memory
+// options or micro-batches): derived once (StructureCosts, a memory estimate's stages) and passed
+// wherever a stage is asked for, instead of deriving the split again at every question.
+struct StageLayout {
+  StageSplit split = StageSplit::even;  // even without stages
+  // The largest stage's parameters per TP rank (tensor_parallel_cost.hpp: params_per_tp_rank), and
+  // those whose ZeRO shards a rank holds (zero_sharded_params_per_tp_rank).
+  double params_per_tp_rank = 0;
+  double zero_sharded_params_per_tp_rank = 0;
+};
+StageLayout stage_layout(const Model& m, const seqpar::Plan& p);
+
+// The layers stage `index` runs (all of them without stages), of `split` (the plan's stage_split).
+int stage_layer_count(const Model& m, const seqpar::Plan& p, StageSplit split, int index);
+inline int stage_layer_count(const Model& m, const seqpar::Plan& p, int index) {
+  return stage_layer_count(m, p, stage_split(m, p), index);
 }
+// The most layers a stage runs (the data-parallel overlap's layers, advise's text, the JSON's
+// layers_per_stage): the second stage's, as many as any other (the ends run as many or one fewer;
+// with two stages, each is an end); the whole model without stages.
+inline double stage_layers(const Model& m, const seqpar::Plan& p, StageSplit split) {
+  return stage_layer_count(m, p, split, p.pp > 1 ? 1 : 0);
+}
+inline double stage_layers(const Model& m, const seqpar::Plan& p) { return stage_layers(m, p, stage_split(m, p)); }
 // The stage that sets a pipeline's pace: the one whose micro-batch takes longest, with `layer_s` a
 // layer's micro-batch time and `head_s` the LM head's and loss's (the last stage's alone; the first
 // stage's embedding lookup is a gather, not charged). Without stages, the whole model with the head.
@@ -66,10 +83,16 @@ struct PacingStage {
   double layers = 0;
   bool has_head = true;
 };
-PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, double layer_s, double head_s);
+PacingStage pacing_stage(const Model& m, const seqpar::Plan& p, StageSplit split, double layer_s, double head_s);
+// Stage `index`'s parameters per TP rank: its layers', the embedding table's on the first, the
+// head's and final norm's on the last (pp > 1 only; of `split`).
+double stage_params_per_tp_rank(const Model& m, const seqpar::Plan& p, StageSplit split, int index);
 // Stage `index` of the plan's pipeline; without stages (pp = 1) the whole model, the figures
 // simulate() has always used (total_params / tp, one micro-batch in flight).
-StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index);
+StageShape stage_shape(const Model& m, const seqpar::Plan& p, StageSplit split, int index);
+inline StageShape stage_shape(const Model& m, const seqpar::Plan& p, int index) {
+  return stage_shape(m, p, p.pp <= 1 ? StageSplit::even : stage_split(m, p), index);
+}
 // Micro-batches' worth of stored activations stage `index` holds at its peak (see above).
 double in_flight_micro_batches(const seqpar::Plan& p, int index);
 
@@ -81,8 +104,19 @@ struct PipelineCost {
   double bubble_slots = 0;  // (p - 1) / v: micro-batch times the fill and drain add
   double bubble_fraction = 0;  // (p - 1) / (m x v)
 };
-// All zero for pp = 1.
-PipelineCost pipeline_cost(const Model& m, const System& s, const seqpar::Plan& p);
+// One boundary activation's send between neighbouring stages: the structure's alone (StructureCosts
+// derives it once for every memory-option set and micro-batch count). All zero for pp = 1.
+struct PipelineSend {
+  double bytes = 0;  // PipelineCost::send_bytes
+  double s = 0;      // PipelineCost::send_s
+};
+PipelineSend pipeline_send(const Model& m, const System& s, const seqpar::Plan& p);
+// The step's pipeline terms, of the plan's micro-batches and virtual stages and the structure's
+// send. All zero for pp = 1.
+PipelineCost pipeline_cost(const seqpar::Plan& p, const PipelineSend& send);
+inline PipelineCost pipeline_cost(const Model& m, const System& s, const seqpar::Plan& p) {
+  return pipeline_cost(p, pipeline_send(m, s, p));
+}
 
 // Where consecutive stages sit: a group of pp ranks tp x sp world ranks apart.
 Placement place_pp_group(const System& s, const seqpar::Plan& p);

@@ -10,6 +10,7 @@
 #include "seqpar/sim/memory_cost.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/sim/moe_cost.hpp"
+#include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/plan.hpp"
 #include "seqpar/sim/step_figures.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
@@ -94,6 +95,10 @@ struct StructureCosts {
   // which the ZeRO stage picks from.
   int zero_group_ranks = 1;
   double zero_all_reduce_s = 0, zero_reduce_scatter_s = 0, zero_all_gather_s = 0;
+  // The stages' split and the largest stage's parameters (pipeline_cost.hpp), which the time half
+  // asks for in every memory-option set.
+  StageLayout stages;
+  PipelineSend pipeline_send;  // one send between stages (pipeline_cost.hpp); zeros without stages
   std::int64_t memory_seq_len = 0;  // the workload's (DocumentCosts::memory_seq_len); 0 without one
   double heaviest_work_factor = 1;  // the workload's (DocumentCosts::heaviest_work_factor); 1 without one
 };

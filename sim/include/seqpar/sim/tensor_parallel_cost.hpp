@@ -32,15 +32,20 @@ TensorParallelCost tensor_parallel_cost(const Model& m, const System& s, const s
 // last with the head, or one between with more layers than either): the one whose data-parallel
 // traffic and optimizer step take longest (validity refuses stages for a mixture of experts).
 // Under expert parallelism (Plan::ep) the rank holds 1/ep of the routed experts (moe_cost.hpp).
-inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+// `split` is the plan's stage_split (pipeline_cost.hpp: StageLayout holds the answer per structure).
+inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p, StageSplit split) {
   if (p.pp > 1) {
-    double most = std::max(stage_shape(m, p, 0).params_per_tp_rank, stage_shape(m, p, p.pp - 1).params_per_tp_rank);
-    if (p.pp > 2) most = std::max(most, stage_shape(m, p, 1).params_per_tp_rank);
+    double most =
+        std::max(stage_params_per_tp_rank(m, p, split, 0), stage_params_per_tp_rank(m, p, split, p.pp - 1));
+    if (p.pp > 2) most = std::max(most, stage_params_per_tp_rank(m, p, split, 1));
     return most;
   }
   if (p.ep <= 1 || !m.moe()) return double(m.total_params()) / (p.tp > 0 ? p.tp : 1);
   const double tp = p.tp > 0 ? p.tp : 1, experts = double(m.routed_expert_params_total());
   return (double(m.total_params()) - experts) / tp + experts / (tp * p.ep);
+}
+inline double params_per_tp_rank(const Model& m, const seqpar::Plan& p) {
+  return params_per_tp_rank(m, p, p.pp > 1 ? stage_split(m, p) : StageSplit::even);
 }
 // The parameters whose ZeRO shards a rank holds, before dividing by zero_group_size: the model's
 // (with stages, the largest stage's) over tp. Experts split over ep ranks shard over the other D /
