@@ -1150,14 +1150,16 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
   // every structure and balancer, and counted once per (length, U, R, all-gather, balancer).
   std::map<std::int64_t, SampledWorkload> sampled;
   std::map<std::tuple<std::int64_t, int, int, bool, Balancer>, DocumentCosts> counted;
+  std::optional<WorkloadSampler> sampler;  // fill packing: one stream of documents cut at each length
+  if (documents) sampler.emplace(*documents);
   auto sampled_at = [&](std::int64_t seq_len) -> const SampledWorkload& {
     auto w = sampled.find(seq_len);
     if (w == sampled.end()) {
-      // A search at thousands of GPUs meets over a thousand lengths (each structure bisects its
-      // own): keep the last few, as sampling is seeded and a length sampled again is the same.
-      // (Four: a sample at a billion tokens holds about 16 x 200,000 documents, 80 MB.)
+      // A search at thousands of GPUs meets hundreds of lengths: keep the last few, as sampling is
+      // seeded and a length sampled again is the same. (Four: a sample at a billion tokens holds
+      // about 16 x 200,000 documents, 80 MB.)
       if (sampled.size() >= 4) sampled.clear();
-      w = sampled.emplace(seq_len, sample_workload(*documents, seq_len)).first;
+      w = sampled.emplace(seq_len, sampler->sample(seq_len)).first;
     }
     return w->second;
   };
