@@ -91,7 +91,9 @@ void place_balanced(const std::vector<std::int64_t>& doc_len, Sink& sink, int ri
   std::int64_t total = 0;
   for (std::int64_t len : doc_len) total += causal_pairs(len);  // <= causal_pairs(N): checked there
   std::vector<std::int64_t> load(static_cast<std::size_t>(ring), 0);
-  std::vector<std::int64_t> whole;
+  // The whole documents as (length, index): sorted longest first, ties in arrival order (one
+  // comparison of a pair: maxlen places millions of documents at every length it tries).
+  std::vector<std::pair<std::int64_t, std::int64_t>> whole;
   for (std::int64_t d = 0; d < static_cast<std::int64_t>(doc_len.size()); ++d) {
     const std::int64_t len = doc_len[static_cast<std::size_t>(d)];
     // Above the mean per-rank work (pairs > total / R, exactly: floor division of integers): split.
@@ -102,12 +104,10 @@ void place_balanced(const std::vector<std::int64_t>& doc_len, Sink& sink, int ri
           load[static_cast<std::size_t>(r)] += prefix_pairs(std::min(run.begin, len), std::min(run.end, len));
         }
     } else {
-      whole.push_back(d);
+      whole.emplace_back(-len, d);
     }
   }
-  std::stable_sort(whole.begin(), whole.end(), [&](std::int64_t a, std::int64_t b) {
-    return doc_len[static_cast<std::size_t>(a)] > doc_len[static_cast<std::size_t>(b)];
-  });
+  std::sort(whole.begin(), whole.end());
   // Each whole document to the least loaded rank, the lowest-numbered of equals: a heap of (load,
   // rank), O(log R) a document (a scan of R per document was O(documents x R) at thousands of ranks).
   using Slot = std::pair<std::int64_t, int>;
@@ -115,10 +115,10 @@ void place_balanced(const std::vector<std::int64_t>& doc_len, Sink& sink, int ri
   heap.reserve(load.size());
   for (int r = 0; r < ring; ++r) heap.emplace_back(load[static_cast<std::size_t>(r)], r);
   std::make_heap(heap.begin(), heap.end(), std::greater<>());
-  for (std::int64_t d : whole) {
+  for (const auto& [minus_len, d] : whole) {
     std::pop_heap(heap.begin(), heap.end(), std::greater<>());
     Slot& least = heap.back();
-    const std::int64_t len = doc_len[static_cast<std::size_t>(d)];
+    const std::int64_t len = -minus_len;
     sink.put(least.second, {d, 0, len});
     least.first += causal_pairs(len);
     std::push_heap(heap.begin(), heap.end(), std::greater<>());

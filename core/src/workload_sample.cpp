@@ -213,6 +213,55 @@ SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len) {
   return out;
 }
 
+// The drawn documents in arrival order: their lengths and where each ends in the stream.
+struct WorkloadSampler::Stream {
+  explicit Stream(const Workload& w) : sampler(w.documents), rng(w.seed) {}
+  LengthSampler sampler;
+  Rng rng;
+  std::vector<std::int64_t> len, end;
+};
+
+WorkloadSampler::WorkloadSampler(const Workload& w) : w_(w) {
+  if (w_.packing == Packing::fill) stream_ = std::make_unique<Stream>(w_);  // w_'s distribution: it outlives the stream
+}
+WorkloadSampler::~WorkloadSampler() = default;
+
+SampledWorkload WorkloadSampler::sample(std::int64_t seq_len) {
+  if (!stream_) return sample_workload(w_, seq_len);
+  require_range("seq_len", seq_len, 1, limits::kMaxSeqLen);
+  require_range("doc-batches", w_.batches, 1, kMaxDocBatches);
+  Stream& st = *stream_;
+  // fill (Packer::fill): a document is drawn when the one before it is wholly placed, so the
+  // documents drawn are those starting before batches x seq_len, each batch the stream's next
+  // seq_len tokens, split at document ends.
+  const std::int64_t total = checked_mul<std::int64_t>(seq_len, w_.batches, "seq_len x doc-batches");
+  while (st.end.empty() || st.end.back() < total) {
+    const std::int64_t len = st.sampler.draw(st.rng);
+    st.len.push_back(len);
+    st.end.push_back(checked_add(st.end.empty() ? std::int64_t{0} : st.end.back(), len, "document stream tokens"));
+  }
+  SampledWorkload out;
+  out.seq_len = seq_len;
+  const auto drawn = static_cast<std::size_t>(std::lower_bound(st.end.begin(), st.end.end(), total) - st.end.begin()) + 1;
+  out.drawn.assign(st.len.begin(), st.len.begin() + static_cast<std::ptrdiff_t>(drawn));
+  out.batches.resize(static_cast<std::size_t>(w_.batches));
+  for (std::size_t j = 0; j < out.batches.size(); ++j) {
+    PackedBatch& b = out.batches[j];
+    const std::int64_t first = static_cast<std::int64_t>(j) * seq_len, last = first + seq_len;
+    b.cu_seqlens.push_back(0);
+    // The document holding token `first`: the first that ends after it.
+    auto d = static_cast<std::size_t>(std::upper_bound(st.end.begin(), st.end.end(), first) - st.end.begin());
+    for (std::int64_t at = first; at < last; ++d) {
+      const std::int64_t stop = std::min(st.end[d], last), take = stop - at;
+      b.doc.push_back(static_cast<std::int64_t>(d));
+      b.whole.push_back(take == st.len[d] ? 1 : 0);
+      b.cu_seqlens.push_back(b.cu_seqlens.back() + take);
+      at = stop;
+    }
+  }
+  return out;
+}
+
 WorkRatios work_ratios(const SampledWorkload& s) {
   if (s.batches.empty()) throw Error("workload: no sampled batches to summarize");
   WorkRatios out;

@@ -1061,6 +1061,61 @@ std::int64_t max_seq_len(const Model& m, const System& s, const Plan& plan) {
   return max_seq_len_search(m, s, plan).max_seq_len;
 }
 
+namespace {
+// The largest k in [1, k_hi] with ok(k), found from `hint` outwards, given ok(1) and that ok holds
+// on a prefix of [1, k_hi]: gallops from the hint (steps of 1/1024 of it, doubling) to a bracket,
+// then bisects. A hint within a fraction of a percent of the answer (a workload's token factor
+// varies by about that between neighbouring lengths) costs about 2 log2(hint / 1024 + 1) probes
+// where a bisection from 1 costs about 2 log2(k_hi).
+template <class Ok>
+std::int64_t last_true_near(std::int64_t hint, std::int64_t k_hi, Ok ok) {
+  hint = std::clamp<std::int64_t>(hint, 1, k_hi);
+  const std::int64_t first_step = std::max<std::int64_t>(1, hint / 1024);
+  if (ok(hint)) {
+    std::int64_t lo = hint;
+    for (std::int64_t step = first_step; lo < k_hi; step *= 2) {
+      const std::int64_t next = k_hi - lo > step ? lo + step : k_hi;
+      if (!ok(next)) return last_true(lo, next - 1, ok);
+      lo = next;
+    }
+    return lo;
+  }
+  std::int64_t fails = hint;  // the lowest k known to fail
+  for (std::int64_t step = first_step;; step *= 2) {
+    const std::int64_t next = fails - 1 > step ? fails - step : 1;
+    if (next == 1 || ok(next)) return last_true(next, fails - 1, ok);
+    fails = next;
+  }
+}
+
+// max_seq_len_search under a workload whose memory length M(N) >= N needs a sample per length
+// tried: the same answer from a few lengths. `plain` is the plan's search with the memory at N
+// (no workload): its lengths fit on a prefix (no gaps), and M(N) >= N, so no length above its
+// answer fits under the workload either; `hint` is the expected answer (the plain answer over the
+// workload's token factor there). Assumes, as max_seq_len_search does within a run, that the fit
+// under the workload holds on a prefix of the lengths: the answer is the length that fits with one
+// granule more not fitting, found by galloping from the hint. No gaps are listed (plain has none).
+MaxLenSearch max_seq_len_search_from(const Model& m, const System& s, const Plan& plan, const SimulateAt& simulate_at,
+                                     const MaxLenSearch& plain, std::int64_t hint) {
+  Plan p = plan;
+  const std::int64_t gran = seq_granularity(p);
+  std::vector<std::string> errors;
+  auto ok = [&](std::int64_t k) {
+    p.seq_len = k * gran;
+    errors.clear();
+    if (!check_plan(m, s, p, errors)) return false;
+    const Result r = simulate_at(p);
+    return r.valid && r.fits;
+  };
+  MaxLenSearch out;
+  const std::int64_t k_hi = plain.max_seq_len / gran;
+  if (k_hi < 1 || !ok(1)) return out;
+  out.max_seq_len = last_true_near((hint + gran / 2) / gran, k_hi, ok) * gran;
+  name_limit(m, s, p, out.max_seq_len, gran, out, simulate_at);
+  return out;
+}
+}  // namespace
+
 std::int64_t max_seq_len_for_tokens(const Model& m, const System& s, Plan& p, std::int64_t tokens, std::string& why) {
   const std::int64_t per_micro_step = std::int64_t{p.dp()} * p.micro_batch;  // sequences in one micro-step, all replicas
   if (per_micro_step < 1 || tokens % per_micro_step != 0) {
@@ -1096,13 +1151,16 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
   // every structure and balancer, and counted once per (length, U, R, all-gather, balancer).
   std::map<std::int64_t, SampledWorkload> sampled;
   std::map<std::tuple<std::int64_t, int, int, bool, Balancer>, DocumentCosts> counted;
+  std::optional<WorkloadSampler> sampler;  // fill packing: one stream of documents cut at each length
+  if (documents) sampler.emplace(*documents);
   auto sampled_at = [&](std::int64_t seq_len) -> const SampledWorkload& {
     auto w = sampled.find(seq_len);
     if (w == sampled.end()) {
-      // A search at thousands of GPUs meets over a thousand lengths (each structure bisects its
-      // own): keep the last few, as sampling is seeded and a length sampled again is the same.
-      if (sampled.size() >= 16) sampled.clear();
-      w = sampled.emplace(seq_len, sample_workload(*documents, seq_len)).first;
+      // A search at thousands of GPUs meets hundreds of lengths: keep the last few, as sampling is
+      // seeded and a length sampled again is the same. (Four: a sample at a billion tokens holds
+      // about 16 x 200,000 documents, 80 MB.)
+      if (sampled.size() >= 4) sampled.clear();
+      w = sampled.emplace(seq_len, sampler->sample(seq_len)).first;
     }
     return w->second;
   };
@@ -1200,8 +1258,28 @@ MaxLenAdvice advise_max_seq_len(const Model& m, const System& s, int gpus, const
       Plan sb = st;
       std::string why;
       MaxLenSearch search;
-      if (batch && batch->tokens > 0) search.max_seq_len = max_seq_len_for_tokens(m, s, sb, batch->tokens, why);
-      else search = max_seq_len_search(m, s, sb, at);
+      if (batch && batch->tokens > 0) {
+        search.max_seq_len = max_seq_len_for_tokens(m, s, sb, batch->tokens, why);
+      } else if (b && !holds_even_share(*b)) {
+        // A sample per length tried (about 1,500 lengths at 1,024 GPUs took 680 s): the plain
+        // search first (no workload), then the workload's few lengths near the plain answer over
+        // its token factor. Where the plain lengths have gaps, the full search under the workload.
+        const MaxLenSearch plain = max_seq_len_search(m, s, sb);
+        if (plain.gap_count > 0) {
+          search = max_seq_len_search(m, s, sb, at);
+        } else {
+          std::int64_t hint = plain.max_seq_len;
+          if (hint > 0) {
+            Plan top = sb;
+            top.seq_len = hint;
+            if (const MemoryLength& l = memory_length_at(top, *b); l.refused.empty() && l.seq_len > hint)
+              hint = std::int64_t(double(hint) * double(hint) / double(l.seq_len));
+          }
+          search = max_seq_len_search_from(m, s, sb, at, plain, hint);
+        }
+      } else {
+        search = max_seq_len_search(m, s, sb, at);
+      }
       const std::int64_t n = search.max_seq_len;
       if (n == 0 && !why.empty()) {  // the batch cannot be reached, or no length of it fits
         out.rejected.push_back({sb, {why}});

@@ -206,6 +206,31 @@ TEST(Workload, SamplingIsDeterministicAndKeepsEveryToken) {
     }
 }
 
+// maxlen samples one workload at hundreds of lengths: the sampler cuts fill's one stream of drawn
+// documents at each, and must give sample_workload's batches exactly (documents, pieces, the whole
+// flags, every document drawn), asked in any order, lengths shorter and longer than those before,
+// documents longer than the sequence; best-fit and balanced packing sampled as they are.
+TEST(Workload, TheSamplerCutsFillsStreamAsSampleWorkloadPacksIt) {
+  Rng pick(20261129);
+  int compared = 0;
+  for (const char* spec : {"lognormal:6:1.5", "uniform:1:700", "fixed:333", "powerlaw:1.2:3:50000"})
+    for (const char* packing : {"fill", "best-fit:7", "balanced:3"}) {
+      const Workload w = make_workload(spec, packing, pick.next(), 5);
+      WorkloadSampler sampler(w);
+      for (int i = 0; i < 12; ++i) {
+        const std::int64_t n = i == 5 ? 1 : pick.between(1, i % 2 == 0 ? 400 : 60000);
+        SCOPED_TRACE(std::string(spec) + " " + packing + " n=" + std::to_string(n));
+        const SampledWorkload a = sampler.sample(n), b = sample_workload(w, n);
+        EXPECT_TRUE(same_batches(a, b));
+        ASSERT_EQ(a.batches.size(), b.batches.size());
+        for (std::size_t j = 0; j < a.batches.size(); ++j) EXPECT_EQ(a.batches[j].whole, b.batches[j].whole);
+        EXPECT_EQ(a.seq_len, n);
+        ++compared;
+      }
+    }
+  EXPECT_EQ(compared, 4 * 3 * 12);
+}
+
 // Best-fit splits a document only where no pending document fits the space left. Checked from the
 // output alone: when a sequence ends in a split with g tokens left, every document drawn by then
 // (an id at most the largest seen so far) that is placed whole later must be longer than g.

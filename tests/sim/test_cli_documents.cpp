@@ -152,6 +152,75 @@ TEST(MaxLenDocuments, PerDocumentPaddingOfShortDocumentsShortensTheLength) {
   EXPECT_GT(simulate(m, s, q, c).peak_memory_bytes(), simulate(m, s, q).peak_memory_bytes());
 }
 
+// maxlen under a balancer that re-shards the documents (per-document, balanced) needs a sample of
+// the workload at every length it tries; it searches from the plain answer (memory at N) over the
+// workload's token factor instead of bisecting from one granule. Held here to the full search
+// (max_seq_len_search with the workload's memory length at every length, as maxlen searched
+// before), on several structures, both balancers, and a mix whose fullest rank is padded (fixed:19
+// under per-document sharding pads each document to a multiple of 2 x SP: 19 -> 32 at SP 8, 20 at
+// SP 2 and 4: a rank holds up to 1.68x N / R). Per-document sharding's memory length grows with N
+// (the fill stream is cut at multiples of N and every piece padded): the same answer. Balanced
+// placement's fullest rank jumps between neighbouring lengths (whole documents land where the
+// work is least), so the fit is not monotone and two searches may stop at different boundaries:
+// there the answer fits under the workload, one granule more does not, and no length above the
+// plain answer fits (M(N) >= N).
+TEST(MaxLenDocuments, TheSearchFromThePlainAnswerIsTheFullSearchsAnswer) {
+  const Model m = load_model("llama3-8b");
+  const System s = load_system("dgx-h100");
+  int per_document = 0, balanced = 0, padded = 0;
+  for (const char* spec : {"lognormal:8:1", "fixed:19", "powerlaw:1.3:32:300000"}) {
+    const Workload w = make_workload(spec, "fill", 7, 2);  // a fixed seed: the equalities below are exact
+    const MaxLenAdvice a =
+        advise_max_seq_len(m, s, 8, methods({Method::ring_zigzag, Method::hybrid, Method::allgather}), &w);
+    ASSERT_EQ(a.per_structure.size(), a.per_structure_balancer.size());
+    for (std::size_t i = 0; i < a.per_structure.size(); ++i) {
+      const auto& [p, n] = a.per_structure[i];
+      const Balancer b = a.per_structure_balancer[i];
+      if (holds_even_share(b)) continue;
+      // The full search, as maxlen ran it before: every length tried sampled.
+      const SimulateAt under = [&](const Plan& q) {
+        Result r = simulate(m, s, q);
+        try {
+          const std::int64_t mem = document_memory_seq_len(sample_workload(w, q.seq_len), q, b);
+          if (r.valid && mem > q.seq_len) {
+            r.memory_seq_len = mem;
+            add_memory(m, s, r);
+          }
+        } catch (const Error& e) {
+          r.valid = false;
+          r.errors = {e.what()};
+        }
+        return r;
+      };
+      Plan q = p;
+      const MaxLenSearch full = max_seq_len_search(m, s, q, under);
+      const std::int64_t plain = max_seq_len_search(m, s, q).max_seq_len;
+      EXPECT_LE(n, plain) << describe(p) << " " << to_string(b) << " " << spec;
+      if (b == Balancer::per_document) {
+        EXPECT_EQ(n, full.max_seq_len) << describe(p) << " " << spec;
+        ++per_document;
+      } else {
+        ++balanced;
+      }
+      if (n == 0) continue;
+      q.seq_len = n;
+      const Result at = under(q);
+      padded += at.memory_seq_len > n;
+      EXPECT_TRUE(at.valid && at.fits) << describe(q) << " " << to_string(b) << " " << spec;
+      q.seq_len = n + seq_granularity(q);
+      std::vector<std::string> errors;
+      if (check_plan(m, s, q, errors)) {
+        const Result over = under(q);
+        EXPECT_FALSE(over.valid && over.fits) << describe(q) << " " << to_string(b) << " " << spec;
+      }
+    }
+  }
+  // ring-zigzag and allgather at SP 2, 4, 8 and hybrid U2xR2, U2xR4, U4xR2: 9 structures a mix.
+  EXPECT_EQ(per_document, 27);
+  EXPECT_EQ(balanced, 27);
+  EXPECT_GT(padded, 9);
+}
+
 TEST(MaxLenDocuments, AGlobalBatchOfTokensIsRefusedUnderDocuments) {
   const Model m = load_model("llama3-8b");
   const System s = load_system("dgx-h100");

@@ -21,6 +21,7 @@
 // (default 16).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,24 @@ struct SampledWorkload {
 // lowest); one that fits none (bin packing's leftovers) fills the sequence with the most room and
 // its rest goes back in line by length. Every token is kept (no padding).
 SampledWorkload sample_workload(const Workload& w, std::int64_t seq_len);
+
+// One workload sampled at many lengths (maxlen tries hundreds): under fill packing every length cuts
+// the same stream of drawn documents at multiples of it, so the stream is drawn once (extended to the
+// longest length asked) and each sample cut from it; best-fit and balanced packing are sampled
+// afresh. sample(n) == sample_workload(w, n), batch for batch and document for document.
+class WorkloadSampler {
+ public:
+  explicit WorkloadSampler(const Workload& w);
+  ~WorkloadSampler();
+  WorkloadSampler(const WorkloadSampler&) = delete;
+  WorkloadSampler& operator=(const WorkloadSampler&) = delete;
+  SampledWorkload sample(std::int64_t seq_len);
+
+ private:
+  struct Stream;
+  Workload w_;
+  std::unique_ptr<Stream> stream_;  // fill packing's drawn documents
+};
 
 // The next document length of the distribution (tests, and callers drawing their own streams).
 std::int64_t draw_length(const LengthDistribution& d, Rng& rng);
