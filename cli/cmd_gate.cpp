@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/reports/gate.hpp"
@@ -18,6 +19,7 @@ struct GateArgs {
   std::string baseline, current;
   seqpar::reports::GateOptions options;
   std::string time = "real";  // --time: Google Benchmark's real_time or cpu_time
+  std::string reference;      // --reference: the machine's speed benchmark, in both files
   bool json = false;
 };
 
@@ -46,12 +48,18 @@ void add_gate_command(CLI::App& app) {
                   "other work on a shared machine leaves alone)")
       ->check(CLI::IsMember({"real", "cpu"}))
       ->capture_default_str();
+  cmd->add_option("--reference", args->reference,
+                  "a benchmark in both files that measures the machine, not the code (seqpar-bench-sim's "
+                  "BM_MachineReference): the new times are put on the baseline machine's clock by the ratio of its "
+                  "medians, and it is not compared itself");
   cmd->add_flag("--json", args->json, "print the comparison as JSON");
   cmd->callback([args] {
     using namespace seqpar::reports;
     const Clock clock = args->time == "cpu" ? Clock::cpu : Clock::real;
     SampleSet base = read_samples(load_json_file(args->baseline), args->baseline, clock);
     SampleSet cur = read_samples(load_json_file(args->current), args->current, clock);
+    std::optional<ReferenceScale> scale;
+    if (!args->reference.empty()) scale = scale_to_reference(base, cur, args->reference);
     GateResult r = compare(base, cur, args->options);
     if (args->json) {
       nlohmann::json out = run_info_of_this_process();
@@ -59,12 +67,21 @@ void add_gate_command(CLI::App& app) {
       out["baseline"] = args->baseline;
       out["new"] = args->current;
       out["time"] = args->time;
+      if (scale)
+        out["reference"] = {{"name", scale->name}, {"baseline_median_s", scale->base_median_s},
+                            {"new_median_s", scale->new_median_s}, {"factor", scale->factor}};
       nlohmann::json result = to_json(r);
       for (auto& [k, v] : result.items()) out[k] = v;
       std::cout << dump_json(out) << "\n";
     } else {
       std::cout << fmt::format("baseline: {} ({})\nnew:      {} ({})\n", args->baseline, base.format, args->current, cur.format)
-                << (base.format == "google-benchmark" ? fmt::format("time:     {}\n", args->time) : "") << "\n"
+                << (base.format == "google-benchmark" ? fmt::format("time:     {}\n", args->time) : "")
+                << (scale ? fmt::format("machine:  {} took {:.4g} ms here, {:.4g} ms in the baseline: the new times "
+                                        "below are x {:.3f}, on the baseline machine's clock\n",
+                                        scale->name, 1e3 * scale->new_median_s, 1e3 * scale->base_median_s,
+                                        scale->factor)
+                          : "")
+                << "\n"
                 << format_table(r);
     }
     if (r.failed()) throw CLI::RuntimeError(1);  // CLI11's App::exit returns the code without printing

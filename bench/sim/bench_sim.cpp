@@ -2,6 +2,11 @@
 // `advise` and `maxlen` at cluster sizes. Single-threaded, as the figures in the README are per core.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
 #include "sim_cases.hpp"
 
 namespace {
@@ -46,6 +51,28 @@ void BM_MaxLen(benchmark::State& state) {
   state.counters["gpus"] = gpus;
 }
 BENCHMARK(BM_MaxLen)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The machine's own speed, for the CI gate (`seqpar gate --reference`): fixed work that uses no
+// seqpar code (a seeded shuffle, a sort, a pass of divisions and square roots over 64K doubles), so
+// the gate compares the simulator's times in units of this machine's, and a VM that runs 2x slower
+// today does not read as a 2x regression. About the size of one advise call.
+void BM_MachineReference(benchmark::State& state) {
+  std::vector<double> v(1 << 16);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (double& d : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64: the same numbers every run
+    d = double(x >> 11) * 0x1.0p-53;
+  }
+  for (auto _ : state) {
+    std::vector<double> w = v;
+    std::sort(w.begin(), w.end());
+    double acc = 0;
+    for (int pass = 0; pass < 8; ++pass)
+      for (const double d : w) acc += std::sqrt(d + pass) / (1.0 + d);
+    benchmark::DoNotOptimize(acc);
+  }
+}
+BENCHMARK(BM_MachineReference)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -79,6 +79,29 @@ void validate(const GateOptions& o) {
 
 }  // namespace
 
+ReferenceScale scale_to_reference(SampleSet& baseline, SampleSet& current, const std::string& reference) {
+  ReferenceScale r;
+  r.name = reference;
+  auto median_of = [&](SampleSet& set) {
+    auto it = std::find_if(set.benchmarks.begin(), set.benchmarks.end(),
+                           [&](const BenchmarkSamples& b) { return b.name == reference; });
+    if (it == set.benchmarks.end())
+      throw Error(fmt::format("{}: --reference: no benchmark named '{}' (the machine's reference must run on both sides)",
+                              set.source, reference));
+    const double m = it->samples_s.empty() ? 0.0 : summarize(it->samples_s).median;
+    if (!(m > 0))
+      throw Error(fmt::format("{}: --reference '{}': its median time {} is not positive", set.source, reference, m));
+    set.benchmarks.erase(it);
+    return m;
+  };
+  r.base_median_s = median_of(baseline);
+  r.new_median_s = median_of(current);
+  r.factor = r.base_median_s / r.new_median_s;
+  for (BenchmarkSamples& b : current.benchmarks)
+    for (double& x : b.samples_s) x *= r.factor;
+  return r;
+}
+
 GateResult compare(const SampleSet& baseline, const SampleSet& current, const GateOptions& options) {
   validate(options);
   GateResult r;

@@ -288,3 +288,42 @@ TEST(Gate, TheCommittedH100BaselinePassesItselfAndCatchesASlowerCopy) {
   }
   EXPECT_EQ(files, 4);
 }
+
+// A machine that runs everything 2.3x slower today (the reference too) is not a regression once
+// the new run is put on the baseline's clock; one benchmark 3x slower on the same machine still is.
+TEST(Gate, TheMachineReferencePutsTheNewRunOnTheBaselinesClock) {
+  const auto base = measurement({{"ref", noisy(8e-3, 0.01, 20, 5)}, {"sim", noisy(86e-3, 0.01, 20, 6)},
+                                 {"advise", noisy(22e-3, 0.01, 20, 7)}});
+  const auto slow_machine = measurement({{"ref", noisy(2.3 * 8e-3, 0.01, 20, 8)}, {"sim", noisy(2.3 * 86e-3, 0.01, 20, 9)},
+                                         {"advise", noisy(2.3 * 22e-3, 0.01, 20, 10)}});
+  GateOptions o;
+  o.min_effect = 1.0;
+  EXPECT_TRUE(run(base, slow_machine, o).failed());  // without the reference: a 2.3x "regression"
+  SampleSet b = read_samples(base, "base.json"), c = read_samples(slow_machine, "new.json");
+  const ReferenceScale scale = scale_to_reference(b, c, "ref");
+  EXPECT_NEAR(scale.factor, 1 / 2.3, 0.02);
+  EXPECT_EQ(b.find("ref"), nullptr);  // not compared itself
+  EXPECT_EQ(c.find("ref"), nullptr);
+  GateResult r = compare(b, c, o);
+  EXPECT_FALSE(r.failed()) << format_table(r);
+  ASSERT_EQ(r.rows.size(), 2u);
+  for (const GateRow& row : r.rows) EXPECT_NEAR(row.change, 0, 0.03) << row.name;
+  // The same slow machine, and the simulator 3x slower on top: caught.
+  SampleSet b2 = read_samples(base, "base.json");
+  SampleSet c2 = read_samples(measurement({{"ref", noisy(2.3 * 8e-3, 0.01, 20, 8)}, {"sim", noisy(3 * 2.3 * 86e-3, 0.01, 20, 9)},
+                                           {"advise", noisy(2.3 * 22e-3, 0.01, 20, 10)}}),
+                              "new.json");
+  (void)scale_to_reference(b2, c2, "ref");
+  GateResult slower = compare(b2, c2, o);
+  EXPECT_TRUE(slower.failed());
+  EXPECT_EQ(slower.rows[0].verdict, Verdict::slower);
+  EXPECT_NEAR(slower.rows[0].change, 2.0, 0.1);
+  // A reference missing on one side is refused, naming the file.
+  SampleSet b3 = read_samples(base, "base.json"), c3 = read_samples(measurement({{"sim", noisy(86e-3, 0.01, 20, 9)}}), "new.json");
+  try {
+    (void)scale_to_reference(b3, c3, "ref");
+    ADD_FAILURE() << "a missing reference was accepted";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("new.json: --reference: no benchmark named 'ref'"), std::string::npos) << e.what();
+  }
+}

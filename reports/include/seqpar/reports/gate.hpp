@@ -64,6 +64,19 @@ struct GateResult {
 
 GateResult compare(const SampleSet& baseline, const SampleSet& current, const GateOptions& options);
 
+// A shared VM's speed drifts by more than the regressions a gate must catch (2.3x over a day on
+// CI's 2-vCPU machines). With a reference benchmark in both runs (fixed work that shares no code
+// with what is measured), the new run is put on the baseline machine's clock: every new sample
+// times the baseline's reference median over the new run's, and the reference itself is taken
+// out of both sets. Throws seqpar::Error naming the file when either side lacks it or its median is
+// not positive.
+struct ReferenceScale {
+  std::string name;
+  double base_median_s = 0, new_median_s = 0;
+  double factor = 1;  // base_median_s / new_median_s: applied to the new samples
+};
+ReferenceScale scale_to_reference(SampleSet& baseline, SampleSet& current, const std::string& reference);
+
 // Human table: benchmark, baseline and new medians, change %, p-value, verdict; then a summary line.
 std::string format_table(const GateResult& r);
 nlohmann::json to_json(const GateResult& r);
