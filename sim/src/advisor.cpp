@@ -983,21 +983,34 @@ void name_limit(const Model& m, const System& s, Plan p, std::int64_t last, std:
 }
 }  // namespace
 
-MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan) {
-  return max_seq_len_search(m, s, plan, [&](const Plan& p) { return simulate(m, s, p); });
-}
-
-MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan, const SimulateAt& simulate_at) {
-  Plan p = plan;
-  const std::int64_t gran = seq_granularity(p);
-  std::vector<std::string> errors;
-  auto ok = [&](std::int64_t k) {
+namespace {
+// Whether the plan at k granules of its length breaks no rule and fits (simulate_at's answer): the
+// test both length searches bisect or gallop on.
+struct FitsAtGranules {
+  const Model& m;
+  const System& s;
+  Plan p;
+  const SimulateAt& simulate_at;
+  std::int64_t gran;
+  std::vector<std::string> errors{};
+  bool operator()(std::int64_t k) {
     p.seq_len = k * gran;
     errors.clear();
     if (!check_plan(m, s, p, errors)) return false;
     const Result r = simulate_at(p);
     return r.valid && r.fits;
-  };
+  }
+};
+}  // namespace
+
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan) {
+  return max_seq_len_search(m, s, plan, [&](const Plan& p) { return simulate(m, s, p); });
+}
+
+MaxLenSearch max_seq_len_search(const Model& m, const System& s, const Plan& plan, const SimulateAt& simulate_at) {
+  const Plan& p = plan;
+  const std::int64_t gran = seq_granularity(p);
+  FitsAtGranules ok{m, s, plan, simulate_at, gran};
   MaxLenSearch out;
   constexpr std::int64_t kLimit = limits::kMaxSeqLen;  // a trillion tokens: no GPU fits more
   const std::int64_t k_max = kLimit / gran;
@@ -1097,16 +1110,9 @@ std::int64_t last_true_near(std::int64_t hint, std::int64_t k_hi, Ok ok) {
 // granule more not fitting, found by galloping from the hint. No gaps are listed (plain has none).
 MaxLenSearch max_seq_len_search_from(const Model& m, const System& s, const Plan& plan, const SimulateAt& simulate_at,
                                      const MaxLenSearch& plain, std::int64_t hint) {
-  Plan p = plan;
+  const Plan& p = plan;
   const std::int64_t gran = seq_granularity(p);
-  std::vector<std::string> errors;
-  auto ok = [&](std::int64_t k) {
-    p.seq_len = k * gran;
-    errors.clear();
-    if (!check_plan(m, s, p, errors)) return false;
-    const Result r = simulate_at(p);
-    return r.valid && r.fits;
-  };
+  FitsAtGranules ok{m, s, plan, simulate_at, gran};
   MaxLenSearch out;
   const std::int64_t k_hi = plain.max_seq_len / gran;
   if (k_hi < 1 || !ok(1)) return out;
