@@ -146,6 +146,18 @@ struct Holder {
   std::vector<Span> spans;
 };
 
+// A holder's extent, for the pairs that need no count: keys all after the queries (nothing unmasked)
+// or, without a band, all at or before them (the whole grid). A document on R ring ranks meets R^2
+// holder pairs, nearly all of them one of these (a contiguous or zigzag layout keeps positions in
+// rank order), and one causal sequence on 1,024 ring ranks is a million pairs per sampled batch.
+struct Extent {
+  std::int64_t first = 0, last = 0, rows = 0;
+};
+
+Extent extent_of(const std::vector<Span>& spans) {
+  return {spans.front().begin, spans.back().end - 1, rows_of(spans)};
+}
+
 // Documents grouped by what the counts see: the same length held in the same spans by the same
 // ranks give the same counts, so each group is counted once and weighted by its size. Per-document
 // sharding of thousands of short documents has few distinct lengths: R^2 per length, not per document.
@@ -238,14 +250,26 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   for (const RankHold& h : layout.ranks) all_tokens += h.tokens;
   // Pairs and tiles: every document's holders against its holders (ring: rank r meets rank f's
   // block at step (r - f) mod R) or against the whole gathered document.
+  std::vector<Extent> extents;
   for (const DocClass& c : document_classes(layout)) {
     const std::vector<Span> whole = {{0, c.len}};
-    for (const Holder& q : c.holders) {
+    const Extent whole_extent = {0, c.len - 1, c.len};
+    extents.clear();
+    for (const Holder& h : c.holders) extents.push_back(extent_of(h.spans));
+    for (std::size_t qi = 0; qi < c.holders.size(); ++qi) {
+      const Holder& q = c.holders[qi];
+      const Extent& qe = extents[qi];
       // A tile of this piece costs the curve's figure at the piece's query rows in the call.
-      const double weight = opt.tile_cost.empty() ? 1.0 : tile_cost_at(opt.tile_cost, rows_of(q.spans));
-      auto add = [&](int step, const std::vector<Span>& keys) {
+      const double weight = opt.tile_cost.empty() ? 1.0 : tile_cost_at(opt.tile_cost, qe.rows);
+      auto add = [&](int step, const std::vector<Span>& keys, const Extent& ke) {
+        if (qe.last < ke.first) return;  // every key after every query
         std::int64_t pairs = 0, tiles = 0;
-        count_document(q.spans, keys, opt, pairs, tiles);
+        if (opt.window == 0 && qe.first >= ke.last) {  // every key at or before every query
+          pairs = checked_mul(qe.rows, ke.rows, "attention pairs");
+          tiles = checked_mul(ceil_div(qe.rows, opt.q_rows), ceil_div(ke.rows, opt.k_rows), "attention tiles");
+        } else {
+          count_document(q.spans, keys, opt, pairs, tiles);
+        }
         StepWork& st = out.grid[static_cast<std::size_t>(q.rank * out.steps + step)];
         st.pairs += checked_mul(pairs, c.count, "attention pairs");
         const std::int64_t t = checked_mul(tiles, c.count, "attention tiles");
@@ -253,9 +277,10 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
         st.cost += weight * static_cast<double>(t);
       };
       if (shape.kv_all_gather) {
-        add(0, whole);
+        add(0, whole, whole_extent);
       } else {
-        for (const Holder& k : c.holders) add((q.rank - k.rank + ring) % ring, k.spans);
+        for (std::size_t ki = 0; ki < c.holders.size(); ++ki)
+          add((q.rank - c.holders[ki].rank + ring) % ring, c.holders[ki].spans, extents[ki]);
       }
     }
   }
@@ -301,6 +326,7 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
   out.batches = static_cast<int>(s.batches.size());
   out.full_causal_pairs = causal_pairs(s.seq_len);
   std::vector<double> imb_pairs, imb_tiles;
+  std::vector<StepWork> step_max;
   for (const PackedBatch& batch : s.batches) {
     const BatchWork w = count_batch_work(batch.cu_seqlens, shape, b, opt);
     if (out.rank_pairs.empty()) {
@@ -322,19 +348,23 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
       launches = std::max<std::int64_t>(launches, rw.launches);
       masked = std::max<std::int64_t>(masked, rw.masked_steps);
     }
-    for (int st = 0; st < w.steps; ++st) {
-      std::int64_t mp = 0, mt = 0, mb = 0;
-      double mc = 0;
-      for (int r = 0; r < static_cast<int>(w.ranks.size()); ++r) {
-        mp = std::max(mp, w.at(r, st).pairs);
-        mt = std::max(mt, w.at(r, st).tiles);
-        mb = std::max(mb, w.at(r, st).kv_bytes);
-        mc = std::max(mc, w.at(r, st).cost);
+    // Each step's maxima over the ranks, taken rank by rank (the grid's order: R^2 cells at R = 1,024).
+    const auto steps = static_cast<std::size_t>(w.steps);
+    step_max.assign(steps, StepWork{});
+    for (std::size_t r = 0; r < w.ranks.size(); ++r)
+      for (std::size_t st = 0; st < steps; ++st) {
+        const StepWork& cell = w.grid[r * steps + st];
+        StepWork& m = step_max[st];
+        m.pairs = std::max(m.pairs, cell.pairs);
+        m.tiles = std::max(m.tiles, cell.tiles);
+        m.kv_bytes = std::max(m.kv_bytes, cell.kv_bytes);
+        m.cost = std::max(m.cost, cell.cost);
       }
-      out.step_max_cost[static_cast<std::size_t>(st)] += mc;
-      out.step_max_pairs[static_cast<std::size_t>(st)] += static_cast<double>(mp);
-      out.step_max_tiles[static_cast<std::size_t>(st)] += static_cast<double>(mt);
-      out.step_max_kv_bytes[static_cast<std::size_t>(st)] += static_cast<double>(mb);
+    for (std::size_t st = 0; st < steps; ++st) {
+      out.step_max_cost[st] += step_max[st].cost;
+      out.step_max_pairs[st] += static_cast<double>(step_max[st].pairs);
+      out.step_max_tiles[st] += static_cast<double>(step_max[st].tiles);
+      out.step_max_kv_bytes[st] += static_cast<double>(step_max[st].kv_bytes);
     }
     const RankWork& slow = w.ranks[static_cast<std::size_t>(w.slowest_rank)];
     out.slowest_pairs += static_cast<double>(slow.pairs);
