@@ -40,13 +40,20 @@ class Items {
     total_ += bytes;
     if constexpr (Named) list_.push_back({name, part, bytes});
   }
-  // Every term of `from`, `times` over (skipped when not positive), under `rename` when given.
+  // Every term of `from`, `times` over (skipped when not positive); under `rename` when given, one
+  // term per part (the layers below hold a dozen tensors each: one line, not a dozen of one name).
   void add_all(const Items& from, double times = 1, std::string_view rename = {}) {
     if (times <= 0) return;
     for (std::size_t k = 0; k < parts_.size(); ++k) parts_[k] += from.parts_[k] * times;
     total_ += from.total_ * times;
-    if constexpr (Named)
-      for (const Item& i : from.list_) list_.push_back({rename.empty() ? i.name : rename, i.part, i.bytes * times});
+    if constexpr (Named) {
+      if (rename.empty()) {
+        for (const Item& i : from.list_) list_.push_back({i.name, i.part, i.bytes * times});
+        return;
+      }
+      for (std::size_t k = 0; k < parts_.size(); ++k)
+        if (from.parts_[k] != 0) list_.push_back({rename, static_cast<MemPart>(k), from.parts_[k] * times});
+    }
   }
   double total() const { return total_; }
   double part(MemPart p) const { return parts_[static_cast<std::size_t>(p)]; }
