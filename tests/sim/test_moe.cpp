@@ -194,7 +194,8 @@ TEST(Moe, HuggingFaceConfigsReadAsThePresets) {
   json gl = kGlm45Air;
   gl["first_k_dense_replace"] = 46;
   EXPECT_THROW(load_model(write_config("glm-all-dense", gl)), Error);
-  // DeepSeek-V3's latent attention is not modelled: its family is refused.
+  // A deepseek_v3 config without its latent-attention keys (qk_nope_head_dim, ...) is refused
+  // (test_mla.cpp reads the real one).
   json ds = kGlm45Air;
   ds["model_type"] = "deepseek_v3";
   EXPECT_THROW(load_model(write_config("deepseek", ds)), Error);
