@@ -41,11 +41,7 @@ const char* kQwen2_7b = R"({
 
 // A fresh folder per test holding <name>/config.json, as a downloaded model is laid out.
 std::string write_config(const std::string& folder, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "seqpar_hf_test" / folder;
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "config.json";
-  std::ofstream(path) << text;
-  return path.string();
+  return testing::write_config("seqpar_hf_test", folder, text);
 }
 
 std::string with(const char* base, const std::string& key, const std::string& value) {

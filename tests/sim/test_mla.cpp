@@ -193,11 +193,7 @@ TEST(Mla, LatentFieldsAreChecked) {
 }
 
 std::string write_mla_config(const std::string& folder, const json& doc) {
-  const auto dir = std::filesystem::temp_directory_path() / "seqpar_mla_test" / folder;
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "config.json";
-  std::ofstream(path) << doc.dump();
-  return path.string();
+  return testing::write_config("seqpar_mla_test", folder, doc.dump());
 }
 
 // DeepSeek-V3's figures (deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json) under the

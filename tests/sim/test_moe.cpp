@@ -134,11 +134,7 @@ TEST(Moe, ExpertFieldsAreChecked) {
 
 // The published config.json files (their MoE and shape keys) give the presets' models.
 std::string write_config(const std::string& folder, const json& doc) {
-  const auto dir = std::filesystem::temp_directory_path() / "seqpar_moe_test" / folder;
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "config.json";
-  std::ofstream(path) << doc.dump();
-  return path.string();
+  return testing::write_config("seqpar_moe_test", folder, doc.dump());
 }
 
 // Qwen/Qwen3-30B-A3B config.json (its shape and MoE keys as published).
