@@ -119,9 +119,9 @@ std::string window_method_error(const Model& m, const Plan& p) {
                      m.sliding_layers(), m.sliding_window, p.seq_len, why);
 }
 
-std::string latent_method_error(const Model& m, const Plan& p) {
+std::string latent_method_error(const Model& m, const System& s, const Plan& p) {
   if (!m.mla() || p.sp == 1) return {};  // sp 1: no context parallelism, whatever the method's name
-  std::string why = latent_refusal(p.method);
+  std::string why = latent_refusal(p.method, s.gpu.attention_kernel);
   if (why.empty()) return why;
   return fmt::format("method: model '{}' has latent attention (kv_lora_rank {}, keys {} and values {} wide); {}", m.name,
                      m.latent.kv_rank, m.head_dim, m.v_dim(), why);
@@ -165,7 +165,7 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
     if (std::string why = window_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
   // Latent attention runs under the methods an implementation serves it with (latent_attention.hpp).
   if (m.mla()) {
-    if (std::string why = latent_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
+    if (std::string why = latent_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
     // How TP shares the latent projections (which ranks run the down-projections W_dq and W_dkv,
     // whose outputs every head needs) is not modelled: refused rather than costed as split.
     if (p.tp > 1)

@@ -114,7 +114,7 @@ TEST(Mla, RingWorkAndBytesByHand) {
 // group's tokens (N/R) for its heads/U = 1 head.
 //   SP 4 (U 2, R 2): q,k,v 2 x 16 x (2 x 6 + 2 x 10) = 1024; out 2 x 16 x 2 x 4 = 256; hop 2 x 32 x 1 x 10 = 640
 //   SP 8 (U 2, R 4): 2 x 8 x 32 = 512; 2 x 8 x 8 = 128; hop 2 x 16 x 10 = 320
-//   SP 2: a hybrid needs U > 1 and R > 1; Ulysses alone is refused (MethodsWithoutAnImplementation...).
+//   SP 2: a hybrid needs U > 1 and R > 1 (Ulysses alone: UlyssesBytesByHand).
 TEST(Mla, HybridAllToAllAndRingBytesByHand) {
   const Model m = tiny_latent();
   struct Case { int sp, u, r; double qkv, o, hop; };
@@ -136,33 +136,72 @@ TEST(Mla, DeepSeekV3RingHopIsTheUpProjectedKv) {
   EXPECT_NEAR(a.kv_block_bytes / (2.0 * 16384 * (512 + 64)), 71.1, 0.05);
 }
 
+// Transformer Engine 2.16 on: ring-zigzag (p2p) and hybrid (a2a+p2p) with any kernel, ulysses (a2a)
+// and allgather (all_gather) with cuDNN's; contiguous shards with none.
 TEST(Mla, MethodsWithoutAnImplementationAreRefused) {
-  const System s = load_system("dgx-h100");
+  System flash = load_system("dgx-h100");
+  flash.gpu.attention_kernel = "flash-attention-3";
+  System cudnn = flash;
+  cudnn.gpu.attention_kernel = "cudnn";
   const Model m = load_model("deepseek-v3");
-  for (Method meth : {Method::ulysses, Method::allgather, Method::ring, Method::allgather_contiguous}) {
-    const int u = meth == Method::ulysses ? 8 : 1;
-    const Plan p = plan(meth, 8, 1 << 16, 8, u, 8 / u);
-    const std::string why = latent_method_error(m, p);
+  auto split = [](Method meth) { return meth == Method::ulysses ? 8 : meth == Method::hybrid ? 2 : 1; };
+  auto expect_refused = [&](const System& s, Method meth, const std::string& words) {
+    const Plan p = plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth));
+    const std::string why = latent_method_error(m, s, p);
     EXPECT_EQ(why.rfind("method: model 'deepseek-v3' has latent attention (kv_lora_rank 512, keys 192 and values 128 "
                         "wide); " + std::string(to_string(meth)) + ": no implementation", 0), 0u) << why;
-    EXPECT_NE(why.find("The context parallel running configs cannot support MLA!"), std::string::npos) << why;
+    EXPECT_NE(why.find(words), std::string::npos) << why;
     const Result r = simulate(m, s, p);
     EXPECT_FALSE(r.valid) << to_string(meth);
     bool listed = false;
     for (const std::string& e : r.errors) listed |= e == why;
     EXPECT_TRUE(listed) << json(r.errors).dump();
-  }
-  for (Method meth : {Method::ring_zigzag, Method::hybrid}) {
-    const int u = meth == Method::hybrid ? 2 : 1;
-    EXPECT_EQ(latent_method_error(m, plan(meth, 8, 1 << 16, 8, u, 8 / u)), "") << to_string(meth);
-  }
+  };
+  for (Method meth : {Method::ulysses, Method::allgather})
+    expect_refused(flash, meth, "with the flash-attention-3 attention kernel");
+  for (const System* s : {&flash, &cudnn})
+    for (Method meth : {Method::ring, Method::allgather_contiguous})
+      expect_refused(*s, meth, "over contiguous shards");
+  for (Method meth : {Method::ring_zigzag, Method::hybrid})
+    EXPECT_EQ(latent_method_error(m, flash, plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth))), "")
+        << to_string(meth);
+  for (Method meth : {Method::ring_zigzag, Method::hybrid, Method::ulysses, Method::allgather})
+    EXPECT_EQ(latent_method_error(m, cudnn, plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth))), "")
+        << to_string(meth);
+  EXPECT_NE(latent_refusal(Method::ulysses, "flash-attention-2").find("MLA CP currently only support KV P2P!"),
+            std::string::npos);
   // No context parallelism: the method's name means nothing.
-  EXPECT_EQ(latent_method_error(m, plan(Method::ulysses, 8, 1 << 16, 1, 1, 1)), "");
+  EXPECT_EQ(latent_method_error(m, flash, plan(Method::ulysses, 8, 1 << 16, 1, 1, 1)), "");
   // Tensor parallelism of the latent projections is not modelled: refused by name.
-  const Result tp = simulate(m, s, plan(Method::ring_zigzag, 16, 1 << 16, 8, 1, 8, 2));
+  const Result tp = simulate(m, cudnn, plan(Method::ring_zigzag, 16, 1 << 16, 8, 1, 8, 2));
   bool named = false;
   for (const std::string& e : tp.errors) named |= e.rfind("tp: tensor parallelism of latent attention", 0) == 0;
   EXPECT_TRUE(named) << json(tp.errors).dump();
+}
+
+// Ulysses (cuDNN's kernel) at SP 2 on N = 64, tiny_latent (2 heads: U at most 2): the all-to-all
+// sends q (6), k (6) and v (4) of both heads for the rank's 32 tokens and brings the output (4 a
+// head) back: q,k,v 2 bytes x 32 x (2 x 6 + 2 x 10) = 2048; out 2 x 32 x 8 = 512. Each rank then
+// runs the whole sequence for 1 head: model FLOPs per GPU 81920 / 2, as the ring's.
+TEST(Mla, UlyssesBytesByHand) {
+  System s = testing::round_system();
+  s.gpu.attention_kernel = "cudnn";
+  const Model m = tiny_latent();
+  const Plan p = plan(Method::ulysses, 2, 64, 2, 2, 1);
+  const AttentionShapes a = attention_shapes(m, p);
+  EXPECT_EQ(a.qkv_a2a_bytes, 2048.0);
+  EXPECT_EQ(a.o_a2a_bytes, 512.0);
+  EXPECT_DOUBLE_EQ(attention_layer_cost(m, s, p).model_flops_fwd, 40960.0);
+  const Result r = simulate(m, s, p);
+  EXPECT_TRUE(r.valid) << json(r.errors).dump();
+  // DeepSeek-V3, 128 heads, at U = 2, 4, 8 and 64K: 2 bytes x 65536/U tokens x 128 x (192 + 192 + 128)
+  // = 8,589,934,592 / U bytes in, 2 x 65536/U x 128 x 128 = 2,147,483,648 / U out.
+  const Model d = load_model("deepseek-v3");
+  for (int U : {2, 4, 8}) {
+    const AttentionShapes a = attention_shapes(d, plan(Method::ulysses, U, 1 << 16, U, U, 1));
+    EXPECT_EQ(a.qkv_a2a_bytes, 8'589'934'592.0 / U) << U;
+    EXPECT_EQ(a.o_a2a_bytes, 2'147'483'648.0 / U) << U;
+  }
 }
 
 TEST(Mla, LatentFieldsAreChecked) {
