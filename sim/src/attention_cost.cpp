@@ -22,7 +22,9 @@ namespace seqpar::sim {
 
 AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   AttentionShapes a;
-  const double U = p.ulysses_degree, R = p.ring_degree, N = double(p.seq_len), d = m.head_dim;
+  // Keys are head_dim wide and values v_dim (latent attention; both head_dim otherwise): q and k
+  // cross at head_dim, v at v_dim, the output at v_dim; a K,V pair is 2 x pair_dim values.
+  const double U = p.ulysses_degree, R = p.ring_degree, N = double(p.seq_len), d = m.head_dim, kv = 2.0 * m.pair_dim();
   a.batch = p.micro_batch;
   a.local_tokens = N / p.sp;
   a.attn_tokens = N / R;
@@ -31,9 +33,9 @@ AttentionShapes attention_shapes(const Model& m, const Plan& p) {
   a.heads_local = a.heads_tp / U;
   a.kv_heads_sent = kv_heads_sent(m, p);
   a.kv_heads_local = a.kv_heads_sent / U;
-  a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (a.heads_tp + 2.0 * a.kv_heads_sent) * d;
-  a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * a.heads_tp * d;
-  a.kv_block_bytes = kBf16 * 2.0 * a.batch * a.attn_tokens * a.kv_heads_local * d;
+  a.qkv_a2a_bytes = kBf16 * a.batch * a.local_tokens * (a.heads_tp * d + a.kv_heads_sent * kv);
+  a.o_a2a_bytes = kBf16 * a.batch * a.local_tokens * a.heads_tp * m.v_dim();
+  a.kv_block_bytes = kBf16 * a.batch * a.attn_tokens * a.kv_heads_local * kv;
   a.block_tokens = zigzag_ring(p) && m.causal ? a.attn_tokens / 2 : a.attn_tokens;
   a.key_tokens = a.attn_tokens;
   if (kv_all_gather(p)) {
@@ -76,7 +78,7 @@ double prefix_call_time(const System& s, double diagonal_flops, double prefix_fl
 // and dK,dV of the whole sequence are reduce-scattered after it; none of it overlaps compute.
 AttentionCost all_gather_attention_cost(const Model& m, const System& s, const Plan& p, const AttentionShapes& a,
                                         AttentionCost c, const DocumentCosts* docs) {
-  const double d = m.head_dim, R = p.ring_degree, N = double(p.seq_len);
+  const double d = m.pair_dim(), R = p.ring_degree, N = double(p.seq_len);  // attention_flops' width
   const bool head_tail = zigzag_ring(p), fp8 = p.precision.has(Fp8Part::attention);
   // Rows of one call, and the calls of the critical rank: (diagonal FLOPs, prefix FLOPs) each.
   const double rows = a.block_tokens;
@@ -120,7 +122,7 @@ AttentionCost all_gather_attention_cost(const Model& m, const System& s, const P
 AttentionCost full_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
   const AttentionShapes a = attention_shapes(m, p);
   AttentionCost c;
-  const double d = m.head_dim;
+  const double d = m.pair_dim();  // attention_flops' width (compute_cost.hpp)
   const bool fp8 = p.precision.has(Fp8Part::attention);
   const double mask = m.causal ? 0.5 : 1.0;  // a causal mask halves the work
   // Per GPU: a sequence's attention shared by its SP group's ranks and, inside each, by the TP ranks' heads;

@@ -50,6 +50,8 @@ double mlp_gemm_flops(const Model& m, double tokens) {
 }
 
 double attention_gemm_flops(const Model& m, double tokens) {
+  // Latent attention: its five projections (model.hpp), one multiply-add per weight and token.
+  if (m.mla()) return 2.0 * tokens * double(m.attention_weight_params());
   const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
   return 2.0 * tokens * m.hidden * (q + 2.0 * kv) + 2.0 * tokens * q * m.hidden;
 }
@@ -92,7 +94,9 @@ double layer_norm_region_bytes_per_token(const Model& m) { return kBf16 * (4.0 +
 double layer_elementwise_bytes_per_token(const Model& m) {
   // The norm regions, RoPE on q and k (none with learned positions, added once at the embedding),
   // and the activation (SwiGLU reads gate and up, writes one; GELU reads one, writes one).
-  const double qk = m.positions == PositionKind::rope ? double(m.heads + m.kv_heads) * m.head_dim : 0.0;
+  // Latent attention rotates the last rope_dim of each q head and the one shared rotary key.
+  const double rotated = m.mla() ? double(m.heads + 1) * m.latent.rope_dim : double(m.heads + m.kv_heads) * m.head_dim;
+  const double qk = m.positions == PositionKind::rope ? rotated : 0.0;
   const double act = m.mlp == MlpKind::swiglu ? 3.0 * m.mlp_width() : 2.0 * m.mlp_width();
   return layer_norm_region_bytes_per_token(m) + kBf16 * (2.0 * qk + act);
 }

@@ -29,6 +29,7 @@ struct Family {
   bool tied_default;    // tie_word_embeddings when the config leaves it out (transformers' default)
   bool learned_positions;  // a learned position table (GPT-2's wpe) instead of rotary embeddings
   bool experts = false;    // a mixture-of-experts family (read_experts)
+  bool latent = false;     // latent attention (read_latent): DeepSeek-V2/V3
 };
 
 constexpr Family kFamilies[] = {
@@ -39,6 +40,8 @@ constexpr Family kFamilies[] = {
     // Mixtures of experts (read_experts); gpt-oss's attention sinks and biases are not modelled.
     {"qwen3_moe", false, true, true, false, false, true}, {"mixtral", false, true, true, false, false, true},
     {"glm4_moe", false, true, true, false, false, true},  {"gpt_oss", false, true, true, false, false, true},
+    // DeepSeek-V2 and V3: latent attention (read_latent) and experts read as GLM-4.5's (same keys).
+    {"deepseek_v2", false, true, true, false, false, true, true}, {"deepseek_v3", false, true, true, false, false, true, true},
     {"gpt_neox", false, false, false, false, false},  // rotary (on rotary_pct of head_dim)
     // GPT-2 ties its LM head to the token embedding unless the config says otherwise.
     {"gpt2", true, false, false, true, true},
@@ -84,11 +87,19 @@ bool read_by_moe_family(std::string_view key) {
   return false;
 }
 
+// The families whose experts are spelt as GLM-4.5's (n_routed_experts, moe_intermediate_size,
+// n_shared_experts, first_k_dense_replace) and whose multi-token-prediction layers are left out
+// with a note (read_experts), not refused.
+bool glm_style_experts(const Family& fam) {
+  const std::string_view t = fam.model_type;
+  return t == "glm4_moe" || t == "deepseek_v2" || t == "deepseek_v3";
+}
+
 void refuse_unmodelled(const json& doc, const Family& fam, const std::string& file) {
   for (const auto& u : kUnmodelled) {
     if (fam.experts && read_by_moe_family(u.key)) continue;
-    // GLM-4.5's multi-token-prediction layer is left out with a note (read_experts), not refused.
-    if (std::string_view(fam.model_type) == "glm4_moe" && std::string_view(u.key) == "num_nextn_predict_layers") continue;
+    if (glm_style_experts(fam) && std::string_view(u.key) == "num_nextn_predict_layers") continue;
+    if (fam.latent && (std::string_view(u.key) == "kv_lora_rank" || std::string_view(u.key) == "q_lora_rank")) continue;
     auto it = doc.find(u.key);
     if (it != doc.end() && set(*it))
       throw Error(fmt::format("{}: field '{}' = {} describes {}, which seqpar does not model", file, u.key,
@@ -215,7 +226,7 @@ std::int64_t whole_or_zero(const json& doc, const char* key, const std::string& 
 //     the MTP layers (num_nextn_predict_layers) are left out, said in the description.
 void read_experts(const json& doc, const Family& fam, const std::string& file, json& p) {
   const std::string type = fam.model_type;
-  const bool glm = type == "glm4_moe", qwen = type == "qwen3_moe";
+  const bool glm = glm_style_experts(fam), qwen = type == "qwen3_moe";
   const char* k_routed = glm ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
   p["experts"] = size_figure(doc, k_routed, file, limits::kMaxHeads);
   p["experts_per_token"] = size_figure(doc, "num_experts_per_tok", file, limits::kMaxHeads);
@@ -230,6 +241,10 @@ void read_experts(const json& doc, const Family& fam, const std::string& file, j
                               "(only leading ones)", file, dump_json(doc["mlp_only_layers"], -1)));
   }
   if (glm) {
+    // DeepSeek's moe_layer_freq: every k-th layer after the dense ones is MoE; only 1 is modelled.
+    if (present(doc, "moe_layer_freq") && doc["moe_layer_freq"] != 1)
+      throw Error(fmt::format("{}: field 'moe_layer_freq' = {}: only every-layer MoE after the dense layers (1) is "
+                              "modelled", file, dump_json(doc["moe_layer_freq"], -1)));
     const std::int64_t shared = whole_or_zero(doc, "n_shared_experts", file, limits::kMaxHeads);
     if (shared > 0) {
       p["shared_experts"] = size_figure(doc, "n_shared_experts", file, limits::kMaxHeads);
@@ -246,6 +261,27 @@ void read_experts(const json& doc, const Family& fam, const std::string& file, j
       p["description"] = fmt::format("{}; its {} multi-token-prediction layer(s) (num_nextn_predict_layers) are not "
                                      "modelled", p["description"].get<std::string>(), mtp);
   }
+}
+
+// Latent attention (model.hpp: Latent) as DeepSeek-V2/V3's configs spell it (transformers'
+// DeepseekV3Config), into the preset's keys (presets.cpp: read_latent): kv_lora_rank,
+// qk_rope_head_dim, v_head_dim, q_lora_rank (null or absent: q projected directly, DeepSeek-V2-Lite);
+// the q/k heads' width is qk_nope_head_dim + qk_rope_head_dim (a config's head_dim, which
+// transformers sets to qk_rope_head_dim for the rotary tables, is not the heads' width).
+void read_latent(const json& doc, const std::string& file, json& p) {
+  const json nope = size_figure(doc, "qk_nope_head_dim", file, limits::kMaxHeadDim);
+  const json rope = size_figure(doc, "qk_rope_head_dim", file, limits::kMaxHeadDim);
+  const std::int64_t n = nope["value"].get<std::int64_t>(), r = rope["value"].get<std::int64_t>();
+  if (n + r > limits::kMaxHeadDim)
+    throw Error(fmt::format("{}: qk_nope_head_dim + qk_rope_head_dim = {} is above the limit of {}", file, n + r,
+                            limits::kMaxHeadDim));
+  p["head_dim"] = {{"value", n + r},
+                   {"source", fmt::format("{}: qk_nope_head_dim + qk_rope_head_dim = {} + {}", file, n, r)}};
+  p["qk_rope_head_dim"] = rope;
+  p["kv_lora_rank"] = size_figure(doc, "kv_lora_rank", file, limits::kMaxHidden);
+  p["v_head_dim"] = size_figure(doc, "v_head_dim", file, limits::kMaxHeadDim);
+  if (whole_or_zero(doc, "q_lora_rank", file, limits::kMaxHidden) > 0)
+    p["q_lora_rank"] = size_figure(doc, "q_lora_rank", file, limits::kMaxHidden);
 }
 
 }  // namespace
@@ -312,7 +348,9 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   if (const std::int64_t kv = p["kv_heads"]["value"].get<std::int64_t>(); heads % kv != 0)
     throw Error(fmt::format("{}: {} {} is not a multiple of num_key_value_heads {} (grouped-query attention shares "
                             "each KV head among a whole number of query heads)", file, k_heads, heads, kv));
-  if (present(doc, "head_dim")) {
+  if (fam->latent) {
+    read_latent(doc, file, p);
+  } else if (present(doc, "head_dim")) {
     p["head_dim"] = size_figure(doc, "head_dim", file, limits::kMaxHeadDim);
   } else {
     if (hidden % heads != 0)

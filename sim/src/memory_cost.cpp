@@ -133,8 +133,10 @@ std::array<double, kWidths> rank_widths(const Model& m, const Framework& f, cons
   set(Width::hidden, f.tp_sequence_parallel ? m.hidden / t : m.hidden);
   set(Width::ffn, m.mlp_width() / t);  // ffn_hidden for a dense model; a MoE token's experts' rows
   set(Width::q, double(m.heads) / t * d);
-  set(Width::kv, double(kv_heads_per_tp_rank(m.kv_heads, p.tp)) * d);
-  set(Width::kv_attention, double(kv_heads_sent(m, p)) * d);
+  // K and V count as two tensors of `kv` (framework.hpp): their mean width per head (latent
+  // attention: keys head_dim, values v_dim wide; head_dim otherwise).
+  set(Width::kv, double(kv_heads_per_tp_rank(m.kv_heads, p.tp)) * m.pair_dim());
+  set(Width::kv_attention, double(kv_heads_sent(m, p)) * m.pair_dim());
   set(Width::heads, m.heads / t);
   set(Width::head_dim, m.head_dim);
   set(Width::one, 1);
@@ -242,7 +244,7 @@ double method_buffers(const Model& m, const Framework& f, const Plan& p, const A
     const double kvb = sh.kv_block_bytes;                  // K and V of one ring step, bf16
     const double dq_acc = kF32 * T * sh.heads_tp * d;      // = B x (N/R) x (heads/(tp U)) x d
     // One call's dQ over the longest query segment (query_rows) and dK, dV over a whole group.
-    const double block = kBf16 * (query_rows(sh) * sh.heads_local + 2 * sh.attn_tokens * sh.kv_heads_local) * d;
+    const double block = kBf16 * (query_rows(sh) * sh.heads_local * d + 2 * sh.attn_tokens * sh.kv_heads_local * m.pair_dim());
     ring += (2 + 6) * kvb + dq_acc + block;                // 2: K,V double; 6: 3 fp32 dK,dV
   }
   if (p.ulysses_degree == 1) return ring;

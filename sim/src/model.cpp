@@ -54,10 +54,21 @@ std::int64_t Model::fc1_columns() const { return mul(mlp == MlpKind::swiglu ? 2 
 
 std::int64_t Model::norm_params() const { return norm == NormKind::layernorm ? 2 * std::int64_t{hidden} : hidden; }
 
-std::int64_t Model::attention_params() const {
+std::int64_t Model::attention_weight_params() const {
   const std::int64_t h = hidden, q = mul(heads, head_dim), kv = mul(kv_heads, head_dim);
-  return add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
+  if (!mla()) return add(mul(2, mul(h, q)), mul(2, mul(h, kv)));
+  // DeepSeek-V3's MLA (inference/model.py): wq_a (h x q_rank) and wq_b (q_rank x heads*head_dim), or
+  // wq (h x heads*head_dim) without a q rank; wkv_a (h x (kv_rank + rope)); wkv_b (kv_rank x
+  // heads*(qk_nope + v)); wo (heads*v x h).
+  const std::int64_t qr = latent.q_rank, kr = latent.kv_rank, rope = latent.rope_dim;
+  const std::int64_t wq = qr > 0 ? add(mul(h, qr), mul(qr, q)) : mul(h, q);
+  const std::int64_t wkv_a = mul(h, add(kr, rope));
+  const std::int64_t wkv_b = mul(kr, mul(heads, add(head_dim - rope, v_dim())));
+  const std::int64_t wo = mul(mul(heads, v_dim()), h);
+  return add(add(wq, wkv_a), add(wkv_b, wo));
 }
+
+std::int64_t Model::attention_params() const { return add(attention_weight_params(), latent_norm_params()); }
 
 std::int64_t Model::dense_mlp_params() const { return add(mul(hidden, fc1_columns()), mul(hidden, ffn_hidden)); }
 

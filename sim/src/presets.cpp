@@ -445,6 +445,47 @@ void read_experts(const json& j, std::string_view what, Model& m) {
 }
 }  // namespace
 
+// Latent attention (model.hpp: Latent): "kv_lora_rank", "qk_rope_head_dim" and "v_head_dim"
+// together, with "q_lora_rank" optional (0 or absent: q projected from the hidden state), or none
+// of them. "head_dim" is then the q/k heads' width, qk_nope_head_dim + qk_rope_head_dim.
+void read_latent(const json& j, std::string_view what, Model& m) {
+  const char* required[] = {"kv_lora_rank", "qk_rope_head_dim", "v_head_dim"};
+  int given = 0;
+  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  if (given == 0) {
+    if (j.contains("q_lora_rank"))
+      throw Error(fmt::format("{}: q_lora_rank describes latent attention: give 'kv_lora_rank', 'qk_rope_head_dim' "
+                              "and 'v_head_dim' too", what));
+    return;
+  }
+  if (given != 3)
+    throw Error(fmt::format("{}: latent attention needs all of 'kv_lora_rank', 'qk_rope_head_dim' and 'v_head_dim'",
+                            what));
+  Latent& l = m.latent;
+  l.kv_rank = count(j, "kv_lora_rank", what, limits::kMaxHidden);
+  l.rope_dim = count(j, "qk_rope_head_dim", what, limits::kMaxHeadDim);
+  m.v_head_dim = count(j, "v_head_dim", what, limits::kMaxHeadDim);
+  if (j.contains("q_lora_rank")) {
+    const json& d = j["q_lora_rank"];
+    const json& v = d.is_object() && d.contains("value") ? d["value"] : d;
+    // 0 is valid here (q projected directly, DeepSeek-V2-Lite), so it is not a count() field.
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > limits::kMaxHidden)
+      throw Error(fmt::format("{}: field 'q_lora_rank' must be a whole number from 0 to {} (got {})", what,
+                              limits::kMaxHidden, dump_json(v, -1)));
+    l.q_rank = static_cast<int>(v.get<std::int64_t>());
+  }
+  if (l.rope_dim >= m.head_dim)
+    throw Error(fmt::format("{}: qk_rope_head_dim {} must be less than head_dim {} (head_dim = qk_nope_head_dim + "
+                            "qk_rope_head_dim: each key has a non-rotary part up-projected from the latent)",
+                            what, l.rope_dim, m.head_dim));
+  if (m.kv_heads != m.heads)
+    throw Error(fmt::format("{}: latent attention up-projects a key and a value for every head: kv_heads {} must equal "
+                            "heads {}", what, m.kv_heads, m.heads));
+  if (m.positions != PositionKind::rope)
+    throw Error(fmt::format("{}: latent attention rotates qk_rope_head_dim of each head: positions must be 'rope'",
+                            what));
+}
+
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
@@ -454,7 +495,8 @@ Model model_from_json(const json& j, std::string_view what) {
   check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
                    "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "active_params", "sources", "sliding_window",
                    "sliding_window_pattern", "layer_types", "experts", "experts_per_token", "expert_ffn_hidden",
-                   "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance"},
+                   "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank",
+                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim"},
                what);
   Model m;
   m.name = name_of(j, what);
@@ -481,9 +523,11 @@ Model model_from_json(const json& j, std::string_view what) {
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));
   read_attention_kinds(j, what, m);
   read_experts(j, what, m);
+  read_latent(j, what, m);
   for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "sliding_window",
                         "sliding_window_pattern", "experts", "experts_per_token", "expert_ffn_hidden", "shared_experts",
-                        "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance"}) {
+                        "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank", "kv_lora_rank",
+                        "qk_rope_head_dim", "v_head_dim"}) {
     auto f = j.find(k);  // present: count() above required it
     if (f == j.end() || !f->is_object()) continue;
     if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();

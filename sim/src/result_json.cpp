@@ -43,6 +43,13 @@ json to_json(const Model& m) {
     j["expert_imbalance"] = e.imbalance;
     j["active_params"] = m.active_params();
   }
+  // Latent attention only where the model has it, in the preset's keys.
+  if (m.mla()) {
+    if (m.latent.q_rank > 0) j["q_lora_rank"] = m.latent.q_rank;
+    j["kv_lora_rank"] = m.latent.kv_rank;
+    j["qk_rope_head_dim"] = m.latent.rope_dim;
+    j["v_head_dim"] = m.v_dim();
+  }
   return j;
 }
 

@@ -12,6 +12,7 @@
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/moe_cost.hpp"
+#include "seqpar/sim/latent_attention.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
@@ -118,6 +119,14 @@ std::string window_method_error(const Model& m, const Plan& p) {
                      m.sliding_layers(), m.sliding_window, p.seq_len, why);
 }
 
+std::string latent_method_error(const Model& m, const System& s, const Plan& p) {
+  if (!m.mla() || p.sp == 1) return {};  // sp 1: no context parallelism, whatever the method's name
+  std::string why = latent_refusal(p.method, s.gpu.attention_kernel);
+  if (why.empty()) return why;
+  return fmt::format("method: model '{}' has latent attention (kv_lora_rank {}, keys {} and values {} wide); {}", m.name,
+                     m.latent.kv_rank, m.head_dim, m.v_dim(), why);
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -154,6 +163,15 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
   // (banded_at first: the common unbanded plan pays no call, as before the rule had a function.)
   if (m.banded_at(p.seq_len))
     if (std::string why = window_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
+  // Latent attention runs under the methods an implementation serves it with (latent_attention.hpp).
+  if (m.mla()) {
+    if (std::string why = latent_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
+    // How TP shares the latent projections (which ranks run the down-projections W_dq and W_dkv,
+    // whose outputs every head needs) is not modelled: refused rather than costed as split.
+    if (p.tp > 1)
+      errors.push_back(fmt::format("tp: tensor parallelism of latent attention ('{}') is not modelled yet (its "
+                                   "down-projections feed every head); give --tp 1", m.name));
+  }
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;

@@ -59,7 +59,7 @@ double band_pairs_between(double a, double c, double W) {
 AttentionCost sliding_layer_cost(const Model& m, const System& s, const Plan& p, const AttentionCost& full) {
   if (std::string why = window_refusal(p.method); !why.empty()) throw Error(why);
   const AttentionShapes a = attention_shapes(m, p);
-  const double N = double(p.seq_len), W = double(m.sliding_window), R = p.ring_degree, d = m.head_dim;
+  const double N = double(p.seq_len), W = double(m.sliding_window), R = p.ring_degree, d = m.pair_dim();
   const bool fp8 = p.precision.has(Fp8Part::attention);
   const AttentionKernel banded{m.head_dim, true, fp8};  // a causal kernel with a left window
   AttentionCost c = full;

@@ -1,9 +1,19 @@
 #include "fixtures.hpp"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace seqpar::sim::testing {
+
+std::string write_config(const std::string& suite, const std::string& folder, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / suite / folder;
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "config.json";
+  std::ofstream(path) << text;
+  return path.string();
+}
 
 int sample_stride() {
   const char* v = std::getenv("SEQPAR_TEST_SAMPLE");

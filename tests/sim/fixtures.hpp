@@ -1,5 +1,7 @@
 // Synthetic hardware and a tiny model with round numbers, so tests can compute by hand.
 #pragma once
+#include <string>
+
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
 #include "seqpar/core/plan.hpp"
@@ -17,6 +19,10 @@ Model tiny_model();
 
 // A plan of these degrees (tp: tensor parallelism), memory options at their defaults.
 Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp = 1);
+
+// Writes `text` as <tmp>/<suite>/<folder>/config.json (a Hugging Face config as downloaded: the
+// folder names the model) and returns its path.
+std::string write_config(const std::string& suite, const std::string& folder, const std::string& text);
 
 // Property tests over large samples take every k-th case, k = $SEQPAR_TEST_SAMPLE (default 1: all).
 // scripts/test.sh sets it for the sanitizer pass, where each case runs ten times slower and the

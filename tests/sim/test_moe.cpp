@@ -134,11 +134,7 @@ TEST(Moe, ExpertFieldsAreChecked) {
 
 // The published config.json files (their MoE and shape keys) give the presets' models.
 std::string write_config(const std::string& folder, const json& doc) {
-  const auto dir = std::filesystem::temp_directory_path() / "seqpar_moe_test" / folder;
-  std::filesystem::create_directories(dir);
-  const auto path = dir / "config.json";
-  std::ofstream(path) << doc.dump();
-  return path.string();
+  return testing::write_config("seqpar_moe_test", folder, doc.dump());
 }
 
 // Qwen/Qwen3-30B-A3B config.json (its shape and MoE keys as published).
@@ -194,7 +190,8 @@ TEST(Moe, HuggingFaceConfigsReadAsThePresets) {
   json gl = kGlm45Air;
   gl["first_k_dense_replace"] = 46;
   EXPECT_THROW(load_model(write_config("glm-all-dense", gl)), Error);
-  // DeepSeek-V3's latent attention is not modelled: its family is refused.
+  // A deepseek_v3 config without its latent-attention keys (qk_nope_head_dim, ...) is refused
+  // (test_mla.cpp reads the real one).
   json ds = kGlm45Air;
   ds["model_type"] = "deepseek_v3";
   EXPECT_THROW(load_model(write_config("deepseek", ds)), Error);

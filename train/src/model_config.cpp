@@ -60,6 +60,10 @@ ModelConfig from_sim(const sim::Model& m) {
   if (m.positions != sim::PositionKind::rope)
     throw Error(fmt::format("model '{}': positions must be rope for the training step (a Llama-style decoder)",
                             m.name));
+  if (m.mla())
+    throw Error(fmt::format("model '{}': latent attention (kv_lora_rank {}) is simulator-only; the training step's "
+                            "attention projects q, k, v from the hidden state (a Llama-style decoder)",
+                            m.name, m.latent.kv_rank));
   ModelConfig c;
   c.name = m.name;
   c.layers = m.layers;

@@ -18,7 +18,9 @@ double attention_gemm_flops(const Model& m, double tokens);
 double mlp_gemm_flops(const Model& m, double tokens);
 // Forward FLOPs of the LM head.
 double head_gemm_flops(const Model& m, double tokens);
-// Attention core forward: 4 * batch * sq * sk * heads * d for an unmasked block.
+// Attention core forward: 4 * batch * sq * sk * heads * d for an unmasked block. Callers pass
+// Model::pair_dim() as d: QK^T over keys of head_dim and PV over values of v_dim (latent attention:
+// 2 x 192 + 2 x 128 = 4 x 160 per pair and head), head_dim itself otherwise.
 double attention_flops(double batch, double seq_q, double seq_k, double heads, double head_dim);
 
 // GEMM kernels per layer (forward); the backward launches twice as many.

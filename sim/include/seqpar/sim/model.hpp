@@ -48,13 +48,29 @@ struct Experts {
   double imbalance = 1.0;
 };
 
+// Multi-head latent attention (README "Latent attention (MLA)"), as DeepSeek-V2/V3 configure it:
+// q = W_uq norm(W_dq x) (q_rank: q_lora_rank; 0 when q is projected from x directly, as in
+// DeepSeek-V2-Lite), the latent c_KV = W_dkv x of kv_rank (kv_lora_rank) beside one rotary key of
+// rope_dim (qk_rope_head_dim, W_kr x) that every head shares, and per head a key of
+// Model::head_dim - rope_dim (qk_nope_head_dim) up-projected from norm(c_KV) and concatenated with
+// the shared rotary key (head_dim = qk_nope + qk_rope wide), a value of Model::v_head_dim up-projected
+// from it too, and q heads of head_dim (the last rope_dim rotated). Attention then runs as
+// multi-head attention of `heads` query and key/value heads whose keys are head_dim wide and whose
+// values are v_head_dim wide. kv_rank == 0: not latent (every cost bit-identical to a model without it).
+struct Latent {
+  int q_rank = 0;
+  int kv_rank = 0;
+  int rope_dim = 0;
+};
+
 struct Model {
   std::string name;
   int layers = 0;
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;
-  int head_dim = 0;
+  int head_dim = 0;  // q and k heads' width (latent attention: qk_nope_head_dim + qk_rope_head_dim)
+  int v_head_dim = 0;  // v and output heads' width when it differs from head_dim (latent attention); 0: head_dim
   int ffn_hidden = 0;
   int vocab = 0;
   MlpKind mlp = MlpKind::swiglu;
@@ -69,6 +85,7 @@ struct Model {
   std::vector<AttentionKind> layer_kinds;
   std::int64_t sliding_window = 0;
   Experts experts;  // routed == 0: dense
+  Latent latent;    // kv_rank == 0: q, k, v projected from the hidden state directly
   // Where each figure came from (field -> the preset's "source": a model card, a config.json and
   // its key); empty for figures given as bare numbers. Shown in the simulator's JSON.
   std::map<std::string, std::string> sources;
@@ -87,6 +104,19 @@ struct Model {
   // layers whose MLP is experts (layers - dense_layers; 0 for a dense model).
   bool moe() const { return experts.routed > 0; }
   int moe_layers() const { return moe() ? layers - experts.dense_layers : 0; }
+  // Latent attention (Latent above). v_dim(): the value (and attention output) heads' width.
+  // pair_dim(): the mean of the key and value widths; one (query, key) pair of one head costs
+  // 2 x head_dim FLOPs in QK^T and 2 x v_dim in PV, 4 x pair_dim together (compute_cost.hpp's
+  // attention_flops), and a token's K and V of one head are 2 x pair_dim values. Both equal
+  // head_dim without latent attention (exactly: the arithmetic is bit-identical).
+  bool mla() const { return latent.kv_rank > 0; }
+  int v_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  double pair_dim() const { return 0.5 * (double(head_dim) + double(v_dim())); }
+  // The projection GEMMs' weights of one layer's attention (q, k, v, o; latent: W_dq, W_uq, W_dkv
+  // with W_kr, W_ukv, W_o), without the latent attention's two norms (latent_norm_params), which
+  // attention_params() adds. Their forward FLOPs per token are twice this (compute_cost.hpp).
+  std::int64_t attention_weight_params() const;
+  std::int64_t latent_norm_params() const { return mla() ? std::int64_t{latent.q_rank} + latent.kv_rank : 0; }
   // Parameters of one layer's attention (q, k, v, o projections), of a dense MLP of the model's
   // ffn_hidden, of one expert (SwiGLU: gate, up, down of width Experts::ffn), of the shared experts
   // together, and of the router (hidden x routed).
