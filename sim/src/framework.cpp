@@ -392,7 +392,11 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.backward_stored = read_tensors(bw, "stored", bws, MemPart::activations);
   const json& loss = object(j, "loss", what);
   const std::string ls = fmt::format("{}: loss", what);
-  check_fields(loss, {"stored", "forward", "backward", "final_norm"}, ls);
+  check_fields(loss, {"stored", "forward", "backward", "final_norm", "chunks"}, ls);
+  const double chunks = number(loss, "chunks", ls, 1, 1e6, 1);
+  if (chunks != std::floor(chunks))
+    throw Error(fmt::format("{}: field 'chunks' must be a whole number of chunks the loss runs in, not {}", ls, chunks));
+  f.loss_chunks = static_cast<int>(chunks);
   f.loss_stored = read_tensors(loss, "stored", ls, MemPart::activations);
   f.loss_forward = read_tensors(loss, "forward", ls, MemPart::working);
   f.loss_backward = read_tensors(loss, "backward", ls, MemPart::working);

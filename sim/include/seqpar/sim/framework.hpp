@@ -202,6 +202,10 @@ struct Framework {
   // The loss's sub-phases: the head's forward (logits and the loss), its backward (the logits'
   // gradient), and the final norm's backward.
   std::vector<TensorTerm> loss_forward, loss_backward, loss_final_norm;
+  // The loss run over its rows in this many equal chunks, one after another (torchtitan's
+  // ChunkedLossWrapper: lm_head, cross entropy and the chunk's backward per chunk), so the logits'
+  // transients (Rows::loss) span one chunk's rows; 1: the rank's tokens at once.
+  int loss_chunks = 1;
   std::vector<TensorTerm> every_phase;      // the batch (token ids, labels, positions)
   // The attention kernel's backward workspace (the GPU preset's figure) is held in the attention
   // backward only, or for the whole step (a grow-only scratch buffer kept between calls).
