@@ -480,29 +480,16 @@ def run_titan_step(checkpoint, tokens):
     positions = torch.arange(tokens).unsqueeze(0)
     masks = model.get_attention_masks(positions)  # made with the batch, before the step (post_dataloading_process)
     valid = torch.tensor(tokens)
-    tracker = make_tracker_class()(model)
-    gc.disable()
-    try:
-        with tracker, torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack):
-            tracker.mark("forward")
-            pred = model(ids, positions=positions, attention_masks=masks)
-            tracker.mark("forward.loss")
-            tracker._hook_marks(pred, ["final_norm.backward"])
-            loss, _ = loss_fn(pred, labels, valid)
-            del pred
-            tracker.mark("forward.end")
-            tracker.mark("forward.after_autocast")
-        with tracker:
-            if checkpoint == "none":
-                tracker.walk_graph(loss)
-            tracker.mark("backward")
-            loss.backward()
-            tracker.mark("backward.end")
-            del loss
-    finally:
-        tracker.detach()
-        gc.enable()
-    return tracker
+
+    def forward(tracker):
+        pred = model(ids, positions=positions, attention_masks=masks)
+        tracker.mark("forward.loss")
+        tracker._hook_marks(pred, ["final_norm.backward"])
+        loss, _ = loss_fn(pred, labels, valid)
+        del pred
+        tracker.mark("forward.end")
+        return loss
+    return instrumented_step(model, checkpoint, forward)
 
 
 def run_step(precision, checkpoint, tokens):
@@ -514,16 +501,27 @@ def run_step(precision, checkpoint, tokens):
     transformers.logging.set_verbosity_error()  # checkpointing turns use_cache off, and says so each time
     model = build_model(precision, checkpoint)
     ids = torch.randint(0, TEST_DIMS["vocab"], (1, tokens), generator=torch.Generator().manual_seed(1))
-    tracker = make_tracker_class()(model)
     autocast = (torch.autocast(device_type="cpu", dtype=torch.bfloat16)
                 if precision == "fp32-params-autocast-bf16" else nullcontext())
+
+    def forward(tracker):
+        with autocast:
+            loss = model(input_ids=ids, labels=ids).loss  # the output object is dropped, as hf_step.py does
+            tracker.mark("forward.end")
+        return loss
+    return instrumented_step(model, checkpoint, forward)
+
+
+def instrumented_step(model, checkpoint, forward):
+    """forward(tracker) -> loss (it marks forward.end itself), then the backward, under the instruments;
+    returns the tracker."""
+    import torch
+    tracker = make_tracker_class()(model)
     gc.disable()  # frees happen when references die, in the same order at every token count
     try:
         with tracker, torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack):
             tracker.mark("forward")
-            with autocast:
-                loss = model(input_ids=ids, labels=ids).loss  # the output object is dropped, as hf_step.py does
-                tracker.mark("forward.end")
+            loss = forward(tracker)
             tracker.mark("forward.after_autocast")
         with tracker:
             if checkpoint == "none":
