@@ -52,7 +52,8 @@ def test_simulate_equals_the_cli_json(seqpar):
              dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="hf-transformers", zero=3,
                   offload_params=True),
              # torchtitan's profile, its per-op selective checkpointing
-             dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="torchtitan", checkpoint="selective")]
+             dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="torchtitan", method="allgather",
+                  checkpoint="selective")]
     for kw in plans:
         args = ["simulate", "--json"]
         for k, v in kw.items():

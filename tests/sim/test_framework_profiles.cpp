@@ -412,15 +412,37 @@ TEST(FrameworkProfiles, TorchtitanRunsInEveryCommand) {
     EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
     return r.code == 0 ? r.json() : json();
   };
-  const json sim = run("simulate --model llama3-8b --seq-len 64K --gpus 8 --sp 8");
+  const json sim = run("simulate --model llama3-8b --seq-len 64K --gpus 8 --sp 8 --method allgather");
   EXPECT_EQ(sim["plan"]["zero"], 3) << sim["plan"];
   EXPECT_GT(sim["peak_memory_bytes"].get<double>(), 0);
   const json adv = run("advise --model llama3-8b --seq-len 64K --gpus 8");
   ASSERT_FALSE(adv["ranked"].empty());
-  for (const auto& row : adv["ranked"]) EXPECT_EQ(row["plan"]["zero"], 3) << row["plan"];
+  for (const auto& row : adv["ranked"]) {
+    EXPECT_EQ(row["plan"]["zero"], 3) << row["plan"];
+    // PyTorch's context parallelism all-gathers K and V for flex attention: no Ulysses, no ring
+    if (row["plan"]["sp"] > 1) EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+  }
   const json ml = run("maxlen --model llama3-8b --gpus 8");
   EXPECT_GT(ml["max_seq_len"].get<std::int64_t>(), 65536);
   EXPECT_EQ(ml["plan"]["zero"], 3);
+  // torchtitan has none of ALST's memory features: maxlen and advise search without them (maxlen
+  // would otherwise offload checkpoints and tile the loss), and a plan asking for one is refused.
+  for (const char* option : {"offload_checkpoints", "tiled_mlp", "tiled_loss", "offload_optimizer"}) {
+    EXPECT_EQ(ml["plan"][option], false) << option;
+    for (const auto& row : adv["ranked"]) EXPECT_EQ(row["plan"][option], false) << option << row["plan"];
+  }
+  const auto tiled = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --seq-len 64K --gpus 8 --method allgather --framework torchtitan --tiled-loss --json");
+  EXPECT_NE((tiled.out + tiled.err).find("tiled_loss: framework 'torchtitan' has no tiled loss (it runs its loss in 8 "
+                                         "chunks)"),
+            std::string::npos)
+      << tiled.out << tiled.err;
+  const auto ulysses = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --seq-len 64K --gpus 8 --method ulysses --framework torchtitan --json");
+  EXPECT_NE((ulysses.out + ulysses.err)
+                .find("method: framework 'torchtitan' runs its sequence parallelism as allgather only, not ulysses"),
+            std::string::npos)
+      << ulysses.out << ulysses.err;
 }
 
 // One token more can add a tile and shrink every tile: with tiled loss the logits of one tile
