@@ -39,6 +39,7 @@ Needs torch and transformers (it installs nothing). Usage:
 """
 import argparse
 import gc
+import importlib
 import json
 import sys
 import warnings
@@ -64,6 +65,47 @@ PRECISIONS = ("fp32-params-autocast-bf16", "bf16-params")
 CHECKPOINTS = ("none", "full")
 TOKEN_SYMBOLS = ("hidden", "ffn", "q", "kv", "heads", "head_dim", "one", "vocab")
 PHASES = ("mlp", "attention", "qkv")  # a layer's backward, in the order it runs
+# Per-token widths that are one tensor over several symbols: torchtitan's fused wqkv projection writes
+# q, k and v into one output (q + 2 kv values per token), which selective checkpointing saves whole.
+COMPOSITE_WIDTHS = ({"q": 1, "kv": 2},)
+
+# The model families this script derives: where each keeps its layers and sub-modules (the phase marks
+# hang on them), its precisions and checkpoint modes, and the file it writes. hf-llama is the default
+# (PRECISIONS, CHECKPOINTS and OUTPUT above are its); torchtitan_llama.py holds the torchtitan step.
+FAMILIES = {
+    "hf-llama": {"output": OUTPUT, "precisions": PRECISIONS, "checkpoints": CHECKPOINTS,
+                 "layers": "model.layers.", "attention": "self_attn", "qkv": ("q_proj", "k_proj", "v_proj"),
+                 "loss_marks": "lm_head", "needs": ("torch", "transformers"),
+                 "test_model": {"attn_implementation": "sdpa"},
+                 "description": "What a Hugging Face Transformers LlamaDecoderLayer (SDPA attention) and its "
+                                "LlamaForCausalLM loss keep in memory, derived on the CPU by "
+                                "scripts/derive_saved_tensors.py; regenerate with it, do not edit by hand."},
+    "torchtitan-llama3": {"output": OUTPUT.parent / "torchtitan-llama3.json", "precisions": ("bf16-params",),
+                          "checkpoints": ("none", "selective", "full"), "layers": "layers.",
+                          "attention": "attention", "qkv": ("qkv_linear",), "loss_marks": "step",
+                          "loss_chunks": 8,
+                          "needs": ("torch", "torchtitan"),
+                          "test_model": {"fuse_qkv": True, "rope": "ComplexRoPE (scaling llama)",
+                                         "inner_attention": "FlexAttention, run as SDPA's CPU kernel "
+                                                            "(cpu_attention: no flex backward on the CPU)",
+                                         "loss": "ChunkedLossWrapper, 8 chunks, CrossEntropyLoss"},
+                          "description": "What torchtitan's Llama 3 (torchtitan.models.llama3: fused wqkv, "
+                                         "ComplexRoPE, SwiGLU, bf16 compute as under FSDP2's MixedPrecisionPolicy) "
+                                         "layer and its chunked loss keep in memory, per activation checkpointing "
+                                         "mode (none, torchtitan's per-op SelectiveAC, FullAC), derived on the CPU "
+                                         "by scripts/derive_saved_tensors.py --family torchtitan-llama3; "
+                                         "regenerate with it, do not edit by hand."},
+}
+FAM = FAMILIES["hf-llama"]  # the family being derived (main sets it)
+
+
+def layer_of(module):
+    """(layer index, the rest of the module path) of a module inside a decoder layer, else (None, None)."""
+    prefix = FAM["layers"]
+    if not module.startswith(prefix):
+        return None, None
+    head, _, rest = module[len(prefix):].partition(".")
+    return (int(head), rest) if head.isdigit() else (None, None)
 
 
 def symbol_values(d):
@@ -126,6 +168,13 @@ def width_form(width, values, where):
     exact = [s for s in TOKEN_SYMBOLS if s != "one" and values[s] == width]
     if exact:
         return {exact[0]: 1}
+    composite = [c for c in COMPOSITE_WIDTHS if sum(k * values[s] for s, k in c.items()) == width]
+    if composite:
+        return dict(composite[0])
+    chunks = FAM.get("loss_chunks", 1)  # one of the loss's chunks: a symbol's width over the chunk count
+    chunked = [s for s in TOKEN_SYMBOLS if s != "one" and chunks > 1 and values[s] == width * chunks]
+    if len(chunked) == 1:
+        return {chunked[0]: Fraction(1, chunks)}
     multiples = [(s, k) for s in TOKEN_SYMBOLS if s != "one" for k in (Fraction(1, 2), 2, 3, 4) if k * values[s] == width]
     if len(multiples) == 1:
         return {multiples[0][0]: multiples[0][1]}
@@ -142,6 +191,8 @@ def constant_form(count, values):
     for k, v in values.items():
         if k != "one" and v == count:
             return {k: 1}
+    if values["hidden*q"] + 2 * values["hidden*kv"] == count:  # the fused wqkv weight (or its gradient)
+        return {"hidden*q": 1, "hidden*kv": 2}
     return {"one": count}
 
 
@@ -178,10 +229,15 @@ def make_tracker_class():
             self.reading = None    # the grad_fn whose saved tensors the graph walk is reading
             self.layer_inputs = {}  # layer index -> rec index of its input's storage
             self.last_output = None  # rec index of the last layer's output (the final norm's input)
-            self.names = {m: n for n, m in model.named_modules()}
-            self.params = {id(p.untyped_storage()): n for n, p in model.named_parameters()}
+            # torch.distributed's checkpoint_wrapper (torchtitan's activation checkpointing) inserts a module
+            # level; the names drop it, and the wrapper itself is not watched (its inner module is)
+            self.names = {m: n.replace("._checkpoint_wrapped_module", "") for n, m in model.named_modules()}
+            self.params = {id(p.untyped_storage()): n.replace("._checkpoint_wrapped_module", "")
+                           for n, p in model.named_parameters()}
             self.handles = []
             for m in model.modules():
+                if type(m).__name__ == "CheckpointWrapper":
+                    continue
                 self.handles.append(m.register_forward_pre_hook(self._pre))
                 self.handles.append(m.register_forward_hook(self._post))
 
@@ -252,12 +308,11 @@ def make_tracker_class():
         def _pre(self, module, args):
             name = self.names[module]
             self.stack.append(name)
-            if name == "lm_head" and self.phase.startswith("forward"):
+            if FAM["loss_marks"] == "lm_head" and name == "lm_head" and self.phase.startswith("forward"):
                 self.mark("forward.loss")
                 self._hook_marks(args[0], ["final_norm.backward"])
-            parts = name.split(".")
-            if len(parts) == 3 and parts[1] == "layers" and self.phase.startswith("forward"):
-                i = int(parts[2])
+            i, rest = layer_of(name)
+            if i is not None and rest == "" and self.phase.startswith("forward"):
                 self.mark(f"forward.L{i}")
                 self.layer_inputs[i] = self._rec_of(args[0], "external", None, True)
                 if i == 0:
@@ -267,21 +322,22 @@ def make_tracker_class():
             name = self.names[module]
             if self.stack:
                 self.stack.pop()
-            parts = name.split(".")
-            if len(parts) < 3 or parts[1] != "layers":
+            i, rest = layer_of(name)
+            if i is None:
                 return
-            i = int(parts[2])
             out = output[0] if isinstance(output, tuple) else output
-            if len(parts) == 3:  # the decoder layer: its output's gradient ends the layer above, starts it
+            if rest == "":  # the decoder layer: its output's gradient ends the layer above, starts it
                 if self.phase.startswith("forward"):
                     self.last_output = self._rec_of(out, "external", None, True)
                     self.mark(f"forward.L{i}.end")
                 above = [f"L{i + 1}.end"] if i + 1 < TEST_DIMS["layers"] else []
                 self._hook_marks(out, above + [f"L{i}.mlp"])
-            elif parts[3:] == ["self_attn"]:
+            elif rest == FAM["attention"]:
                 self._hook_marks(out, [f"L{i}.attention"])
-            elif parts[3:4] == ["self_attn"] and parts[4:] in (["q_proj"], ["k_proj"], ["v_proj"]):
-                self._hook_marks(out, [f"L{i}.qkv"])
+            elif rest in tuple(f"{FAM['attention']}.{q}" for q in FAM["qkv"]):
+                # a fused projection returns q, k and v: the first gradient of the three starts the phase
+                for t in (output if isinstance(output, tuple) else (output,)):
+                    self._hook_marks(t, [f"L{i}.qkv"])
 
         # -- saved tensors
         def pack(self, t):
@@ -342,23 +398,130 @@ def build_model(precision, checkpoint):
     return model
 
 
+def build_titan_model(checkpoint):
+    """torchtitan's Llama 3 built with its own config functions (torchtitan/models/llama3/__init__.py,
+    _build_llama3_layers: fused wqkv, ComplexRoPE with Llama scaling, FlexAttention, SwiGLU FeedForward),
+    at the test dims (head_dim set apart from hidden / heads through make_gqa_config's head_dim), its
+    parameters in bf16 as FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16) computes them, and
+    torchtitan's own activation checkpointing applied (SelectiveAC: per-op; FullAC)."""
+    import torch
+    from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC
+    from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm
+    from torchtitan.models.common.config_utils import get_attention_config, make_ffn_config, make_gqa_config
+    from torchtitan.models.llama3 import (_EMBEDDING_INIT, _LINEAR_INIT, _NORM_INIT, Llama3Model,
+                                          Llama3TransformerBlock, _depth_init, _output_linear_init)
+    d = TEST_DIMS
+    rope = ComplexRoPE.Config(dim=d["head_dim"], max_seq_len=max(TOKENS), theta=500000, scaling="llama")
+    layers = [Llama3TransformerBlock.Config(
+        attention_norm=RMSNorm.Config(normalized_shape=d["hidden"], param_init=_NORM_INIT),
+        ffn_norm=RMSNorm.Config(normalized_shape=d["hidden"], param_init=_NORM_INIT),
+        attention=make_gqa_config(dim=d["hidden"], n_heads=d["heads"], n_kv_heads=d["kv_heads"],
+                                  head_dim=d["head_dim"], wqkv_param_init=_LINEAR_INIT,
+                                  wo_param_init=_depth_init(i), inner_attention=get_attention_config("flex"),
+                                  fuse_qkv=True, rope=rope),
+        feed_forward=make_ffn_config(dim=d["hidden"], hidden_dim=d["ffn"], w1_param_init=_LINEAR_INIT,
+                                     w2w3_param_init=_depth_init(i)))
+        for i in range(d["layers"])]
+    cfg = Llama3Model.Config(
+        dim=d["hidden"], vocab_size=d["vocab"], layers=layers,
+        tok_embeddings=Embedding.Config(num_embeddings=d["vocab"], embedding_dim=d["hidden"],
+                                        param_init=_EMBEDDING_INIT),
+        norm=RMSNorm.Config(normalized_shape=d["hidden"], param_init=_NORM_INIT),
+        lm_head=Linear.Config(in_features=d["hidden"], out_features=d["vocab"],
+                              param_init=_output_linear_init(d["hidden"])))
+    torch.manual_seed(0)
+    model = cfg.build()
+    model.init_states(buffer_device=torch.device("cpu"))
+    for prm in model.parameters():  # FSDP2 casts parameters only: the RoPE cache stays complex64
+        prm.data = prm.data.to(torch.bfloat16)
+    model.train()
+
+    class CpuSelectiveAC(SelectiveAC):
+        """torchtitan's per-op SAC saves the flex_attention op's outputs (_get_default_save_ops); on the
+        CPU the SDPA kernel stands in for it (cpu_attention below), so it is saved in its place."""
+
+        def get_save_ops(self):
+            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+    if checkpoint == "selective":
+        CpuSelectiveAC(SelectiveAC.Config()).apply(model)
+    elif checkpoint == "full":
+        FullAC(FullAC.Config()).apply(model)
+    return model
+
+
+def cpu_attention(q, k, v, *, score_mod, block_mask, scale, enable_gqa, return_aux, kernel_options):
+    """FlexAttention has no CPU backward (torch 2.15: 'FlexAttention does not support backward on CPU'), so
+    the derivation runs SDPA's CPU flash kernel in its place, causal, with grouped-query K/V: it saves query,
+    key, value, output and the fp32 log-sum-exp, as the flex_attention op does (FlexAttentionAutogradOp in
+    torch/_higher_order_ops/flex_attention.py also saves max_scores, fp32 per head and token, and the block
+    mask: the profile adds the first, torchtitan.json says so)."""
+    import torch.nn.functional as F
+    del score_mod, block_mask, return_aux, kernel_options
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=enable_gqa), None
+
+
+def run_titan_step(checkpoint, tokens):
+    """One step as torchtitan's Trainer runs it (torchtitan/trainer.py, _forward_backward_body): the model
+    with _skip_lm_head, then ChunkedLossWrapper (8 chunks; lm_head, cross entropy and each chunk's backward
+    run inside the loss call), then loss.backward() through the decoder."""
+    import torch
+    from torchtitan.components.loss import ChunkedLossWrapper, CrossEntropyLoss
+    from torchtitan.models.common.attention import FlexAttention
+    FlexAttention.compiled_flex_attn = staticmethod(cpu_attention)
+    model = build_titan_model(checkpoint)
+    loss_fn = ChunkedLossWrapper(ChunkedLossWrapper.Config(
+        loss_fn=CrossEntropyLoss.Config(global_vocab_size=TEST_DIMS["vocab"])))
+    loss_fn.set_lm_head(model.lm_head)
+    model._skip_lm_head = True
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, TEST_DIMS["vocab"], (1, tokens), generator=gen)
+    labels = torch.randint(0, TEST_DIMS["vocab"], (1, tokens), generator=gen)
+    positions = torch.arange(tokens).unsqueeze(0)
+    masks = model.get_attention_masks(positions)  # made with the batch, before the step (post_dataloading_process)
+    valid = torch.tensor(tokens)
+
+    def forward(tracker):
+        pred = model(ids, positions=positions, attention_masks=masks)
+        tracker.mark("forward.loss")
+        tracker._hook_marks(pred, ["final_norm.backward"])
+        loss, _ = loss_fn(pred, labels, valid)
+        del pred
+        tracker.mark("forward.end")
+        return loss
+    return instrumented_step(model, checkpoint, forward)
+
+
 def run_step(precision, checkpoint, tokens):
     """One training step (forward with labels, backward) under the instruments; returns the tracker."""
+    if FAM is FAMILIES["torchtitan-llama3"]:
+        return run_titan_step(checkpoint, tokens)
     import torch
     import transformers
     transformers.logging.set_verbosity_error()  # checkpointing turns use_cache off, and says so each time
     model = build_model(precision, checkpoint)
     ids = torch.randint(0, TEST_DIMS["vocab"], (1, tokens), generator=torch.Generator().manual_seed(1))
-    tracker = make_tracker_class()(model)
     autocast = (torch.autocast(device_type="cpu", dtype=torch.bfloat16)
                 if precision == "fp32-params-autocast-bf16" else nullcontext())
+
+    def forward(tracker):
+        with autocast:
+            loss = model(input_ids=ids, labels=ids).loss  # the output object is dropped, as hf_step.py does
+            tracker.mark("forward.end")
+        return loss
+    return instrumented_step(model, checkpoint, forward)
+
+
+def instrumented_step(model, checkpoint, forward):
+    """forward(tracker) -> loss (it marks forward.end itself), then the backward, under the instruments;
+    returns the tracker."""
+    import torch
+    tracker = make_tracker_class()(model)
     gc.disable()  # frees happen when references die, in the same order at every token count
     try:
         with tracker, torch.autograd.graph.saved_tensors_hooks(tracker.pack, tracker.unpack):
             tracker.mark("forward")
-            with autocast:
-                loss = model(input_ids=ids, labels=ids).loss  # the output object is dropped, as hf_step.py does
-                tracker.mark("forward.end")
+            loss = forward(tracker)
             tracker.mark("forward.after_autocast")
         with tracker:
             if checkpoint == "none":
@@ -412,9 +575,10 @@ def align(runs):
         width = Fraction(n[1] - n[0], t1 - t0)
         const = n[0] - width * t0
         where = f"{rec['module'] or '(top)'} {rec['op']} {rec['shape']}"
-        if width * t2 + const != n[2] or width.denominator != 1 or const.denominator != 1 or const < 0:
+        if (width * t2 + const != n[2] or (width * FAM.get("loss_chunks", 1)).denominator != 1
+                or const.denominator != 1 or const < 0):
             raise SystemExit(f"derive_saved_tensors: {where}: sizes {n} at {TOKENS} tokens are not w*T + c")
-        pt = {k: v * rec["elem"] for k, v in width_form(int(width), svals, where).items()}
+        pt = {k: v * rec["elem"] for k, v in width_form(width, svals, where).items()}
         ct = {k: v * rec["elem"] for k, v in constant_form(int(const), cvals).items()}
         for t in TOKENS:  # the form must give back the bytes measured at every token count
             if evaluate(pt, svals) * t + evaluate(ct, cvals) != runs[t].recs[i]["nbytes"]:
@@ -424,7 +588,7 @@ def align(runs):
 
 
 def rel(module, layer):
-    prefix = f"model.layers.{layer}"
+    prefix = f"{FAM['layers']}{layer}"
     if module == prefix:
         return "(layer)"
     return module[len(prefix) + 1:] if module.startswith(prefix + ".") else module
@@ -484,7 +648,7 @@ def entry_name(rec, module, is_input, layer):
         return f"K copied into the DynamicCache (use_cache; {dt})"
     if module in ("(layer)",) and op == "add":
         return f"residual stream after attention: post_attention_layernorm input ({dt})"
-    if module.startswith("model.layers.") and op == "add":
+    if layer_of(module)[0] is not None and op == "add":
         return f"last layer's output: final norm input ({dt})"
     if module == "model.rotary_emb":
         return f"RoPE cos or sin table ({dt}, shared by all layers)"
@@ -520,8 +684,8 @@ def layer_entries(tracker, forms, layer, rids):
     for rid in sorted(rids):
         rec = tracker.recs[rid]
         owner = inputs.get(rid)
-        if owner is None and rid != tracker.last_output and rec["module"].startswith("model.layers."):
-            owner = int(rec["module"].split(".")[2])
+        if owner is None and rid != tracker.last_output:
+            owner = layer_of(rec["module"])[0]
         if owner != layer:
             continue
         module = rel(rec["module"], layer) if layer is not None else (rec["module"] or "(top)")
@@ -725,7 +889,7 @@ def weight_casts(tracker, forms, refs_full):
     which phase of their layer's backward they die."""
     out = {}
     layer = MEASURED_LAYER
-    prefix = f"model.layers.{layer}."
+    prefix = f"{FAM['layers']}{layer}."
     for m in ("forward.end", "forward.after_autocast"):
         mine = [r for r in alive_at(tracker, m) if (tracker.recs[r]["param"] or "").startswith(prefix)]
         ct = {}
@@ -756,7 +920,6 @@ def reference_values():
 
 def derive():
     import torch
-    import transformers
     torch.set_num_threads(1)  # one thread: the CPU kernels' scratch (not seen here anyway) stays small
     vals = symbol_values(TEST_DIMS)
     named = [vals[s] for s in TOKEN_SYMBOLS if s != "one"]
@@ -764,16 +927,16 @@ def derive():
         raise SystemExit(f"derive_saved_tensors: the test model's widths {vals} are not all distinct")
     refs = reference_values()
     configs = []
-    for p in PRECISIONS:
-        for c in CHECKPOINTS:
+    for p in FAM["precisions"]:
+        for c in FAM["checkpoints"]:
             configs.append(derive_configuration(p, c, refs))
-            if c != "none":
-                fill_savers(configs[-1], configs[-len(CHECKPOINTS)])
+            if c == "none":
+                plain = configs[-1]
+            else:
+                fill_savers(configs[-1], plain)
     return {
-        "description": "What a Hugging Face Transformers LlamaDecoderLayer (SDPA attention) and its "
-                       "LlamaForCausalLM loss keep in memory, derived on the CPU by "
-                       "scripts/derive_saved_tensors.py; regenerate with it, do not edit by hand.",
-        "versions": {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__},
+        "description": FAM["description"],
+        "versions": {m: importlib.import_module(m).__version__.split("+")[0] for m in FAM["needs"]},
         "method": {
             "saved": "torch.autograd.graph.saved_tensors_hooks (saved_by: the grad_fn names, read by walking "
                      "the graph; without checkpointing only)",
@@ -791,7 +954,7 @@ def derive():
                      "per-token part (long sequences); at N tokens: largest total with the constant part",
         },
         "test_model": dict(TEST_DIMS, q=vals["q"], kv=vals["kv"], tokens=list(TOKENS),
-                           measured_layer=MEASURED_LAYER, attn_implementation="sdpa", device="cpu"),
+                           measured_layer=MEASURED_LAYER, **FAM["test_model"], device="cpu"),
         "reference_models": {name: dict(reference_dims(name), layer_params=refs[name][2],
                                         source=f"sim/presets/models/{name}.json") for name in REFERENCE_MODELS},
         "configurations": configs,
@@ -805,15 +968,21 @@ def render(table):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-o", "--output", type=Path, default=OUTPUT, help=f"where to write (default {OUTPUT})")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="hf-llama",
+                    help="the model family to derive (default hf-llama)")
+    ap.add_argument("-o", "--output", type=Path, help="where to write (default: the family's file, "
+                    "sim/presets/frameworks/derived/<family>.json)")
     ap.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
     a = ap.parse_args(argv)
+    global FAM
+    FAM = FAMILIES[a.family]
+    a.output = a.output or FAM["output"]
     try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
+        for m in FAM["needs"]:
+            importlib.import_module(m)
     except ImportError as e:
-        print(f"derive_saved_tensors: needs torch and transformers ({e}); "
-              "install them with pip (pip install torch transformers)", file=sys.stderr)
+        print(f"derive_saved_tensors: needs {' and '.join(FAM['needs'])} ({e}); "
+              f"install them with pip (pip install {' '.join(FAM['needs'])})", file=sys.stderr)
         return 2
     text = render(derive())
     if a.check:

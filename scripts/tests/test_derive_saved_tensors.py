@@ -144,3 +144,87 @@ def test_rederivation_gives_the_committed_table():
         pytest.skip(f"the table was derived with {TABLE['versions']}, this machine has {have}: "
                     "rerun scripts/derive_saved_tensors.py to compare")
     assert dst.render(dst.derive()) == dst.OUTPUT.read_text()
+
+
+# ----------------------------------------------------------------------------------------------------
+# The torchtitan table (sim/presets/frameworks/derived/torchtitan-llama3.json, --family torchtitan-llama3):
+# the same consistency always, its own facts, and a rerun where torch and torchtitan of its versions are.
+
+TITAN = dst.FAMILIES["torchtitan-llama3"]
+TITAN_TABLE = json.loads(TITAN["output"].read_text())
+TITAN_CONFIGS = {(c["precision"], c["checkpoint"]): c for c in TITAN_TABLE["configurations"]}
+
+
+def test_torchtitan_table_has_every_mode_once_and_holds_together():
+    assert sorted(TITAN_CONFIGS) == sorted((p, c) for p in TITAN["precisions"] for c in TITAN["checkpoints"])
+    token_syms = set(dst.TOKEN_SYMBOLS)
+    for (p, c), conf in TITAN_CONFIGS.items():
+        tot = conf["layer_totals"]
+        assert {k: Fraction(v) for k, v in tot["per_token_bytes"].items()} == bytes_form(conf["layer"], "per_token")
+        for e in conf["layer"]:
+            assert set(e.get("per_token", {})) <= token_syms and e["until"] in dst.PHASES, (c, e["name"])
+        for peak in [conf["layer_backward"]["peak"], conf["loss"]["forward"]["peak"],
+                     *conf["layer_backward"]["phases_beyond_kept"].values()]:
+            for ref, (sv, cv, _) in REFS.items():
+                assert peak[ref]["bytes_per_token"] == dst.evaluate(peak[ref]["per_token_bytes"], sv), (c, ref)
+
+
+def test_torchtitan_modes_keep_what_its_checkpointing_says():
+    """none keeps the whole layer; per-op SAC keeps the layer input and the outputs of the ops it must save
+    (every other linear: wqkv, w1, w2; the attention op); full keeps the bf16 layer input alone."""
+    full = TITAN_CONFIGS[("bf16-params", "full")]["layer"]
+    assert len(full) == 1 and full[0]["per_token"] == {"hidden": 1} and full[0]["bytes"] == 2
+    sac = TITAN_CONFIGS[("bf16-params", "selective")]["layer"]
+    assert sorted(e["op"] for e in sac if e["op"] == "mm") == ["mm"] * 3
+    assert {e["module"] for e in sac if e["op"] == "mm"} == {"attention.qkv_linear.wqkv", "feed_forward.w1",
+                                                            "feed_forward.w2"}
+    assert [e["per_token"] for e in sac if e["module"] == "attention.qkv_linear.wqkv"] == [{"kv": 2, "q": 1}]
+    none = TITAN_CONFIGS[("bf16-params", "none")]
+    # everything bf16 but the CPU norm's fp32 copies, the fp32 log-sum-exp and the complex64 RoPE rows
+    assert {e["dtype"] for e in none["layer"]} == {"bfloat16", "float32", "complex64"}
+    assert [e["per_token"] for e in none["layer"] if e["dtype"] == "complex64"] == [{"head_dim": Fraction(1, 2)}]
+
+
+def test_torchtitan_chunked_loss_holds_one_chunk_of_logits():
+    """ChunkedLossWrapper (8 chunks) runs each chunk's backward inside the loss call: nothing per logit is
+    kept after the forward, the forward's peak holds one chunk's logits (vocab / 8 per token), and the
+    loss.backward() that follows adds nothing per token."""
+    for (p, c), conf in TITAN_CONFIGS.items():
+        assert "vocab" not in conf["loss"]["kept_totals"]["per_token_bytes"], c
+        fwd = conf["loss"]["forward"]["peak"]["llama3-8b"]["per_token_bytes"]
+        assert Fraction(fwd["vocab"]) == Fraction(14, TITAN["loss_chunks"]), c
+        assert conf["loss"]["backward"]["peak"]["llama3-8b"]["per_token_bytes"] == {}, c
+
+
+def test_torchtitan_widths_match_fused_and_chunked_tensors(monkeypatch):
+    vals = dst.symbol_values(dst.TEST_DIMS)
+    assert dst.width_form(vals["q"] + 2 * vals["kv"], vals, "t") == {"q": 1, "kv": 2}  # the fused wqkv output
+    monkeypatch.setattr(dst, "FAM", TITAN)
+    assert dst.width_form(Fraction(vals["vocab"], 8), vals, "t") == {"vocab": Fraction(1, 8)}  # one loss chunk
+    cv = dst.constant_values(dst.TEST_DIMS)
+    assert dst.constant_form(cv["hidden*q"] + 2 * cv["hidden*kv"], cv) == {"hidden*q": 1, "hidden*kv": 2}
+
+
+def test_missing_torchtitan_is_refused_clearly(tmp_path):
+    (tmp_path / "torchtitan.py").write_text("raise ImportError('no torchtitan here')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = tmp_path / "t.json"
+    r = subprocess.run([sys.executable, str(SCRIPT), "--family", "torchtitan-llama3", "-o", str(out)],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2
+    assert "needs torch and torchtitan" in r.stderr
+    assert not out.exists()
+
+
+def test_torchtitan_rederivation_gives_the_committed_table(monkeypatch):
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("torchtitan") is None:
+        pytest.skip("torch and torchtitan are not installed (CI does not install them): "
+                    "the committed table's consistency is checked above")
+    import torch
+    import torchtitan
+    have = {"torch": torch.__version__.split("+")[0], "torchtitan": torchtitan.__version__.split("+")[0]}
+    if have != TITAN_TABLE["versions"]:
+        pytest.skip(f"the table was derived with {TITAN_TABLE['versions']}, this machine has {have}: "
+                    "rerun scripts/derive_saved_tensors.py --family torchtitan-llama3 to compare")
+    monkeypatch.setattr(dst, "FAM", TITAN)
+    assert dst.render(dst.derive()) == TITAN["output"].read_text()

@@ -50,7 +50,10 @@ def test_simulate_equals_the_cli_json(seqpar):
                   checkpoint="full", tiled_mlp=True),
              # A framework profile by name (sim/presets/frameworks/), and ZeRO-3's parameter offload.
              dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="hf-transformers", zero=3,
-                  offload_params=True)]
+                  offload_params=True),
+             # torchtitan's profile, its per-op selective checkpointing
+             dict(model="llama3-8b", gpus=8, seq_len="64K", sp=8, framework="torchtitan", method="allgather",
+                  checkpoint="selective")]
     for kw in plans:
         args = ["simulate", "--json"]
         for k, v in kw.items():

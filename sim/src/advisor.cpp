@@ -32,11 +32,11 @@ MemoryOptions most_saving(const Framework& f) {
   MemoryOptions m;
   m.zero = *std::max_element(f.zero_stages.begin(), f.zero_stages.end());
   m.checkpoint = Checkpoint::full;
-  m.offload_checkpoints = true;
+  m.offload_checkpoints = f.runs_offload_checkpoints;
   m.offload_optimizer = f.runs_offload_optimizer;
   m.offload_params = f.runs_offload_params && m.zero == 3;
-  m.tiled_mlp = true;
-  m.tiled_loss = true;
+  m.tiled_mlp = f.runs_tiled_mlp;
+  m.tiled_loss = f.runs_tiled_loss;
   return m;
 }
 
@@ -249,7 +249,8 @@ void structures_at(const System& s, int gpus, int tp, int pp, int vp, std::int64
       if (any) add(Method::ulysses, 1, 1, 1);
       continue;
     }
-    for (Method method : space.methods)
+    for (Method method : space.methods) {
+      if (!s.profile.runs_method(method)) continue;  // not this framework's: check_plan would name it
       for (const auto& [u, r] : method_entry(method).splits(P, space.ulysses_degree)) {
         const std::size_t first = out.size();
         add(method, P, u, r);
@@ -261,6 +262,7 @@ void structures_at(const System& s, int gpus, int tp, int pp, int vp, std::int64
             out.back().placement = GroupPlacement::ring_inner;
           }
       }
+    }
   }
 }
 }  // namespace

@@ -392,7 +392,11 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.backward_stored = read_tensors(bw, "stored", bws, MemPart::activations);
   const json& loss = object(j, "loss", what);
   const std::string ls = fmt::format("{}: loss", what);
-  check_fields(loss, {"stored", "forward", "backward", "final_norm"}, ls);
+  check_fields(loss, {"stored", "forward", "backward", "final_norm", "chunks"}, ls);
+  const double chunks = number(loss, "chunks", ls, 1, 1e6, 1);
+  if (chunks != std::floor(chunks))
+    throw Error(fmt::format("{}: field 'chunks' must be a whole number of chunks the loss runs in, not {}", ls, chunks));
+  f.loss_chunks = static_cast<int>(chunks);
   f.loss_stored = read_tensors(loss, "stored", ls, MemPart::activations);
   f.loss_forward = read_tensors(loss, "forward", ls, MemPart::working);
   f.loss_backward = read_tensors(loss, "backward", ls, MemPart::working);
@@ -446,7 +450,20 @@ Framework framework_from_json(const json& j, std::string_view what) {
   f.loss_elementwise_bytes_per_logit = number(time, "loss_elementwise_bytes_per_logit", ts, 0, 1e3, 0);
   if (const json& runs = object(j, "runs", what); !runs.empty()) {
     const std::string rw = fmt::format("{}: runs", what);
-    check_fields(runs, {"zero", "offload_optimizer", "offload_params", "tensor_parallel", "pipeline_parallel", "source"}, rw);
+    check_fields(runs, {"zero", "offload_optimizer", "offload_params", "tensor_parallel", "pipeline_parallel",
+                        "offload_checkpoints", "tiled_mlp", "tiled_loss", "methods", "source"}, rw);
+    if (auto ms = runs.find("methods"); ms != runs.end()) {
+      if (!ms->is_array() || ms->empty())
+        throw Error(fmt::format("{}: field 'methods' must be a non-empty list of the SP methods it runs", rw));
+      for (const json& v : *ms) {
+        if (!v.is_string()) throw Error(fmt::format("{}: field 'methods' lists {}: a method name", rw, dump_json(v, -1)));
+        try {
+          f.runs_methods.push_back(parse_method(v.get<std::string>()));
+        } catch (const Error& e) {
+          throw Error(fmt::format("{}: field 'methods': {}", rw, e.what()));
+        }
+      }
+    }
     if (auto z = runs.find("zero"); z != runs.end()) {
       if (!z->is_array() || z->empty())
         throw Error(fmt::format("{}: field 'zero' must be a non-empty list of the ZeRO stages it runs (0-3)", rw));
@@ -461,6 +478,9 @@ Framework framework_from_json(const json& j, std::string_view what) {
     f.runs_offload_params = flag(runs, "offload_params", rw, true);
     f.runs_tensor_parallel = flag(runs, "tensor_parallel", rw, true);
     f.runs_pipeline_parallel = flag(runs, "pipeline_parallel", rw, true);
+    f.runs_offload_checkpoints = flag(runs, "offload_checkpoints", rw, true);
+    f.runs_tiled_mlp = flag(runs, "tiled_mlp", rw, true);
+    f.runs_tiled_loss = flag(runs, "tiled_loss", rw, true);
     f.runs_source = string_field(runs, "source", rw, "");
   }
   if (auto it = j.find("index_limits"); it != j.end()) {

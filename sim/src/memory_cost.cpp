@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <initializer_list>
 #include <span>
 #include <type_traits>
@@ -166,7 +167,8 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionSh
   con(Constant::hidden_fc1, m.moe() ? h * 2 * moe_local_mlp_columns(m, p) / t : h * double(m.fc1_columns()) / t);
   z.tokens = sh.batch * sh.local_tokens;
   z.tile = std::min(z.tokens, alst_tile_rows(m, p));
-  z.loss_rows = p.mem.tiled_loss ? z.tile : z.tokens;
+  // Tiled loss: ALST's tiles; else the framework's own chunks (one at a time), or all the rows.
+  z.loss_rows = p.mem.tiled_loss ? z.tile : std::ceil(z.tokens / f.loss_chunks);
   return z;
 }
 

@@ -58,7 +58,8 @@ bool runs_zero(const Framework& f, int zero) {
 
 bool framework_runs(const Framework& f, const MemoryOptions& m) {
   return runs_zero(f, m.zero) && (!m.offload_optimizer || f.runs_offload_optimizer) &&
-         (!m.offload_params || f.runs_offload_params);
+         (!m.offload_params || f.runs_offload_params) && (m.checkpoint != Checkpoint::full || !m.offload_checkpoints || f.runs_offload_checkpoints) &&
+         (!m.tiled_mlp || f.runs_tiled_mlp) && (!m.tiled_loss || f.runs_tiled_loss);
 }
 
 // FP8 (core/precision.hpp): the GPU needs FP8 tensor cores (MXFP8: Blackwell's block-scaled ones),
@@ -108,6 +109,21 @@ void check_framework_runs(const System& s, const Plan& p, std::vector<std::strin
                                  f.runs_source.empty() ? std::string() : fmt::format(" ({})", f.runs_source)));
   if (p.mem.offload_params && !f.runs_offload_params)
     errors.push_back(fmt::format("offload_params: framework '{}' keeps the parameters on the GPU", f.name));
+  if (p.mem.checkpoint == Checkpoint::full && p.mem.offload_checkpoints && !f.runs_offload_checkpoints)
+    errors.push_back(fmt::format("offload_checkpoints: framework '{}' keeps its checkpoints on the GPU", f.name));
+  if (p.sp > 1 && !f.runs_method(p.method)) {
+    std::string methods;
+    for (Method m : f.runs_methods) methods += fmt::format("{}{}", methods.empty() ? "" : ", ", to_string(m));
+    errors.push_back(fmt::format("method: framework '{}' runs its sequence parallelism as {} only, not {} (--method {}; "
+                                 "`seqpar presets --kind framework --json`: its 'runs')",
+                                 f.name, methods, to_string(p.method), to_string(f.runs_methods.front())));
+  }
+  if (p.mem.tiled_mlp && !f.runs_tiled_mlp)
+    errors.push_back(fmt::format("tiled_mlp: framework '{}' has no tiled MLP", f.name));
+  if (p.mem.tiled_loss && !f.runs_tiled_loss)
+    errors.push_back(fmt::format("tiled_loss: framework '{}' has no tiled loss{}", f.name,
+                                 f.loss_chunks > 1 ? fmt::format(" (it runs its loss in {} chunks)", f.loss_chunks)
+                                                   : std::string()));
   check_fp8(s, p, errors);
 }
 

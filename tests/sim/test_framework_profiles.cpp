@@ -1,6 +1,7 @@
-// Framework profiles (sim/presets/frameworks/): the loader's refusals, the hf-transformers profile
-// against the table PyTorch itself gave (derived/hf-llama.json), and maxlen over a memory curve
-// that falls where the tile count steps up.
+// Framework profiles (sim/presets/frameworks/): the loader's refusals, the hf-transformers and
+// torchtitan profiles against the tables PyTorch itself gave (derived/hf-llama.json,
+// derived/torchtitan-llama3.json), and maxlen over a memory curve that falls where the tile count
+// steps up.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -111,7 +112,8 @@ TEST(FrameworkProfiles, UnknownFieldsEmptyLayersAndOtherPresetsAreRefused) {
   expect_refused(preset_document("gpu", "h100-sxm"), "not a framework profile but a GPU preset");
   expect_refused(preset_document("system", "dgx-h100"), "not a framework profile but a system preset");
   // Every built-in profile passes its own checks.
-  for (const char* name : {"deepspeed-alst", "hf-transformers", "megatron-core", "megatron-lm-2021", "seqpar-train"})
+  for (const char* name :
+       {"deepspeed-alst", "hf-transformers", "megatron-core", "megatron-lm-2021", "seqpar-train", "torchtitan"})
     EXPECT_NO_THROW(load_framework(name)) << name;
 }
 
@@ -282,13 +284,13 @@ TEST(FrameworkProfiles, PresetsListEachModelsBlockAndEachProfilesMlps) {
   EXPECT_NE(line_of(frameworks.out, "megatron-core").find("any (fc1)"), std::string::npos) << frameworks.out;
 }
 
-// Values per token of the layer inventory by width symbol, as bytes (checkpointing none, no
-// tiling, SP 1): what the derived table's layer_totals.per_token_bytes holds.
-std::map<std::string, double> layer_bytes_by_symbol(const Framework& f) {
+// Values per token of the layer inventory by width symbol, as bytes (no tiling, SP 1): what the
+// derived table's layer_totals.per_token_bytes holds for that checkpoint mode.
+std::map<std::string, double> layer_bytes_by_symbol(const Framework& f, Checkpoint mode = Checkpoint::none) {
   std::map<std::string, double> out;
   Plan p;
   p.gpus = p.sp = 1;
-  p.mem.checkpoint = Checkpoint::none;
+  p.mem.checkpoint = mode;
   for (const TensorTerm& t : f.layer) {
     if (!t.when.holds(p)) continue;
     for (int i = 0; i < kWidths; ++i)
@@ -321,6 +323,126 @@ TEST(FrameworkProfiles, HfTransformersLayerIsTheDerivedTable) {
     got.erase("kv_attention");
     EXPECT_EQ(got, want);
   }
+}
+
+// The torchtitan profile is the table torchtitan's own Llama gave on the CPU
+// (derived/torchtitan-llama3.json), per checkpoint mode, with the two corrections the profile names
+// and no other: (1) CUDA runs nn.RMSNorm as the fused kernel, which saves its bf16 input and the
+// fp32 rstd, where the CPU's composite saves an fp32 copy of the input and the fp32 x * rsqrt (the
+// rsqrt, the same size as rstd, stays); (2) flex attention saves max_scores (fp32 per head and
+// token) beside the log-sum-exp, which the SDPA kernel standing in for it on the CPU does not. A
+// change to either file, or to a term's condition, fails here.
+TEST(FrameworkProfiles, TorchtitanLayerIsTheDerivedTable) {
+  const json table = read_json_file(std::string(SEQPAR_PRESETS_DIR) + "/frameworks/derived/torchtitan-llama3.json");
+  const Framework f = load_framework("torchtitan");
+  int seen = 0;
+  for (const json& c : table.at("configurations")) {
+    const std::string mode = c.at("checkpoint");
+    ++seen;
+    if (mode == "full") {  // the checkpoint alone: one bf16 hidden-wide input per layer
+      ASSERT_EQ(c.at("layer").size(), 1u);
+      EXPECT_EQ(c.at("layer")[0].at("per_token"), json({{"hidden", 1}}));
+      EXPECT_DOUBLE_EQ(f.checkpoint_bytes, c.at("layer")[0].at("bytes").get<double>());
+      continue;
+    }
+    std::map<std::string, double> want;
+    for (const auto& [k, v] : c.at("layer_totals").at("per_token_bytes").items()) want[k] = v.get<double>();
+    ASSERT_FALSE(c.at("layer_totals").contains("per_layer_bytes")) << mode << ": no weight copies kept in bf16";
+    int norms = 0;
+    for (const json& e : c.at("layer")) {  // (1): the composite's fp32 copies out, the fused kernel's bf16 input in
+      const std::string module = e.at("module");
+      if (module.size() < 4 || module.compare(module.size() - 4, 4, "norm") != 0) continue;
+      if (e.at("op") == "rsqrt") ++norms;
+      if (e.at("dtype") == "float32" && (e.at("op") == "_to_copy" || e.at("op") == "mul"))
+        want["hidden"] -= e.at("per_token").at("hidden").get<double>() * e.at("bytes").get<double>();
+    }
+    want["hidden"] += 2.0 * norms;
+    EXPECT_EQ(norms, mode == "none" ? 2 : 0) << mode << ": selective checkpointing recomputes the norms";
+    want["heads"] += 4;  // (2)
+    std::map<std::string, double> got = layer_bytes_by_symbol(f, mode == "none" ? Checkpoint::none : Checkpoint::selective);
+    got["kv"] += got["kv_attention"];
+    got.erase("kv_attention");
+    EXPECT_EQ(got, want) << mode;
+  }
+  EXPECT_EQ(seen, 3);
+  // By hand, none: per norm 2 (input) + 2 (output) bytes x hidden; q, k, v, out 2 bytes each; lse
+  // and max_scores 4 + 4 per head; RoPE rows 4 x head_dim; gate, SiLU, up, product 4 x 2 x ffn.
+  EXPECT_EQ(layer_bytes_by_symbol(f),
+            (std::map<std::string, double>{{"ffn", 8}, {"head_dim", 4}, {"heads", 8}, {"hidden", 8},
+                                           {"kv_attention", 4}, {"one", 8}, {"q", 4}}));
+}
+
+// Where the two frameworks really differ, the profiles do: torchtitan computes in bf16 under FSDP2
+// where Transformers keeps an fp32 residual stream under autocast (its norms save 4-byte values,
+// torchtitan's fused norm 2-byte ones); flex attention keeps max_scores beside the log-sum-exp;
+// torchtitan's complex RoPE saves its cache rows in every layer where Transformers shares one
+// cos/sin table; torchtitan keeps its gradients between steps (zero_grad(set_to_none=False)); and
+// its loss runs in 8 chunks, so the logits of one chunk are live at a time (8K tokens: 1,024 rows
+// x 128,256 logits x 14 bytes = 1,838,678,016 bytes, where Transformers' unchunked loss holds
+// 8,192 rows of them).
+TEST(FrameworkProfiles, TorchtitanDiffersFromTransformersWhereTheFrameworksDo) {
+  const Framework tt = load_framework("torchtitan"), hf = load_framework("hf-transformers");
+  auto hf_bytes = layer_bytes_by_symbol(hf), tt_bytes = layer_bytes_by_symbol(tt);
+  EXPECT_EQ(hf_bytes["hidden"], 4 + 4 + 3 * 2 + 4 + 4 + 2 * 2);  // hf-transformers.json's fp32 and autocast copies
+  EXPECT_EQ(tt_bytes["hidden"], 8);
+  EXPECT_EQ(hf_bytes["heads"], 4);
+  EXPECT_EQ(tt_bytes["heads"], 8);
+  EXPECT_EQ(hf_bytes["head_dim"], 0);
+  EXPECT_EQ(tt_bytes["head_dim"], 4);
+  EXPECT_TRUE(hf.gradients_during_backward);
+  EXPECT_FALSE(tt.gradients_during_backward);
+  EXPECT_EQ(hf.loss_chunks, 1);
+  EXPECT_EQ(tt.loss_chunks, 8);
+  const Model m = load_model("llama3-8b");
+  Plan p = testing::plan(Method::ulysses, 8, 0, 8, 8, 1);
+  p.seq_len = 8192 * 8;  // 8,192 tokens a rank
+  p.mem.checkpoint = Checkpoint::none;
+  p.mem.zero = 3;
+  const MemoryEstimate t = estimate_memory(m, load_system("dgx-h100", "", tt), p);
+  EXPECT_DOUBLE_EQ(t.loss_logits_bytes, 1024.0 * 128256 * 14);
+  const MemoryEstimate h = estimate_memory(m, load_system("dgx-h100", "", hf), p);
+  EXPECT_GE(h.loss_logits_bytes, 8192.0 * 128256 * 10);
+}
+
+// --framework torchtitan everywhere a framework is taken: simulate, advise, maxlen and sweep run
+// with it, each answering with the torchtitan profile's plan (ZeRO-3: FSDP2 shards everything).
+TEST(FrameworkProfiles, TorchtitanRunsInEveryCommand) {
+  auto run = [](const std::string& args) {
+    const auto r = seqpar::testing::seqpar(args + " --framework torchtitan --json");
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+    return r.code == 0 ? r.json() : json();
+  };
+  const json sim = run("simulate --model llama3-8b --seq-len 64K --gpus 8 --sp 8 --method allgather");
+  EXPECT_EQ(sim["plan"]["zero"], 3) << sim["plan"];
+  EXPECT_GT(sim["peak_memory_bytes"].get<double>(), 0);
+  const json adv = run("advise --model llama3-8b --seq-len 64K --gpus 8");
+  ASSERT_FALSE(adv["ranked"].empty());
+  for (const auto& row : adv["ranked"]) {
+    EXPECT_EQ(row["plan"]["zero"], 3) << row["plan"];
+    // PyTorch's context parallelism all-gathers K and V for flex attention: no Ulysses, no ring
+    if (row["plan"]["sp"] > 1) EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+  }
+  const json ml = run("maxlen --model llama3-8b --gpus 8");
+  EXPECT_GT(ml["max_seq_len"].get<std::int64_t>(), 65536);
+  EXPECT_EQ(ml["plan"]["zero"], 3);
+  // torchtitan has none of ALST's memory features: maxlen and advise search without them (maxlen
+  // would otherwise offload checkpoints and tile the loss), and a plan asking for one is refused.
+  for (const char* option : {"offload_checkpoints", "tiled_mlp", "tiled_loss", "offload_optimizer"}) {
+    EXPECT_EQ(ml["plan"][option], false) << option;
+    for (const auto& row : adv["ranked"]) EXPECT_EQ(row["plan"][option], false) << option << row["plan"];
+  }
+  const auto tiled = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --seq-len 64K --gpus 8 --method allgather --framework torchtitan --tiled-loss --json");
+  EXPECT_NE((tiled.out + tiled.err).find("tiled_loss: framework 'torchtitan' has no tiled loss (it runs its loss in 8 "
+                                         "chunks)"),
+            std::string::npos)
+      << tiled.out << tiled.err;
+  const auto ulysses = seqpar::testing::seqpar(
+      "simulate --model llama3-8b --seq-len 64K --gpus 8 --method ulysses --framework torchtitan --json");
+  EXPECT_NE((ulysses.out + ulysses.err)
+                .find("method: framework 'torchtitan' runs its sequence parallelism as allgather only, not ulysses"),
+            std::string::npos)
+      << ulysses.out << ulysses.err;
 }
 
 // One token more can add a tile and shrink every tile: with tiled loss the logits of one tile

@@ -89,7 +89,8 @@ std::vector<Case> cases(const std::vector<Model>& models, const std::vector<Syst
 TEST(NoAllocation, SimulateAllocatesNothingPerPlanAfterWarmUp) {
   const std::vector<Model> models = {load_model("llama3-8b"), load_model("gpt-1.3b"), load_model("qwen3-30b-a3b")};
   std::vector<System> systems;
-  for (const char* f : {"deepspeed-alst", "megatron-core", "hf-transformers", "seqpar-train", "megatron-lm-2021"})
+  for (const char* f :
+       {"deepspeed-alst", "megatron-core", "hf-transformers", "seqpar-train", "megatron-lm-2021", "torchtitan"})
     for (const char* s : {"dgx-h100", "l20-pcie"}) systems.push_back(load_system(s, "", load_framework(f)));
   std::vector<Case> all = cases(models, systems);
 

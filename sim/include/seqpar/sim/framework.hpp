@@ -4,6 +4,7 @@
 // model (memory_cost.cpp) walks the step's phases over this inventory; the README's "Framework
 // profiles" section describes the file format.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,10 @@ struct Framework {
   // The loss's sub-phases: the head's forward (logits and the loss), its backward (the logits'
   // gradient), and the final norm's backward.
   std::vector<TensorTerm> loss_forward, loss_backward, loss_final_norm;
+  // The loss run over its rows in this many equal chunks, one after another (torchtitan's
+  // ChunkedLossWrapper: lm_head, cross entropy and the chunk's backward per chunk), so the logits'
+  // transients (Rows::loss) span one chunk's rows; 1: the rank's tokens at once.
+  int loss_chunks = 1;
   std::vector<TensorTerm> every_phase;      // the batch (token ids, labels, positions)
   // The attention kernel's backward workspace (the GPU preset's figure) is held in the attention
   // backward only, or for the whole step (a grow-only scratch buffer kept between calls).
@@ -247,6 +252,14 @@ struct Framework {
   std::vector<int> zero_stages{0, 1, 2, 3};
   bool runs_offload_optimizer = true, runs_offload_params = true, runs_tensor_parallel = true;
   bool runs_pipeline_parallel = true;  // pipeline stages (Plan::pp); the search tries none where false
+  // ALST's memory features (DeepSpeed's TiledMLP, the tiled loss, checkpoints offloaded to the host),
+  // which a framework without them does not run (torchtitan chunks its loss its own way: loss_chunks).
+  bool runs_offload_checkpoints = true, runs_tiled_mlp = true, runs_tiled_loss = true;
+  // The SP methods its sequence parallelism is (empty: all); sp 1 is no method and always runs.
+  std::vector<Method> runs_methods;
+  bool runs_method(Method m) const {
+    return runs_methods.empty() || std::find(runs_methods.begin(), runs_methods.end(), m) != runs_methods.end();
+  }
   std::string runs_source;
   // The attention kernel family the framework runs, in its own order of preference (a GPU preset's
   // attention_kernels names): the first choice made for the GPU's compute capability whose figures

@@ -31,7 +31,8 @@ std::string latent_method_error(const Model& m, const System& s, const Plan& p);
 std::string profile_mismatch(const Model& m, const System& s);
 
 // Whether the framework runs these memory options (Framework::zero_stages, runs_offload_optimizer,
-// runs_offload_params): check_plan names each breach; a search skips the sets it would refuse.
+// runs_offload_params, runs_offload_checkpoints, runs_tiled_mlp, runs_tiled_loss): check_plan names
+// each breach; a search skips the sets it would refuse.
 bool framework_runs(const Framework& f, const MemoryOptions& m);
 
 }  // namespace seqpar::sim
