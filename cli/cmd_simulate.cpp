@@ -216,7 +216,15 @@ void add_simulate_command(CLI::App& app) {
     guarded(o->common.json, "seqpar simulate", [&] {
       const sim::Model m = load_model(o->common);
       const sim::System s = load_system(o->common, m, o->plan.pp);
-      seqpar::Plan p = make_plan(o->plan, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
+      // Without --method, the framework's own when it runs only some (torchtitan: allgather).
+      seqpar::PlanFlags flags = o->plan;
+      std::string method_why;
+      if (cmd->get_option("--method")->count() == 0 && !s.profile.runs_method(seqpar::parse_method(flags.method))) {
+        flags.method = std::string(seqpar::to_string(s.profile.runs_methods.front()));
+        method_why = fmt::format("inferred: --method {} (framework {} runs its sequence parallelism as {} only; --method "
+                                 "names another)", flags.method, s.profile.name, flags.method);
+      }
+      seqpar::Plan p = make_plan(flags, o->mem, o->gpus, parse_seq_len(o->seq_len), s);
       const std::optional<sim::GlobalBatch> batch = global_batch(o->batch);
       const bool accum_given = cmd->get_option("--grad-accum-steps")->count() > 0;
       const std::optional<PipelineSetup> setup =
@@ -240,6 +248,7 @@ void add_simulate_command(CLI::App& app) {
         nlohmann::json j = document("seqpar simulate");
         j.update(sim::to_json(m, s, r));
         if (setup) j["inferred"] = setup->why;
+        if (!method_why.empty()) j["inferred_method"] = method_why;
         if (costs) {
           j["workload"] = workload_json(o->docs, *workload, *costs);
           j["workload"]["short_documents"] = short_documents_json(s.gpu, &*costs);
@@ -251,6 +260,7 @@ void add_simulate_command(CLI::App& app) {
           print_workload(o->docs, *workload, p, *costs);
           print_short_documents(s.gpu, &*costs);
         }
+        if (!method_why.empty()) fmt::print("{}\n", method_why);
         if (setup) fmt::print("{}\n", setup->why);
         print_human(m, s, r);
         if (costs) {

@@ -212,6 +212,25 @@ TEST(FrameworkProfiles, MegatronLm2021KernelsCountedByHand) {
   EXPECT_FALSE(check_plan(load_model("llama3-8b"), with, p, e));
 }
 
+// megatron-core's --zero 3 is Megatron-FSDP: each layer's weights are gathered around its compute
+// with the next layer's prefetched, so the layer phase holds two whole layers of bf16 weights (per
+// TP rank) beyond a profile that gathered none: 2 x 2 bytes x layer parameters / tp.
+TEST(FrameworkProfiles, MegatronCoreZero3HoldsTwoGatheredLayers) {
+  const Model m = load_model("llama3-70b");
+  const Framework f = load_framework("megatron-core");
+  EXPECT_EQ(f.zero3_gathered_layers, 2);
+  Framework none = f;
+  none.zero3_gathered_layers = 0;
+  System with = load_system("dgx-h100", "", f), without = with;
+  without.profile = none;
+  Plan p = testing::plan(Method::ulysses, 64, 8192, 1, 1, 1, 8);
+  p.mem.zero = 3;
+  const Result a = simulate(m, without, p), b = simulate(m, with, p);
+  ASSERT_TRUE(a.valid && b.valid) << (a.errors.empty() ? b.errors : a.errors).front();
+  const double gathered = 2.0 * 2.0 * double(m.params_per_layer()) / 8;
+  EXPECT_NEAR(b.memory.layer_phase_bytes - a.memory.layer_phase_bytes, gathered, 1e-6 * gathered);
+}
+
 // The widths that depend on the block's kind: fc1 (the first MLP GEMM's output) is gate and up
 // for SwiGLU, the up projection alone for GELU; rope is RoPE's table width, none for learned
 // positions. A profile derived from one MLP kind refuses the other rather than guess a fit.
@@ -443,6 +462,15 @@ TEST(FrameworkProfiles, TorchtitanRunsInEveryCommand) {
                 .find("method: framework 'torchtitan' runs its sequence parallelism as allgather only, not ulysses"),
             std::string::npos)
       << ulysses.out << ulysses.err;
+  // Without --method simulate takes the framework's own (the CLI's default, ulysses, is not
+  // torchtitan's) and says so; the same plan as naming it.
+  const json bare = run("simulate --model llama3-8b --seq-len 64K --gpus 8");
+  EXPECT_EQ(bare["plan"]["method"], "allgather") << bare["plan"];
+  EXPECT_NE(bare.value("inferred_method", "").find("framework torchtitan runs its sequence parallelism as allgather only"),
+            std::string::npos)
+      << bare;
+  EXPECT_EQ(bare["step_time_s"], sim["step_time_s"]);
+  EXPECT_FALSE(sim.contains("inferred_method"));
 }
 
 // One token more can add a tile and shrink every tile: with tiled loss the logits of one tile
