@@ -196,18 +196,20 @@ nlohmann::json point_documents_json(const sim::SweepPoint& pt) {
                                            : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
+nlohmann::json point_json(const Grid& g, const sim::SweepPoint& pt) {
+  nlohmann::json r = sim::to_json(g.model, system_named(g, pt.system), pt.result);
+  if (pt.documents) r["documents"] = point_documents_json(pt);
+  return r;
+}
+
+// The sweep document without its points: "results" is an empty list, which write_sweep_json fills.
+nlohmann::json sweep_head_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
   nlohmann::json doc = document("seqpar sweep");
   doc["model"] = sim::to_json(g.model);
   doc["global_batch"] = batch_json(g.space.global_batch, 0);
   doc["systems"] = nlohmann::json::array();
   for (const auto& s : g.systems) doc["systems"].push_back(sim::to_json(s, 0));
   doc["results"] = nlohmann::json::array();
-  for (const sim::SweepPoint& pt : sw.points) {
-    nlohmann::json r = sim::to_json(g.model, system_named(g, pt.system), pt.result);
-    if (pt.documents) r["documents"] = point_documents_json(pt);
-    doc["results"].push_back(std::move(r));
-  }
   if (g.documents) {
     // The workload at each length: what was drawn and packed, and the work the mask leaves.
     doc["workloads"] = nlohmann::json::array();
@@ -222,27 +224,58 @@ nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, const DocumentOpt
   return doc;
 }
 
-std::string sweep_csv(const sim::Sweep& sw) {
-  std::string csv =
-      "system,gpus,seq_len,method,sp,tp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
-      "offload_checkpoints,"
-      "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
-      "peak_memory_bytes,exposed_comm_s,balancer,imbalance_mean,imbalance_p95,work_ratio,token_factor,errors\n";
-  for (const sim::SweepPoint& pt : sw.points) csv += csv_row(pt);
-  return csv;
+// The whole document (--json prints it).
+nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
+  nlohmann::json doc = sweep_head_json(g, sw, docs);
+  for (const sim::SweepPoint& pt : sw.points) doc["results"].push_back(point_json(g, pt));
+  return doc;
 }
 
-void write_outputs(const std::string& dir, const nlohmann::json& doc, const std::string& csv) {
+// sweep.json, byte for byte dump_json(sweep_json(...)) + "\n", written one point at a time: the grid's
+// points are never JSON together in memory (a 250-cell grid's 39,525 points took 1 GB as one
+// document and are 182 MB of text). The head's empty "results" list is where they go, each point
+// dumped as dump_json does at that depth (two levels in: every line 4 spaces further).
+void write_sweep_json(std::ostream& out, const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
+  const std::string head = dump_json(sweep_head_json(g, sw, docs));
+  const std::string slot = "\n  \"results\": []";
+  const std::size_t at = head.find(slot);
+  if (at == std::string::npos || head.find(slot, at + 1) != std::string::npos)
+    throw Error("sweep: internal error: the document's results slot is not where sweep.json expects it");
+  out << head.substr(0, at) << "\n  \"results\": [";
+  for (std::size_t i = 0; i < sw.points.size(); ++i) {
+    std::string text = dump_json(point_json(g, sw.points[i]));
+    std::string indented = "\n    ";
+    indented.reserve(text.size() + text.size() / 8);
+    for (char c : text) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    out << (i ? "," : "") << indented;
+  }
+  out << (sw.points.empty() ? "]" : "\n  ]") << head.substr(at + slot.size()) << "\n";
+}
+
+constexpr const char* kSweepCsvHeader =
+    "system,gpus,seq_len,method,sp,tp,ulysses_degree,ring_degree,micro_batch,grad_accum_steps,zero,checkpoint,"
+    "offload_checkpoints,"
+    "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
+    "peak_memory_bytes,exposed_comm_s,balancer,imbalance_mean,imbalance_p95,work_ratio,token_factor,errors\n";
+
+void write_outputs(const std::string& dir, const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", dir, ec.message()));
-  const auto write = [&](const std::string& name, const std::string& text) {
+  const auto write = [&](const std::string& name, const auto& body) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     std::ofstream f(path);
-    if (!(f << text)) throw Error(fmt::format("out: cannot write '{}'", path));
+    body(f);
+    if (!(f << std::flush)) throw Error(fmt::format("out: cannot write '{}'", path));
   };
-  write("sweep.json", dump_json(doc) + "\n");
-  write("sweep.csv", csv);
+  write("sweep.json", [&](std::ostream& f) { write_sweep_json(f, g, sw, docs); });
+  write("sweep.csv", [&](std::ostream& f) {
+    f << kSweepCsvHeader;
+    for (const sim::SweepPoint& pt : sw.points) f << csv_row(pt);
+  });
 }
 
 // One table per system: a row per length, a column per GPU count, each cell the chosen plan.
@@ -292,10 +325,9 @@ void run(const Opts& o) {
   seqpar::Progress progress("sweep", static_cast<std::int64_t>(g.systems.size() * g.gpus.size() * g.seq_lens.size()));
   const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
                                        [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); });
-  const nlohmann::json doc = sweep_json(g, sw, o.docs);
-  write_outputs(o.out, doc, sweep_csv(sw));
+  write_outputs(o.out, g, sw, o.docs);
   if (o.json) {
-    print_json(doc);
+    print_json(sweep_json(g, sw, o.docs));
     exit_status(sw);
     return;
   }

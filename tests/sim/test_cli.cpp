@@ -113,6 +113,19 @@ TEST(Cli, SweepWritesJsonAndCsv) {
   const std::string csv = slurp((dir / "sweep.csv").string());
   EXPECT_EQ(csv.rfind("system,gpus,seq_len,method,sp", 0), 0u);
   EXPECT_NE(r.out.find("advised plan"), std::string::npos);
+  // sweep.json is written one point at a time (no document of every point in memory); it is the
+  // document --json prints, byte for byte, with and without a workload (whose "workloads" list
+  // follows "results").
+  for (const std::string extra : {"", " --documents lognormal:8:1 --doc-batches 2"}) {
+    const CliRun js = seqpar("sweep --system dgx-h100,l20-pcie --gpus 8,16 --seq-len 32K,1M --method ulysses,hybrid --json" +
+                             extra + " --out " + dir.string());
+    ASSERT_EQ(js.code, 0) << js.err;
+    EXPECT_EQ(slurp((dir / "sweep.json").string()), js.out) << extra;
+    EXPECT_EQ(nlohmann::json::parse(js.out).contains("workloads"), !extra.empty());
+  }
+  const CliRun none = seqpar("sweep --gpus 8 --seq-len 8K --tp 3 --json --out " + dir.string());
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(slurp((dir / "sweep.json").string()), none.out);
   std::filesystem::remove_all(dir);
 }
 
