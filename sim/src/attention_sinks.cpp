@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "seqpar/sim/attention_kernels.hpp"
+
 namespace seqpar::sim {
 
 namespace {
@@ -32,7 +34,7 @@ std::string sinks_refusal(Method m, std::string_view kernel) {
     case Method::ulysses:
       if (kernel == "cudnn") return {};
       return fmt::format("{}: no implementation seqpar knows runs attention sinks with the {} attention kernel ({})",
-                         to_string(m), kernel.empty() ? std::string_view("GPU's default") : kernel, kTeSinksRule);
+                         to_string(m), kernel_label(kernel), kTeSinksRule);
     case Method::ring:
     case Method::ring_zigzag:
     case Method::allgather:

@@ -54,13 +54,10 @@ TEST(Sinks, ParametersAreOneLogitPerHeadAndLayer) {
 // SP 8: ulysses with the cudnn kernel serves; ulysses with FlashAttention is refused for the kernel,
 // every other method for the method; SP 1 has no rule.
 TEST(Sinks, MethodsWithoutAnImplementationAreRefused) {
-  System flash = load_system("hgx-h200");
-  flash.gpu.attention_kernel = "flash-attention-3";
-  System cudnn = flash;
-  cudnn.gpu.attention_kernel = "cudnn";
+  const System flash = testing::with_kernel("hgx-h200", "flash-attention-3");
+  const System cudnn = testing::with_kernel("hgx-h200", "cudnn");
   const Model m = load_model("gpt-oss-120b");
-  auto split = [](Method meth) { return meth == Method::ulysses ? 8 : meth == Method::hybrid ? 2 : 1; };
-  auto at8 = [&](Method meth) { return plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth)); };
+  auto at8 = [](Method meth) { return testing::plan_all_sp(meth, 8, 1 << 16); };
   const std::string head = "method: model 'gpt-oss-120b' has attention sinks (one learned logit per head in every "
                            "layer's softmax); ";
   auto expect_refused = [&](const System& s, Method meth, const std::string& words) {
@@ -95,8 +92,7 @@ TEST(Sinks, MethodsWithoutAnImplementationAreRefused) {
 // most 20 bytes each (bf16 weight and gradient, fp32 master, gradient and two Adam moments) whatever
 // the sharding, so by more than 0 and at most 46,080 bytes.
 TEST(Sinks, OnlyTheParametersChangeTheStep) {
-  System s = load_system("hgx-h200");
-  s.gpu.attention_kernel = "cudnn";
+  const System s = testing::with_kernel("hgx-h200", "cudnn");
   const Model m = load_model("gpt-oss-120b");
   Plan p = plan(Method::ulysses, 8, 1 << 16, 8, 8, 1);
   p.ep = 8;
