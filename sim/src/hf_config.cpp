@@ -30,6 +30,11 @@ struct Family {
   bool learned_positions;  // a learned position table (GPT-2's wpe) instead of rotary embeddings
   bool experts = false;    // a mixture-of-experts family (read_experts)
   bool latent = false;     // latent attention (read_latent): DeepSeek-V2/V3
+  // Attention sinks in every layer (model.hpp: Model::attention_sinks), which no config key states:
+  // transformers' GptOssAttention.__init__ creates `self.sinks = nn.Parameter(torch.empty(
+  // config.num_attention_heads))` unconditionally, and every GptOssDecoderLayer has one
+  // (huggingface/transformers at 00d4b3d2142c, src/transformers/models/gpt_oss/modeling_gpt_oss.py).
+  bool sinks = false;
 };
 
 constexpr Family kFamilies[] = {
@@ -37,9 +42,9 @@ constexpr Family kFamilies[] = {
     // Gemma 3's text model: a gated GELU MLP (gate, up, down: SwiGLU's shapes), tied by default.
     {"gemma3_text", false, true, true, true, false},
     {"qwen2", false, true, true, false, false},   {"qwen3", false, true, true, false, false},
-    // Mixtures of experts (read_experts); gpt-oss's attention sinks and biases are not modelled.
+    // Mixtures of experts (read_experts); gpt-oss's attention sinks are read (sinks), its biases are not modelled.
     {"qwen3_moe", false, true, true, false, false, true}, {"mixtral", false, true, true, false, false, true},
-    {"glm4_moe", false, true, true, false, false, true},  {"gpt_oss", false, true, true, false, false, true},
+    {"glm4_moe", false, true, true, false, false, true},  {"gpt_oss", false, true, true, false, false, true, false, true},
     // DeepSeek-V2 and V3: latent attention (read_latent) and experts read as GLM-4.5's (same keys).
     {"deepseek_v2", false, true, true, false, false, true, true}, {"deepseek_v3", false, true, true, false, false, true, true},
     {"gpt_neox", false, false, false, false, false},  // rotary (on rotary_pct of head_dim)
@@ -372,6 +377,12 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
   read_attention_kinds(doc, *fam, p["layers"]["value"].get<std::int64_t>(), file, p);
   if (fam->experts) read_experts(doc, *fam, file, p);
+  if (fam->sinks) {
+    p["attention_sinks"] = true;
+    p["sources"]["attention_sinks"] = fmt::format(
+        "{}: model_type {} (no config key: transformers' GptOssAttention has sinks, one logit per head, in every "
+        "layer; modeling_gpt_oss.py at huggingface/transformers 00d4b3d2142c)", file, fam->model_type);
+  }
   return p;
 }
 

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "seqpar/sim/attention_kernels.hpp"
+
 namespace seqpar::sim {
 
 namespace {
@@ -32,7 +34,7 @@ std::string latent_refusal(Method m, std::string_view kernel) {
     case Method::allgather:
       if (kernel == "cudnn") return {};
       return fmt::format("{}: no implementation supports latent attention with the {} attention kernel ({})",
-                         to_string(m), kernel.empty() ? std::string_view("GPU's default") : kernel, kTeLatentRule);
+                         to_string(m), kernel_label(kernel), kTeLatentRule);
     case Method::ring:
     case Method::allgather_contiguous:
       return fmt::format("{}: no implementation seqpar knows runs latent attention over contiguous shards (Transformer "

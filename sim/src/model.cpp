@@ -68,7 +68,9 @@ std::int64_t Model::attention_weight_params() const {
   return add(add(wq, wkv_a), add(wkv_b, wo));
 }
 
-std::int64_t Model::attention_params() const { return add(attention_weight_params(), latent_norm_params()); }
+std::int64_t Model::attention_params() const {
+  return add(add(attention_weight_params(), latent_norm_params()), sink_params());
+}
 
 std::int64_t Model::dense_mlp_params() const { return add(mul(hidden, fc1_columns()), mul(hidden, ffn_hidden)); }
 

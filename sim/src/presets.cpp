@@ -496,7 +496,7 @@ Model model_from_json(const json& j, std::string_view what) {
                    "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "active_params", "sources", "sliding_window",
                    "sliding_window_pattern", "layer_types", "experts", "experts_per_token", "expert_ffn_hidden",
                    "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank",
-                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim"},
+                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "attention_sinks"},
                what);
   Model m;
   m.name = name_of(j, what);
@@ -518,6 +518,13 @@ Model model_from_json(const json& j, std::string_view what) {
   if (tied != j.end()) {
     if (!tied->is_boolean()) throw Error(fmt::format("{}: field 'tied_embeddings' must be true or false", what));
     m.tied_embeddings = tied->get<bool>();
+  }
+  // Attention sinks (model.hpp): a switch; its source, as for layer_types, under "sources".
+  if (auto sinks = j.find("attention_sinks"); sinks != j.end()) {
+    if (!sinks->is_boolean())
+      throw Error(fmt::format("{}: field 'attention_sinks' must be true or false (one learned logit per head in every "
+                              "layer's softmax, as gpt-oss has)", what));
+    m.attention_sinks = sinks->get<bool>();
   }
   if (m.heads % m.kv_heads != 0)
     throw Error(fmt::format("{}: heads {} must be a multiple of kv_heads {} (grouped-query attention)", what, m.heads, m.kv_heads));

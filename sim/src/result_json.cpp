@@ -43,6 +43,7 @@ json to_json(const Model& m) {
     j["expert_imbalance"] = e.imbalance;
     j["active_params"] = m.active_params();
   }
+  if (m.attention_sinks) j["attention_sinks"] = true;  // only where the model has them, as the preset's key
   // Latent attention only where the model has it, in the preset's keys.
   if (m.mla()) {
     if (m.latent.q_rank > 0) j["q_lora_rank"] = m.latent.q_rank;

@@ -13,6 +13,7 @@
 #include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/latent_attention.hpp"
+#include "seqpar/sim/attention_sinks.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
 namespace seqpar::sim {
@@ -143,6 +144,14 @@ std::string latent_method_error(const Model& m, const System& s, const Plan& p) 
                      m.latent.kv_rank, m.head_dim, m.v_dim(), why);
 }
 
+std::string sinks_method_error(const Model& m, const System& s, const Plan& p) {
+  if (!m.attention_sinks || p.sp == 1) return {};  // sp 1: no context parallelism, whatever the method's name
+  std::string why = sinks_refusal(p.method, s.gpu.attention_kernel);
+  if (why.empty()) return why;
+  return fmt::format("method: model '{}' has attention sinks (one learned logit per head in every layer's softmax); {}",
+                     m.name, why);
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -188,6 +197,9 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
       errors.push_back(fmt::format("tp: tensor parallelism of latent attention ('{}') is not modelled yet (its "
                                    "down-projections feed every head); give --tp 1", m.name));
   }
+  // Attention sinks run under the methods an implementation serves them with (attention_sinks.hpp).
+  if (m.attention_sinks)
+    if (std::string why = sinks_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;

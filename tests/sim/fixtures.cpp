@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include "seqpar/sim/presets.hpp"
+
 namespace seqpar::sim::testing {
 
 std::string write_config(const std::string& suite, const std::string& folder, const std::string& text) {
@@ -81,6 +83,17 @@ Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp) {
   p.ulysses_degree = u;
   p.ring_degree = r;
   return p;
+}
+
+Plan plan_all_sp(Method m, int sp, std::int64_t seq) {
+  const int u = m == Method::ulysses ? sp : m == Method::hybrid ? 2 : 1;
+  return plan(m, sp, seq, sp, u, sp / u);
+}
+
+System with_kernel(std::string_view name, std::string_view kernel) {
+  System s = load_system(name);
+  s.gpu.attention_kernel = std::string(kernel);
+  return s;
 }
 
 }  // namespace seqpar::sim::testing

@@ -1,6 +1,7 @@
 // Synthetic hardware and a tiny model with round numbers, so tests can compute by hand.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "seqpar/sim/hardware.hpp"
 #include "seqpar/sim/model.hpp"
@@ -19,6 +20,13 @@ Model tiny_model();
 
 // A plan of these degrees (tp: tensor parallelism), memory options at their defaults.
 Plan plan(Method m, int gpus, std::int64_t seq, int sp, int u, int r, int tp = 1);
+
+// A plan of `sp` GPUs, all of them one SP group of method m: Ulysses degree sp for ulysses, 2 (and
+// rings of sp / 2) for hybrid, rings of sp for the others. For the attention kinds' method rules.
+Plan plan_all_sp(Method m, int sp, std::int64_t seq);
+
+// System preset `name` with its GPU's attention kernel set to `kernel` (the kinds' rules depend on it).
+System with_kernel(std::string_view name, std::string_view kernel);
 
 // Writes `text` as <tmp>/<suite>/<folder>/config.json (a Hugging Face config as downloaded: the
 // folder names the model) and returns its path.

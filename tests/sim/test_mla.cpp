@@ -139,14 +139,11 @@ TEST(Mla, DeepSeekV3RingHopIsTheUpProjectedKv) {
 // Transformer Engine 2.16 on: ring-zigzag (p2p) and hybrid (a2a+p2p) with any kernel, ulysses (a2a)
 // and allgather (all_gather) with cuDNN's; contiguous shards with none.
 TEST(Mla, MethodsWithoutAnImplementationAreRefused) {
-  System flash = load_system("dgx-h100");
-  flash.gpu.attention_kernel = "flash-attention-3";
-  System cudnn = flash;
-  cudnn.gpu.attention_kernel = "cudnn";
+  const System flash = testing::with_kernel("dgx-h100", "flash-attention-3");
+  const System cudnn = testing::with_kernel("dgx-h100", "cudnn");
   const Model m = load_model("deepseek-v3");
-  auto split = [](Method meth) { return meth == Method::ulysses ? 8 : meth == Method::hybrid ? 2 : 1; };
   auto expect_refused = [&](const System& s, Method meth, const std::string& words) {
-    const Plan p = plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth));
+    const Plan p = testing::plan_all_sp(meth, 8, 1 << 16);
     const std::string why = latent_method_error(m, s, p);
     EXPECT_EQ(why.rfind("method: model 'deepseek-v3' has latent attention (kv_lora_rank 512, keys 192 and values 128 "
                         "wide); " + std::string(to_string(meth)) + ": no implementation", 0), 0u) << why;
@@ -163,10 +160,10 @@ TEST(Mla, MethodsWithoutAnImplementationAreRefused) {
     for (Method meth : {Method::ring, Method::allgather_contiguous})
       expect_refused(*s, meth, "over contiguous shards");
   for (Method meth : {Method::ring_zigzag, Method::hybrid})
-    EXPECT_EQ(latent_method_error(m, flash, plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth))), "")
+    EXPECT_EQ(latent_method_error(m, flash, testing::plan_all_sp(meth, 8, 1 << 16)), "")
         << to_string(meth);
   for (Method meth : {Method::ring_zigzag, Method::hybrid, Method::ulysses, Method::allgather})
-    EXPECT_EQ(latent_method_error(m, cudnn, plan(meth, 8, 1 << 16, 8, split(meth), 8 / split(meth))), "")
+    EXPECT_EQ(latent_method_error(m, cudnn, testing::plan_all_sp(meth, 8, 1 << 16)), "")
         << to_string(meth);
   EXPECT_NE(latent_refusal(Method::ulysses, "flash-attention-2").find("MLA CP currently only support KV P2P!"),
             std::string::npos);

@@ -44,6 +44,9 @@ TEST(SizeLimits, OnlyLlamaStyleBlocksBecomeTrainingSteps) {
   m = llama;
   m.positions = sim::PositionKind::learned;
   EXPECT_NE(refusal(m).find("model 'llama3-8b': positions must be rope"), std::string::npos) << refusal(m);
+  m = llama;
+  m.attention_sinks = true;  // gpt-oss's: the step's softmax has no sink logit
+  EXPECT_NE(refusal(m).find("model 'llama3-8b': attention sinks are simulator-only"), std::string::npos) << refusal(m);
 }
 
 TEST(SizeLimits, HugeSizesNameTheirFieldsAndTheBound) {

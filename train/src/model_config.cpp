@@ -64,6 +64,9 @@ ModelConfig from_sim(const sim::Model& m) {
     throw Error(fmt::format("model '{}': latent attention (kv_lora_rank {}) is simulator-only; the training step's "
                             "attention projects q, k, v from the hidden state (a Llama-style decoder)",
                             m.name, m.latent.kv_rank));
+  if (m.attention_sinks)
+    throw Error(fmt::format("model '{}': attention sinks are simulator-only; the training step's softmax has no sink "
+                            "logit (a Llama-style decoder)", m.name));
   ModelConfig c;
   c.name = m.name;
   c.layers = m.layers;

@@ -18,6 +18,12 @@
 
 namespace seqpar::sim {
 
+// A kernel family's name in a message: System::gpu.attention_kernel, or "GPU's default" when the
+// preset names none (the kinds' method rules, latent_attention.cpp and attention_sinks.cpp, say it).
+inline std::string_view kernel_label(std::string_view kernel) {
+  return kernel.empty() ? std::string_view("GPU's default") : kernel;
+}
+
 // The kernels a GPU document names: the default first, then the others in the file's order
 // (nlohmann keeps objects sorted by key). Empty when it names none.
 std::vector<std::string> attention_kernel_names(const nlohmann::json& gpu_doc);

@@ -86,6 +86,11 @@ struct Model {
   std::int64_t sliding_window = 0;
   Experts experts;  // routed == 0: dense
   Latent latent;    // kv_rank == 0: q, k, v projected from the hidden state directly
+  // Attention sinks (README "Attention sinks"), as gpt-oss has them in every layer: one learned logit
+  // per query head added to the softmax's denominator (transformers' GptOssAttention.sinks, shape
+  // [num_attention_heads]; the sink's probability is dropped, so no value is attached to it).
+  // false: plain softmax (every cost bit-identical to a model without this field).
+  bool attention_sinks = false;
   // Where each figure came from (field -> the preset's "source": a model card, a config.json and
   // its key); empty for figures given as bare numbers. Shown in the simulator's JSON.
   std::map<std::string, std::string> sources;
@@ -117,7 +122,9 @@ struct Model {
   // attention_params() adds. Their forward FLOPs per token are twice this (compute_cost.hpp).
   std::int64_t attention_weight_params() const;
   std::int64_t latent_norm_params() const { return mla() ? std::int64_t{latent.q_rank} + latent.kv_rank : 0; }
-  // Parameters of one layer's attention (q, k, v, o projections), of a dense MLP of the model's
+  // One layer's sink logits: one per query head (attention_sinks), else 0; attention_params() adds them.
+  std::int64_t sink_params() const { return attention_sinks ? std::int64_t{heads} : 0; }
+  // Parameters of one layer's attention (q, k, v, o projections, latent norms, sinks), of a dense MLP of the model's
   // ffn_hidden, of one expert (SwiGLU: gate, up, down of width Experts::ffn), of the shared experts
   // together, and of the router (hidden x routed).
   std::int64_t attention_params() const;

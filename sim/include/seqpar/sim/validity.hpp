@@ -26,6 +26,11 @@ std::string window_method_error(const Model& m, const Plan& p);
 // system's attention kernel (latent_attention.hpp's latent_refusal), else empty. check_plan applies it.
 std::string latent_method_error(const Model& m, const System& s, const Plan& p);
 
+// Attention sinks under plan p: the broken rule's message when the model has sinks, the plan has
+// context parallelism (sp > 1) and no implementation serves p's method with them on the system's
+// attention kernel (attention_sinks.hpp's sinks_refusal), else empty. check_plan applies it.
+std::string sinks_method_error(const Model& m, const System& s, const Plan& p);
+
 // The system's framework profile must describe the model's block (Framework::mlp_kinds): the
 // broken rule's message, or empty. check_plan applies it; the CLI refuses the pair up front with it.
 std::string profile_mismatch(const Model& m, const System& s);
