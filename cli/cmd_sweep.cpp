@@ -224,33 +224,29 @@ nlohmann::json sweep_head_json(const Grid& g, const sim::Sweep& sw, const Docume
   return doc;
 }
 
-// The whole document (--json prints it).
-nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
-  nlohmann::json doc = sweep_head_json(g, sw, docs);
-  for (const sim::SweepPoint& pt : sw.points) doc["results"].push_back(point_json(g, pt));
-  return doc;
+// The whole document (--json prints it): the head with its points.
+nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, nlohmann::json head) {
+  for (const sim::SweepPoint& pt : sw.points) head["results"].push_back(point_json(g, pt));
+  return head;
 }
 
-// sweep.json, byte for byte dump_json(sweep_json(...)) + "\n", written one point at a time: the grid's
-// points are never JSON together in memory (a 250-cell grid's 39,525 points took 1 GB as one
+// sweep.json, byte for byte dump_json(sweep_json(g, sw, head)) + "\n", written one point at a time: the
+// grid's points are never JSON together in memory (a 250-cell grid's 39,525 points took 1 GB as one
 // document and are 182 MB of text). The head's empty "results" list is where they go, each point
 // dumped as dump_json does at that depth (two levels in: every line 4 spaces further).
-void write_sweep_json(std::ostream& out, const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
-  const std::string head = dump_json(sweep_head_json(g, sw, docs));
+void write_sweep_json(std::ostream& out, const Grid& g, const sim::Sweep& sw, const nlohmann::json& head_doc) {
+  const std::string head = dump_json(head_doc);
   const std::string slot = "\n  \"results\": []";
   const std::size_t at = head.find(slot);
   if (at == std::string::npos || head.find(slot, at + 1) != std::string::npos)
     throw Error("sweep: internal error: the document's results slot is not where sweep.json expects it");
   out << head.substr(0, at) << "\n  \"results\": [";
   for (std::size_t i = 0; i < sw.points.size(); ++i) {
-    std::string text = dump_json(point_json(g, sw.points[i]));
-    std::string indented = "\n    ";
-    indented.reserve(text.size() + text.size() / 8);
-    for (char c : text) {
-      indented += c;
-      if (c == '\n') indented += "    ";
+    out << (i ? ",\n    " : "\n    ");
+    for (char c : dump_json(point_json(g, sw.points[i]))) {
+      out.put(c);
+      if (c == '\n') out << "    ";
     }
-    out << (i ? "," : "") << indented;
   }
   out << (sw.points.empty() ? "]" : "\n  ]") << head.substr(at + slot.size()) << "\n";
 }
@@ -261,7 +257,7 @@ constexpr const char* kSweepCsvHeader =
     "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
     "peak_memory_bytes,exposed_comm_s,balancer,imbalance_mean,imbalance_p95,work_ratio,token_factor,errors\n";
 
-void write_outputs(const std::string& dir, const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
+void write_outputs(const std::string& dir, const Grid& g, const sim::Sweep& sw, const nlohmann::json& head) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", dir, ec.message()));
@@ -271,7 +267,7 @@ void write_outputs(const std::string& dir, const Grid& g, const sim::Sweep& sw, 
     body(f);
     if (!(f << std::flush)) throw Error(fmt::format("out: cannot write '{}'", path));
   };
-  write("sweep.json", [&](std::ostream& f) { write_sweep_json(f, g, sw, docs); });
+  write("sweep.json", [&](std::ostream& f) { write_sweep_json(f, g, sw, head); });
   write("sweep.csv", [&](std::ostream& f) {
     f << kSweepCsvHeader;
     for (const sim::SweepPoint& pt : sw.points) f << csv_row(pt);
@@ -325,9 +321,11 @@ void run(const Opts& o) {
   seqpar::Progress progress("sweep", static_cast<std::int64_t>(g.systems.size() * g.gpus.size() * g.seq_lens.size()));
   const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
                                        [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); });
-  write_outputs(o.out, g, sw, o.docs);
+  // One head for the file and the printed document: the same created_utc in both.
+  const nlohmann::json head = sweep_head_json(g, sw, o.docs);
+  write_outputs(o.out, g, sw, head);
   if (o.json) {
-    print_json(sweep_json(g, sw, o.docs));
+    print_json(sweep_json(g, sw, head));
     exit_status(sw);
     return;
   }

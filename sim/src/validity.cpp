@@ -136,20 +136,28 @@ std::string window_method_error(const Model& m, const Plan& p) {
                      m.sliding_layers(), m.sliding_window, p.seq_len, why);
 }
 
+namespace {
+// An attention kind's method rule under context parallelism (sp 1 has none, whatever the method's
+// name): the kind's refusal for the plan's method and the system's kernel, after what the model has.
+template <class Refusal, class What>
+std::string kind_method_error(bool has_kind, const System& s, const Plan& p, Refusal refusal, What what) {
+  if (!has_kind || p.sp == 1) return {};
+  std::string why = refusal(p.method, s.gpu.attention_kernel);
+  return why.empty() ? why : fmt::format("method: {}; {}", what(), why);
+}
+}  // namespace
+
 std::string latent_method_error(const Model& m, const System& s, const Plan& p) {
-  if (!m.mla() || p.sp == 1) return {};  // sp 1: no context parallelism, whatever the method's name
-  std::string why = latent_refusal(p.method, s.gpu.attention_kernel);
-  if (why.empty()) return why;
-  return fmt::format("method: model '{}' has latent attention (kv_lora_rank {}, keys {} and values {} wide); {}", m.name,
-                     m.latent.kv_rank, m.head_dim, m.v_dim(), why);
+  return kind_method_error(m.mla(), s, p, latent_refusal, [&] {
+    return fmt::format("model '{}' has latent attention (kv_lora_rank {}, keys {} and values {} wide)", m.name,
+                       m.latent.kv_rank, m.head_dim, m.v_dim());
+  });
 }
 
 std::string sinks_method_error(const Model& m, const System& s, const Plan& p) {
-  if (!m.attention_sinks || p.sp == 1) return {};  // sp 1: no context parallelism, whatever the method's name
-  std::string why = sinks_refusal(p.method, s.gpu.attention_kernel);
-  if (why.empty()) return why;
-  return fmt::format("method: model '{}' has attention sinks (one learned logit per head in every layer's softmax); {}",
-                     m.name, why);
+  return kind_method_error(m.attention_sinks, s, p, sinks_refusal, [&] {
+    return fmt::format("model '{}' has attention sinks (one learned logit per head in every layer's softmax)", m.name);
+  });
 }
 
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
@@ -198,8 +206,7 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
                                    "down-projections feed every head); give --tp 1", m.name));
   }
   // Attention sinks run under the methods an implementation serves them with (attention_sinks.hpp).
-  if (m.attention_sinks)
-    if (std::string why = sinks_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
+  if (std::string why = sinks_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
   check_framework_runs(s, p, errors);
   if (errors.size() == before) check_index_limits(m, s, p, errors);
   return errors.size() == before;
