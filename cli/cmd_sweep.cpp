@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 
 #include "commands.hpp"
@@ -164,14 +165,14 @@ const sim::System& system_named(const Grid& g, const std::string& name) {
   return *std::find_if(g.systems.begin(), g.systems.end(), [&](const sim::System& x) { return x.name == name; });
 }
 
-nlohmann::json best_json(const sim::Sweep& sw, const sim::SweepCell& c) {
+nlohmann::json best_json(const sim::SweepCell& c) {
   nlohmann::json b = {{"system", c.system}, {"gpus", c.gpus}, {"seq_len", c.seq_len}};
   if (!c.best) {
     b["plan"] = nullptr;
     b["reason"] = "no plan is valid and fits";
     return b;
   }
-  const sim::Result& r = sw.points[*c.best].result;
+  const sim::Result& r = c.best->result;
   b["plan"] = sim::to_json(r.plan);
   if (r.balancer && r.plan.ring_degree > 1) b["plan"]["balancer"] = to_string(*r.balancer);  // Ulysses: by heads
   b["step_time_s"] = r.step_time_s;  // one optimizer step (all its micro-steps)
@@ -202,7 +203,7 @@ nlohmann::json point_json(const Grid& g, const sim::SweepPoint& pt) {
   return r;
 }
 
-// The sweep document without its points: "results" is an empty list, which write_sweep_json fills.
+// The sweep document without its points: "results" is an empty list, which SweepWriter fills.
 nlohmann::json sweep_head_json(const Grid& g, const sim::Sweep& sw, const DocumentOptions& docs) {
   nlohmann::json doc = document("seqpar sweep");
   doc["model"] = sim::to_json(g.model);
@@ -220,35 +221,8 @@ nlohmann::json sweep_head_json(const Grid& g, const sim::Sweep& sw, const Docume
     }
   }
   doc["best"] = nlohmann::json::array();
-  for (const sim::SweepCell& c : sw.cells) doc["best"].push_back(best_json(sw, c));
+  for (const sim::SweepCell& c : sw.cells) doc["best"].push_back(best_json(c));
   return doc;
-}
-
-// The whole document (--json prints it): the head with its points.
-nlohmann::json sweep_json(const Grid& g, const sim::Sweep& sw, nlohmann::json head) {
-  for (const sim::SweepPoint& pt : sw.points) head["results"].push_back(point_json(g, pt));
-  return head;
-}
-
-// sweep.json, byte for byte dump_json(sweep_json(g, sw, head)) + "\n", written one point at a time: the
-// grid's points are never JSON together in memory (a 250-cell grid's 39,525 points took 1 GB as one
-// document and are 182 MB of text). The head's empty "results" list is where they go, each point
-// dumped as dump_json does at that depth (two levels in: every line 4 spaces further).
-void write_sweep_json(std::ostream& out, const Grid& g, const sim::Sweep& sw, const nlohmann::json& head_doc) {
-  const std::string head = dump_json(head_doc);
-  const std::string slot = "\n  \"results\": []";
-  const std::size_t at = head.find(slot);
-  if (at == std::string::npos || head.find(slot, at + 1) != std::string::npos)
-    throw Error("sweep: internal error: the document's results slot is not where sweep.json expects it");
-  out << head.substr(0, at) << "\n  \"results\": [";
-  for (std::size_t i = 0; i < sw.points.size(); ++i) {
-    out << (i ? ",\n    " : "\n    ");
-    for (char c : dump_json(point_json(g, sw.points[i]))) {
-      out.put(c);
-      if (c == '\n') out << "    ";
-    }
-  }
-  out << (sw.points.empty() ? "]" : "\n  ]") << head.substr(at + slot.size()) << "\n";
 }
 
 constexpr const char* kSweepCsvHeader =
@@ -257,22 +231,92 @@ constexpr const char* kSweepCsvHeader =
     "offload_optimizer,tiled_mlp,tiled_loss,valid,fits,step_time_s,tokens_per_s_per_gpu,tflops_per_gpu,mfu,"
     "peak_memory_bytes,exposed_comm_s,balancer,imbalance_mean,imbalance_p95,work_ratio,token_factor,errors\n";
 
-void write_outputs(const std::string& dir, const Grid& g, const sim::Sweep& sw, const nlohmann::json& head) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", dir, ec.message()));
-  const auto write = [&](const std::string& name, const auto& body) {
-    const std::string path = (std::filesystem::path(dir) / name).string();
-    std::ofstream f(path);
-    body(f);
-    if (!(f << std::flush)) throw Error(fmt::format("out: cannot write '{}'", path));
-  };
-  write("sweep.json", [&](std::ostream& f) { write_sweep_json(f, g, sw, head); });
-  write("sweep.csv", [&](std::ostream& f) {
-    f << kSweepCsvHeader;
-    for (const sim::SweepPoint& pt : sw.points) f << csv_row(pt);
-  });
-}
+// DIR/sweep.csv and DIR/sweep.json written while the grid is searched, so that no grid's points are
+// ever in memory together (a 1,000-cell grid's points are about 1 GB of JSON text). Each point's
+// CSV row goes to DIR/sweep.csv.part as it comes. sweep.json's head (which lists each cell's chosen
+// plan, and sorts before "results") is known only at the end, so the points' JSON goes to
+// DIR/sweep.json.part first and is copied into the head's empty "results" list: sweep.json is byte
+// for byte dump_json of the whole document, each point dumped as dump_json does at that depth (two
+// levels in: every line 4 spaces further). The files are opened with the first point (a grid
+// refused before any work writes nothing) and take their names at the end (a search that fails
+// midway leaves no partial sweep.csv beside an older sweep.json).
+class SweepWriter {
+ public:
+  SweepWriter(const Grid& g, const std::string& dir) : g_(g), dir_(dir) {}
+  SweepWriter(const SweepWriter&) = delete;
+  SweepWriter& operator=(const SweepWriter&) = delete;
+  ~SweepWriter() {
+    std::error_code ec;  // also when the search threw
+    std::filesystem::remove(path("sweep.json.part"), ec);
+    std::filesystem::remove(path("sweep.csv.part"), ec);
+  }
+
+  void add(const sim::SweepPoint& pt) {
+    start();
+    csv_ << csv_row(pt);
+    points_ << (count_ ? ",\n    " : "\n    ");
+    for (char c : dump_json(point_json(g_, pt))) {
+      points_.put(c);
+      if (c == '\n') points_ << "    ";
+    }
+    ++count_;
+    if (!csv_ || !points_) throw Error(fmt::format("out: cannot write to '{}'", dir_));
+  }
+
+  std::size_t points() const { return count_; }
+
+  // Writes sweep.json around the points, and returns its path.
+  std::string finish(const nlohmann::json& head_doc) {
+    start();
+    close(csv_, "sweep.csv.part");
+    close(points_, "sweep.json.part");
+    const std::string head = dump_json(head_doc);
+    const std::string slot = "\n  \"results\": []";
+    const std::size_t at = head.find(slot);
+    if (at == std::string::npos || head.find(slot, at + 1) != std::string::npos)
+      throw Error("sweep: internal error: the document's results slot is not where sweep.json expects it");
+    std::ofstream out;
+    open(out, "sweep.json");
+    out << head.substr(0, at) << "\n  \"results\": [";
+    {
+      std::ifstream in(path("sweep.json.part"), std::ios::binary);
+      if (count_ && !(out << in.rdbuf())) throw Error(fmt::format("out: cannot copy '{}'", path("sweep.json.part")));
+    }
+    out << (count_ ? "\n  ]" : "]") << head.substr(at + slot.size()) << "\n";
+    close(out, "sweep.json");
+    std::error_code ec;
+    std::filesystem::rename(path("sweep.csv.part"), path("sweep.csv"), ec);
+    if (ec) throw Error(fmt::format("out: cannot write '{}': {}", path("sweep.csv"), ec.message()));
+    return path("sweep.json");
+  }
+
+ private:
+  void start() {
+    if (started_) return;
+    started_ = true;
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) throw Error(fmt::format("out: cannot create directory '{}': {}", dir_, ec.message()));
+    open(csv_, "sweep.csv.part");
+    open(points_, "sweep.json.part");
+    csv_ << kSweepCsvHeader;
+  }
+  std::string path(const char* name) const { return (std::filesystem::path(dir_) / name).string(); }
+  void open(std::ofstream& f, const char* name) {
+    f.open(path(name), std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(fmt::format("out: cannot write '{}'", path(name)));
+  }
+  void close(std::ofstream& f, const char* name) {
+    f.close();
+    if (!f) throw Error(fmt::format("out: cannot write '{}'", path(name)));
+  }
+
+  const Grid& g_;
+  std::string dir_;
+  std::ofstream csv_, points_;
+  std::size_t count_ = 0;
+  bool started_ = false;
+};
 
 // One table per system: a row per length, a column per GPU count, each cell the chosen plan.
 void print_tables(const Grid& g, const sim::Sweep& sw) {
@@ -286,11 +330,9 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
         const auto c = std::find_if(sw.cells.begin(), sw.cells.end(), [&](const sim::SweepCell& x) {
           return x.system == s.name && x.gpus == gp && x.seq_len == n;
         });
-        const sim::Result* w = c != sw.cells.end() && c->best ? &sw.points[*c->best].result : nullptr;
+        const sim::Result* w = c != sw.cells.end() && c->best ? &c->best->result : nullptr;
         // No best: some plan is valid but none fits, or (a constraint such as --sp 3 on 8 GPUs) none is valid.
-        const bool any_valid = std::any_of(sw.points.begin(), sw.points.end(), [&](const sim::SweepPoint& pt) {
-          return pt.system == s.name && pt.gpus == gp && pt.seq_len == n && pt.result.valid;
-        });
+        const bool any_valid = c != sw.cells.end() && c->any_valid;
         std::string batch;  // with a global batch: how the plan fills it, and its optimizer step
         if (w && g.space.global_batch)
           batch = fmt::format(" dp{}xmb{}xga{}, step {},", w->plan.dp(), w->plan.micro_batch, w->plan.grad_accum_steps,
@@ -312,27 +354,29 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
 // No cell with an advised plan: 2 when no point is valid, 1 when some is but none fits.
 void exit_status(const sim::Sweep& sw) {
   if (std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.best.has_value(); })) return;
-  no_answer(std::any_of(sw.points.begin(), sw.points.end(), [](const sim::SweepPoint& p) { return p.result.valid; }));
+  no_answer(std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.any_valid; }));
 }
 
 void run(const Opts& o) {
   const Grid g = parse_grid(o);
   // A line on the terminal for a long grid (nothing in a pipe or a log): cells done, time left.
   seqpar::Progress progress("sweep", static_cast<std::int64_t>(g.systems.size() * g.gpus.size() * g.seq_lens.size()));
-  const sim::Sweep sw = sim::run_sweep(g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
-                                       [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); });
-  // One head for the file and the printed document: the same created_utc in both.
-  const nlohmann::json head = sweep_head_json(g, sw, o.docs);
-  write_outputs(o.out, g, sw, head);
-  if (o.json) {
-    print_json(sweep_json(g, sw, head));
+  SweepWriter writer(g, o.out);
+  const sim::Sweep sw = sim::run_sweep(
+      g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
+      [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); },
+      [&](const sim::SweepPoint& pt) { writer.add(pt); });
+  const std::string json_path = writer.finish(sweep_head_json(g, sw, o.docs));
+  if (o.json) {  // the document just written, byte for byte
+    std::ifstream in(json_path, std::ios::binary);
+    std::cout << in.rdbuf() << std::flush;
     exit_status(sw);
     return;
   }
   for (const SampledWorkload& w : sw.workloads) print_workload_summary(o.docs, w);
   if (!sw.workloads.empty()) fmt::print("\n");
   print_tables(g, sw);
-  fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", sw.points.size(), o.out, o.out);
+  fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", writer.points(), o.out, o.out);
   exit_status(sw);
 }
 

@@ -64,12 +64,11 @@ SweepPoint document_point(const Model& m, const System& s, const Plan& st, const
   return pt;
 }
 
-// Appends one cell's points (one per TP degree, method, SP degree and, under documents, load
-// balancer) and returns the index of its choice.
-std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus, std::int64_t seq_len,
-                                       const SearchSpace& space, const SampledWorkload* w,
-                                       const std::vector<Balancer>& only, std::vector<SweepPoint>& points) {
-  const std::size_t first = points.size();
+// One cell's points (one per TP degree, method, SP degree and, under documents, load balancer) in
+// `points` (emptied first), and the cell with its choice.
+SweepCell search_cell(const Model& m, const System& s, int gpus, std::int64_t seq_len, const SearchSpace& space,
+                      const SampledWorkload* w, const std::vector<Balancer>& only, std::vector<SweepPoint>& points) {
+  points.clear();
   std::map<std::tuple<int, Method, int, int>, std::size_t> slot;  // the balancer as its index, -1 without documents
   auto keep = [&](SweepPoint pt, int balancer) {
     const Plan& st = pt.result.plan;
@@ -92,17 +91,22 @@ std::optional<std::size_t> search_cell(const Model& m, const System& s, int gpus
       keep(document_point(m, s, st, space, *w, b), int(b));
     }
   }
-  std::optional<std::size_t> best;
-  for (std::size_t i = first; i < points.size(); ++i)
-    if (fits(points[i].result) && (!best || ranks_before(points[i].result, points[*best].result))) best = i;
-  return best;
+  SweepCell cell{s.name, gpus, seq_len, std::nullopt, false};
+  const SweepPoint* best = nullptr;
+  for (const SweepPoint& pt : points) {
+    cell.any_valid = cell.any_valid || pt.result.valid;
+    if (fits(pt.result) && (!best || ranks_before(pt.result, best->result))) best = &pt;
+  }
+  if (best) cell.best = *best;
+  return cell;
 }
 
 }  // namespace
 
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
                 const std::vector<std::int64_t>& seq_lens, const SearchSpace& space, const SweepDocuments* documents,
-                const std::function<void(std::size_t, std::size_t)>& on_cell) {
+                const std::function<void(std::size_t, std::size_t)>& on_cell,
+                const std::function<void(const SweepPoint&)>& on_point) {
   // In 64 bits: three list lengths, each far below 2^21.
   const std::uint64_t cells = std::uint64_t{systems.size()} * gpus.size() * seq_lens.size();
   if (cells > kMaxSweepCells)
@@ -121,12 +125,19 @@ Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::v
   if (documents)
     for (std::int64_t n : seq_lens) out.workloads.push_back(sample_workload(documents->workload, n));
   const std::vector<Balancer> every;
+  std::vector<SweepPoint> cell_points;
   for (const System& s : systems)
     for (int g : gpus)
       for (std::size_t i = 0; i < seq_lens.size(); ++i) {
         const std::int64_t n = seq_lens[i];
         const SampledWorkload* w = documents ? &out.workloads[i] : nullptr;
-        out.cells.push_back({s.name, g, n, search_cell(m, s, g, n, space, w, documents ? documents->only : every, out.points)});
+        out.cells.push_back(search_cell(m, s, g, n, space, w, documents ? documents->only : every, cell_points));
+        for (SweepPoint& pt : cell_points) {
+          if (on_point)
+            on_point(pt);
+          else
+            out.points.push_back(std::move(pt));
+        }
         if (on_cell) on_cell(out.cells.size(), static_cast<std::size_t>(cells));
       }
   return out;

@@ -269,8 +269,8 @@ TEST(SweepDocuments, EveryDocumentFillingTheSequenceIsTodaysSweep) {
     ASSERT_EQ(docs.cells.size(), plain.cells.size());
     for (std::size_t c = 0; c < docs.cells.size(); ++c) {
       ASSERT_TRUE(docs.cells[c].best && plain.cells[c].best);
-      EXPECT_EQ(without_balancer(to_json(m, systems[0], docs.points[*docs.cells[c].best].result)),
-                to_json(m, systems[0], plain.points[*plain.cells[c].best].result));
+      EXPECT_EQ(without_balancer(to_json(m, systems[0], docs.cells[c].best->result)),
+                to_json(m, systems[0], plain.cells[c].best->result));
     }
   }
 }

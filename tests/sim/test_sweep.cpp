@@ -2,6 +2,8 @@
 // throughput, the smaller peak memory wins in both, whichever the search meets first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/advisor.hpp"
 #include "seqpar/sim/presets.hpp"
@@ -65,7 +67,7 @@ TEST(Sweep, ChoosesTheAdvisorsPlanWhenMemoryBreaksAThroughputTie) {
   const Sweep sw = run_sweep(m, {s}, {8}, {n}, space);
   ASSERT_EQ(sw.cells.size(), 1u);
   ASSERT_TRUE(sw.cells[0].best);
-  EXPECT_EQ(sw.points[*sw.cells[0].best].result.plan, a.best()->plan);
+  EXPECT_EQ(sw.cells[0].best->result.plan, a.best()->plan);
 }
 
 TEST(Sweep, EachCellChoosesWhatAdviseChooses) {
@@ -87,9 +89,58 @@ TEST(Sweep, EachCellChoosesWhatAdviseChooses) {
         const Advice a = advise(m, s, g, n, space);
         ASSERT_EQ(c.best.has_value(), a.best() != nullptr) << s.name << " " << g << " " << n;
         if (c.best) {
-          EXPECT_EQ(sw.points[*c.best].result.plan, a.best()->plan) << s.name << " " << g << " " << n;
+          EXPECT_EQ(c.best->result.plan, a.best()->plan) << s.name << " " << g << " " << n;
         }
       }
+}
+
+// Streaming the points (on_point) hands over exactly the points a kept sweep holds, in its order,
+// keeps none, and chooses the same plan per cell; a cell's best is one of its own points.
+TEST(Sweep, StreamedPointsAreTheKeptPointsInGridOrder) {
+  const Model m = load_model("llama3-8b");
+  const std::vector<System> systems{load_system("dgx-h100"), load_system("l20-pcie")};
+  const std::vector<int> gpus{8, 24};
+  const std::vector<std::int64_t> lens{3 << 13, 1 << 22};
+  const Sweep kept = run_sweep(m, systems, gpus, lens, SearchSpace{});
+  std::vector<SweepPoint> heard;
+  std::size_t cells_heard = 0;
+  const Sweep streamed = run_sweep(
+      m, systems, gpus, lens, SearchSpace{}, nullptr, [&](std::size_t done, std::size_t) { cells_heard = done; },
+      [&](const SweepPoint& pt) { heard.push_back(pt); });
+  EXPECT_TRUE(streamed.points.empty());
+  EXPECT_EQ(cells_heard, systems.size() * gpus.size() * lens.size());
+  ASSERT_EQ(heard.size(), kept.points.size());
+  ASSERT_GT(heard.size(), streamed.cells.size());  // several structures a cell
+  for (std::size_t i = 0; i < heard.size(); ++i) {
+    EXPECT_EQ(heard[i].system, kept.points[i].system) << i;
+    EXPECT_EQ(heard[i].gpus, kept.points[i].gpus) << i;
+    EXPECT_EQ(heard[i].seq_len, kept.points[i].seq_len) << i;
+    EXPECT_EQ(heard[i].result.plan, kept.points[i].result.plan) << i;
+    EXPECT_EQ(heard[i].result.step_time_s, kept.points[i].result.step_time_s) << i;
+  }
+  ASSERT_EQ(streamed.cells.size(), kept.cells.size());
+  int with_best = 0, valid_without_best = 0;
+  for (std::size_t c = 0; c < kept.cells.size(); ++c) {
+    const SweepCell& a = kept.cells[c];
+    const SweepCell& b = streamed.cells[c];
+    EXPECT_EQ(a.any_valid, b.any_valid);
+    ASSERT_EQ(a.best.has_value(), b.best.has_value()) << c;
+    const bool valid_here = std::any_of(kept.points.begin(), kept.points.end(), [&](const SweepPoint& p) {
+      return p.system == a.system && p.gpus == a.gpus && p.seq_len == a.seq_len && p.result.valid;
+    });
+    EXPECT_EQ(a.any_valid, valid_here) << c;
+    if (!a.best) {
+      valid_without_best += a.any_valid;
+      continue;
+    }
+    ++with_best;
+    EXPECT_EQ(a.best->result.plan, b.best->result.plan) << c;
+    EXPECT_EQ(a.best->system, a.system);
+    EXPECT_EQ(a.best->seq_len, a.seq_len);
+    EXPECT_TRUE(a.best->result.valid && a.best->result.fits);
+  }
+  EXPECT_GT(with_best, 0);
+  EXPECT_GT(valid_without_best, 0);  // the L20s at 4M: valid plans, none fits
 }
 
 TEST(Sweep, RefusesTwoSystemsWithOneNameAndBrokenConstraintsBeforeSimulating) {

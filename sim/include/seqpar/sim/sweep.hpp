@@ -36,12 +36,15 @@ struct SweepCell {
   std::string system;
   int gpus = 0;
   std::int64_t seq_len = 0;
-  std::optional<std::size_t> best;  // index into Sweep::points of the chosen plan; empty: nothing valid fits
+  std::optional<SweepPoint> best;  // the chosen plan's point; empty: nothing valid fits
+  bool any_valid = false;          // some point of the cell is valid (without a best: none fits)
 };
 
 struct Sweep {
-  std::vector<SweepPoint> points;  // in grid order: system, GPUs, length, then the advisor's structure order
-  std::vector<SweepCell> cells;    // one per (system, GPUs, length), in the same order
+  // In grid order: system, GPUs, length, then the advisor's structure order. Empty when run_sweep
+  // hands each point to its `on_point` instead (a grid's points then never sit in memory together).
+  std::vector<SweepPoint> points;
+  std::vector<SweepCell> cells;  // one per (system, GPUs, length), in the same order
   std::vector<SampledWorkload> workloads;  // under documents: the workload at each length, in seq_lens order
 };
 
@@ -62,9 +65,12 @@ inline constexpr std::size_t kMaxSweepCells = 1000;
 // Throws seqpar::Error when the grid has more than kMaxSweepCells cells, a GPU count breaks the
 // search's constraints (check_search) or two systems share a name (points are keyed by it), before
 // simulating anything. `on_cell` (optional) hears each cell done: (cells done, cells in all).
+// `on_point` (optional) takes each point as its cell is done, in grid order, and Sweep::points stays
+// empty; without it the points are kept there.
 Sweep run_sweep(const Model& m, const std::vector<System>& systems, const std::vector<int>& gpus,
                 const std::vector<std::int64_t>& seq_lens, const SearchSpace& space,
                 const SweepDocuments* documents = nullptr,
-                const std::function<void(std::size_t, std::size_t)>& on_cell = {});
+                const std::function<void(std::size_t, std::size_t)>& on_cell = {},
+                const std::function<void(const SweepPoint&)>& on_point = {});
 
 }  // namespace seqpar::sim
