@@ -47,6 +47,13 @@ TEST(SizeLimits, OnlyLlamaStyleBlocksBecomeTrainingSteps) {
   m = llama;
   m.attention_sinks = true;  // gpt-oss's: the step's softmax has no sink logit
   EXPECT_NE(refusal(m).find("model 'llama3-8b': attention sinks are simulator-only"), std::string::npos) << refusal(m);
+  // Experts were dropped silently before: Mixtral trained as a dense Llama of its ffn_hidden.
+  EXPECT_NE(refusal(sim::load_model("mixtral-8x7b")).find("model 'mixtral-8x7b': mixture of experts (8 routed experts, "
+                                                          "top 2) is simulator-only"),
+            std::string::npos)
+      << refusal(sim::load_model("mixtral-8x7b"));
+  for (const char* moe : {"qwen3-30b-a3b", "glm-4.5-air", "gpt-oss-120b", "deepseek-v3"})
+    EXPECT_NE(refusal(sim::load_model(moe)), "") << moe;
 }
 
 TEST(SizeLimits, HugeSizesNameTheirFieldsAndTheBound) {

@@ -67,6 +67,12 @@ ModelConfig from_sim(const sim::Model& m) {
   if (m.attention_sinks)
     throw Error(fmt::format("model '{}': attention sinks are simulator-only; the training step's softmax has no sink "
                             "logit (a Llama-style decoder)", m.name));
+  // A MoE preset's MLP is experts (sim::Experts); the step's dense SwiGLU of ffn_hidden would train
+  // another model, with other weights, FLOPs and memory, under its name.
+  if (m.moe())
+    throw Error(fmt::format("model '{}': mixture of experts ({} routed experts, top {}) is simulator-only; the training "
+                            "step's MLP is one dense SwiGLU (a Llama-style decoder)",
+                            m.name, m.experts.routed, m.experts.top_k));
   ModelConfig c;
   c.name = m.name;
   c.layers = m.layers;
