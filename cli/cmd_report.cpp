@@ -116,7 +116,7 @@ void add_report_command(CLI::App& app) {
     using namespace seqpar::reports;
     args->options.plots = !args->no_plots;
     std::vector<InputDocument> inputs;
-    for (const auto& f : args->files) inputs.push_back({f, load_json_file(f)});
+    for (const auto& f : args->files) inputs.push_back({f, load_report_json_file(f)});
     ReportOutput out = write_report(inputs, args->options);
     for (const auto& w : out.warnings) std::cerr << "warning: " << w << "\n";
     if (args->json) {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,26 +46,30 @@ void check_depth(std::string_view text, std::string_view where) {
 }
 
 // Refuses an object that names a key twice. nlohmann keeps the last value silently, so
-// {"gpus": 8, "gpus": 64} would run on 64 GPUs while the file, read from the top, says 8.
+// {"gpus": 8, "gpus": 64} would run on 64 GPUs while the file, read from the top, says 8. Also
+// leaves out the keys in `skip` (returning false for a key drops it with its value). An object's
+// keys are looked up in a short list (most objects hold a few dozen), and in a set beyond that.
 class DuplicateKeys {
  public:
-  explicit DuplicateKeys(std::string_view where) : where_(where) {}
-  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  DuplicateKeys(std::string_view where, const std::vector<std::string_view>& skip) : where_(where), skip_(skip) {}
+  // `depth` is the parser's: an object or array opened at depth d holds its keys at d + 1. (The
+  // parser reports no end for a value being left out, so the frames follow the depth, not the
+  // start and end events.)
+  bool operator()(int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
     switch (event) {
-      case E::object_start: frames_.push_back({true, {}, {}}); break;
-      case E::array_start: frames_.push_back({false, {}, {}}); break;
+      case E::object_start: open(static_cast<std::size_t>(depth), true); break;
+      case E::array_start: open(static_cast<std::size_t>(depth), false); break;
       case E::object_end:
-      case E::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        break;
+      case E::array_end: break;
       case E::key: {
-        Frame& f = frames_.back();
-        f.last = parsed.get<std::string>();
-        if (!f.keys.insert(f.last).second)
+        const std::size_t at = static_cast<std::size_t>(depth) - 1;
+        Frame& f = frames_[at];
+        f.last = parsed.get_ref<const std::string&>();
+        if (!f.insert(f.last))
           throw Error(fmt::format("{}: malformed JSON: the key '{}' appears twice in {}; give each key once", where_,
-                                  f.last, path()));
-        break;
+                                  f.last, path(at)));
+        return std::find(skip_.begin(), skip_.end(), std::string_view(f.last)) == skip_.end();
       }
       case E::value: break;
     }
@@ -73,28 +77,50 @@ class DuplicateKeys {
   }
 
  private:
+  static constexpr std::size_t kListedKeys = 32;
   struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string last;  // the key being read (objects)
+    bool object = false;
+    std::vector<std::string> list;  // the keys seen, while there are few
+    std::set<std::string> many;     // all of them, once there are more than kListedKeys
+    std::string last;               // the key being read (objects)
+    bool insert(const std::string& k) {
+      if (many.empty()) {
+        if (std::find(list.begin(), list.end(), k) != list.end()) return false;
+        list.push_back(k);
+        if (list.size() <= kListedKeys) return true;
+        many.insert(list.begin(), list.end());
+        return true;
+      }
+      return many.insert(k).second;
+    }
   };
-  // "the object at gpu.curves[]", or "the top-level object".
-  std::string path() const {
+  // frames_[d]: the object or array opened at depth d. Frames are reused (their lists keep their
+  // capacity): a document's millions of small objects do not each allocate a new frame.
+  void open(std::size_t depth, bool object) {
+    if (depth >= frames_.size()) frames_.resize(depth + 1);
+    Frame& f = frames_[depth];
+    f.object = object;
+    f.list.clear();
+    f.many.clear();
+    f.last.clear();
+  }
+  // The object at frames_[at]: "the object at gpu.curves[]", or "the top-level object".
+  std::string path(std::size_t at) const {
     std::string out;
-    for (std::size_t i = 0; i + 1 < frames_.size(); ++i)
-      out += frames_[i].object ? (out.empty() ? "" : ".") + frames_[i].last : "[]";
+    for (std::size_t i = 0; i < at; ++i) out += frames_[i].object ? (out.empty() ? "" : ".") + frames_[i].last : "[]";
     return out.empty() ? "the top-level object" : "the object at " + out;
   }
   std::string_view where_;
+  const std::vector<std::string_view>& skip_;
   std::vector<Frame> frames_;
 };
 
 }  // namespace
 
-nlohmann::json parse_json(std::string_view text, std::string_view where) {
+nlohmann::json parse_json(std::string_view text, std::string_view where, const std::vector<std::string_view>& skip) {
   check_depth(text, where);
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(where));
+    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(where, skip));
   } catch (const nlohmann::json::out_of_range& e) {
     // 406: a number such as 1e400 that no double holds.
     throw Error(fmt::format("{}: malformed JSON: a number is out of range: {}", where, e.what()));
@@ -103,17 +129,25 @@ nlohmann::json parse_json(std::string_view text, std::string_view where) {
   }
 }
 
-nlohmann::json read_json_file(const std::string& path) {
+nlohmann::json read_json_file(const std::string& path, const std::vector<std::string_view>& skip) {
   std::error_code ec;
   // A directory opens as a stream that reads nothing: "unexpected end of input" would hide the mistake.
   if (std::filesystem::is_directory(path, ec))
     throw Error(fmt::format("{}: is a directory, not a JSON file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open the file for reading", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read into one string (not through a stringstream and a copy of it): a 1 GB document is held once.
+  std::string text;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0) {
+    text.resize(static_cast<std::size_t>(size));
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+  } else {  // a pipe or a special file: no size to read up to
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
   if (in.bad()) throw Error(fmt::format("{}: reading the file failed", path));
-  return parse_json(ss.str(), path);
+  return parse_json(text, path, skip);
 }
 
 std::string dump_json(const nlohmann::json& j, int indent) {

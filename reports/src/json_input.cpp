@@ -15,6 +15,8 @@ using nlohmann::json;
 
 json load_json_file(const std::string& path) { return read_json_file(path); }
 
+json load_report_json_file(const std::string& path) { return read_json_file(path, {"memory_terms", "memory_phases"}); }
+
 std::string document_kind(const json& doc, std::string_view where) {
   if (!doc.is_object()) throw Error(fmt::format("{}: the document must be a JSON object", where));
   if (!doc.contains("kind")) {

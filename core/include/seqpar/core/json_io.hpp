@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace seqpar {
 
@@ -19,11 +20,14 @@ inline constexpr int kMaxJsonDepth = 256;
 // "<where>: malformed JSON: ...", "<where>: a number is out of range ...", "<where>: JSON nested
 // deeper than 256 levels ...", "<where>: malformed JSON: the key 'gpus' appears twice in ..." (an
 // object that names a key twice is refused: the parser would keep the last value silently). The
-// depth is checked before the parser runs.
-nlohmann::json parse_json(std::string_view text, std::string_view where);
+// depth is checked before the parser runs. A key named in `skip` is left out with its value, at
+// any depth, while the document is parsed (a reader that never looks at a bulky field does not
+// build it: `seqpar report` on a 1 GB sweep); the rest of the document is checked all the same.
+nlohmann::json parse_json(std::string_view text, std::string_view where,
+                          const std::vector<std::string_view>& skip = {});
 
 // Reads and parses a file: the errors of parse_json, or "<path>: cannot open the file for reading".
-nlohmann::json read_json_file(const std::string& path);
+nlohmann::json read_json_file(const std::string& path, const std::vector<std::string_view>& skip = {});
 
 // Serializes with invalid UTF-8 replaced by U+FFFD (file names and argv are bytes, not text) rather
 // than throwing; indent < 0 gives one line. Non-finite numbers come out as null (nlohmann's rule).

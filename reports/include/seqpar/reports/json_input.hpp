@@ -12,6 +12,11 @@ namespace seqpar::reports {
 // "<path>: malformed JSON: ...".
 nlohmann::json load_json_file(const std::string& path);
 
+// load_json_file for `seqpar report`: the simulator's per-term and per-phase memory breakdowns
+// ("memory_terms", "memory_phases"), which no report table or figure reads, are left out while
+// the file is parsed. They are about a third of a sweep point's JSON.
+nlohmann::json load_report_json_file(const std::string& path);
+
 // What a document is: "prediction", "measurement", "collection" (gathered by scripts/sweep.py)
 // or "google-benchmark" (Google Benchmark's --benchmark_out format, which carries no "kind").
 // Anything else throws, naming `where` and the field.
