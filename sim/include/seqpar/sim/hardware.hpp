@@ -95,6 +95,11 @@ struct Gpu {
   // kernel has no FP8 path in that direction (FlashAttention-3's FP8 is forward only), and that
   // direction runs at the bf16 rate.
   double fp8_flops = 0;
+  // The rate of an FP8 GEMM with cuBLASLt's split accumulator (no FAST_ACCUM): what Transformer
+  // Engine's dgrad and wgrad GEMMs and torchao's backward run, and what seqpar-bench-gemm's FP8 rows
+  // measure and calibrate fits. The forward's fast-accumulation GEMM is charged at it too (no
+  // published Hopper figure for it at stated settings), a slight overcharge on Hopper; Blackwell
+  // has no separate fast mode.
   double fp8_gemm_efficiency = 0;
   double fp8_gemm_half_tokens = 0;
   double fp8_gemm_exponent = 1;  // the FP8 curve's steepness (a calibrated profile's; else the bf16 curve's)
