@@ -357,6 +357,15 @@ System system_from_json(const json& j, std::string_view what) {
 }
 
 namespace {
+// How many of a group of fields that go together (a mixture of experts', latent attention's, the
+// linear layers') a preset gives: all of them or none is the rule each group states.
+template <std::size_t N>
+int fields_given(const json& j, const char* const (&keys)[N]) {
+  int given = 0;
+  for (const char* k : keys) given += j.contains(k) ? 1 : 0;
+  return given;
+}
+
 // Attention kinds (model.hpp), as Hugging Face configs give them: "sliding_window" W alone makes
 // every layer sliding (Mistral v0.1); with "sliding_window_pattern" P layer i (from 0) is full when
 // (i + 1) is a multiple of P, else sliding (transformers' Gemma3TextConfig); or "layer_types"
@@ -407,8 +416,7 @@ void read_attention_kinds(const json& j, std::string_view what, Model& m) {
 // expert's load over the mean (1 when absent: a balanced router).
 void read_experts(const json& j, std::string_view what, Model& m) {
   const char* required[] = {"experts", "experts_per_token", "expert_ffn_hidden"};
-  int given = 0;
-  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  const int given = fields_given(j, required);
   const bool extras = j.contains("shared_experts") || j.contains("shared_expert_ffn_hidden") ||
                       j.contains("dense_layers") || j.contains("expert_imbalance");
   if (given == 0) {
@@ -456,8 +464,7 @@ void read_experts(const json& j, std::string_view what, Model& m) {
 // of them. "head_dim" is then the q/k heads' width, qk_nope_head_dim + qk_rope_head_dim.
 void read_latent(const json& j, std::string_view what, Model& m) {
   const char* required[] = {"kv_lora_rank", "qk_rope_head_dim", "v_head_dim"};
-  int given = 0;
-  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  const int given = fields_given(j, required);
   if (given == 0) {
     if (j.contains("q_lora_rank"))
       throw Error(fmt::format("{}: q_lora_rank describes latent attention: give 'kv_lora_rank', 'qk_rope_head_dim' "
@@ -498,8 +505,7 @@ void read_latent(const json& j, std::string_view what, Model& m) {
 void read_linear(const json& j, std::string_view what, Model& m) {
   const char* keys[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
                         "linear_value_head_dim", "linear_conv_kernel_dim"};
-  int given = 0;
-  for (const char* k : keys) given += j.contains(k) ? 1 : 0;
+  const int given = fields_given(j, keys);
   if (m.linear_layers() == 0) {
     if (given > 0)
       throw Error(fmt::format("{}: the linear_* fields describe linear-attention layers, but no layer is "
