@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -236,25 +235,24 @@ AttentionCost full_layer_cost(const Model& m, const System& s, const Plan& p, co
 
 // The mean layer of a model whose layers are of several kinds: every time the layers' mean
 // (simulate() multiplies a layer's figures by the layers), each kind weighted by its share of the
-// layers; the ring's shape the full layer's (a sliding layer runs only under methods without ring
-// hops, a linear layer passes its state without them).
-struct KindShare {
-  const AttentionCost* cost;
-  double share;
-};
-AttentionCost mix_layers(const AttentionCost& full, std::initializer_list<KindShare> kinds) {
+// layers. The parts the timeline lays out (all-to-alls, gathers, ring steps) are the softmax kinds'
+// alone: the full layer's ring shape, mixed with the band's (a sliding layer runs only under methods
+// without ring hops); the linear layers' share is one block (AttentionCost::linear_fwd_s).
+AttentionCost mix_layers(const AttentionCost& full, const AttentionCost& band, double sliding, const AttentionCost& lin,
+                         double linear) {
   AttentionCost c = full;
-  double rest = 1;
-  for (const KindShare& k : kinds) rest -= k.share;
+  const double rest = 1 - sliding - linear;
+  for (double AttentionCost::*f : {&AttentionCost::fwd_kernel_s, &AttentionCost::bwd_kernel_s, &AttentionCost::fwd_s,
+                                   &AttentionCost::bwd_s, &AttentionCost::fwd_comm_s, &AttentionCost::bwd_comm_s,
+                                   &AttentionCost::model_flops_fwd})
+    c.*f = rest * full.*f + sliding * band.*f + linear * lin.*f;
   for (double AttentionCost::*f :
-       {&AttentionCost::fwd_kernel_s, &AttentionCost::bwd_kernel_s, &AttentionCost::fwd_s, &AttentionCost::bwd_s,
-        &AttentionCost::fwd_comm_s, &AttentionCost::bwd_comm_s, &AttentionCost::model_flops_fwd,
-        &AttentionCost::a2a_qkv_s, &AttentionCost::a2a_o_s, &AttentionCost::kv_gather_s,
-        &AttentionCost::dkv_scatter_s, &AttentionCost::hop_s, &AttentionCost::step0_fwd_s, &AttentionCost::step_fwd_s,
-        &AttentionCost::step0_bwd_s, &AttentionCost::step_bwd_s}) {
-    c.*f = rest * full.*f;
-    for (const KindShare& k : kinds) c.*f += k.share * (*k.cost).*f;
-  }
+       {&AttentionCost::a2a_qkv_s, &AttentionCost::a2a_o_s, &AttentionCost::kv_gather_s, &AttentionCost::dkv_scatter_s,
+        &AttentionCost::hop_s, &AttentionCost::step0_fwd_s, &AttentionCost::step_fwd_s, &AttentionCost::step0_bwd_s,
+        &AttentionCost::step_bwd_s})
+    c.*f = rest * full.*f + sliding * band.*f;
+  c.linear_fwd_s = linear * lin.fwd_s;
+  c.linear_bwd_s = linear * lin.bwd_s;
   return c;
 }
 
@@ -277,7 +275,7 @@ AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& 
   const double layers = m.layers;
   const AttentionCost band = banded ? sliding_layer_cost(m, s, p, full) : AttentionCost{};
   const AttentionCost lin = linear ? linear_layer_cost(m, s, p) : AttentionCost{};
-  return mix_layers(full, {{&band, banded ? m.sliding_layers() / layers : 0.0}, {&lin, m.linear_share()}});
+  return mix_layers(full, band, banded ? m.sliding_layers() / layers : 0.0, lin, m.linear_share());
 }
 
 }  // namespace seqpar::sim

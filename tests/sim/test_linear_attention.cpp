@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/trace.hpp"
 #include "seqpar/sim/attention_cost.hpp"
 #include "seqpar/sim/compute_cost.hpp"
 #include "seqpar/sim/linear_attention.hpp"
@@ -15,6 +16,7 @@
 #include "seqpar/sim/presets.hpp"
 #include "seqpar/sim/result_json.hpp"
 #include "seqpar/sim/simulate.hpp"
+#include "seqpar/sim/step_trace.hpp"
 #include "seqpar/sim/validity.hpp"
 
 namespace seqpar::sim {
@@ -129,6 +131,31 @@ TEST(LinearAttention, HybridModelMixesTheKindsByTheirShare) {
     EXPECT_DOUBLE_EQ(mixed.bwd_kernel_s, 0.25 * full.bwd_kernel_s + 0.75 * lin.bwd_kernel_s) << to_string(p.method);
     EXPECT_DOUBLE_EQ(mixed.model_flops_fwd, 0.25 * full.model_flops_fwd + 0.75 * lin.model_flops_fwd);
   }
+}
+
+// The timeline lays the mean layer out as the simulator costs it (step_trace checks every layer's
+// attention against AttentionCost::fwd_s and bwd_s, and throws on a difference): the softmax layers'
+// share of the ring steps, hops and all-to-alls, and the linear layers' share as one block, under
+// every method that serves them, with ring hops exposed (a short sequence) or hidden.
+TEST(LinearAttention, TheTimelineFollowsTheMeanLayer) {
+  const Model m = load_model("qwen3-next-80b-a3b");
+  const System s = load_system("hgx-h200");
+  int drawn = 0;
+  for (Method meth : {Method::ulysses, Method::ring, Method::ring_zigzag, Method::allgather, Method::allgather_contiguous})
+    for (std::int64_t seq : {std::int64_t{1} << 12, std::int64_t{1} << 18}) {
+      Plan p = testing::plan_all_sp(meth, 8, seq);
+      p.gpus = 32;
+      p.ep = 8;
+      p.mem.zero = 3;
+      p.mem.checkpoint = Checkpoint::full;
+      const Result r = simulate(m, s, p);
+      ASSERT_TRUE(r.valid) << to_string(meth) << " " << json(r.errors).dump();
+      const json t = step_trace(r, 0, "predicted").to_json();
+      EXPECT_TRUE(trace::validate(t).empty()) << to_string(meth);
+      EXPECT_NE(t.dump().find("linear-attention layers (their share)"), std::string::npos) << to_string(meth);
+      ++drawn;
+    }
+  EXPECT_EQ(drawn, 10);
 }
 
 // Stored per token (linear_attention.hpp), tiny_linear: bf16 conv in and out 2 x 32, q and k at the
