@@ -27,7 +27,10 @@
 //                 the output gate z, beta and alpha cross an all-to-all from sequence-parallel to
 //                 head-parallel over the full timeline (the causal conv runs there), and the output
 //                 comes back: per local token 2 H_k d_k + 2 H_v d_v + 2 H_v values in, H_v d_v out
-//                 (bf16), reversed in the backward. Key and value heads must divide by U.
+//                 (bf16), reversed in the backward; the widths of Megatron-LM's in_proj split
+//                 (megatron/core/ssm/gated_delta_net.py: query, key of qk_dim, value, z of v_dim,
+//                 beta, alpha of num_value_heads; q and k are repeated to the value heads after the
+//                 conv). Key and value heads must divide by U.
 //   ring, ring-zigzag, allgather, allgather-contiguous: state passing. fla's native context
 //                 parallelism (fla/ops/cp, PR 691: chunk_gated_delta_rule_fwd_h_pre_process) has
 //                 every rank but the last summarize its tokens as one affine map of the incoming
