@@ -119,8 +119,9 @@ struct Model {
   // The first MLP GEMM's output columns: gate and up (2 x ffn) for SwiGLU, ffn for GELU.
   std::int64_t fc1_columns() const;
   std::int64_t norm_params() const;
-  // One layer's parameters: a dense layer's; for a MoE model the mean over its layers (rounded
-  // down; layer_params_total() is the exact sum), so per-layer memory terms stay per layer.
+  // One layer's parameters: a dense layer's; for a MoE model or one with linear-attention layers
+  // the mean over its layers (rounded down; layer_params_total() is the exact sum), so per-layer
+  // memory terms stay per layer.
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
   std::int64_t total_params() const;
