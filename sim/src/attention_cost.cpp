@@ -15,6 +15,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/fp8_cost.hpp"
 #include "seqpar/sim/methods.hpp"
+#include "seqpar/sim/linear_attention.hpp"
 #include "seqpar/sim/window_cost.hpp"
 #include "element_bytes.hpp"
 
@@ -232,18 +233,26 @@ AttentionCost full_layer_cost(const Model& m, const System& s, const Plan& p, co
 }
 
 
-// The mean layer of a model whose `sliding` share of layers is banded: every time the layers'
-// mean (simulate() multiplies a layer's figures by the layers), the ring's shape the full layer's
-// (a sliding layer runs only under methods without ring hops).
-AttentionCost mix_layers(const AttentionCost& full, const AttentionCost& band, double sliding) {
+// The mean layer of a model whose layers are of several kinds: every time the layers' mean
+// (simulate() multiplies a layer's figures by the layers), each kind weighted by its share of the
+// layers. The parts the timeline lays out (all-to-alls, gathers, ring steps) are the softmax kinds'
+// alone: the full layer's ring shape, mixed with the band's (a sliding layer runs only under methods
+// without ring hops); the linear layers' share is one block (AttentionCost::linear_fwd_s).
+AttentionCost mix_layers(const AttentionCost& full, const AttentionCost& band, double sliding, const AttentionCost& lin,
+                         double linear) {
   AttentionCost c = full;
+  const double rest = 1 - sliding - linear;
+  for (double AttentionCost::*f : {&AttentionCost::fwd_kernel_s, &AttentionCost::bwd_kernel_s, &AttentionCost::fwd_s,
+                                   &AttentionCost::bwd_s, &AttentionCost::fwd_comm_s, &AttentionCost::bwd_comm_s,
+                                   &AttentionCost::model_flops_fwd})
+    c.*f = rest * full.*f + sliding * band.*f + linear * lin.*f;
   for (double AttentionCost::*f :
-       {&AttentionCost::fwd_kernel_s, &AttentionCost::bwd_kernel_s, &AttentionCost::fwd_s, &AttentionCost::bwd_s,
-        &AttentionCost::fwd_comm_s, &AttentionCost::bwd_comm_s, &AttentionCost::model_flops_fwd,
-        &AttentionCost::a2a_qkv_s, &AttentionCost::a2a_o_s, &AttentionCost::kv_gather_s,
-        &AttentionCost::dkv_scatter_s, &AttentionCost::hop_s, &AttentionCost::step0_fwd_s, &AttentionCost::step_fwd_s,
-        &AttentionCost::step0_bwd_s, &AttentionCost::step_bwd_s})
-    c.*f = (1 - sliding) * full.*f + sliding * band.*f;
+       {&AttentionCost::a2a_qkv_s, &AttentionCost::a2a_o_s, &AttentionCost::kv_gather_s, &AttentionCost::dkv_scatter_s,
+        &AttentionCost::hop_s, &AttentionCost::step0_fwd_s, &AttentionCost::step_fwd_s, &AttentionCost::step0_bwd_s,
+        &AttentionCost::step_bwd_s})
+    c.*f = rest * full.*f + sliding * band.*f;
+  c.linear_fwd_s = linear * lin.fwd_s;
+  c.linear_bwd_s = linear * lin.bwd_s;
   return c;
 }
 
@@ -251,16 +260,22 @@ AttentionCost mix_layers(const AttentionCost& full, const AttentionCost& band, d
 
 AttentionCost attention_layer_cost(const Model& m, const System& s, const Plan& p, const DocumentCosts* docs) {
   const AttentionCost full = full_layer_cost(m, s, p, docs);
-  if (!m.banded_at(p.seq_len)) return full;  // no band at this length: the full layer's figures, bit for bit
-  // A method no implementation serves for a window: the plan is invalid (validity.cpp says why);
-  // its structure's costs are still asked for (simulate's halves), and are the full layer's.
-  if (!window_refusal(p.method).empty()) return full;
-  if (docs)
+  const bool banded = m.banded_at(p.seq_len), linear = m.linear_layers() > 0;
+  if (!banded && !linear) return full;  // one kind at this length: the full layer's figures, bit for bit
+  // A method no implementation serves for a kind: the plan is invalid (validity.cpp says why); its
+  // structure's costs are still asked for (simulate's halves), and are the full layer's.
+  if ((banded && !window_refusal(p.method).empty()) || (linear && !linear_refusal(p.method).empty())) return full;
+  if (docs && banded)
     throw Error(fmt::format("documents: model '{}' has sliding-window layers; a document workload's costs count the "
                             "causal document mask only (core/doc_work.hpp counts the band, the simulator does not "
                             "use it yet)", m.name));
-  const AttentionCost band = sliding_layer_cost(m, s, p, full);
-  return mix_layers(full, band, double(m.sliding_layers()) / double(m.layers));
+  if (docs)  // fla resets the state at each document (cu_seqlens); not modelled
+    throw Error(fmt::format("documents: model '{}' has linear-attention layers; a document workload's costs are "
+                            "modelled for softmax attention only", m.name));
+  const double layers = m.layers;
+  const AttentionCost band = banded ? sliding_layer_cost(m, s, p, full) : AttentionCost{};
+  const AttentionCost lin = linear ? linear_layer_cost(m, s, p) : AttentionCost{};
+  return mix_layers(full, band, banded ? m.sliding_layers() / layers : 0.0, lin, m.linear_share());
 }
 
 }  // namespace seqpar::sim

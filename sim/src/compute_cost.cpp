@@ -49,11 +49,21 @@ double mlp_gemm_flops(const Model& m, double tokens) {
   return 2.0 * tokens * mats * m.hidden * m.ffn_hidden;
 }
 
-double attention_gemm_flops(const Model& m, double tokens) {
+namespace {
+double softmax_gemm_flops(const Model& m, double tokens) {
   // Latent attention: its five projections (model.hpp), one multiply-add per weight and token.
   if (m.mla()) return 2.0 * tokens * double(m.attention_weight_params());
   const double q = double(m.heads) * m.head_dim, kv = double(m.kv_heads) * m.head_dim;
   return 2.0 * tokens * m.hidden * (q + 2.0 * kv) + 2.0 * tokens * q * m.hidden;
+}
+}  // namespace
+
+double attention_gemm_flops(const Model& m, double tokens) {
+  if (m.linear_layers() == 0) return softmax_gemm_flops(m, tokens);
+  // The mean over the layers: a linear layer's in_proj_qkvz, in_proj_ba and out_proj in place of
+  // q, k, v and o (model.hpp: linear_weight_params).
+  const double l = m.linear_share();
+  return (1 - l) * softmax_gemm_flops(m, tokens) + l * 2.0 * tokens * double(m.linear_weight_params());
 }
 
 double layer_gemm_flops(const Model& m, double tokens) { return attention_gemm_flops(m, tokens) + mlp_gemm_flops(m, tokens); }

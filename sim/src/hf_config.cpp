@@ -44,6 +44,8 @@ constexpr Family kFamilies[] = {
     {"qwen2", false, true, true, false, false},   {"qwen3", false, true, true, false, false},
     // Mixtures of experts (read_experts); gpt-oss's attention sinks are read (sinks), its biases are not modelled.
     {"qwen3_moe", false, true, true, false, false, true}, {"mixtral", false, true, true, false, false, true},
+    // Qwen3-Next: experts as Qwen3-MoE's with one shared expert, gated DeltaNet layers (read_attention_kinds).
+    {"qwen3_next", false, true, true, false, false, true},
     {"glm4_moe", false, true, true, false, false, true},  {"gpt_oss", false, true, true, false, false, true, false, true},
     // DeepSeek-V2 and V3: latent attention (read_latent) and experts read as GLM-4.5's (same keys).
     {"deepseek_v2", false, true, true, false, false, true, true}, {"deepseek_v3", false, true, true, false, false, true, true},
@@ -115,10 +117,13 @@ void refuse_unmodelled(const json& doc, const Family& fam, const std::string& fi
     if (!it->is_array())
       throw Error(fmt::format("{}: field 'layer_types' must be a list with one attention type per layer (got {})", file,
                               dump_json(*it, -1)));
+    const bool linear = std::string_view(fam.model_type) == "qwen3_next";  // its gated DeltaNet layers
     for (const auto& t : *it)
-      if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
+      if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention" &&
+                             !(linear && t.get<std::string>() == "linear_attention")))
         throw Error(fmt::format("{}: field 'layer_types' has {}: only full_attention and sliding_attention layers are "
-                                "modelled", file, dump_json(t, -1)));
+                                "modelled{}", file, dump_json(t, -1),
+                                linear ? ", and linear_attention" : " (linear_attention: in the qwen3_next family)"));
   }
   // A switch is true, false or null: "false" (a string) would otherwise read as set.
   if (auto it = doc.find("use_sliding_window"); it != doc.end() && !it->is_boolean() && !it->is_null())
@@ -188,6 +193,17 @@ void read_attention_kinds(const json& doc, const Family& fam, std::int64_t layer
               ? fmt::format("{}: sliding_window_pattern = {} (layer i full when (i + 1) % {} == 0)", file, n, n)
               : fmt::format("{}: no sliding_window_pattern; Gemma3TextConfig's default 6 (layer i full when (i + 1) % 6 "
                             "== 0)", file);
+  } else if (type == "qwen3_next") {
+    // Qwen3NextConfig: without layer_types, layer i is full when (i + 1) % full_attention_interval
+    // == 0 (4 when the config leaves it out), else linear_attention.
+    json interval = {{"value", 4}};
+    if (present(doc, "full_attention_interval"))
+      interval = size_figure(doc, "full_attention_interval", file, limits::kMaxLayers);
+    const std::int64_t n = interval["value"].get<std::int64_t>();
+    for (std::int64_t i = 0; i < layers; ++i) kinds.push_back((i + 1) % n == 0 ? "full_attention" : "linear_attention");
+    how = present(doc, "full_attention_interval")
+              ? fmt::format("{}: full_attention_interval = {} (layer i full when (i + 1) % {} == 0)", file, n, n)
+              : fmt::format("{}: no full_attention_interval; Qwen3NextConfig's default 4", file);
   } else if (type == "qwen2" || type == "qwen3" || type == "qwen3_moe") {
     if (flag(doc, "use_sliding_window", false, file)) {
       const std::int64_t from = size_figure(doc, "max_window_layers", file, limits::kMaxLayers)["value"].get<std::int64_t>();
@@ -202,6 +218,14 @@ void read_attention_kinds(const json& doc, const Family& fam, std::int64_t layer
   } else if (present(doc, "sliding_window")) {
     throw Error(fmt::format("{}: field 'sliding_window' = {}: the {} family has no sliding-window layers seqpar reads "
                             "(null turns it off)", file, dump_json(doc["sliding_window"], -1), type));
+  }
+  if (std::find(kinds.begin(), kinds.end(), "linear_attention") != kinds.end()) {
+    // transformers' Qwen3NextGatedDeltaNet reads these five (presets.cpp: read_linear).
+    for (const char* k : {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                          "linear_value_head_dim", "linear_conv_kernel_dim"})
+      p[k] = size_figure(doc, k, file, std::string_view(k).ends_with("heads") ? limits::kMaxHeads : limits::kMaxHeadDim);
+    p["layer_types"] = kinds;
+    p["sources"] = {{"layer_types", how}};
   }
   if (std::find(kinds.begin(), kinds.end(), "sliding_attention") == kinds.end()) return;
   if (!present(doc, "sliding_window"))
@@ -231,7 +255,7 @@ std::int64_t whole_or_zero(const json& doc, const char* key, const std::string& 
 //     the MTP layers (num_nextn_predict_layers) are left out, said in the description.
 void read_experts(const json& doc, const Family& fam, const std::string& file, json& p) {
   const std::string type = fam.model_type;
-  const bool glm = glm_style_experts(fam), qwen = type == "qwen3_moe";
+  const bool glm = glm_style_experts(fam), qwen = type == "qwen3_moe" || type == "qwen3_next";
   const char* k_routed = glm ? "n_routed_experts" : qwen ? "num_experts" : "num_local_experts";
   p["experts"] = size_figure(doc, k_routed, file, limits::kMaxHeads);
   p["experts_per_token"] = size_figure(doc, "num_experts_per_tok", file, limits::kMaxHeads);
@@ -244,6 +268,13 @@ void read_experts(const json& doc, const Family& fam, const std::string& file, j
     if (present(doc, "mlp_only_layers") && !(doc["mlp_only_layers"].is_array() && doc["mlp_only_layers"].empty()))
       throw Error(fmt::format("{}: field 'mlp_only_layers' = {}: dense layers between MoE layers are not modelled "
                               "(only leading ones)", file, dump_json(doc["mlp_only_layers"], -1)));
+  }
+  if (type == "qwen3_next" && whole_or_zero(doc, "shared_expert_intermediate_size", file, limits::kMaxFfnHidden) > 0) {
+    // Qwen3NextSparseMoeBlock: one shared_expert of shared_expert_intermediate_size beside the routed ones.
+    p["shared_experts"] = {{"value", 1},
+                           {"source", fmt::format("{}: shared_expert_intermediate_size > 0 (Qwen3NextSparseMoeBlock has "
+                                                  "one shared_expert)", file)}};
+    p["shared_expert_ffn_hidden"] = size_figure(doc, "shared_expert_intermediate_size", file, limits::kMaxFfnHidden);
   }
   if (glm) {
     // DeepSeek's moe_layer_freq: every k-th layer after the dense ones is MoE; only 1 is modelled.
@@ -377,6 +408,10 @@ json model_preset_from_hf_config(const json& doc, std::string_view file_view) {
   p["tied_embeddings"] = flag(doc, "tie_word_embeddings", fam->tied_default, file);
   read_attention_kinds(doc, *fam, p["layers"]["value"].get<std::int64_t>(), file, p);
   if (fam->experts) read_experts(doc, *fam, file, p);
+  if (std::string_view(fam->model_type) == "qwen3_next")
+    p["description"] = fmt::format("{}; not modelled: the full attention's output gate (q_proj twice as wide), its "
+                                   "q/k norms, the shared expert's gate and the multi-token-prediction layer",
+                                   p["description"].get<std::string>());
   if (fam->sinks) {
     p["attention_sinks"] = true;
     p["sources"]["attention_sinks"] = fmt::format(

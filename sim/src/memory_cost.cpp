@@ -14,6 +14,7 @@
 #include "seqpar/sim/framework_terms.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "seqpar/sim/tensor_parallel_cost.hpp"
+#include "seqpar/sim/linear_attention.hpp"
 #include "seqpar/sim/moe_cost.hpp"
 #include "element_bytes.hpp"
 
@@ -113,6 +114,12 @@ struct Sizes {
   double layers = 0, layer_params = 0;
   double tokens = 0, tile = 0, loss_rows = 0;  // rows of Rows::all, tile, loss
   bool fp8_gemm = false;  // the linear layers run in FP8: a term's fp8_bytes applies
+  // Linear-attention layers (linear_attention.hpp): their share of the layers, the widths of the
+  // inventory that are softmax attention's (q, kv, kv_attention, heads: a linear layer has none of
+  // them), and what a linear layer stores instead, per token.
+  double linear_share = 0;
+  std::array<double, kWidths> softmax_width{};
+  LinearStored linear{};
 };
 
 }  // namespace
@@ -155,6 +162,12 @@ Sizes sizes(const Model& m, const Framework& f, const Plan& p, const AttentionSh
   const double d = m.head_dim, t = p.tp > 0 ? p.tp : 1;
   z.width = rank_widths(m, f, p);
   z.layer_params = m.moe() ? moe_layer_params_per_rank(m, p) : double(m.params_per_layer()) / t;
+  if (m.linear_layers() > 0) {
+    z.linear_share = m.linear_share();
+    for (Width k : {Width::q, Width::kv, Width::kv_attention, Width::heads})
+      z.softmax_width[static_cast<std::size_t>(k)] = z.width[static_cast<std::size_t>(k)];
+    z.linear = linear_stored_values_per_token(m, p);
+  }
   z.layers = m.layers;
   z.fp8_gemm = p.precision.has(Fp8Part::gemm);
   auto con = [&](Constant c, double v) { z.constant[static_cast<std::size_t>(c)] = v; };
@@ -191,6 +204,22 @@ double value_bytes(const TensorTerm& t, const Sizes& z) { return z.fp8_gemm && t
 
 double term_bytes(const TensorTerm& t, const Sizes& z) {
   return value_bytes(t, z) * (values_per_token(t, z) * rows(t, z) + constant_values(t, z)) * (t.times_layers ? z.layers : 1);
+}
+
+// A layer term's bytes in the mean layer: without its softmax-attention widths in the linear
+// layers' share (the term's own bytes, bit for bit, without linear layers).
+double layer_term_bytes(const TensorTerm& t, const Sizes& z) {
+  const double bytes = term_bytes(t, z);
+  if (z.linear_share == 0) return bytes;
+  const double softmax = value_bytes(t, z) * t.per_token.dot(z.softmax_width) * rows(t, z) * (t.times_layers ? z.layers : 1);
+  return bytes - z.linear_share * softmax;
+}
+
+// What the linear layers store instead, per layer in the mean layer (0 without them).
+constexpr std::string_view kLinearStored = "linear-attention layers' tensors (gated DeltaNet: conv input and output, "
+                                           "q, k, A, beta, output, gate; the layers' share)";
+double linear_stored_bytes(const Sizes& z) {
+  return z.linear_share * (kBf16 * z.linear.bf16 + kF32 * z.linear.fp32) * z.tokens;
 }
 
 // The terms of a list that apply to the plan.
@@ -286,7 +315,14 @@ StoredValues stored_values_per_token(const Model& m, const System& s, const Plan
   }
   const Sizes z = sizes(m, f, p, attention_shapes(m, p));
   for (const TensorTerm& t : f.layer)
-    if (t.when.holds(p)) add(values_per_token(t, z) + constant_values(t, z) / std::max(z.tokens, 1.0), value_bytes(t, z));
+    if (t.when.holds(p))
+      add(values_per_token(t, z) - z.linear_share * t.per_token.dot(z.softmax_width) +
+              constant_values(t, z) / std::max(z.tokens, 1.0),
+          value_bytes(t, z));
+  if (z.linear_share > 0) {  // the linear layers' own tensors (linear_attention.hpp), their share
+    add(z.linear_share * z.linear.bf16, kBf16);
+    add(z.linear_share * z.linear.fp32, kF32);
+  }
   return v;
 }
 
@@ -418,11 +454,17 @@ MemoryEstimate estimate(const Model& m, const System& s, const Plan& p, const St
   Items stored_by_layer, cur_mlp, cur_attn, cur_qkv;
   for (const TensorTerm& t : f.layer) {
     if (!t.when.holds(p)) continue;
-    const double bytes = term_bytes(t, z);
+    const double bytes = layer_term_bytes(t, z);
     stored_by_layer.add(t.name, t.part, bytes);
     if (full && t.input) continue;
     for (auto [sub, cur] : {std::pair{Until::mlp, &cur_mlp}, {Until::attention, &cur_attn}, {Until::qkv, &cur_qkv}})
       if (alive_in(t, sub)) cur->add(t.name, t.part, bytes);
+  }
+  if (z.linear_share > 0) {  // alive until the layer's attention backward, as the attention's own tensors
+    const double b = linear_stored_bytes(z);
+    stored_by_layer.add(kLinearStored, MemPart::activations, b);
+    cur_mlp.add(kLinearStored, MemPart::activations, b);
+    cur_attn.add(kLinearStored, MemPart::activations, b);
   }
   if (m.moe()) {  // the token dispatcher's buffers, kept for the experts' backward (moe_cost.hpp)
     const double b = moe_dispatch_bytes_per_layer(m, p, T);

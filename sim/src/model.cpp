@@ -1,5 +1,7 @@
 #include "seqpar/sim/model.hpp"
 
+#include <initializer_list>
+
 #include "seqpar/core/checked.hpp"
 
 namespace seqpar::sim {
@@ -13,13 +15,20 @@ std::int64_t add(std::int64_t a, std::int64_t b) { return checked_add(a, b, "mod
 std::string_view to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" : "gelu"; }
 std::string_view to_string(NormKind k) { return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
 std::string_view to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
-std::string_view to_string(AttentionKind k) { return k == AttentionKind::full ? "full_attention" : "sliding_attention"; }
+std::string_view to_string(AttentionKind k) {
+  switch (k) {
+    case AttentionKind::full: return "full_attention";
+    case AttentionKind::sliding: return "sliding_attention";
+    case AttentionKind::linear: return "linear_attention";
+  }
+  return "full_attention";
+}
 
 namespace {
-// Each enum has two kinds; the name of each is its to_string.
+// Each enum's kinds; the name of each is its to_string.
 template <class E>
-bool named(std::string_view name, E a, E b, E& out) {
-  for (E k : {a, b})
+bool named(std::string_view name, std::initializer_list<E> kinds, E& out) {
+  for (E k : kinds)
     if (name == to_string(k)) {
       out = k;
       return true;
@@ -28,21 +37,26 @@ bool named(std::string_view name, E a, E b, E& out) {
 }
 }  // namespace
 
-bool kind_named(std::string_view name, MlpKind& out) { return named(name, MlpKind::swiglu, MlpKind::gelu, out); }
-bool kind_named(std::string_view name, NormKind& out) { return named(name, NormKind::rmsnorm, NormKind::layernorm, out); }
+bool kind_named(std::string_view name, MlpKind& out) { return named(name, {MlpKind::swiglu, MlpKind::gelu}, out); }
+bool kind_named(std::string_view name, NormKind& out) { return named(name, {NormKind::rmsnorm, NormKind::layernorm}, out); }
 bool kind_named(std::string_view name, PositionKind& out) {
-  return named(name, PositionKind::rope, PositionKind::learned, out);
+  return named(name, {PositionKind::rope, PositionKind::learned}, out);
 }
 
 bool kind_named(std::string_view name, AttentionKind& out) {
-  return named(name, AttentionKind::full, AttentionKind::sliding, out);
+  return named(name, {AttentionKind::full, AttentionKind::sliding, AttentionKind::linear}, out);
 }
 
-int Model::sliding_layers() const {
+namespace {
+int layers_of(const std::vector<AttentionKind>& kinds, AttentionKind kind) {
   int n = 0;
-  for (AttentionKind k : layer_kinds) n += k == AttentionKind::sliding ? 1 : 0;
+  for (AttentionKind k : kinds) n += k == kind ? 1 : 0;
   return n;
 }
+}  // namespace
+
+int Model::sliding_layers() const { return layers_of(layer_kinds, AttentionKind::sliding); }
+int Model::linear_layers() const { return layers_of(layer_kinds, AttentionKind::linear); }
 
 std::string to_string(const std::vector<MlpKind>& kinds) {
   std::string out;
@@ -72,6 +86,30 @@ std::int64_t Model::attention_params() const {
   return add(add(attention_weight_params(), latent_norm_params()), sink_params());
 }
 
+// transformers' Qwen3NextGatedDeltaNet (models/qwen3_next/modeling_qwen3_next.py): in_proj_qkvz
+// (hidden x (2 key_heads key_dim + 2 value_heads value_dim): q, k, v, z), in_proj_ba (hidden x 2
+// value_heads), out_proj (value_heads value_dim x hidden), all without bias; conv1d depthwise over
+// conv_dim = 2 key_heads key_dim + value_heads value_dim channels of conv_kernel taps, no bias;
+// A_log and dt_bias, one per value head; the gated RMSNorm's weight of value_dim (shared by the heads).
+std::int64_t Model::linear_weight_params() const {
+  if (linear.key_heads == 0) return 0;
+  const std::int64_t h = hidden, qk = mul(linear.key_heads, linear.key_dim), v = mul(linear.value_heads, linear.value_dim);
+  const std::int64_t qkvz = mul(h, add(mul(2, qk), mul(2, v))), ba = mul(h, mul(2, linear.value_heads));
+  return add(add(qkvz, ba), mul(v, h));
+}
+
+std::int64_t Model::linear_params() const {
+  if (linear.key_heads == 0) return 0;
+  const std::int64_t conv_dim = add(mul(2, mul(linear.key_heads, linear.key_dim)), mul(linear.value_heads, linear.value_dim));
+  const std::int64_t small = add(mul(conv_dim, linear.conv_kernel), add(mul(2, linear.value_heads), linear.value_dim));
+  return add(linear_weight_params(), small);
+}
+
+std::int64_t Model::mixer_params_total() const {
+  const int lin = linear_layers();
+  return add(mul(layers - lin, attention_params()), mul(lin, linear_params()));
+}
+
 std::int64_t Model::dense_mlp_params() const { return add(mul(hidden, fc1_columns()), mul(hidden, ffn_hidden)); }
 
 // Experts are SwiGLU in every MoE family seqpar reads (gate, up and down projections).
@@ -83,15 +121,16 @@ std::int64_t Model::routed_expert_params_total() const {
   return mul(moe_layers(), mul(experts.routed, expert_params()));
 }
 
+// The attention (or linear attention) of every layer, then each layer's norms and MLP.
 std::int64_t Model::layer_params_total() const {
-  const std::int64_t common = add(attention_params(), 2 * norm_params());
-  const std::int64_t dense = mul(layers - moe_layers(), add(common, dense_mlp_params()));
-  const std::int64_t moe_layer = add(add(common, shared_expert_params()), router_params());
-  return add(add(dense, mul(moe_layers(), moe_layer)), routed_expert_params_total());
+  const std::int64_t norms = 2 * norm_params();
+  const std::int64_t dense = mul(layers - moe_layers(), add(norms, dense_mlp_params()));
+  const std::int64_t moe_layer = add(add(norms, shared_expert_params()), router_params());
+  return add(add(add(mixer_params_total(), dense), mul(moe_layers(), moe_layer)), routed_expert_params_total());
 }
 
 std::int64_t Model::params_per_layer() const {
-  if (!moe()) return add(add(attention_params(), dense_mlp_params()), 2 * norm_params());
+  if (!moe() && linear_layers() == 0) return add(add(attention_params(), dense_mlp_params()), 2 * norm_params());
   return layer_params_total() / layers;
 }
 
@@ -113,7 +152,7 @@ std::int64_t Model::embedding_params() const {
 }
 
 std::int64_t Model::total_params() const {
-  if (!moe()) return add(mul(layers, params_per_layer()), embedding_params());
+  if (!moe() && linear_layers() == 0) return add(mul(layers, params_per_layer()), embedding_params());
   return add(layer_params_total(), embedding_params());
 }
 

@@ -357,16 +357,26 @@ System system_from_json(const json& j, std::string_view what) {
 }
 
 namespace {
+// How many of a group of fields that go together (a mixture of experts', latent attention's, the
+// linear layers') a preset gives: all of them or none is the rule each group states.
+template <std::size_t N>
+int fields_given(const json& j, const char* const (&keys)[N]) {
+  int given = 0;
+  for (const char* k : keys) given += j.contains(k) ? 1 : 0;
+  return given;
+}
+
 // Attention kinds (model.hpp), as Hugging Face configs give them: "sliding_window" W alone makes
 // every layer sliding (Mistral v0.1); with "sliding_window_pattern" P layer i (from 0) is full when
 // (i + 1) is a multiple of P, else sliding (transformers' Gemma3TextConfig); or "layer_types"
 // names every layer ("full_attention", "sliding_attention"). Absent: every layer full.
 void read_attention_kinds(const json& j, std::string_view what, Model& m) {
   const bool has_window = j.contains("sliding_window"), has_pattern = j.contains("sliding_window_pattern");
+  const bool has_interval = j.contains("full_attention_interval");
   auto types = j.find("layer_types");
-  if (has_pattern && types != j.end())
-    throw Error(fmt::format("{}: give 'sliding_window_pattern' or 'layer_types', not both (each says which layers "
-                            "slide)", what));
+  if (int(has_pattern) + int(has_interval) + int(types != j.end()) > 1)
+    throw Error(fmt::format("{}: give one of 'sliding_window_pattern', 'full_attention_interval' and 'layer_types' "
+                            "(each says which layers are of which kind)", what));
   if (has_window) m.sliding_window = count(j, "sliding_window", what, 1 << 30);
   if (types != j.end()) {
     if (!types->is_array() || static_cast<std::int64_t>(types->size()) != m.layers)
@@ -375,10 +385,15 @@ void read_attention_kinds(const json& j, std::string_view what, Model& m) {
     for (const json& t : *types) {
       AttentionKind k{};
       if (!t.is_string() || !kind_named(t.get<std::string>(), k))
-        throw Error(fmt::format("{}: field 'layer_types' has {}: each must be \"full_attention\" or "
-                                "\"sliding_attention\"", what, dump_json(t, -1)));
+        throw Error(fmt::format("{}: field 'layer_types' has {}: each must be \"full_attention\", "
+                                "\"sliding_attention\" or \"linear_attention\"", what, dump_json(t, -1)));
       m.layer_kinds.push_back(k);
     }
+  } else if (has_interval) {
+    // transformers' Qwen3NextConfig: layer i is full attention when (i + 1) % interval == 0, else linear.
+    const int interval = count(j, "full_attention_interval", what, limits::kMaxLayers);
+    for (int i = 0; i < m.layers; ++i)
+      m.layer_kinds.push_back((i + 1) % interval == 0 ? AttentionKind::full : AttentionKind::linear);
   } else if (has_pattern) {
     const int pattern = count(j, "sliding_window_pattern", what, limits::kMaxLayers);
     for (int i = 0; i < m.layers; ++i)
@@ -401,8 +416,7 @@ void read_attention_kinds(const json& j, std::string_view what, Model& m) {
 // expert's load over the mean (1 when absent: a balanced router).
 void read_experts(const json& j, std::string_view what, Model& m) {
   const char* required[] = {"experts", "experts_per_token", "expert_ffn_hidden"};
-  int given = 0;
-  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  const int given = fields_given(j, required);
   const bool extras = j.contains("shared_experts") || j.contains("shared_expert_ffn_hidden") ||
                       j.contains("dense_layers") || j.contains("expert_imbalance");
   if (given == 0) {
@@ -450,8 +464,7 @@ void read_experts(const json& j, std::string_view what, Model& m) {
 // of them. "head_dim" is then the q/k heads' width, qk_nope_head_dim + qk_rope_head_dim.
 void read_latent(const json& j, std::string_view what, Model& m) {
   const char* required[] = {"kv_lora_rank", "qk_rope_head_dim", "v_head_dim"};
-  int given = 0;
-  for (const char* k : required) given += j.contains(k) ? 1 : 0;
+  const int given = fields_given(j, required);
   if (given == 0) {
     if (j.contains("q_lora_rank"))
       throw Error(fmt::format("{}: q_lora_rank describes latent attention: give 'kv_lora_rank', 'qk_rope_head_dim' "
@@ -486,6 +499,36 @@ void read_latent(const json& j, std::string_view what, Model& m) {
                             what));
 }
 
+// Linear-attention layers (model.hpp: LinearAttention), in Qwen3NextConfig's keys:
+// "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"
+// and "linear_conv_kernel_dim", all of them where a layer is "linear_attention", none otherwise.
+void read_linear(const json& j, std::string_view what, Model& m) {
+  const char* keys[] = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                        "linear_value_head_dim", "linear_conv_kernel_dim"};
+  const int given = fields_given(j, keys);
+  if (m.linear_layers() == 0) {
+    if (given > 0)
+      throw Error(fmt::format("{}: the linear_* fields describe linear-attention layers, but no layer is "
+                              "\"linear_attention\" (layer_types or full_attention_interval): drop them", what));
+    return;
+  }
+  if (given != 5)
+    throw Error(fmt::format("{}: linear-attention layers need all of 'linear_num_key_heads', 'linear_num_value_heads', "
+                            "'linear_key_head_dim', 'linear_value_head_dim' and 'linear_conv_kernel_dim'", what));
+  LinearAttention& l = m.linear;
+  l.key_heads = count(j, "linear_num_key_heads", what, limits::kMaxHeads);
+  l.value_heads = count(j, "linear_num_value_heads", what, limits::kMaxHeads);
+  l.key_dim = count(j, "linear_key_head_dim", what, limits::kMaxHeadDim);
+  l.value_dim = count(j, "linear_value_head_dim", what, limits::kMaxHeadDim);
+  l.conv_kernel = count(j, "linear_conv_kernel_dim", what, limits::kMaxHeadDim);
+  if (l.value_heads % l.key_heads != 0)
+    throw Error(fmt::format("{}: linear_num_value_heads {} must be a multiple of linear_num_key_heads {} (q and k are "
+                            "repeated to the value heads: Qwen3NextGatedDeltaNet)", what, l.value_heads, l.key_heads));
+  if (!m.causal)
+    throw Error(fmt::format("{}: linear-attention layers are a causal recurrence; model '{}' is not causal", what,
+                            m.name));
+}
+
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
@@ -496,7 +539,9 @@ Model model_from_json(const json& j, std::string_view what) {
                    "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "active_params", "sources", "sliding_window",
                    "sliding_window_pattern", "layer_types", "experts", "experts_per_token", "expert_ffn_hidden",
                    "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank",
-                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "attention_sinks"},
+                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "attention_sinks", "full_attention_interval",
+                   "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                   "linear_conv_kernel_dim"},
                what);
   Model m;
   m.name = name_of(j, what);
@@ -531,10 +576,13 @@ Model model_from_json(const json& j, std::string_view what) {
   read_attention_kinds(j, what, m);
   read_experts(j, what, m);
   read_latent(j, what, m);
+  read_linear(j, what, m);
   for (const char* k : {"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "sliding_window",
                         "sliding_window_pattern", "experts", "experts_per_token", "expert_ffn_hidden", "shared_experts",
                         "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank", "kv_lora_rank",
-                        "qk_rope_head_dim", "v_head_dim"}) {
+                        "qk_rope_head_dim", "v_head_dim", "full_attention_interval", "linear_num_key_heads",
+                        "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                        "linear_conv_kernel_dim"}) {
     auto f = j.find(k);  // present: count() above required it
     if (f == j.end() || !f->is_object()) continue;
     if (auto src = f->find("source"); src != f->end() && src->is_string()) m.sources[k] = src->get<std::string>();

@@ -28,6 +28,13 @@ json to_json(const Model& m) {
     for (AttentionKind k : m.layer_kinds) types.push_back(to_string(k));
     j["layer_types"] = std::move(types);
     if (m.sliding_window > 0) j["sliding_window"] = m.sliding_window;
+    if (m.linear_layers() > 0) {
+      j["linear_num_key_heads"] = m.linear.key_heads;
+      j["linear_num_value_heads"] = m.linear.value_heads;
+      j["linear_key_head_dim"] = m.linear.key_dim;
+      j["linear_value_head_dim"] = m.linear.value_dim;
+      j["linear_conv_kernel_dim"] = m.linear.conv_kernel;
+    }
   }
   // Experts only for a MoE model, in the preset's keys; the active count beside the total.
   if (m.moe()) {

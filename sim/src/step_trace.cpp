@@ -61,6 +61,8 @@ class Layout {
     if (backward) blocking(Stream::ring, pre + "dK,dV reduce-scatter", a.dkv_scatter_s);
     blocking(Stream::ulysses_a2a, pre + (backward ? "all-to-all dq,dk,dv" : "all-to-all output"),
              backward ? a.a2a_qkv_s : a.a2a_o_s);
+    // A hybrid model's linear-attention layers, their share of the mean layer in one block.
+    kernel(pre + "linear-attention layers (their share)", "attention", backward ? a.linear_bwd_s : a.linear_fwd_s);
     return now - start;
   }
 

@@ -13,6 +13,7 @@
 #include "seqpar/sim/pipeline_cost.hpp"
 #include "seqpar/sim/moe_cost.hpp"
 #include "seqpar/sim/latent_attention.hpp"
+#include "seqpar/sim/linear_attention.hpp"
 #include "seqpar/sim/attention_sinks.hpp"
 #include "seqpar/sim/window_cost.hpp"
 
@@ -160,6 +161,22 @@ std::string sinks_method_error(const Model& m, const System& s, const Plan& p) {
   });
 }
 
+std::string linear_method_error(const Model& m, const Plan& p) {
+  if (m.linear_layers() == 0) return {};
+  const LinearAttention& l = m.linear;
+  const std::string what = fmt::format("model '{}' has {} linear-attention layers ({} key and {} value heads)", m.name,
+                                       m.linear_layers(), l.key_heads, l.value_heads);
+  if (p.sp > 1)
+    if (std::string why = linear_refusal(p.method); !why.empty()) return fmt::format("method: {}; {}", what, why);
+  // The heads are split over TP, and under Ulysses over its ranks too (the all-to-all makes them head-parallel).
+  const int u = p.sp > 1 ? p.ulysses_degree : 1, split = p.tp * u;
+  if (split > 1 && (l.key_heads % split != 0 || l.value_heads % split != 0))
+    return fmt::format("{}: {}; tp {} x Ulysses degree {} = {} must divide both (the gated DeltaNet's heads are split "
+                       "over the TP ranks and, by the all-to-all, over the Ulysses ranks: Megatron-LM PRs 2614/2642)",
+                       u > 1 ? "ulysses_degree" : "tp", what, p.tp, u, split);
+  return {};
+}
+
 bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std::string>& errors) {
   const std::size_t before = errors.size();
   const bool structure_ok = check_plan_structure(p, errors);
@@ -205,6 +222,10 @@ bool check_plan(const Model& m, const System& s, const Plan& p, std::vector<std:
       errors.push_back(fmt::format("tp: tensor parallelism of latent attention ('{}') is not modelled yet (its "
                                    "down-projections feed every head); give --tp 1", m.name));
   }
+  // Linear-attention layers run under the methods an implementation serves them with, over heads the
+  // ranks divide (linear_attention.hpp).
+  if (m.linear_layers() > 0)
+    if (std::string why = linear_method_error(m, p); !why.empty()) errors.push_back(std::move(why));
   // Attention sinks run under the methods an implementation serves them with (attention_sinks.hpp).
   if (std::string why = sinks_method_error(m, s, p); !why.empty()) errors.push_back(std::move(why));
   check_framework_runs(s, p, errors);

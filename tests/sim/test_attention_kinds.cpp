@@ -72,7 +72,7 @@ TEST(AttentionKinds, BadKindsAreRefusedByName) {
   d["sliding_window"] = 128;
   d["sliding_window_pattern"] = 2;
   d["layer_types"] = nlohmann::json::array();
-  refused(d, "not both");
+  refused(d, "give one of");
 }
 
 // Tiny model (2 heads of 4, head_dim 4), N = 16, W = 4. A query at position q sees min(q + 1, 4)

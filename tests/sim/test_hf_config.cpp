@@ -173,7 +173,8 @@ TEST(HfConfig, WhatIsNotModelledIsRefusedWithTheFieldNamed) {
   expect_refused(with(kQwen2_7b, "layer_types", R"(["full_attention", "sliding_attention"])"), "layer_types");
   expect_refused(with(kQwen2_7b, "layer_types", json(std::vector<std::string>(28, "linear_attention")).dump()),
                  "layer_types");
-  expect_refused(with(kLlama3_8b, "model_type", "\"qwen3_next\""), "model_type");
+  // Qwen3-Next is read (test_linear_attention.cpp); a config without its gated DeltaNet's keys is not.
+  expect_refused(with(kLlama3_8b, "model_type", "\"qwen3_next\""), "linear_num_key_heads");
   // A family seqpar reads, missing the keys it needs (DeepSeek-V3's latent attention: test_mla.cpp).
   expect_refused(with(kLlama3_8b, "model_type", "\"deepseek_v3\""), "qk_nope_head_dim");
   expect_refused(with(kLlama3_8b, "hidden_size", "\"4096\""), "hidden_size");

@@ -64,6 +64,10 @@ ModelConfig from_sim(const sim::Model& m) {
     throw Error(fmt::format("model '{}': latent attention (kv_lora_rank {}) is simulator-only; the training step's "
                             "attention projects q, k, v from the hidden state (a Llama-style decoder)",
                             m.name, m.latent.kv_rank));
+  if (m.linear_layers() > 0)
+    throw Error(fmt::format("model '{}': linear-attention layers ({} gated DeltaNet layers) are simulator-only; the "
+                            "training step's layers are softmax attention (a Llama-style decoder)",
+                            m.name, m.linear_layers()));
   if (m.attention_sinks)
     throw Error(fmt::format("model '{}': attention sinks are simulator-only; the training step's softmax has no sink "
                             "logit (a Llama-style decoder)", m.name));

@@ -60,6 +60,10 @@ struct AttentionCost {
   int ring_steps = 1;
   double hop_s = 0;
   double step0_fwd_s = 0, step_fwd_s = 0, step0_bwd_s = 0, step_bwd_s = 0;
+  // A model with linear-attention layers (linear_attention.hpp): their share of the mean layer,
+  // elapsed, which the timeline draws as one block; the parts above are then the softmax layers'
+  // share alone (a mean of ring steps and state all-gathers would not be either's timeline).
+  double linear_fwd_s = 0, linear_bwd_s = 0;
 };
 // With `docs` (document_cost.hpp), the attention of a packed-document workload in its load
 // balancer's layout: each step's kernel time scaled by its slowest rank's share, the transfers by

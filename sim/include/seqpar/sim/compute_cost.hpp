@@ -11,7 +11,8 @@ namespace seqpar::sim {
 
 // Forward FLOPs of one layer's GEMMs (Q, K, V, output projection, MLP) for `tokens` rows.
 double layer_gemm_flops(const Model& m, double tokens);
-// Forward FLOPs of the attention's GEMMs alone (Q, K, V, output projection).
+// Forward FLOPs of the attention's GEMMs alone (Q, K, V, output projection); with linear-attention
+// layers the mean over the layers (theirs: in_proj_qkvz, in_proj_ba, out_proj).
 double attention_gemm_flops(const Model& m, double tokens);
 // Forward FLOPs of the MLP GEMMs alone (recomputed by tiled MLP); for a MoE model the active
 // experts' and the router's, the mean over its layers (moe_cost.hpp: moe_mlp_flops).

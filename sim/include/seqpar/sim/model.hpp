@@ -24,9 +24,12 @@ std::string to_string(const std::vector<MlpKind>& kinds);  // "swiglu, gelu"
 
 // The attention of one layer (README "Attention kinds"): full causal attention over the sequence
 // (unmasked for encoders), or a causal sliding window: a query sees the model's sliding_window keys
-// ending at itself (Hugging Face's `sliding_window`; Gemma 2/3's local layers, Mistral v0.1's).
-enum class AttentionKind { full, sliding };
-std::string_view to_string(AttentionKind k);  // "full_attention", "sliding_attention" (HF's layer_types)
+// ending at itself (Hugging Face's `sliding_window`; Gemma 2/3's local layers, Mistral v0.1's); or a
+// linear-attention layer, a gated DeltaNet in place of softmax attention (Qwen3-Next's and Qwen3.5's
+// "linear_attention" layers; Model::linear gives its shape, README "Linear attention").
+enum class AttentionKind { full, sliding, linear };
+// "full_attention", "sliding_attention", "linear_attention" (HF's layer_types)
+std::string_view to_string(AttentionKind k);
 bool kind_named(std::string_view name, AttentionKind& out);
 
 // A mixture-of-experts MLP (README "Mixture of experts"), as DeepSeek-V3, Qwen3-MoE, GLM-4.5, gpt-oss and
@@ -63,6 +66,21 @@ struct Latent {
   int rope_dim = 0;
 };
 
+// A gated DeltaNet layer (README "Linear attention"), as transformers' Qwen3NextGatedDeltaNet builds
+// it from Qwen3NextConfig: q and k of `key_heads` heads of `key_dim` (linear_num_key_heads,
+// linear_key_head_dim), v and the output gate z of `value_heads` heads of `value_dim`
+// (linear_num_value_heads, linear_value_head_dim; q and k are repeated to the value heads for the
+// kernel), a causal depthwise convolution of `conv_kernel` taps (linear_conv_kernel_dim) over q, k
+// and v, and per value head a decay and a write strength (a, b). Its state is one key_dim x
+// value_dim matrix per value head, whatever the sequence's length. key_heads == 0: no linear layers.
+struct LinearAttention {
+  int key_heads = 0;
+  int value_heads = 0;
+  int key_dim = 0;
+  int value_dim = 0;
+  int conv_kernel = 0;
+};
+
 struct Model {
   std::string name;
   int layers = 0;
@@ -84,6 +102,7 @@ struct Model {
   // config that has one gives (Gemma 3, Mistral v0.1, gpt-oss).
   std::vector<AttentionKind> layer_kinds;
   std::int64_t sliding_window = 0;
+  LinearAttention linear;  // the linear layers' shape (key_heads == 0 without any)
   Experts experts;  // routed == 0: dense
   Latent latent;    // kv_rank == 0: q, k, v projected from the hidden state directly
   // Attention sinks (README "Attention sinks"), as gpt-oss has them in every layer: one learned logit
@@ -100,8 +119,9 @@ struct Model {
   // The first MLP GEMM's output columns: gate and up (2 x ffn) for SwiGLU, ffn for GELU.
   std::int64_t fc1_columns() const;
   std::int64_t norm_params() const;
-  // One layer's parameters: a dense layer's; for a MoE model the mean over its layers (rounded
-  // down; layer_params_total() is the exact sum), so per-layer memory terms stay per layer.
+  // One layer's parameters: a dense layer's; for a MoE model or one with linear-attention layers
+  // the mean over its layers (rounded down; layer_params_total() is the exact sum), so per-layer
+  // memory terms stay per layer.
   std::int64_t params_per_layer() const;
   std::int64_t embedding_params() const;  // token embedding + LM head (once if tied) + final norm
   std::int64_t total_params() const;
@@ -146,6 +166,18 @@ struct Model {
   double mlp_width() const;
   // Layers of the sliding kind (0 when layer_kinds is empty).
   int sliding_layers() const;
+  // Layers of the linear kind (0 when layer_kinds is empty), and their share of the layers.
+  int linear_layers() const;
+  double linear_share() const { return layers > 0 ? double(linear_layers()) / layers : 0.0; }
+  // One gated DeltaNet layer's parameters in place of attention_params() (README "Linear
+  // attention"): in_proj_qkvz, in_proj_ba, conv1d, A_log, dt_bias, the gated norm and out_proj;
+  // and the part of it that is GEMM weights (in_proj_qkvz, in_proj_ba, out_proj: 2 FLOPs per weight
+  // and token). 0 without linear layers.
+  std::int64_t linear_params() const;
+  std::int64_t linear_weight_params() const;
+  // Every layer's attention or linear-attention parameters: attention_params() per softmax layer
+  // (full or sliding), linear_params() per linear layer.
+  std::int64_t mixer_params_total() const;
   // Whether a sequence of seq_len tokens meets a band: a sliding layer whose window is shorter
   // than the sequence (a window of seq_len or more is full causal attention, costed as such).
   bool banded_at(std::int64_t seq_len) const { return sliding_layers() > 0 && sliding_window < seq_len; }

@@ -31,6 +31,13 @@ std::string latent_method_error(const Model& m, const System& s, const Plan& p);
 // attention kernel (attention_sinks.hpp's sinks_refusal), else empty. check_plan applies it.
 std::string sinks_method_error(const Model& m, const System& s, const Plan& p);
 
+// Linear-attention layers under plan p: the broken rules' message when the model has linear layers
+// and the plan has context parallelism (sp > 1): a method no implementation serves them with
+// (linear_attention.hpp's linear_refusal), or key or value heads that the tp x Ulysses ranks do not
+// divide (Megatron-LM's gated DeltaNet splits both head counts over its TP and CP ranks); also
+// under tp alone. Empty when none is broken. check_plan applies it.
+std::string linear_method_error(const Model& m, const Plan& p);
+
 // The system's framework profile must describe the model's block (Framework::mlp_kinds): the
 // broken rule's message, or empty. check_plan applies it; the CLI refuses the pair up front with it.
 std::string profile_mismatch(const Model& m, const System& s);
