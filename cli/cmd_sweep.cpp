@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <optional>
 
 #include "commands.hpp"
@@ -368,8 +367,7 @@ void run(const Opts& o) {
       [&](const sim::SweepPoint& pt) { writer.add(pt); });
   const std::string json_path = writer.finish(sweep_head_json(g, sw, o.docs));
   if (o.json) {  // the document just written, byte for byte
-    std::ifstream in(json_path, std::ios::binary);
-    std::cout << in.rdbuf() << std::flush;
+    print_json_file(json_path);
     exit_status(sw);
     return;
   }

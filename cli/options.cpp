@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
 #include "app.hpp"
 #include "commands.hpp"
 #include "seqpar/core/checked.hpp"
@@ -217,6 +221,16 @@ nlohmann::json document(const std::string& program) {
 
 void print_json(const nlohmann::json& j) {
   if (!capture_json(j)) fmt::print("{}\n", dump_json(j));
+}
+
+void print_json_file(const std::string& path) {
+  if (capturing()) {
+    capture_json(read_json_file(path));
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::fflush(stdout);  // fmt::print writes through C stdio: keep the order
+  if (!(std::cout << in.rdbuf() << std::flush)) throw Error(fmt::format("out: cannot print '{}'", path));
 }
 
 }  // namespace seqpar::cli

@@ -100,6 +100,9 @@ std::int64_t parse_seq_len(const std::string& text, const char* field = "seq_len
 // {schema_version, tool_version, command, host, created_utc, kind: "prediction", program, mode: "modelled"}
 nlohmann::json document(const std::string& program);
 void print_json(const nlohmann::json& j);
+// A document already written to `path` (sweep.json), printed byte for byte as print_json would
+// print it, without holding it in memory; a capturing run (the Python module) gets it parsed.
+void print_json_file(const std::string& path);
 
 }  // namespace seqpar::cli
 
