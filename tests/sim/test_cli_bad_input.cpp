@@ -299,4 +299,46 @@ TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {
   EXPECT_EQ(j["plan"]["seq_len"], j["max_seq_len"]);
 }
 
+// Issue 35 tried again: a name nested in a file is refused under that file's name, a sweep whose
+// every point is invalid says why (as advise does) instead of exiting 2 after a table of "no valid
+// plan", and --framework over steps that name another framework says what it replaced.
+TEST_F(CliBadInput, NestedNamesAndInvalidGridsSayWhichInputAndWhy) {
+  json system = json::parse(seqpar::sim::preset_document("system", "dgx-h100").dump());
+  system["name"] = "mine";
+  system["gpu"] = "h100-sxn";
+  const std::string sys = write("mine.json", system.dump());
+  expect_exit("simulate --seq-len 8K --system " + sys, 2, sys + ": gpu: unknown gpu preset 'h100-sxn'");
+
+  // A step as reports/results/h100/hf/hf_04_llama3-8b_L4_s8192_none.json has it.
+  json step = json::parse(R"({"name": "hf 8K", "gpu_name": "NVIDIA H100 80GB HBM3", "framework": "hf-transformers",
+    "model": {"name": "llama3-8b", "layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128,
+              "ffn_hidden": 14336, "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm", "tied_embeddings": false},
+    "plan": {"method": "ulysses", "gpus": 1, "seq_len": 8192, "sp": 1, "zero": 0, "checkpoint": "none"},
+    "step_time_s": 0.137037810999999, "peak_memory_bytes": 27102324224})");
+  const std::string out = " --out " + (dir_ / "p.json").string();
+  step["framework"] = "hf-transformer";
+  const std::string typo = write("typo.json", step.dump());
+  expect_exit("calibrate " + typo + out, 2,
+              typo + ": framework (the document's 'framework'): unknown framework preset 'hf-transformer'");
+  step["framework"] = "seqpar-train";
+  expect_exit("calibrate --framework hf-transformers " + write("other.json", step.dump()) + out, 0,
+              "--framework hf-transformers replaces the framework 'seqpar-train' that 1 of 1 steps name");
+  step["framework"] = "hf-transformers";  // the same framework: nothing replaced, no note
+  const CliRun same = expect_exit("calibrate --framework hf-transformers " + write("same.json", step.dump()) + out, 0,
+                                  "written to");
+  EXPECT_EQ(same.out.find("replaces"), std::string::npos) << same.out;
+
+  // --tp 3 on 8 GPUs: no point is valid; the reasons as advise groups them, bounded by --rejected.
+  const std::string never = " --out " + (dir_ / "sweep").string();
+  CliRun r = expect_exit("sweep --seq-len 8K --tp 3" + never, 2, "no point of the grid is a valid plan");
+  EXPECT_NE(r.err.find("gpus: 8 GPUs are not divisible by tp 3 x sp 1"), std::string::npos) << r.err;
+  r = expect_exit("sweep --seq-len 8K --tp 3 --json --rejected 1" + never, 2, "more reasons");
+  EXPECT_NE(r.err.find("--rejected N"), std::string::npos) << r.err;
+  EXPECT_FALSE(r.json()["results"].empty());  // stdout stays the document
+  // Valid points that do not fit: exit 1, and no such message.
+  r = expect_exit("sweep --seq-len 16M --gpus 1" + never, 1, "does not fit");
+  EXPECT_EQ(r.err.find("no point of the grid"), std::string::npos) << r.err;
+  expect_exit("sweep --seq-len 8K --rejected -1" + never, 2, "rejected");
+}
+
 }  // namespace
