@@ -191,6 +191,13 @@ TEST_F(CliBadInput, AGateThatCouldNeverFailIsRefused) {
   expect_exit("gate " + base + " " + base + " --min-effect nan", 2, "--min-effect nan is not a number");
   expect_exit("gate " + base + " " + base + " --min-effect -1", 2, "--min-effect -1 is negative");
   expect_exit("gate " + base + " " + base + " --noise-factor inf", 2, "--noise-factor inf would never fail the gate");
+  expect_exit("gate " + base + " " + base + " --min-effect 1e308", 2, "--min-effect 1e+308 is above 1000");
+  expect_exit("gate " + base + " " + base + " --noise-factor 1001", 2, "--noise-factor 1001 is above 1000");
+  EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 1000").code, 0);
+  // A time_s of 0 beside positive samples contradicts them (it was ignored).
+  json zero = doc;
+  zero["results"][0]["time_s"] = 0;
+  expect_exit("gate " + base + " " + write("zero.json", zero.dump()), 2, "times must be positive seconds, got time_s 0");
   // A byte that is not UTF-8 is escaped, not echoed raw to the terminal.
   expect_exit("simulate --seq-len \"$(printf '8K\\377')\"", 2, "'8K\\xFF'");
   EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 0.1").code, 0);
