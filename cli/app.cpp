@@ -114,6 +114,8 @@ void capture_is_error() {
   if (g_capture) g_capture->error_document = true;
 }
 
+bool capturing() { return g_capture != nullptr; }
+
 bool capture_json(const nlohmann::json& j) {
   if (!g_capture) return false;
   g_capture->document = j;

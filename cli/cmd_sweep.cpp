@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 
+#include "app.hpp"
 #include "commands.hpp"
 #include "documents.hpp"
 #include "options.hpp"
@@ -377,7 +378,7 @@ class InvalidPoints {
 void exit_status(const sim::Sweep& sw, const InvalidPoints& invalid, int limit) {
   if (std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.best.has_value(); })) return;
   const bool some_valid = std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.any_valid; });
-  if (!some_valid)
+  if (!some_valid && !capturing())  // the module's caller has the document's errors
     fmt::print(stderr, "seqpar: sweep: no point of the grid is a valid plan (every point's errors are in sweep.json){}",
                rejected_text(invalid.rejected(), std::size_t(limit), "--rejected"));
   no_answer(some_valid);
@@ -397,9 +398,13 @@ void run(const Opts& o) {
         invalid.add(pt);
       });
   const std::string json_path = writer.finish(sweep_head_json(g, sw, o.docs));
-  if (o.json) {  // the document just written, byte for byte
-    std::ifstream in(json_path, std::ios::binary);
-    std::cout << in.rdbuf() << std::flush;
+  if (o.json) {  // the document just written, byte for byte (the Python module: as its result)
+    if (capturing()) {
+      capture_json(read_json_file(json_path));
+    } else {
+      std::ifstream in(json_path, std::ios::binary);
+      std::cout << in.rdbuf() << std::flush;
+    }
     exit_status(sw, invalid, o.rejected);
     return;
   }
