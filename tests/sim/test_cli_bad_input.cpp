@@ -348,4 +348,16 @@ TEST_F(CliBadInput, NestedNamesAndInvalidGridsSayWhichInputAndWhy) {
   expect_exit("sweep --seq-len 8K --rejected -1" + never, 2, "rejected");
 }
 
+// The same document given twice to report (or by two paths) counted each of its points twice.
+TEST_F(CliBadInput, AReportInputGivenTwiceIsRefused) {
+  const std::string grid = (dir_ / "grid").string();
+  ASSERT_EQ(seqpar("sweep --seq-len 8K --out " + grid).code, 0);
+  const std::string doc = grid + "/sweep.json";
+  const std::string out = " --out " + (dir_ / "report").string();
+  expect_exit("report " + doc + " " + doc + out, 2, "are the same file; give each input once");
+  expect_exit("report " + doc + " " + grid + "/../grid/sweep.json" + out, 2, "are the same file");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "report"));
+  EXPECT_EQ(seqpar("report " + doc + out + " --no-plots").code, 0);
+}
+
 }  // namespace
