@@ -360,4 +360,18 @@ TEST_F(CliBadInput, AReportInputGivenTwiceIsRefused) {
   EXPECT_EQ(seqpar("report " + doc + out + " --no-plots").code, 0);
 }
 
+// The workload's seed and batch count: "-1" was read as the seed 18446744073709551615 and 2^64 as
+// another; a batch count beyond int was CLI11's "Could not convert".
+TEST_F(CliBadInput, WorkloadSeedsAndBatchCountsAreNeverWrapped) {
+  const std::string docs = "simulate --seq-len 32K --documents fixed:4K";
+  expect_exit(docs + " --doc-seed -1", 2, "doc-seed: -1 is negative; give a whole number from 0");
+  expect_exit(docs + " --doc-seed 18446744073709551616", 2,
+              "doc-seed: 18446744073709551616 is above the limit of 18446744073709551615");
+  expect_exit(docs + " --doc-batches 99999999999", 2, "doc-batches: 99999999999 is above the limit of 65536");
+  expect_exit(docs + " --doc-batches 0", 2, "doc-batches: 0 must be at least 1");
+  const CliRun top = seqpar(docs + " --doc-seed 18446744073709551615 --json");
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.out.find("18446744073709551615"), std::string::npos);  // the seed given, kept whole
+}
+
 }  // namespace
