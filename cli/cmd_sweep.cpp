@@ -343,8 +343,8 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
                               seconds(w->step_time_s));
         const std::string balancer =
             w && w->balancer && w->plan.ring_degree > 1 ? " " + to_string(*w->balancer) : std::string();
-        row.push_back(w ? fmt::format("{}{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan), balancer,
-                                      to_string(w->plan.mem.checkpoint), batch, w->tokens_per_s_per_gpu)
+        row.push_back(w ? fmt::format("{}{} {},{} {} tok/s", seqpar::describe_structure(w->plan), balancer,
+                                      to_string(w->plan.mem.checkpoint), batch, format_rate(w->tokens_per_s_per_gpu))
                         : any_valid ? "does not fit" : "no valid plan");
       }
       t.add(row);
