@@ -32,7 +32,7 @@ OptionKind option_kind(const std::string& command, const std::string& option);
 
 // For print_json: true when a run() is capturing, which then holds `j` as its document.
 bool capture_json(const nlohmann::json& j);
-// Whether a run() is capturing (print_json_file reads the file only then).
+// Whether a run() is capturing (the Python module): a document is then handed over, not printed.
 bool capturing();
 // Marks the captured document as an error report (options.cpp's guarded).
 void capture_is_error();

@@ -92,9 +92,9 @@ void add_advise_command(CLI::App& app) {
           print_short_documents(s.gpu);
         }
         if (const sim::Result* b = a.best()) {
-          fmt::print("best: {}\n      {:.0f} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
+          fmt::print("best: {}\n      {} tokens/s per GPU, MFU {:.1f}%, optimizer step {}, peak {} of {} GiB\n"
                      "      placement: {}\n\n",
-                     label(*b), b->tokens_per_s_per_gpu, 100 * b->mfu, seconds(b->step_time_s),
+                     label(*b), format_rate(b->tokens_per_s_per_gpu), 100 * b->mfu, seconds(b->step_time_s),
                      gib(b->peak_memory_bytes()), gib(b->capacity_bytes), sim::describe_placement(s, b->plan));
           fmt::print("why:\n");
           for (const std::string& why : a.reasons) fmt::print("  - {}\n", why);
@@ -106,7 +106,7 @@ void add_advise_command(CLI::App& app) {
           for (std::size_t i = 0; i < a.ranked.size() && int(i) < o->top; ++i) {
             const sim::Result& r = a.ranked[i];
             std::vector<std::string> row{std::to_string(i + 1) + " " + label(r),
-                                         fmt::format("{:.0f}", r.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * r.mfu),
+                                         format_rate(r.tokens_per_s_per_gpu), fmt::format("{:.1f}%", 100 * r.mfu),
                                          seconds(r.step_time_s), seconds(r.time.exposed_comm), gib(r.peak_memory_bytes())};
             if (batch)
               row.insert(row.begin() + 1, fmt::format("{}x{}x{}", r.plan.dp(), r.plan.micro_batch, r.plan.grad_accum_steps));

@@ -109,10 +109,10 @@ void add_maxlen_command(CLI::App& app) {
         if (const std::string p = precision_text(space, s, o->search.precision); !p.empty()) fmt::print("{}\n", p);
         if (at_max) print_workload_summary(o->docs, *at_max);
         if (a.result) {
-          fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {:.0f} tokens/s per GPU, optimizer step {}, "
+          fmt::print("longest sequence: {} tokens ({:.2f}M)\nplan: {}\n      {} tokens/s per GPU, optimizer step {}, "
                      "peak {} of {} GiB\n\n",
                      a.max_seq_len, double(a.max_seq_len) / (1 << 20), label(a.result->plan, a.result->balancer),
-                     a.result->tokens_per_s_per_gpu, seconds(a.result->step_time_s),
+                     format_rate(a.result->tokens_per_s_per_gpu), seconds(a.result->step_time_s),
                      gib(a.result->peak_memory_bytes()), gib(a.result->capacity_bytes));
           if (!a.limit_why.empty()) fmt::print("ended by {}\n\n", a.limit_why);
           if (a.gap_count > 0) {

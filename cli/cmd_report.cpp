@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
+#include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/core/parse.hpp"
 #include "seqpar/reports/json_input.hpp"
@@ -115,6 +117,14 @@ void add_report_command(CLI::App& app) {
   cmd->callback([args] {
     using namespace seqpar::reports;
     args->options.plots = !args->no_plots;
+    // One file given twice (or by two paths) would count each of its points, runs and verdicts twice.
+    for (std::size_t i = 0; i < args->files.size(); ++i)
+      for (std::size_t k = 0; k < i; ++k) {
+        std::error_code ec;
+        if (std::filesystem::equivalent(args->files[k], args->files[i], ec))
+          throw Error(fmt::format("files: '{}' and '{}' are the same file; give each input once (its points would "
+                                  "count twice)", args->files[k], args->files[i]));
+      }
     std::vector<InputDocument> inputs;
     for (const auto& f : args->files) inputs.push_back({f, load_report_json_file(f)});
     ReportOutput out = write_report(inputs, args->options);

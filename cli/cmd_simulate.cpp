@@ -126,7 +126,7 @@ void print_human(const sim::Model& m, const sim::System& s, const sim::Result& r
                  : fmt::format("; host {} GiB per node, not checked: the system gives no host memory", gib(r.host_node_bytes)));
   Table k({"metric", "value"});
   k.add({"step time (one optimizer step)", seconds(r.step_time_s)});
-  k.add({"tokens/s per GPU", fmt::format("{:.0f}", r.tokens_per_s_per_gpu)});
+  k.add({"tokens/s per GPU", format_rate(r.tokens_per_s_per_gpu)});
   k.add({"TFLOP/s per GPU", fmt::format("{:.1f}", r.tflops_per_gpu)});
   k.add({"MFU", fmt::format("{:.1f}%", 100 * r.mfu)});
   fmt::print("{}\n", k.str());

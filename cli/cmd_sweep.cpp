@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 
+#include "app.hpp"
 #include "commands.hpp"
 #include "documents.hpp"
 #include "options.hpp"
+#include "rejected_list.hpp"
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -92,6 +95,7 @@ struct Opts {
   MemoryFlags mem;
   DocumentOptions docs;  // --balancer: a comma-separated list here
   seqpar::PrecisionFlags precision;  // --fp8, --fp8-recipe: one precision for every point
+  int rejected = 15;                  // reasons printed when no point of the grid is valid
 };
 
 // The grid the options name, each list checked for repeats.
@@ -338,8 +342,8 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
                               seconds(w->step_time_s));
         const std::string balancer =
             w && w->balancer && w->plan.ring_degree > 1 ? " " + to_string(*w->balancer) : std::string();
-        row.push_back(w ? fmt::format("{}{} {},{} {:.0f} tok/s", seqpar::describe_structure(w->plan), balancer,
-                                      to_string(w->plan.mem.checkpoint), batch, w->tokens_per_s_per_gpu)
+        row.push_back(w ? fmt::format("{}{} {},{} {} tok/s", seqpar::describe_structure(w->plan), balancer,
+                                      to_string(w->plan.mem.checkpoint), batch, format_rate(w->tokens_per_s_per_gpu))
                         : any_valid ? "does not fit" : "no valid plan");
       }
       t.add(row);
@@ -350,10 +354,33 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
   }
 }
 
-// No cell with an advised plan: 2 when no point is valid, 1 when some is but none fits.
-void exit_status(const sim::Sweep& sw) {
+// The invalid points' reasons, kept while no point of the grid is valid: exit 2 then says why, as
+// advise does, instead of a table of "no valid plan" alone. Bounded: the first kKept points hold
+// the reasons a constraint breaks (the grid's points repeat them at every length and count).
+class InvalidPoints {
+ public:
+  void add(const sim::SweepPoint& pt) {
+    if (pt.result.valid) any_valid_ = true;
+    if (any_valid_) return rejected_.clear();
+    if (rejected_.size() < kKept) rejected_.push_back({pt.result.plan, pt.result.errors, false});
+  }
+  const std::vector<sim::Rejection>& rejected() const { return rejected_; }
+
+ private:
+  static constexpr std::size_t kKept = 4096;
+  bool any_valid_ = false;
+  std::vector<sim::Rejection> rejected_;
+};
+
+// No cell with an advised plan: 2 when no point is valid (with the reasons on stderr), 1 when some
+// is but none fits.
+void exit_status(const sim::Sweep& sw, const InvalidPoints& invalid, int limit) {
   if (std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.best.has_value(); })) return;
-  no_answer(std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.any_valid; }));
+  const bool some_valid = std::any_of(sw.cells.begin(), sw.cells.end(), [](const sim::SweepCell& c) { return c.any_valid; });
+  if (!some_valid && !capturing())  // the module's caller has the document's errors
+    fmt::print(stderr, "seqpar: sweep: no point of the grid is a valid plan (every point's errors are in sweep.json){}",
+               rejected_text(invalid.rejected(), std::size_t(limit), "--rejected"));
+  no_answer(some_valid);
 }
 
 void run(const Opts& o) {
@@ -361,21 +388,25 @@ void run(const Opts& o) {
   // A line on the terminal for a long grid (nothing in a pipe or a log): cells done, time left.
   seqpar::Progress progress("sweep", static_cast<std::int64_t>(g.systems.size() * g.gpus.size() * g.seq_lens.size()));
   SweepWriter writer(g, o.out);
+  InvalidPoints invalid;
   const sim::Sweep sw = sim::run_sweep(
       g.model, g.systems, g.gpus, g.seq_lens, g.space, g.documents ? &*g.documents : nullptr,
       [&](std::size_t done, std::size_t) { progress.update(static_cast<std::int64_t>(done)); },
-      [&](const sim::SweepPoint& pt) { writer.add(pt); });
+      [&](const sim::SweepPoint& pt) {
+        writer.add(pt);
+        invalid.add(pt);
+      });
   const std::string json_path = writer.finish(sweep_head_json(g, sw, o.docs));
-  if (o.json) {  // the document just written, byte for byte
+  if (o.json) {  // the document just written, byte for byte (the Python module: as its result)
     print_json_file(json_path);
-    exit_status(sw);
+    exit_status(sw, invalid, o.rejected);
     return;
   }
   for (const SampledWorkload& w : sw.workloads) print_workload_summary(o.docs, w);
   if (!sw.workloads.empty()) fmt::print("\n");
   print_tables(g, sw);
   fmt::print("{} points -> {}/sweep.json, {}/sweep.csv\n", writer.points(), o.out, o.out);
-  exit_status(sw);
+  exit_status(sw, invalid, o.rejected);
 }
 
 }  // namespace
@@ -409,11 +440,17 @@ void add_sweep_command(CLI::App& app) {
   add_memory(cmd, o->mem);
   seqpar::add_precision_flags(cmd, o->precision, false);
   add_documents(cmd, o->docs);
+  add_rejected_limit(cmd, o->rejected);
   cmd->footer("Memory options given on the command line are fixed; otherwise each point takes " +
               sim::memory_choice_rule() + ". With --documents the workload is sampled at each length and every "
               "structure runs with each load balancer worth comparing (--balancer: a comma-separated list of them), "
               "one point each.");
-  cmd->callback([o] { guarded(o->json, "seqpar sweep", [&] { run(*o); }); });
+  cmd->callback([o] {
+    guarded(o->json, "seqpar sweep", [&] {
+      require_range("rejected", o->rejected, 0, std::numeric_limits<int>::max());
+      run(*o);
+    });
+  });
 }
 
 }  // namespace seqpar::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "seqpar/core/parse.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/methods.hpp"
 #include "table.hpp"
@@ -161,7 +162,7 @@ void print_document_rows(const std::vector<DocumentRow>& rows) {
     t.add({seqpar::describe_structure(r.plan), balancer_label(r), fmt::format("{:.3f}", r.costs->work.imbalance_tiles_mean),
            fmt::format("{:.3f}", r.costs->work.imbalance_tiles_p95),
            seconds(r.docs.time.attention), seconds(r.docs.step_time_s),
-           fmt::format("{:.0f}", r.docs.tokens_per_s_per_gpu), fmt::format("{}", rank_of(r, true)),
+           format_rate(r.docs.tokens_per_s_per_gpu), fmt::format("{}", rank_of(r, true)),
            fmt::format("{}", rank_of(r, false))});
   }
   fmt::print("methods x load balancers under this workload (slowest/mean: the slowest ring rank's attention tiles "

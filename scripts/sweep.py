@@ -161,7 +161,7 @@ def points(spec):
     for i, combo in enumerate(itertools.product(*(grid[k] for k in keys))):
         params = dict(zip(keys, combo))
         label = "_".join(f"{k.lstrip('-')}={v}" for k, v in params.items())
-        label = re.sub(r"[^A-Za-z0-9=._-]+", "-", label)
+        label = re.sub(r"[^A-Za-z0-9=._+-]+", "-", label)  # '+' kept: 1e+308 must not read as 1e-308
         out.append((f"p{i:04d}" + (f"_{label}" if label else ""), params))
     return out
 
@@ -177,12 +177,15 @@ def ranks_of(spec, params):
         raise SpecError(f"ranks: grid value {json.dumps(value)} of '{r}' is not a whole number")
     if value < 1:
         raise SpecError(f"ranks: {value} must be at least 1")
+    if value > MAX_GPUS:
+        raise SpecError(f"ranks: {value} is above the limit of {MAX_GPUS}")
     return value
 
 
 # seqpar's input limits (core/include/seqpar/core/limits.hpp, the README's "Input limits"; a test
 # checks that these agree): a larger value is refused here rather than reaching a program as a
 # micro-batch it would refuse at every point.
+MAX_GPUS = 1 << 20
 MAX_MICRO_BATCH = 1 << 16
 MAX_GLOBAL_BATCH_TOKENS = 1 << 44
 MAX_GLOBAL_BATCH_SEQUENCES = 1 << 40

@@ -68,6 +68,8 @@ std::string format_count(std::int64_t n) {
   return fmt::format("{}{}", n, kSuffix[i]);
 }
 
+std::string format_rate(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+
 std::string format_number(double x) {
   if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e18) return fmt::format("{:.0f}", x);
   return fmt::format("{:g}", x);

@@ -2,9 +2,53 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdint>
+#include <limits>
+
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/parse.hpp"
+#include "seqpar/core/workload.hpp"
 
 namespace seqpar {
+
+namespace {
+// Checks on the text before CLI11 converts it (a usage error, exit 2, in every program): a seed is
+// unsigned 64-bit, and CLI11 read "-1" as 18446744073709551615 (and 2^64 as some other seed); a
+// batch count beyond int was "Could not convert" where the limit is the rule broken.
+CLI::Validator seed_value(const char* field) {
+  return CLI::Validator(
+      [field](std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        if (first == std::string::npos) return std::string();
+        if (text[first] == '-') return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto r = std::from_chars(text.data() + first, end, v);
+        if (r.ec == std::errc::result_out_of_range)
+          return fmt::format("{}: {} is above the limit of {}", field, text, std::numeric_limits<std::uint64_t>::max());
+        return std::string();
+      },
+      "");
+}
+
+CLI::Validator count_at_most(const char* field, std::int64_t max) {
+  return CLI::Validator(
+      [field, max](std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        // Empty, negative and zero values are for the range check, which names them as at_most does.
+        if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos)
+          return std::string();
+        try {
+          text = std::to_string(parse_count(text, field, max));
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "");
+}
+}  // namespace
 
 void add_workload_flags(CLI::App* app, WorkloadFlags& f, bool with_balancer, const std::string& how_sequences) {
   app->add_option("--documents", f.documents,
@@ -17,8 +61,12 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f, bool with_balancer, con
                       "best-fit[:WINDOW] or balanced:W (the pieces of W fill sequences repacked to even their "
                       "attention work)")
           ->capture_default_str(),
-      app->add_option("--doc-seed", f.seed, "Seed of the sampled document stream")->capture_default_str(),
-      app->add_option("--doc-batches", f.batches, "Packed sequences sampled")->capture_default_str()};
+      app->add_option("--doc-seed", f.seed, "Seed of the sampled document stream")
+          ->capture_default_str()
+          ->check(seed_value("doc-seed")),
+      app->add_option("--doc-batches", f.batches, "Packed sequences sampled")
+          ->capture_default_str()
+          ->transform(count_at_most("doc-batches", kMaxDocBatches))};
   if (with_balancer)
     f.dependents.push_back(app->add_option(
         "--balancer", f.balancer,

@@ -637,9 +637,15 @@ StepsRan steps_ran(const std::vector<MeasuredStep>& steps, const CalibrateOption
   for (const auto& s : steps)
     if (!s.framework.empty()) named[s.framework].push_back(&s);
   std::string name;
+  const MeasuredStep* named_by = nullptr;  // the step whose own field names the framework
   if (!opt.framework.empty()) {
     name = opt.framework;
     r.framework_from = "--framework";
+    // Fitted over --framework as asked, but not silently over what the steps say they ran.
+    for (const auto& [f, ss] : named)
+      if (f != name)
+        notes.push_back(fmt::format("--framework {} replaces the framework '{}' that {} of {} steps name ({}: {})",
+                                    name, f, ss.size(), steps.size(), ss.front()->file, ss.front()->framework_from));
   } else if (named.size() > 1) {
     std::string list;
     for (const auto& [f, ss] : named)
@@ -649,6 +655,7 @@ StepsRan steps_ran(const std::vector<MeasuredStep>& steps, const CalibrateOption
   } else if (named.size() == 1) {
     name = named.begin()->first;
     const MeasuredStep& s = *named.begin()->second.front();
+    named_by = &s;
     r.framework_from = fmt::format("the steps ({}: {})", s.file, s.framework_from);
     if (named.begin()->second.size() < steps.size())
       notes.push_back(fmt::format("{} of {} steps name no framework: fitted as '{}', which the others name",
@@ -664,7 +671,12 @@ StepsRan steps_ran(const std::vector<MeasuredStep>& steps, const CalibrateOption
       (*kept)["profile"].is_object())
     r.document = (*kept)["profile"];
   else
-    r.document = sim::preset_document("framework", name);
+    try {
+      r.document = sim::preset_document("framework", name);
+    } catch (const Error& e) {  // a name the steps gave is their error: say which file gave it
+      if (!named_by) throw;
+      throw Error(fmt::format("{}: framework ({}): {}", named_by->file, named_by->framework_from, e.what()));
+    }
   std::map<std::string, const MeasuredStep*> kernels;
   for (const auto& s : steps)
     if (!s.attention_kernel.empty()) kernels.emplace(s.attention_kernel, &s);

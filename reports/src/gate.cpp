@@ -71,6 +71,11 @@ void validate(const GateOptions& o) {
     if (std::isnan(v)) throw Error(fmt::format("{} nan is not a number; give {}", flag, what));
     if (v < 0) throw Error(fmt::format("{} {:g} is negative; give {}", flag, v, what));
     if (std::isinf(v)) throw Error(fmt::format("{} inf would never fail the gate; give {}", flag, what));
+    // Above this a run must be a thousand times slower to fail ("1e+308" printed as "inf%" before).
+    constexpr double kMostThreshold = 1000;
+    if (v > kMostThreshold)
+      throw Error(fmt::format("{} {:g} is above {:g}: a gate that fails only a run {:g} times slower never fails; "
+                              "give {}", flag, v, kMostThreshold, kMostThreshold, what));
   };
   threshold("--min-effect", o.min_effect, "a finite non-negative fraction (0.05 = 5%)");
   threshold("--noise-factor", o.noise_factor, "a finite non-negative factor");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <fstream>
 #include <vector>
 
@@ -19,6 +20,16 @@ json load_report_json_file(const std::string& path) { return read_json_file(path
 
 std::string document_kind(const json& doc, std::string_view where) {
   if (!doc.is_object()) throw Error(fmt::format("{}: the document must be a JSON object", where));
+  // Every version this seqpar has written reads (the oldest documents carry none); a newer one may
+  // mean fields this reader would misread, so it is refused rather than half shown.
+  if (auto v = doc.find("schema_version"); v != doc.end()) {
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 1)
+      throw Error(fmt::format("{}: field 'schema_version' must be a whole number from 1, got {}", where,
+                              dump_json(*v, -1)));
+    if (v->get<std::int64_t>() > kSchemaVersion)
+      throw Error(fmt::format("{}: schema_version {} is newer than this seqpar reads (1 to {}): a newer seqpar "
+                              "wrote it; read it with that version", where, v->get<std::int64_t>(), kSchemaVersion));
+  }
   if (!doc.contains("kind")) {
     if (doc.contains("benchmarks") && doc.contains("context")) return "google-benchmark";
     throw Error(fmt::format(

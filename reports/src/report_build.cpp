@@ -41,7 +41,6 @@ std::string fmt_seconds(double s) {
   return fmt::format("{:.3g} s", s);
 }
 std::string fmt_gib(double b) { return fmt::format("{:.1f} GiB", b / (1024.0 * 1024 * 1024)); }
-std::string fmt_rate(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
 std::string fmt_seq(double n) { return format_count(static_cast<std::int64_t>(n)); }
 
 bool plottable(const json& p) { return p["valid"].get<bool>() && p["fits"].get<bool>() && p["tokens_per_s_per_gpu"].is_number(); }
@@ -515,8 +514,8 @@ Section answer_section(const json& data) {
       std::string text = "does not fit";
       if (!c["best"].is_null()) {
         const json& best = c["best"];
-        text = fmt::format("{}, {:.0f} tok/s", best["plan_label"].get<std::string>(),
-                           number_or(best, "tokens_per_s_per_gpu"));
+        text = fmt::format("{}, {} tok/s", best["plan_label"].get<std::string>(),
+                           format_rate(number_or(best, "tokens_per_s_per_gpu")));
         const json* second = nullptr;
         for (const auto& m : c["methods"])
           if (m["relative"].is_number() && m["method"] != best["method"] &&
@@ -608,7 +607,7 @@ std::pair<Section, Section> breakdown_sections(const json& data, const json& fig
                                p["plan_label"], dash_if_empty(string_or(p, "placement")), fmt_seconds(number_or(p, "step_time_s")),
                                fmt_seconds(number_or(t, "compute_s")),
                                fmt_seconds(number_or(t, "exposed_comm_s")),
-                               p["tokens_per_s_per_gpu"].is_number() ? fmt_rate(number_or(p, "tokens_per_s_per_gpu")) : "-",
+                               p["tokens_per_s_per_gpu"].is_number() ? format_rate(number_or(p, "tokens_per_s_per_gpu")) : "-",
                                p["source"], p["mode"]});
       if (p["peak_memory_bytes"].is_number())
         mem_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
@@ -637,7 +636,7 @@ BestGrid best_plan_grid(const json& data) {
     BestCell c;
     if (b["plan_label"].is_string())
       c = {fmt::format("{} ({} tok/s/GPU) [{}]", b["plan_label"].get<std::string>(),
-                       b["tokens_per_s_per_gpu"].is_number() ? fmt_rate(number_or(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
+                       b["tokens_per_s_per_gpu"].is_number() ? format_rate(number_or(b, "tokens_per_s_per_gpu")) : "-", b["source"].get<std::string>()),
            number_or(b, "tokens_per_s_per_gpu")};
     else
       c = {fmt::format("none fits{} [{}]", string_or(b, "reason").empty() ? "" : ": " + string_or(b, "reason"), b["source"].get<std::string>()), 0};
@@ -651,7 +650,7 @@ BestGrid best_plan_grid(const json& data) {
     if (from_sweep.count(sys) || from_sweep.count(sys_plain)) continue;
     BestCell& c = grid[sys][int_of(p["plan"], "seq_len")][int_of(p["plan"], "gpus")];
     if (plottable(p) && number_or(p, "tokens_per_s_per_gpu") > c.rate)
-      c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), fmt_rate(number_or(p, "tokens_per_s_per_gpu")),
+      c = {fmt::format("{} ({} tok/s/GPU) [{}]", p["plan_label"].get<std::string>(), format_rate(number_or(p, "tokens_per_s_per_gpu")),
                        p["source"].get<std::string>()), number_or(p, "tokens_per_s_per_gpu")};
     else if (c.rate < 0)
       c = {"none fits [" + p["source"].get<std::string>() + "]", 0};
@@ -713,7 +712,7 @@ Section benchmarks_section(const json& data) {
     std::string figs;
     for (const char* k : {"tflops", "busbw_gbps", "algbw_gbps", "gbps", "tokens_per_s", "peak_memory_bytes"})
       if (b["fields"].contains(k) && b["fields"][k].is_number())
-        figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", fmt_rate(b["fields"][k].get<double>()), k);
+        figs += (figs.empty() ? "" : ", ") + fmt::format("{} {}", format_rate(b["fields"][k].get<double>()), k);
     t.rows.push_back({b["program"], b["name"], fmt_seconds(number_or(b, "time_s")),
                       b.contains("repetitions") ? std::to_string(int_of(b, "repetitions")) : "-", figs.empty() ? "-" : figs,
                       b["device"], b["mode"], b["source"]});
@@ -788,7 +787,7 @@ Section peer_section(const json& data) {
     if (sq.is_null() || pt.is_null()) ++unmatched;
     t.rows.push_back({r["model"], r["plan_label"], fmt_seq(number_or(r, "seq_len")), dash_if_empty(string_or(r, "gpu")),
                       side(sq, "step_time_s", fmt_seconds), side(pt, "step_time_s", fmt_seconds), ratio(r, "step_time_ratio"),
-                      side(sq, "tflops_per_gpu", fmt_rate), side(pt, "tflops_per_gpu", fmt_rate), ratio(r, "tflops_ratio"),
+                      side(sq, "tflops_per_gpu", format_rate), side(pt, "tflops_per_gpu", format_rate), ratio(r, "tflops_ratio"),
                       side(sq, "peak_memory_bytes", fmt_gib), side(pt, "peak_memory_bytes", fmt_gib),
                       ratio(r, "peak_memory_ratio"), source(sq), source(pt)});
   }
@@ -902,7 +901,7 @@ Section documents_section(const json& data, const json& figures, const std::set<
     Table t{{"rank", "plan (load balancer)", "tokens/s/GPU", "fits", "rank, one sequence",
              "tokens/s/GPU, one sequence", "slowest/mean", "p95"},
             {}};
-    auto rate = [](const json& v) { return v.is_number() ? fmt_rate(v.get<double>()) : std::string("-"); };
+    auto rate = [](const json& v) { return v.is_number() ? format_rate(v.get<double>()) : std::string("-"); };
     auto rank = [](const json& v) { return v.get<int>() > 0 ? std::to_string(v.get<int>()) : std::string("-"); };
     auto ratio = [](const json& v) { return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : std::string("-"); };
     // The top of both rankings: a sweep cell holds every structure x balancer, the rest are in the data.

@@ -41,8 +41,31 @@ json plan_fields(const json& plan, std::string_view where) {
   for (const char* k : {"method", "gpus", "seq_len", "sp"})
     if (!out.contains(k)) throw Error(fmt::format("{}: plan: missing field '{}'", where, k));
   if (!out["method"].is_string()) throw Error(fmt::format("{}: plan: field 'method' must be a string", where));
+  try {  // core's vocabulary: a method no seqpar program runs is not a plan to rank
+    parse_method(out["method"].get<std::string>());
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: plan: {}", where, e.what()));
+  }
   for (const char* k : {"gpus", "seq_len", "sp"})
     if (!out[k].is_number()) throw Error(fmt::format("{}: plan: field '{}' must be a number", where, k));
+  return out;
+}
+
+// The figures of a point (kFigureKeys), each a number or null, checked against what they measure:
+// times, rates and bytes are never negative (a document would print "-0.0 of 80.0 GiB"), and a
+// model FLOPs utilisation is a share of the GPU's peak: above 1 no step runs.
+json figures_of(const json& obj, std::string_view where) {
+  json out = json::object();
+  for (const char* k : kFigureKeys) {
+    out[k] = number_or_null(obj, k, where);
+    if (!out[k].is_number()) continue;
+    const double v = out[k].get<double>();
+    if (v < 0)
+      throw Error(fmt::format("{}: field '{}' is {:g}: a time, rate or size is never negative", where, k, v));
+    if (std::string_view(k) == "mfu" && v > 1)
+      throw Error(fmt::format("{}: field 'mfu' is {:g}: a model FLOPs utilisation is a share of the GPU's peak, "
+                              "at most 1", where, v));
+  }
   return out;
 }
 
@@ -169,13 +192,7 @@ struct Gatherer {
     pt["valid"] = valid;
     pt["fits"] = p.contains("fits") && p["fits"].is_boolean() ? p["fits"] : json(false);
     pt["errors"] = p.contains("errors") && p["errors"].is_array() ? p["errors"] : json::array();
-    for (const char* k : kFigureKeys) {
-      pt[k] = number_or_null(p, k, where);
-      // Times, rates and bytes are never negative: such a document would print "-0.0 of 80.0 GiB".
-      if (pt[k].is_number() && pt[k].get<double>() < 0)
-        throw Error(fmt::format("{}: field '{}' is {:g}: a time, rate or size is never negative", where, k,
-                                pt[k].get<double>()));
-    }
+    pt.update(figures_of(p, where));
     if (pt["memory_capacity_bytes"].is_null()) pt["memory_capacity_bytes"] = number_or_null(sys, "memory_capacity_bytes", where);
     // The claim recomputed from the numbers beside it: a plan whose peak is above the capacity does
     // not fit, whatever the document says (the other way, a host memory limit can make a plan that
@@ -188,8 +205,10 @@ struct Gatherer {
                               pt["memory_capacity_bytes"].get<double>() / (1024.0 * 1024 * 1024)));
     pt["memory"] = numbers_of(p, where, "memory");
     pt["time"] = numbers_of(p, where, "time");
-    if (pt["valid"].get<bool>() && pt["step_time_s"].is_null())
-      throw Error(fmt::format("{}: a valid point needs a number in 'step_time_s'", where));
+    if (pt["valid"].get<bool>() && !(pt["step_time_s"].is_number() && pt["step_time_s"].get<double>() > 0))
+      throw Error(fmt::format("{}: a valid point needs a positive number in 'step_time_s' (got {})", where,
+                              pt["step_time_s"].is_number() ? fmt::format("{:g}", pt["step_time_s"].get<double>())
+                                                            : std::string("null")));
     data["points"].push_back(pt);
   }
 
@@ -272,7 +291,7 @@ struct Gatherer {
         pt["valid"] = true;
         pt["fits"] = true;
         pt["errors"] = json::array();
-        for (const char* k : kFigureKeys) pt[k] = number_or_null(plan, k, fmt::format("{}: plan", w));
+        pt.update(figures_of(plan, fmt::format("{}: plan", w)));
         if (pt["step_time_s"].is_null()) pt["step_time_s"] = time_s;
         pt["memory"] = numbers_of(plan, w, "memory");
         pt["time"] = numbers_of(plan, w, "time");

@@ -45,7 +45,11 @@ void read_seqpar(const json& doc, const std::string& where, SampleSet& set) {
         b.samples_s.push_back(s[k].get<double>());
       }
     }
+    // time_s, the samples' summary, is checked even beside them: a 0 there contradicts them.
+    const std::optional<double> time_s = optional_number(results[i], "time_s", w);
     if (b.samples_s.empty()) b.samples_s.push_back(require_number(results[i], "time_s", w));
+    if (time_s && !(*time_s > 0))
+      throw Error(fmt::format("{} ('{}'): times must be positive seconds, got time_s {}", w, b.name, *time_s));
     for (double v : b.samples_s)
       if (!(v > 0)) throw Error(fmt::format("{} ('{}'): times must be positive seconds, got {}", w, b.name, v));
     add_unique(set, std::move(b), where);

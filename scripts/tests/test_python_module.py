@@ -104,6 +104,19 @@ def test_presets_advise_maxlen_and_sweep(seqpar, tmp_path):
     assert without_run(grid) == without_run(json.loads((tmp_path / "sweep.json").read_text()))
 
 
+def test_a_sweep_is_a_dict_and_prints_nothing(seqpar, tmp_path, capfd):
+    # sweep --json copied its file to stdout, past the module's capture: every sweep from Python
+    # raised "exited with status 0" after dumping megabytes on the terminal.
+    grid = seqpar.sweep(seq_len="8K", out=str(tmp_path / "ok"))
+    assert grid["best"][0]["plan"] is not None
+    # No point valid (--tp 3 on 8 GPUs): the document, each point's errors in it, as advise's is.
+    none = seqpar.sweep(seq_len="8K", tp=3, out=str(tmp_path / "none"))
+    assert none["results"] and not any(p["valid"] for p in none["results"])
+    assert "gpus: 8 GPUs are not divisible by tp 3 x sp 1" in none["results"][0]["errors"][0]
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out[:300], err[:300])
+
+
 @pytest.mark.parametrize("kwargs,message", [
     (dict(help=True), "help: the module returns documents"),
     (dict(json=True), "json: the results are always dicts"),

@@ -318,6 +318,20 @@ def test_the_limits_are_seqpars():
         assert m, name
         return 1 << int(m.group(1))
 
+    assert sweep.MAX_GPUS == bound("MaxGpus")
     assert sweep.MAX_MICRO_BATCH == bound("MaxMicroBatch")
     assert sweep.MAX_GLOBAL_BATCH_TOKENS == bound("MaxGlobalBatchTokens")
     assert sweep.MAX_GLOBAL_BATCH_SEQUENCES == bound("MaxGlobalBatchSequences")
+
+
+def test_ranks_from_a_grid_value_keep_seqpars_gpu_limit_and_its_sign(tmp_path):
+    # 1e308 as --sp once became a 309-digit rank count, and its point file read "sp=1e-308".
+    spec = write_spec(tmp_path, args=[], grid={"--sp": [1e308]}, ranks="--sp")
+    r = run(spec, tmp_path / "out", "--launcher", "print")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"ranks: {int(1e308)} is above the limit of 1048576" in r.stderr
+    spec = write_spec(tmp_path, args=[], grid={"--scale": [1e20]}, ranks=1)
+    r = run(spec, tmp_path / "out2", "--launcher", "print")
+    assert r.returncode == 0, r.stderr
+    commands = (tmp_path / "out2" / "commands.sh").read_text()
+    assert "p0000_scale=1e+20.json" in commands and "1e-20" not in commands, commands

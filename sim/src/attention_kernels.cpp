@@ -115,7 +115,7 @@ System system_with_kernel(json sys, std::string_view what, std::string_view requ
   if (!sys.is_object()) return system_from_json(sys, what);  // the reader says what is wrong
   auto gi = sys.find("gpu");
   if (gi == sys.end() || !(gi->is_string() || gi->is_object())) return system_from_json(sys, what);
-  const json gpu_doc = gi->is_string() ? preset_document("gpu", gi->get<std::string>()) : *gi;
+  const json gpu_doc = gi->is_string() ? nested_preset_document("gpu", gi->get<std::string>(), what) : *gi;
   const std::string gpu_what = gi->is_string() ? fmt::format("gpu preset '{}'", gi->get<std::string>())
                                                : fmt::format("{}: gpu", what);
   (void)kernels_of(gpu_doc, gpu_what);  // a malformed kernel table is named before anything is chosen from it

@@ -346,7 +346,7 @@ Framework framework_from_json(const json& j, std::string_view what) {
                    "allocator", "time", "runs", "index_limits", "mlp", "tensor_parallel", "fp8"},
                what);
   Framework f;
-  f.name = string_field(j, "name", what);
+  f.name = preset_name(j, what);
   f.description = string_field(j, "description", what, "");
   f.source = string_field(j, "source", what, "");
   read_attention_choices(j, what, f);

@@ -74,14 +74,6 @@ int count(const json& j, const char* key, std::string_view what, int hi) {
   return static_cast<int>(x);
 }
 
-// A preset's name labels every table and keys every sweep point: it cannot be empty.
-std::string name_of(const json& j, std::string_view what) {
-  std::string name = string_field(j, "name", what);
-  if (name.find_first_not_of(" \t") == std::string::npos)
-    throw Error(fmt::format("{}: field 'name' is empty; give the preset a name", what));
-  return name;
-}
-
 bool looks_like_path(std::string_view s) {
   return s.find('/') != s.npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
 }
@@ -176,6 +168,14 @@ std::string string_field(const json& j, const char* key, std::string_view what, 
   }
   if (!it->is_string()) throw Error(fmt::format("{}: field '{}' must be a string", what, key));
   return it->get<std::string>();
+}
+
+// A preset's name labels every table and keys every sweep point: it cannot be empty.
+std::string preset_name(const json& j, std::string_view what) {
+  std::string name = string_field(j, "name", what);
+  if (name.find_first_not_of(" \t") == std::string::npos)
+    throw Error(fmt::format("{}: field 'name' is empty; give the preset a name", what));
+  return name;
 }
 
 namespace {
@@ -274,7 +274,7 @@ Gpu gpu_from_json(const json& j, std::string_view what) {
                    "fp8_gemm_exponent", "fp8_attention_fwd_efficiency", "fp8_attention_bwd_efficiency"},
                what);
   Gpu g;
-  g.name = name_of(j, what);
+  g.name = preset_name(j, what);
   if (auto cc = j.find("compute_capability"); cc != j.end())
     g.compute_capability = compute_capability_text(*cc, fmt::format("{}: compute_capability", what));
   g.memory_bytes = figure(j, "memory_gib", what, kMemoryGiB) * kGiB;
@@ -335,10 +335,12 @@ System system_from_json(const json& j, std::string_view what) {
                    "host_memory_gib", "framework", "calibration"},
                what);
   System s;
-  s.name = name_of(j, what);
+  s.name = preset_name(j, what);
   auto gi = j.find("gpu");
   if (gi == j.end()) throw Error(fmt::format("{}: missing field 'gpu'", what));
-  if (gi->is_string()) s.gpu = load_gpu(gi->get<std::string>());
+  if (gi->is_string())
+    s.gpu = gpu_from_json(nested_preset_document("gpu", gi->get<std::string>(), what),
+                          preset_label("gpu", gi->get<std::string>()));
   else s.gpu = gpu_from_json(*gi, fmt::format("{}: gpu", what));
   s.gpus_per_node = count(j, "gpus_per_node", what, limits::kMaxGpusPerNode);
   auto intra = j.find("intra_node");
@@ -544,7 +546,7 @@ Model model_from_json(const json& j, std::string_view what) {
                    "linear_conv_kernel_dim"},
                what);
   Model m;
-  m.name = name_of(j, what);
+  m.name = preset_name(j, what);
   m.layers = count(j, "layers", what, limits::kMaxLayers);
   m.hidden = count(j, "hidden", what, limits::kMaxHidden);
   m.heads = count(j, "heads", what, limits::kMaxHeads);
@@ -621,6 +623,14 @@ json preset_document(std::string_view kind, std::string_view s) {
 
 std::string preset_label(std::string_view kind, std::string_view s) {
   return looks_like_path(s) ? std::string(s) : fmt::format("{} preset '{}'", kind, s);
+}
+
+json nested_preset_document(std::string_view kind, std::string_view name_or_path, std::string_view what) {
+  try {
+    return preset_document(kind, name_or_path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}: {}", what, kind, e.what()));
+  }
 }
 
 Gpu load_gpu(std::string_view s) { return gpu_from_json(preset_document("gpu", s), preset_label("gpu", s)); }

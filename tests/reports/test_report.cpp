@@ -108,6 +108,30 @@ TEST(ReportData, BadInputNamesFileAndField) {
                                "80.0 GiB"),
             std::string::npos)
       << message(over);
+  // More claims that no run can make (issue 35, tried again): a method no program runs, an MFU
+  // above the GPU's peak, a valid plan that takes no time, a schema newer than this reader.
+  auto refused = [&](const char* field_path, const json& value, const std::string& needle) {
+    InputDocument d = load("sweep.json");
+    d.doc[json::json_pointer(field_path)] = value;
+    EXPECT_NE(message(d).find(needle), std::string::npos) << field_path << ": " << message(d);
+  };
+  std::size_t v = 0;
+  {
+    const InputDocument s = load("sweep.json");
+    while (v < s.doc["results"].size() && !s.doc["results"][v].value("valid", false)) ++v;
+    ASSERT_LT(v, s.doc["results"].size());
+  }
+  const std::string pv = "/results/" + std::to_string(v);
+  refused("/results/0/plan/method", "warp", "results[0]: plan: method: unknown method 'warp'");
+  refused("/results/0/mfu", 1e308, "results[0]: field 'mfu' is 1e+308: a model FLOPs utilisation is a share");
+  refused("/results/0/mfu", 1.5, "field 'mfu' is 1.5");
+  refused((pv + "/step_time_s").c_str(), 0, "results[" + std::to_string(v) + "]: a valid point needs a positive number in 'step_time_s' (got 0)");
+  refused("/schema_version", 99, "schema_version 99 is newer than this seqpar reads");
+  refused("/schema_version", "1", "field 'schema_version' must be a whole number from 1, got \"1\"");
+  refused("/schema_version", 0, "field 'schema_version' must be a whole number from 1, got 0");
+  InputDocument current = load("sweep.json");  // this seqpar's own version reads
+  current.doc["schema_version"] = 1;
+  EXPECT_EQ(message(current), "no error");
 }
 
 // Every spec names a kind of the table in figure_kinds.hpp and that kind's drawer in reports/plots/;

@@ -191,6 +191,13 @@ TEST_F(CliBadInput, AGateThatCouldNeverFailIsRefused) {
   expect_exit("gate " + base + " " + base + " --min-effect nan", 2, "--min-effect nan is not a number");
   expect_exit("gate " + base + " " + base + " --min-effect -1", 2, "--min-effect -1 is negative");
   expect_exit("gate " + base + " " + base + " --noise-factor inf", 2, "--noise-factor inf would never fail the gate");
+  expect_exit("gate " + base + " " + base + " --min-effect 1e308", 2, "--min-effect 1e+308 is above 1000");
+  expect_exit("gate " + base + " " + base + " --noise-factor 1001", 2, "--noise-factor 1001 is above 1000");
+  EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 1000").code, 0);
+  // A time_s of 0 beside positive samples contradicts them (it was ignored).
+  json zero = doc;
+  zero["results"][0]["time_s"] = 0;
+  expect_exit("gate " + base + " " + write("zero.json", zero.dump()), 2, "times must be positive seconds, got time_s 0");
   // A byte that is not UTF-8 is escaped, not echoed raw to the terminal.
   expect_exit("simulate --seq-len \"$(printf '8K\\377')\"", 2, "'8K\\xFF'");
   EXPECT_EQ(seqpar("gate " + base + " " + base + " --min-effect 0.1").code, 0);
@@ -297,6 +304,74 @@ TEST_F(CliBadInput, MaxlenPerPlanHoldsEachPlansLength) {
     else EXPECT_TRUE(p["plan"]["seq_len"].is_null()) << p.dump();
   }
   EXPECT_EQ(j["plan"]["seq_len"], j["max_seq_len"]);
+}
+
+// Issue 35 tried again: a name nested in a file is refused under that file's name, a sweep whose
+// every point is invalid says why (as advise does) instead of exiting 2 after a table of "no valid
+// plan", and --framework over steps that name another framework says what it replaced.
+TEST_F(CliBadInput, NestedNamesAndInvalidGridsSayWhichInputAndWhy) {
+  json system = json::parse(seqpar::sim::preset_document("system", "dgx-h100").dump());
+  system["name"] = "mine";
+  system["gpu"] = "h100-sxn";
+  const std::string sys = write("mine.json", system.dump());
+  expect_exit("simulate --seq-len 8K --system " + sys, 2, sys + ": gpu: unknown gpu preset 'h100-sxn'");
+
+  // A step as reports/results/h100/hf/hf_04_llama3-8b_L4_s8192_none.json has it.
+  json step = json::parse(R"({"name": "hf 8K", "gpu_name": "NVIDIA H100 80GB HBM3", "framework": "hf-transformers",
+    "model": {"name": "llama3-8b", "layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128,
+              "ffn_hidden": 14336, "vocab": 32000, "mlp": "swiglu", "norm": "rmsnorm", "tied_embeddings": false},
+    "plan": {"method": "ulysses", "gpus": 1, "seq_len": 8192, "sp": 1, "zero": 0, "checkpoint": "none"},
+    "step_time_s": 0.137037810999999, "peak_memory_bytes": 27102324224})");
+  const std::string out = " --out " + (dir_ / "p.json").string();
+  step["framework"] = "hf-transformer";
+  const std::string typo = write("typo.json", step.dump());
+  expect_exit("calibrate " + typo + out, 2,
+              typo + ": framework (the document's 'framework'): unknown framework preset 'hf-transformer'");
+  step["framework"] = "seqpar-train";
+  expect_exit("calibrate --framework hf-transformers " + write("other.json", step.dump()) + out, 0,
+              "--framework hf-transformers replaces the framework 'seqpar-train' that 1 of 1 steps name");
+  step["framework"] = "hf-transformers";  // the same framework: nothing replaced, no note
+  const CliRun same = expect_exit("calibrate --framework hf-transformers " + write("same.json", step.dump()) + out, 0,
+                                  "written to");
+  EXPECT_EQ(same.out.find("replaces"), std::string::npos) << same.out;
+
+  // --tp 3 on 8 GPUs: no point is valid; the reasons as advise groups them, bounded by --rejected.
+  const std::string never = " --out " + (dir_ / "sweep").string();
+  CliRun r = expect_exit("sweep --seq-len 8K --tp 3" + never, 2, "no point of the grid is a valid plan");
+  EXPECT_NE(r.err.find("gpus: 8 GPUs are not divisible by tp 3 x sp 1"), std::string::npos) << r.err;
+  r = expect_exit("sweep --seq-len 8K --tp 3 --json --rejected 1" + never, 2, "more reasons");
+  EXPECT_NE(r.err.find("--rejected N"), std::string::npos) << r.err;
+  EXPECT_FALSE(r.json()["results"].empty());  // stdout stays the document
+  // Valid points that do not fit: exit 1, and no such message.
+  r = expect_exit("sweep --seq-len 16M --gpus 1" + never, 1, "does not fit");
+  EXPECT_EQ(r.err.find("no point of the grid"), std::string::npos) << r.err;
+  expect_exit("sweep --seq-len 8K --rejected -1" + never, 2, "rejected");
+}
+
+// The same document given twice to report (or by two paths) counted each of its points twice.
+TEST_F(CliBadInput, AReportInputGivenTwiceIsRefused) {
+  const std::string grid = (dir_ / "grid").string();
+  ASSERT_EQ(seqpar("sweep --seq-len 8K --out " + grid).code, 0);
+  const std::string doc = grid + "/sweep.json";
+  const std::string out = " --out " + (dir_ / "report").string();
+  expect_exit("report " + doc + " " + doc + out, 2, "are the same file; give each input once");
+  expect_exit("report " + doc + " " + grid + "/../grid/sweep.json" + out, 2, "are the same file");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "report"));
+  EXPECT_EQ(seqpar("report " + doc + out + " --no-plots").code, 0);
+}
+
+// The workload's seed and batch count: "-1" was read as the seed 18446744073709551615 and 2^64 as
+// another; a batch count beyond int was CLI11's "Could not convert".
+TEST_F(CliBadInput, WorkloadSeedsAndBatchCountsAreNeverWrapped) {
+  const std::string docs = "simulate --seq-len 32K --documents fixed:4K";
+  expect_exit(docs + " --doc-seed -1", 2, "doc-seed: -1 is negative; give a whole number from 0");
+  expect_exit(docs + " --doc-seed 18446744073709551616", 2,
+              "doc-seed: 18446744073709551616 is above the limit of 18446744073709551615");
+  expect_exit(docs + " --doc-batches 99999999999", 2, "doc-batches: 99999999999 is above the limit of 65536");
+  expect_exit(docs + " --doc-batches 0", 2, "doc-batches: 0 must be at least 1");
+  const CliRun top = seqpar(docs + " --doc-seed 18446744073709551615 --json");
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.out.find("18446744073709551615"), std::string::npos);  // the seed given, kept whole
 }
 
 }  // namespace

@@ -108,6 +108,13 @@ TEST(FrameworkProfiles, UnknownFieldsEmptyLayersAndOtherPresetsAreRefused) {
   j = minimal_profile();
   j.erase("layer");
   expect_refused(j, "field 'layer' must be a non-empty list");
+  // A name labels the tables ("framework  (--framework)" before): empty or blank is refused, as a
+  // model's, a GPU's or a system's is.
+  for (const char* blank : {"", "  "}) {
+    j = minimal_profile();
+    j["name"] = blank;
+    expect_refused(j, "field 'name' is empty; give the preset a name");
+  }
   expect_refused(preset_document("model", "llama3-8b"), "not a framework profile but a model preset");
   expect_refused(preset_document("gpu", "h100-sxm"), "not a framework profile but a GPU preset");
   expect_refused(preset_document("system", "dgx-h100"), "not a framework profile but a system preset");

@@ -25,6 +25,16 @@ TEST(ParseCount, RejectsBadInputNamingTheField) {
   }
 }
 
+// A rate below one token a second is not "0 tok/s" (llama3-8b at 512G tokens on a million
+// GB200s: 0.00186 tokens/s per GPU printed as 0 in the sweep's table and the report's Answer).
+TEST(FormatRate, WholeFromAHundredElseThreeSignificantDigits) {
+  EXPECT_EQ(format_rate(5123.4), "5123");
+  EXPECT_EQ(format_rate(100.0), "100");
+  EXPECT_EQ(format_rate(99.94), "99.9");
+  EXPECT_EQ(format_rate(0.001861426733573664), "0.00186");
+  EXPECT_EQ(format_rate(0.0), "0");
+}
+
 TEST(SplitList, SplitsAndRejectsEmptyItems) {
   EXPECT_EQ(split_list("a, b,c", "x"), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_THROW(split_list("a,,b", "x"), Error);

@@ -20,6 +20,10 @@ std::vector<std::string> split_list(std::string_view text, std::string_view fiel
 // Inverse of parse_count for display: 131072 -> "128K", 1000 -> "1000".
 std::string format_count(std::int64_t n);
 
+// A rate (tokens/s per GPU) for a table: whole from 100 up (5123), else 3 significant digits
+// (0.00186, not "0": a plan a million GPUs run at a token per ten minutes is not free of work).
+std::string format_rate(double v);
+
 // A number read from a user's file, for a message: a whole number as its digits (5000000, not
 // 5e+06), anything else (8.5, 1e+30, inf) as %g.
 std::string format_number(double x);

@@ -26,6 +26,9 @@ void use_framework(System& s, const Framework& f);
 // The preset document itself (sources included): a built-in by name, or a JSON file by path.
 // Same errors as the loaders. `kind` is "gpu", "system", "model" or "framework".
 nlohmann::json preset_document(std::string_view kind, std::string_view name_or_path);
+// preset_document for a name that another document (`what`) gives in its field `kind` (a system's
+// "gpu"): its errors are named under that document and field ("mine.json: gpu: unknown gpu preset ...").
+nlohmann::json nested_preset_document(std::string_view kind, std::string_view name_or_path, std::string_view what);
 // How errors name a preset: the path for a file, "system preset 'dgx-h100'" for a name.
 std::string preset_label(std::string_view kind, std::string_view name_or_path);
 
@@ -34,6 +37,8 @@ std::string preset_label(std::string_view kind, std::string_view name_or_path);
 // field without one), seqpar::Error when it is not a string.
 std::string string_field(const nlohmann::json& j, const char* key, std::string_view what,
                          const char* fallback = nullptr);
+// A preset's "name" (every kind's): a string that is not empty or blank, else seqpar::Error naming `what`.
+std::string preset_name(const nlohmann::json& j, std::string_view what);
 // A CUDA compute capability as "major.minor" ("9.0"), from a string or {"value": "9.0", "source"};
 // seqpar::Error naming `what` for anything else.
 std::string compute_capability_text(const nlohmann::json& v, std::string_view what);
