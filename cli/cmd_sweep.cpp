@@ -354,21 +354,18 @@ void print_tables(const Grid& g, const sim::Sweep& sw) {
   }
 }
 
-// The invalid points' reasons, kept while no point of the grid is valid: exit 2 then says why, as
-// advise does, instead of a table of "no valid plan" alone. Bounded: the first kKept points hold
+// The invalid points' reasons, for exit 2 to say why (as advise does) when no point of the grid is
+// valid, instead of a table of "no valid plan" alone. Bounded: the first kKept invalid points hold
 // the reasons a constraint breaks (the grid's points repeat them at every length and count).
 class InvalidPoints {
  public:
   void add(const sim::SweepPoint& pt) {
-    if (pt.result.valid) any_valid_ = true;
-    if (any_valid_) return rejected_.clear();
-    if (rejected_.size() < kKept) rejected_.push_back({pt.result.plan, pt.result.errors, false});
+    if (!pt.result.valid && rejected_.size() < kKept) rejected_.push_back({pt.result.plan, pt.result.errors, false});
   }
   const std::vector<sim::Rejection>& rejected() const { return rejected_; }
 
  private:
   static constexpr std::size_t kKept = 4096;
-  bool any_valid_ = false;
   std::vector<sim::Rejection> rejected_;
 };
 

@@ -50,11 +50,7 @@ void add_attention_kernel(CLI::App* app, std::string& kernel) {
 CLI::Validator at_most(const char* field, std::int64_t max) {
   return CLI::Validator(
       [field, max](std::string& text) {
-        const auto first = text.find_first_not_of(" \t");
-        // Empty, negative and zero values are for CLI11 and the plan rules, which name them.
-        if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos)
-          return std::string();
-        text = std::to_string(parse_count(text, field, max));
+        normalize_count_text(text, field, max);  // empty, negative and zero: for CLI11 and the plan rules
         return std::string();
       },
       "");

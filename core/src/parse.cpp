@@ -42,6 +42,12 @@ std::int64_t parse_count(std::string_view text, std::string_view field, std::int
   return v * mult;
 }
 
+void normalize_count_text(std::string& text, std::string_view field, std::int64_t max) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos) return;
+  text = std::to_string(parse_count(text, field, max));
+}
+
 std::vector<std::string> split_list(std::string_view text, std::string_view field) {
   std::vector<std::string> out;
   std::size_t start = 0;

@@ -35,12 +35,8 @@ CLI::Validator seed_value(const char* field) {
 CLI::Validator count_at_most(const char* field, std::int64_t max) {
   return CLI::Validator(
       [field, max](std::string& text) {
-        const auto first = text.find_first_not_of(" \t");
-        // Empty, negative and zero values are for the range check, which names them as at_most does.
-        if (first == std::string::npos || text[first] == '-' || text.find_first_not_of("0 \t") == std::string::npos)
-          return std::string();
-        try {
-          text = std::to_string(parse_count(text, field, max));
+        try {  // empty, negative and zero: for the range check, which names them as cli's at_most does
+          normalize_count_text(text, field, max);
         } catch (const Error& e) {
           return std::string(e.what());
         }

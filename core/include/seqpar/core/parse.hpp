@@ -14,6 +14,12 @@ namespace seqpar {
 std::int64_t parse_count(std::string_view text, std::string_view field,
                          std::int64_t max = std::numeric_limits<std::int64_t>::max());
 
+// A count flag's text before its range check, rewritten in place as the count parse_count reads
+// ("128K" -> "131072"); throws parse_count's errors (the limit named). Empty, negative and zero
+// text is left as given, for the range check that names those. What every program's count
+// validators (cli's at_most, the workload flags) run.
+void normalize_count_text(std::string& text, std::string_view field, std::int64_t max);
+
 // "a,b,c" -> {"a","b","c"}; empty items are an error naming `field`.
 std::vector<std::string> split_list(std::string_view text, std::string_view field);
 
