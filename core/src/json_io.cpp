@@ -45,82 +45,169 @@ void check_depth(std::string_view text, std::string_view where) {
   }
 }
 
-// Refuses an object that names a key twice. nlohmann keeps the last value silently, so
-// {"gpus": 8, "gpus": 64} would run on 64 GPUs while the file, read from the top, says 8. Also
-// leaves out the keys in `skip` (returning false for a key drops it with its value). An object's
-// keys are looked up in a short list (most objects hold a few dozen), and in a set beyond that.
-class DuplicateKeys {
+// Builds the document from the parser's events (nlohmann's SAX interface), refusing an object that
+// names a key twice: nlohmann keeps the last value silently, so {"gpus": 8, "gpus": 64} would run on
+// 64 GPUs while the file, read from the top, says 8. Keys in `skip` are left out with their values
+// (still checked for repeats), and the elements of a streamed top-level array go to a sink one by
+// one. Not nlohmann's callback parser: it scans an array's elements each time one of them ends, to
+// find a dropped one, which is quadratic in a sweep's 279,296 points.
+class DomBuilder {
  public:
-  DuplicateKeys(std::string_view where, const std::vector<std::string_view>& skip) : where_(where), skip_(skip) {}
-  // `depth` is the parser's: an object or array opened at depth d holds its keys at d + 1. (The
-  // parser reports no end for a value being left out, so the frames follow the depth, not the
-  // start and end events.)
-  bool operator()(int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start: open(static_cast<std::size_t>(depth), true); break;
-      case E::array_start: open(static_cast<std::size_t>(depth), false); break;
-      case E::object_end:
-      case E::array_end: break;
-      case E::key: {
-        const std::size_t at = static_cast<std::size_t>(depth) - 1;
-        Frame& f = frames_[at];
-        f.last = parsed.get_ref<const std::string&>();
-        if (!f.insert(f.last))
-          throw Error(fmt::format("{}: malformed JSON: the key '{}' appears twice in {}; give each key once", where_,
-                                  f.last, path(at)));
-        return std::find(skip_.begin(), skip_.end(), std::string_view(f.last)) == skip_.end();
-      }
-      case E::value: break;
+  using json = nlohmann::json;
+  DomBuilder(std::string_view where, const std::vector<std::string_view>& skip, std::string_view stream,
+             const JsonElementSink* sink)
+      : where_(where), skip_(skip), stream_(stream), sink_(sink) {}
+
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool b) { return value(json(b)); }
+  bool number_integer(json::number_integer_t v) { return value(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return value(json(v)); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return value(json(v)); }
+  bool string(json::string_t& s) { return value(json(std::move(s))); }
+  bool binary(json::binary_t& b) { return value(json(std::move(b))); }
+  bool start_object(std::size_t) { return open(true); }
+  bool start_array(std::size_t) { return open(false); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    Frame& f = frames_[depth_ - 1];
+    f.key.assign(k);
+    drop_ = std::find(skip_.begin(), skip_.end(), std::string_view(k)) != skip_.end();
+    bool fresh;
+    if (f.kept && !drop_) {  // a kept object's own map tells a repeat
+      auto [it, inserted] = f.node->get_ref<json::object_t&>().emplace(std::move(k), nullptr);
+      fresh = inserted;
+      f.slot = &it->second;
+    } else {
+      fresh = f.insert(f.key);
     }
+    if (!fresh)
+      throw Error(fmt::format("{}: malformed JSON: the key '{}' appears twice in {}; give each key once", where_,
+                              f.key, path(depth_ - 1)));
     return true;
   }
+  // The library's own exception, rethrown with its type (parse_json turns it into a seqpar::Error).
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    throw e;
+  }
+
+  json take() { return std::move(root_); }
 
  private:
   static constexpr std::size_t kListedKeys = 32;
   struct Frame {
-    bool object = false;
-    std::vector<std::string> list;  // the keys seen, while there are few
-    std::set<std::string> many;     // all of them, once there are more than kListedKeys
-    std::string last;               // the key being read (objects)
+    bool object = false, kept = true, streamed = false;
+    json* node = nullptr;  // the value being built (kept frames)
+    json* slot = nullptr;  // the value of the key just read (kept objects)
+    std::string key;       // the key just read (objects): the path in messages, the streamed array's name
+    // The keys of a left-out object (and the left-out keys of a kept one), for repeats: a short
+    // list while there are few, a set beyond kListedKeys.
+    std::vector<std::string> list;
+    std::set<std::string> many;
     bool insert(const std::string& k) {
       if (many.empty()) {
         if (std::find(list.begin(), list.end(), k) != list.end()) return false;
         list.push_back(k);
-        if (list.size() <= kListedKeys) return true;
-        many.insert(list.begin(), list.end());
+        if (list.size() > kListedKeys) many.insert(list.begin(), list.end());
         return true;
       }
       return many.insert(k).second;
     }
   };
-  // frames_[d]: the object or array opened at depth d. Frames are reused (their lists keep their
-  // capacity): a document's millions of small objects do not each allocate a new frame.
-  void open(std::size_t depth, bool object) {
-    if (depth >= frames_.size()) frames_.resize(depth + 1);
-    Frame& f = frames_[depth];
+
+  // Where a value of the innermost open frame goes: the object's slot for the key just read, the
+  // array's end, or the streamed element.
+  json* place(Frame& f, json&& v) {
+    if (f.streamed) {
+      element_ = std::move(v);
+      return &element_;
+    }
+    if (f.object) {
+      *f.slot = std::move(v);
+      return f.slot;
+    }
+    json::array_t& a = f.node->get_ref<json::array_t&>();
+    a.push_back(std::move(v));
+    return &a.back();  // stable while it is open: nothing is added to `a` until it closes
+  }
+
+  bool value(json&& v) {
+    if (depth_ == 0) {
+      root_ = std::move(v);
+      return true;
+    }
+    Frame& f = frames_[depth_ - 1];
+    const bool keep = f.kept && !drop_;
+    drop_ = false;
+    if (keep) {
+      place(f, std::move(v));
+      if (f.streamed) deliver();
+    }
+    return true;
+  }
+
+  bool open(bool object) {
+    json* node = nullptr;
+    bool kept = true, streamed = false;
+    if (depth_ == 0) {
+      root_ = object ? json::object() : json::array();
+      node = &root_;
+    } else {
+      Frame& p = frames_[depth_ - 1];
+      kept = p.kept && !drop_;
+      drop_ = false;
+      if (kept) node = place(p, object ? json::object() : json::array());
+      streamed = kept && !object && sink_ != nullptr && depth_ == 1 && p.object && p.key == stream_;
+    }
+    if (depth_ == frames_.size()) frames_.emplace_back();
+    Frame& f = frames_[depth_++];  // reused: a document's millions of small objects allocate no new frame
     f.object = object;
+    f.kept = kept;
+    f.streamed = streamed;
+    f.node = node;
+    f.slot = nullptr;
+    f.key.clear();
     f.list.clear();
     f.many.clear();
-    f.last.clear();
+    return true;
   }
+
+  bool close() {
+    const bool kept = frames_[--depth_].kept;
+    if (kept && depth_ > 0 && frames_[depth_ - 1].streamed) deliver();
+    return true;
+  }
+
+  void deliver() {
+    (*sink_)(std::move(element_), delivered_++, root_);
+    element_ = json();
+  }
+
   // The object at frames_[at]: "the object at gpu.curves[]", or "the top-level object".
   std::string path(std::size_t at) const {
     std::string out;
-    for (std::size_t i = 0; i < at; ++i) out += frames_[i].object ? (out.empty() ? "" : ".") + frames_[i].last : "[]";
+    for (std::size_t i = 0; i < at; ++i) out += frames_[i].object ? (out.empty() ? "" : ".") + frames_[i].key : "[]";
     return out.empty() ? "the top-level object" : "the object at " + out;
   }
+
   std::string_view where_;
   const std::vector<std::string_view>& skip_;
+  std::string_view stream_;
+  const JsonElementSink* sink_;
+  json root_, element_;
   std::vector<Frame> frames_;
+  std::size_t depth_ = 0, delivered_ = 0;
+  bool drop_ = false;  // the key just read is left out with its value
 };
 
-}  // namespace
-
-nlohmann::json parse_json(std::string_view text, std::string_view where, const std::vector<std::string_view>& skip) {
+nlohmann::json parse_with(std::string_view text, std::string_view where, const std::vector<std::string_view>& skip,
+                          std::string_view stream, const JsonElementSink* sink) {
   check_depth(text, where);
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), DuplicateKeys(where, skip));
+    DomBuilder b(where, skip, stream, sink);
+    nlohmann::json::sax_parse(text.begin(), text.end(), &b);
+    return b.take();
   } catch (const nlohmann::json::out_of_range& e) {
     // 406: a number such as 1e400 that no double holds.
     throw Error(fmt::format("{}: malformed JSON: a number is out of range: {}", where, e.what()));
@@ -129,7 +216,7 @@ nlohmann::json parse_json(std::string_view text, std::string_view where, const s
   }
 }
 
-nlohmann::json read_json_file(const std::string& path, const std::vector<std::string_view>& skip) {
+std::string read_file_text(const std::string& path) {
   std::error_code ec;
   // A directory opens as a stream that reads nothing: "unexpected end of input" would hide the mistake.
   if (std::filesystem::is_directory(path, ec))
@@ -147,7 +234,22 @@ nlohmann::json read_json_file(const std::string& path, const std::vector<std::st
     text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   if (in.bad()) throw Error(fmt::format("{}: reading the file failed", path));
-  return parse_json(text, path, skip);
+  return text;
+}
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, std::string_view where, const std::vector<std::string_view>& skip) {
+  return parse_with(text, where, skip, {}, nullptr);
+}
+
+nlohmann::json read_json_file(const std::string& path, const std::vector<std::string_view>& skip) {
+  return parse_with(read_file_text(path), path, skip, {}, nullptr);
+}
+
+nlohmann::json read_json_file_streaming(const std::string& path, std::string_view stream, const JsonElementSink& sink,
+                                        const std::vector<std::string_view>& skip) {
+  return parse_with(read_file_text(path), path, skip, stream, &sink);
 }
 
 std::string dump_json(const nlohmann::json& j, int indent) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <vector>
 
 #include "seqpar/core/error.hpp"
@@ -16,7 +17,43 @@ using nlohmann::json;
 
 json load_json_file(const std::string& path) { return read_json_file(path); }
 
-json load_report_json_file(const std::string& path) { return read_json_file(path, {"memory_terms", "memory_phases"}); }
+namespace {
+
+// Of a simulator's point, what the report reads (report_data.cpp's add_prediction_point and
+// document_comparison.cpp): the model's and system's names and the system's placement fields, the
+// placement's label. The whole model, system and group objects are over half of a point's values,
+// and a sweep holds hundreds of thousands of points.
+void keep_what_the_report_reads(json& point) {
+  if (!point.is_object()) return;
+  auto keep_only = [&](const char* field, std::initializer_list<const char*> keys) {
+    auto it = point.find(field);
+    if (it == point.end() || !it->is_object()) return;  // malformed: left for the reader to name
+    json kept = json::object();
+    for (const char* k : keys)
+      if (auto v = it->find(k); v != it->end()) kept[k] = std::move(*v);
+    *it = std::move(kept);
+  };
+  keep_only("model", {"name"});
+  keep_only("system", {"name", "gpu", "intra_link", "nodes", "gpus_per_node", "memory_capacity_bytes"});
+  keep_only("groups", {"label"});
+}
+
+}  // namespace
+
+json load_report_json_file(const std::string& path) {
+  // A prediction's "results" (a sweep's points) are read one by one and kept in part; any other
+  // document's whole. The simulator's per-term and per-phase memory breakdowns are never read.
+  json results = json::array();
+  json doc = read_json_file_streaming(
+      path, "results",
+      [&](json&& point, std::size_t, const json& head) {
+        if (head.is_object() && head.value("kind", json()) == "prediction") keep_what_the_report_reads(point);
+        results.push_back(std::move(point));
+      },
+      {"memory_terms", "memory_phases"});
+  if (auto it = doc.find("results"); it != doc.end() && it->is_array() && it->empty()) *it = std::move(results);
+  return doc;
+}
 
 std::string document_kind(const json& doc, std::string_view where) {
   if (!doc.is_object()) throw Error(fmt::format("{}: the document must be a JSON object", where));

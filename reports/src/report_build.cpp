@@ -45,16 +45,26 @@ std::string fmt_seq(double n) { return format_count(static_cast<std::int64_t>(n)
 
 bool plottable(const json& p) { return p["valid"].get<bool>() && p["fits"].get<bool>() && p["tokens_per_s_per_gpu"].is_number(); }
 
-// Points grouped by (system, model, gpus), in first-seen order.
+// Points grouped by (system, model, gpus), in first-seen order; the points are the caller's, not
+// copies (a sweep holds hundreds of thousands).
 using GroupKey = std::tuple<std::string, std::string, std::int64_t>;
-std::vector<std::pair<GroupKey, std::vector<json>>> groups_of(const json& points) {
-  std::vector<std::pair<GroupKey, std::vector<json>>> out;
+using PointRefs = std::vector<const json*>;
+std::vector<std::pair<GroupKey, PointRefs>> groups_of(const json& points) {
+  std::vector<std::pair<GroupKey, PointRefs>> out;
+  std::map<GroupKey, std::size_t> index;
   for (const auto& p : points) {
     GroupKey k{p["system"].get<std::string>(), p["model"].get<std::string>(), int_of(p["plan"], "gpus")};
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == k; });
-    if (it == out.end()) out.push_back({k, {p}});
-    else it->second.push_back(p);
+    const auto [it, fresh] = index.try_emplace(std::move(k), out.size());
+    if (fresh) out.push_back({it->first, {}});
+    out[it->second].second.push_back(&p);
   }
+  return out;
+}
+
+std::vector<json> values_of(const PointRefs& pts) {
+  std::vector<json> out;
+  out.reserve(pts.size());
+  for (const json* p : pts) out.push_back(*p);
   return out;
 }
 
@@ -81,10 +91,11 @@ std::string modes_of(const std::vector<json>& pts) {
 // The points of a group at its longest sequence with a time breakdown: the case where the plans differ most.
 // The breakdowns are drawn at one sequence length per group: the one where the most plans fit
 // (the longest of those), so the bars compare plans that can run rather than a row of OOMs.
-std::vector<json> breakdown_selection(const std::vector<json>& pts, std::int64_t* seq_out) {
+PointRefs breakdown_selection(const PointRefs& pts, std::int64_t* seq_out) {
   std::map<std::int64_t, int> fitting;
-  for (const auto& p : pts)
-    if (p["valid"].get<bool>() && !p["time"].empty()) fitting[int_of(p["plan"], "seq_len")] += p["fits"].get<bool>() ? 1 : 0;
+  for (const json* p : pts)
+    if ((*p)["valid"].get<bool>() && !(*p)["time"].empty())
+      fitting[int_of((*p)["plan"], "seq_len")] += (*p)["fits"].get<bool>() ? 1 : 0;
   std::int64_t seq = -1;
   int most = -1;
   for (const auto& [len, n] : fitting)  // ascending lengths: ties go to the longer one
@@ -92,9 +103,9 @@ std::vector<json> breakdown_selection(const std::vector<json>& pts, std::int64_t
       most = n;
       seq = len;
     }
-  std::vector<json> out;
-  for (const auto& p : pts)
-    if (p["valid"].get<bool>() && !p["time"].empty() && int_of(p["plan"], "seq_len") == seq) out.push_back(p);
+  PointRefs out;
+  for (const json* p : pts)
+    if ((*p)["valid"].get<bool>() && !(*p)["time"].empty() && int_of((*p)["plan"], "seq_len") == seq) out.push_back(p);
   *seq_out = seq;
   return out;
 }
@@ -449,7 +460,9 @@ json figure_subset(const json& data) {
       if (shown.count(gpus_of(e))) out.push_back(e);
     return out;
   };
-  json d = data;
+  json d = json::object();  // the rest as it is; the lists filtered (a copy of the whole would copy every point)
+  for (const auto& [k, v] : data.items())
+    if (k != "points" && k != "method_comparison" && k != "documents") d[k] = v;
   d["points"] = keep(data["points"], [](const json& p) { return static_cast<std::int64_t>(number_or(p["plan"], "gpus")); });
   for (const char* key : {"method_comparison", "documents"})
     if (data.contains(key)) d[key] = keep(data[key], [](const json& e) { return e["gpus"].get<std::int64_t>(); });
@@ -473,10 +486,11 @@ json plan_figures(const json& all_data) {
   json figs = json::array();
   if (data.contains("documents")) add_document_figures(data["documents"], figs);
   if (data.contains("method_comparison")) add_method_figures(data["method_comparison"], figs);
-  for (const auto& [key, pts] : groups_of(data["points"])) {
+  for (const auto& [key, refs] : groups_of(data["points"])) {
+    const std::vector<json> pts = values_of(refs);
     if (json f = throughput_figure(key, pts); !f.is_null()) figs.push_back(f);
     std::int64_t seq = 0;
-    std::vector<json> sel = breakdown_selection(pts, &seq);
+    const std::vector<json> sel = values_of(breakdown_selection(refs, &seq));
     if (sel.empty()) continue;
     std::string where = fmt::format("{} at sequence length {}", group_title(key), fmt_seq(static_cast<double>(seq)));
     figs.push_back(step_time_figure(key, sel, where));
@@ -601,7 +615,8 @@ std::pair<Section, Section> breakdown_sections(const json& data, const json& fig
   Table mem_table{{"system", "model", "GPUs", "seq", "plan", "peak", "capacity", "fits", "source", "mode"}, {}};
   for (const auto& [key, pts] : groups_of(data["points"])) {
     std::int64_t seq = 0;
-    for (const auto& p : breakdown_selection(pts, &seq)) {
+    for (const json* pp : breakdown_selection(pts, &seq)) {
+      const json& p = *pp;
       const json& t = p["time"];
       st_table.rows.push_back({std::get<0>(key), std::get<1>(key), std::to_string(std::get<2>(key)), fmt_seq(static_cast<double>(seq)),
                                p["plan_label"], dash_if_empty(string_or(p, "placement")), fmt_seconds(number_or(p, "step_time_s")),

@@ -209,7 +209,7 @@ struct Gatherer {
       throw Error(fmt::format("{}: a valid point needs a positive number in 'step_time_s' (got {})", where,
                               pt["step_time_s"].is_number() ? fmt::format("{:g}", pt["step_time_s"].get<double>())
                                                             : std::string("null")));
-    data["points"].push_back(pt);
+    data["points"].push_back(std::move(pt));
   }
 
   void add_prediction(const json& doc, const std::string& where, const std::string& src) {
@@ -295,7 +295,7 @@ struct Gatherer {
         if (pt["step_time_s"].is_null()) pt["step_time_s"] = time_s;
         pt["memory"] = numbers_of(plan, w, "memory");
         pt["time"] = numbers_of(plan, w, "time");
-        data["points"].push_back(pt);
+        data["points"].push_back(std::move(pt));
         continue;
       }
       if (step_document) continue;

@@ -1,9 +1,16 @@
 // The JSON reader every command uses: a key named twice is refused with the path of its object,
 // whatever the object's size and wherever a left-out value sat before it; keys a reader asks to
-// skip are left out at any depth, with the rest of the document unchanged.
+// skip are left out at any depth, with the rest of the document unchanged; any document reads as
+// the JSON library's own parser reads it; a streamed top-level array reaches its sink element by
+// element, in order.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
@@ -70,6 +77,103 @@ TEST(JsonIo, SkippedKeysAreLeftOutAtAnyDepthAndTheRestIsKept) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"memory_terms": {"x": 1, "x": 2}})", {"memory_terms"}).find("the key 'x' appears twice"),
             std::string::npos);
+}
+
+
+// A random document of every kind of value (nested objects and arrays, empty ones, integers of
+// both signs and past 2^63, floats, escaped and non-ASCII strings), with distinct keys per object.
+nlohmann::json random_value(std::mt19937_64& rng, int depth) {
+  const int kind = static_cast<int>(rng() % (depth >= 5 ? 6 : 8));
+  switch (kind) {
+    case 0: return nullptr;
+    case 1: return rng() % 2 == 0;
+    case 2: return -static_cast<std::int64_t>(rng() >> 2);
+    case 3: return static_cast<std::uint64_t>(rng());
+    case 4: return std::ldexp(static_cast<double>(rng() % 1000003) - 500000.5, static_cast<int>(rng() % 80) - 40);
+    case 5: {
+      static const char* pieces[] = {"a", "\\", "\"", "\n", "\t", "\u00e9", "\u4e2d", "x y", "/", "\u0001"};
+      std::string s;
+      for (int i = static_cast<int>(rng() % 6); i > 0; --i) s += pieces[rng() % 10];
+      return s;
+    }
+    case 6: {
+      nlohmann::json a = nlohmann::json::array();
+      for (int i = static_cast<int>(rng() % 5); i > 0; --i) a.push_back(random_value(rng, depth + 1));
+      return a;
+    }
+    default: {
+      nlohmann::json o = nlohmann::json::object();
+      for (int i = static_cast<int>(rng() % 6); i > 0; --i) o["k" + std::to_string(rng() % 40)] = random_value(rng, depth + 1);
+      return o;
+    }
+  }
+}
+
+TEST(JsonIo, EveryDocumentReadsAsTheLibrarysOwnParserReadsIt) {
+  std::mt19937_64 rng(20261129);
+  for (int i = 0; i < 400; ++i) {
+    const nlohmann::json doc = random_value(rng, 0);
+    for (int indent : {-1, 2}) {
+      const std::string text = doc.dump(indent);
+      EXPECT_EQ(parse_json(text, "doc.json"), nlohmann::json::parse(text)) << text;
+    }
+  }
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::path(testing::TempDir()) / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(JsonIo, AStreamedArrayReachesItsSinkInOrderAndTheRestIsKept) {
+  std::mt19937_64 rng(7);
+  nlohmann::json doc = {{"kind", "prediction"}, {"z", {{"results", {1, 2}}}}, {"results", nlohmann::json::array()}};
+  for (int i = 0; i < 200; ++i) doc["results"].push_back(random_value(rng, 1));
+  doc["results"].push_back({{"a", 1}, {"memory_terms", {{"x", 1}}}, {"b", {{"memory_terms", 2}, {"c", 3}}}});
+  const std::string path = temp_file("streamed.json", doc.dump(2));
+  std::vector<nlohmann::json> got;
+  const nlohmann::json head = read_json_file_streaming(
+      path, "results",
+      [&](nlohmann::json&& e, std::size_t index, const nlohmann::json& so_far) {
+        EXPECT_EQ(index, got.size());
+        EXPECT_EQ(so_far.value("kind", ""), "prediction");  // the keys before the array
+        got.push_back(std::move(e));
+      },
+      {"memory_terms"});
+  ASSERT_EQ(got.size(), doc["results"].size());
+  for (std::size_t i = 0; i + 1 < got.size(); ++i) EXPECT_EQ(got[i], doc["results"][i]) << i;
+  EXPECT_EQ(got.back(), nlohmann::json::parse(R"({"a": 1, "b": {"c": 3}})"));  // skipped inside elements too
+  // The head keeps everything else; only the top-level array is streamed (not z.results).
+  nlohmann::json want = doc;
+  want["results"] = nlohmann::json::array();
+  EXPECT_EQ(head, want);
+  // Not an array there: nothing is streamed and the value is kept.
+  std::size_t calls = 0;
+  const nlohmann::json scalar = read_json_file_streaming(temp_file("scalar.json", R"({"results": {"a": [1]}})"),
+                                                         "results", [&](nlohmann::json&&, std::size_t, const nlohmann::json&) { ++calls; });
+  EXPECT_EQ(calls, 0u);
+  EXPECT_EQ(scalar, nlohmann::json::parse(R"({"results": {"a": [1]}})"));
+}
+
+TEST(JsonIo, AStreamedDocumentIsCheckedWhole) {
+  auto error_streaming = [](const std::string& name, const std::string& text) {
+    try {
+      read_json_file_streaming(temp_file(name, text), "results", [](nlohmann::json&&, std::size_t, const nlohmann::json&) {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_streaming("dup_in.json", R"({"results": [{"a": 1}, {"p": {"q": 1, "q": 2}}]})")
+                .find("the key 'q' appears twice in the object at results[].p;"),
+            std::string::npos);
+  // Malformed after the array, when every element has been delivered: still an error.
+  EXPECT_NE(error_streaming("late.json", R"({"results": [{"a": 1}], "kind": "prediction", "kind": 2})")
+                .find("the key 'kind' appears twice in the top-level object"),
+            std::string::npos);
+  EXPECT_NE(error_streaming("cut.json", R"({"results": [{"a": 1}, {"b": )").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(error_streaming("big.json", R"({"results": [1e400]})").find("a number is out of range"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // invalid UTF-8 in text we echo back) becomes a seqpar::Error naming the file, never an abort.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <initializer_list>
 #include <span>
@@ -28,6 +30,18 @@ nlohmann::json parse_json(std::string_view text, std::string_view where,
 
 // Reads and parses a file: the errors of parse_json, or "<path>: cannot open the file for reading".
 nlohmann::json read_json_file(const std::string& path, const std::vector<std::string_view>& skip = {});
+
+// Receives the elements of a streamed array one by one, with their index and the document read so
+// far (the keys before the array: a reader may treat the elements by the document's kind).
+using JsonElementSink = std::function<void(nlohmann::json&& element, std::size_t index, const nlohmann::json& head)>;
+
+// read_json_file for a document whose top-level array `stream` may be far larger than the rest (a
+// sweep's "results": 279,296 points, 1 GB): each of its elements is built alone and handed to `sink`
+// as soon as it is read, and the document returned holds an empty array there. The whole document
+// is still checked (syntax, depth, repeated keys); an error after some elements were delivered
+// still throws, so a caller keeps nothing of a document that fails.
+nlohmann::json read_json_file_streaming(const std::string& path, std::string_view stream, const JsonElementSink& sink,
+                                        const std::vector<std::string_view>& skip = {});
 
 // Serializes with invalid UTF-8 replaced by U+FFFD (file names and argv are bytes, not text) rather
 // than throwing; indent < 0 gives one line. Non-finite numbers come out as null (nlohmann's rule).
