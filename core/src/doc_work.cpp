@@ -1,7 +1,8 @@
 // Counting document-masked attention work per ring rank and step, in closed form per pair of runs
 // (no loop over entries) and per tile row (no loop over tiles), document by document: each
 // document's holders against its holders, O(sum over distinct documents of holders^2 x (spans +
-// tile rows)).
+// tile rows)); per rank, O(holders) a document, where every document is evenly chunked
+// (per-document sharding: chunk_rows below).
 #include "seqpar/core/doc_work.hpp"
 
 #include <fmt/format.h>
@@ -193,6 +194,178 @@ std::vector<DocClass> document_classes(const DocLayout& layout) {
   return out;
 }
 
+// What one holder's queries meet in a block of keys: nothing when every key is after every query
+// (the step is left alone), else the exact pairs and tiles.
+struct Meet {
+  bool any = false;
+  std::int64_t pairs = 0, tiles = 0;
+};
+
+Meet meet(const std::vector<Span>& q, const Extent& qe, const std::vector<Span>& keys, const Extent& ke,
+          const WorkOptions& opt) {
+  Meet m;
+  if (qe.last < ke.first) return m;  // every key after every query
+  m.any = true;
+  if (opt.window == 0 && qe.first >= ke.last) {  // every key at or before every query
+    m.pairs = checked_mul(qe.rows, ke.rows, "attention pairs");
+    m.tiles = checked_mul(ceil_div(qe.rows, opt.q_rows), ceil_div(ke.rows, opt.k_rows), "attention tiles");
+  } else {
+    count_document(q, keys, opt, m.pairs, m.tiles);
+  }
+  return m;
+}
+
+// A class's meeting added to a step: `count` documents alike, each tile weighted by `weight`.
+void add_meet(StepWork& st, const Meet& m, std::int64_t count, double weight) {
+  if (!m.any) return;
+  st.pairs += checked_mul(m.pairs, count, "attention pairs");
+  const std::int64_t t = checked_mul(m.tiles, count, "attention tiles");
+  st.tiles += t;
+  st.cost += weight * static_cast<double>(t);
+}
+
+// Per-document sharding on a ring counted per rank, not per holder pair (R^2 pairs a document: at R
+// = 1,024 the general path took minutes of advise). Ring rank r holds chunks r and 2R-1-r of c
+// positions (clipped to the document's length; the middle rank's two are one run). For two
+// distinct holders i != j the chunks are disjoint and ordered (chunk indices i, j < R <= 2R-1-i,
+// 2R-1-j), so a chunk sees another wholly or not at all:
+//   j < i (steps 1..i): both of i's chunks see j's low chunk and nothing of its high one (2R-1-j >
+//     2R-1-i): every query row sees the first a_j keys, and a_j = c for every holder but the last
+//     (chunk j+1 is real). So rank i meets every j < i alike.
+//   j > i (steps i+1..R-1): i's low chunk sees nothing, its high chunk all of j. Without a high
+//     chunk (b_i = 0) nothing is met; with one, chunk 2R-1-i is real, so every chunk before it is
+//     full: every j > i holds two full chunks and all R ranks hold the document. Alike again.
+// So per class each rank's row of the grid takes one value at step 0 (its own block), one at steps
+// 1..i and one at steps i+1..R-1, each counted once per distinct holder shape (at most four a
+// class) by the general path's own `meet`, and summed per rank: O(R) a class instead of R^2. Every
+// step of a segment receives the same values from the same classes in the same order, so even the
+// weighted cost (a floating-point sum) is the general path's bit for bit.
+// The fast path's preconditions, else the general path for the whole layout (so that every step's
+// floating-point sum keeps the general path's order): ring steps (not all-gather), no window (a
+// band makes a meeting depend on the distance between chunks), and every class either on one
+// holder or chunked as above, checked against its spans (chunk_rows).
+
+// A holder's chunk sizes: low (a), high (b, 0 if padding or past the end), and whether the two
+// are one run (the middle rank).
+struct ChunkRows {
+  std::int64_t low = 0, high = 0;
+  bool merged = false;
+  bool operator==(const ChunkRows&) const = default;
+};
+
+// Whether the class's holders hold exactly the per-document chunks of some c on `ring` ranks
+// (ranks 0..h-1, c from rank 0's first chunk, which is full when there is a second holder), with
+// every holder's chunk sizes in `out`; a class on one holder qualifies as it is (it meets itself
+// alone).
+bool chunk_rows(const std::vector<Holder>& holders, std::int64_t len, int ring, std::vector<ChunkRows>& out) {
+  out.clear();
+  if (holders.size() == 1) {
+    out.push_back({rows_of(holders.front().spans), 0, false});
+    return true;
+  }
+  if (holders.front().rank != 0 || holders.front().spans.front().begin != 0) return false;
+  // c <= len <= limits::kMaxSeqLen (2^40) and 2R <= 2^21: every position below fits in 63 bits.
+  const std::int64_t c = holders.front().spans.front().end, R = ring;
+  if (static_cast<std::int64_t>(holders.size()) != std::min(R, ceil_div(len, c))) return false;
+  for (std::size_t k = 0; k < holders.size(); ++k) {
+    const Holder& h = holders[k];
+    const std::int64_t r = static_cast<std::int64_t>(k);
+    if (h.rank != static_cast<int>(k)) return false;
+    const Span lo{r * c, std::min((r + 1) * c, len)}, hi{(2 * R - 1 - r) * c, std::min((2 * R - r) * c, len)};
+    const bool has_hi = hi.begin < len, merged = has_hi && lo.end == hi.begin;
+    const std::size_t n = has_hi && !merged ? 2 : 1;
+    if (h.spans.size() != n || h.spans[0].begin != lo.begin) return false;
+    if (h.spans[0].end != (merged ? hi.end : lo.end)) return false;
+    if (n == 2 && (h.spans[1].begin != hi.begin || h.spans[1].end != hi.end)) return false;
+    if (has_hi && static_cast<std::int64_t>(holders.size()) != R) return false;  // never, by the argument above
+    out.push_back({lo.size(), has_hi ? hi.size() : 0, merged});
+  }
+  return true;
+}
+
+// One class's three meetings for a holder shape: its own block, every lower holder's, every higher's.
+struct RowMeets {
+  ChunkRows shape;
+  Meet own, below, above;
+};
+
+// Each rank's sums over the classes, per segment of its row.
+struct RowSums {
+  StepWork own, below, above;
+};
+
+std::vector<Extent> extents_of(const std::vector<Holder>& holders) {
+  std::vector<Extent> out;
+  out.reserve(holders.size());
+  for (const Holder& h : holders) out.push_back(extent_of(h.spans));
+  return out;
+}
+
+// A tile of a holder's piece costs the curve's figure at the piece's query rows in the call.
+double tile_weight(const WorkOptions& opt, const Extent& q) {
+  return opt.tile_cost.empty() ? 1.0 : tile_cost_at(opt.tile_cost, q.rows);
+}
+
+// The ring grid's pairs, tiles and cost by the per-rank sums above, or false (nothing written)
+// where a precondition fails.
+bool count_chunked(const std::vector<DocClass>& classes, SpShape shape, const WorkOptions& opt, BatchWork& out) {
+  if (shape.kv_all_gather || opt.window > 0 || opt.count_every_pair) return false;
+  const int ring = shape.ring;
+  std::vector<std::vector<ChunkRows>> rows(classes.size());
+  for (std::size_t ci = 0; ci < classes.size(); ++ci)
+    if (!chunk_rows(classes[ci].holders, classes[ci].len, ring, rows[ci])) return false;
+  std::vector<RowSums> sums(static_cast<std::size_t>(ring));
+  // Meetings per (shape, has lower holders, has higher holders): the first holder and the last
+  // meet fewer segments than the others of their shape.
+  struct Cached {
+    ChunkRows shape;
+    bool lower = false, higher = false;
+    RowMeets meets;
+  };
+  std::vector<Cached> cache;
+  for (std::size_t ci = 0; ci < classes.size(); ++ci) {
+    const DocClass& c = classes[ci];
+    const std::vector<Extent> extents = extents_of(c.holders);
+    const std::size_t last = c.holders.size() - 1;
+    cache.clear();
+    for (std::size_t k = 0; k < c.holders.size(); ++k) {
+      const Holder& q = c.holders[k];
+      const bool lower = k > 0, higher = k < last;
+      auto hit = std::find_if(cache.begin(), cache.end(), [&](const Cached& x) {
+        return x.shape == rows[ci][k] && x.lower == lower && x.higher == higher;
+      });
+      if (hit == cache.end()) {
+        Cached fresh{rows[ci][k], lower, higher, {}};
+        fresh.meets.own = meet(q.spans, extents[k], q.spans, extents[k], opt);
+        // Any lower holder stands for all of them, and any higher one (chunk_rows' argument).
+        if (lower) fresh.meets.below = meet(q.spans, extents[k], c.holders.front().spans, extents.front(), opt);
+        if (higher) fresh.meets.above = meet(q.spans, extents[k], c.holders[last].spans, extents[last], opt);
+        cache.push_back(fresh);
+        hit = cache.end() - 1;
+      }
+      RowSums& sum = sums[static_cast<std::size_t>(q.rank)];
+      const double weight = tile_weight(opt, extents[k]);
+      add_meet(sum.own, hit->meets.own, c.count, weight);
+      add_meet(sum.below, hit->meets.below, c.count, weight);
+      add_meet(sum.above, hit->meets.above, c.count, weight);
+    }
+  }
+  for (int r = 0; r < ring; ++r) {
+    const RowSums& sum = sums[static_cast<std::size_t>(r)];
+    StepWork* row = &out.grid[static_cast<std::size_t>(r) * static_cast<std::size_t>(ring)];
+    auto put = [](StepWork& st, const StepWork& v) {
+      st.pairs = v.pairs;
+      st.tiles = v.tiles;
+      st.cost = v.cost;
+    };
+    put(row[0], sum.own);
+    for (int s = 1; s <= r; ++s) put(row[s], sum.below);
+    for (int s = r + 1; s < ring; ++s) put(row[s], sum.above);
+  }
+  out.by_rank = true;
+  return true;
+}
+
 double max_over_mean(const std::vector<RankWork>& ranks, std::int64_t RankWork::*field) {
   std::int64_t mx = 0;
   double sum = 0;
@@ -249,38 +422,27 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   std::int64_t all_tokens = 0;
   for (const RankHold& h : layout.ranks) all_tokens += h.tokens;
   // Pairs and tiles: every document's holders against its holders (ring: rank r meets rank f's
-  // block at step (r - f) mod R) or against the whole gathered document.
-  std::vector<Extent> extents;
-  for (const DocClass& c : document_classes(layout)) {
-    const std::vector<Span> whole = {{0, c.len}};
-    const Extent whole_extent = {0, c.len - 1, c.len};
-    extents.clear();
-    for (const Holder& h : c.holders) extents.push_back(extent_of(h.spans));
-    for (std::size_t qi = 0; qi < c.holders.size(); ++qi) {
-      const Holder& q = c.holders[qi];
-      const Extent& qe = extents[qi];
-      // A tile of this piece costs the curve's figure at the piece's query rows in the call.
-      const double weight = opt.tile_cost.empty() ? 1.0 : tile_cost_at(opt.tile_cost, qe.rows);
-      auto add = [&](int step, const std::vector<Span>& keys, const Extent& ke) {
-        if (qe.last < ke.first) return;  // every key after every query
-        std::int64_t pairs = 0, tiles = 0;
-        if (opt.window == 0 && qe.first >= ke.last) {  // every key at or before every query
-          pairs = checked_mul(qe.rows, ke.rows, "attention pairs");
-          tiles = checked_mul(ceil_div(qe.rows, opt.q_rows), ceil_div(ke.rows, opt.k_rows), "attention tiles");
-        } else {
-          count_document(q.spans, keys, opt, pairs, tiles);
+  // block at step (r - f) mod R) or against the whole gathered document; per rank where the layout
+  // allows (count_chunked).
+  const std::vector<DocClass> classes = document_classes(layout);
+  if (!count_chunked(classes, shape, opt, out)) {
+    for (const DocClass& c : classes) {
+      const std::vector<Span> whole = {{0, c.len}};
+      const Extent whole_extent = {0, c.len - 1, c.len};
+      const std::vector<Extent> extents = extents_of(c.holders);
+      for (std::size_t qi = 0; qi < c.holders.size(); ++qi) {
+        const Holder& q = c.holders[qi];
+        const double weight = tile_weight(opt, extents[qi]);
+        if (shape.kv_all_gather) {
+          add_meet(out.grid[static_cast<std::size_t>(q.rank * out.steps)], meet(q.spans, extents[qi], whole, whole_extent, opt),
+                   c.count, weight);
+          continue;
         }
-        StepWork& st = out.grid[static_cast<std::size_t>(q.rank * out.steps + step)];
-        st.pairs += checked_mul(pairs, c.count, "attention pairs");
-        const std::int64_t t = checked_mul(tiles, c.count, "attention tiles");
-        st.tiles += t;
-        st.cost += weight * static_cast<double>(t);
-      };
-      if (shape.kv_all_gather) {
-        add(0, whole, whole_extent);
-      } else {
-        for (std::size_t ki = 0; ki < c.holders.size(); ++ki)
-          add((q.rank - c.holders[ki].rank + ring) % ring, c.holders[ki].spans, extents[ki]);
+        for (std::size_t ki = 0; ki < c.holders.size(); ++ki) {
+          const int step = (q.rank - c.holders[ki].rank + ring) % ring;
+          add_meet(out.grid[static_cast<std::size_t>(q.rank * out.steps + step)],
+                   meet(q.spans, extents[qi], c.holders[ki].spans, extents[ki], opt), c.count, weight);
+        }
       }
     }
   }
