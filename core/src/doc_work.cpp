@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <span>
+#include <vector>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
@@ -36,7 +38,7 @@ std::int64_t pairs_below(std::int64_t x, std::int64_t ka, std::int64_t kb) {
 }
 
 // Keys of the spans at or before position p.
-std::int64_t keys_upto(const std::vector<Span>& keys, std::int64_t p) {
+std::int64_t keys_upto(std::span<const Span> keys, std::int64_t p) {
   std::int64_t n = 0;
   for (const Span& k : keys) n += std::clamp<std::int64_t>(p + 1 - k.begin, 0, k.size());
   return n;
@@ -44,7 +46,7 @@ std::int64_t keys_upto(const std::vector<Span>& keys, std::int64_t p) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
-std::int64_t rows_of(const std::vector<Span>& spans) {
+std::int64_t rows_of(std::span<const Span> spans) {
   std::int64_t n = 0;
   for (const Span& s : spans) n += s.size();
   return n;
@@ -57,7 +59,7 @@ std::int64_t rows_of(const std::vector<Span>& spans) {
 // over its rows; rows of one span are consecutive positions, whose ranges overlap or touch, so the
 // union per span is one range [first row's low end, last row's high end), and the spans of a tile
 // row are merged in order.
-std::int64_t window_tiles(const std::vector<Span>& q, const std::vector<Span>& k, std::int64_t rows,
+std::int64_t window_tiles(std::span<const Span> q, std::span<const Span> k, std::int64_t rows,
                           const WorkOptions& opt) {
   const std::int64_t W = opt.window, row_tiles = ceil_div(rows, opt.q_rows);
   std::int64_t tiles = 0;
@@ -89,7 +91,7 @@ std::int64_t window_tiles(const std::vector<Span>& q, const std::vector<Span>& k
   return tiles;
 }
 
-void count_document(const std::vector<Span>& q, const std::vector<Span>& k, const WorkOptions& opt,
+void count_document(std::span<const Span> q, std::span<const Span> k, const WorkOptions& opt,
                     std::int64_t& pairs, std::int64_t& tiles) {
   std::int64_t rows = 0, keys = 0;
   for (const Span& s : q) rows += s.size();
@@ -141,10 +143,11 @@ void count_document(const std::vector<Span>& q, const std::vector<Span>& k, cons
   }
 }
 
-// One document's holders: each ring rank holding real tokens of it, with its spans.
+// One document's holders: each ring rank holding real tokens of it, with its spans (views into
+// DocClasses::spans).
 struct Holder {
   int rank = 0;
-  std::vector<Span> spans;
+  std::span<const Span> spans;
 };
 
 // A holder's extent, for the pairs that need no count: keys all after the queries (nothing unmasked)
@@ -155,7 +158,7 @@ struct Extent {
   std::int64_t first = 0, last = 0, rows = 0;
 };
 
-Extent extent_of(const std::vector<Span>& spans) {
+Extent extent_of(std::span<const Span> spans) {
   return {spans.front().begin, spans.back().end - 1, rows_of(spans)};
 }
 
@@ -167,29 +170,55 @@ struct DocClass {
   std::vector<Holder> holders;
 };
 
-std::vector<DocClass> document_classes(const DocLayout& layout) {
+// The classes in the order of their first document, and every holder's spans in one array (one
+// allocation a layout, not one a holder: per-document sharding gives every document R holders).
+struct DocClasses {
+  std::vector<Span> spans;  // each document's real runs in rank order, document by document
+  std::vector<DocClass> list;
+};
+
+DocClasses document_classes(const DocLayout& layout) {
   const std::size_t docs = layout.doc_len.size();
-  std::vector<std::vector<Holder>> by_doc(docs);
+  auto real_of = [&](const DocRun& run) { return real(run, layout.doc_len[static_cast<std::size_t>(run.doc)]); };
+  // Counted per document, then placed: rank by rank, a document's runs arrive in rank order and,
+  // within a rank, by position (a rank's runs are sorted by document, then position).
+  std::vector<std::size_t> start(docs + 1, 0);
+  for (const RankHold& h : layout.ranks)
+    for (const DocRun& run : h.runs)
+      if (real_of(run).size() > 0) ++start[static_cast<std::size_t>(run.doc) + 1];
+  for (std::size_t d = 0; d < docs; ++d) start[d + 1] += start[d];
+  DocClasses out;
+  out.spans.resize(start[docs]);
+  std::vector<int> rank_of(start[docs]);
+  std::vector<std::size_t> next(start.begin(), start.end() - 1);
   for (std::size_t r = 0; r < layout.ranks.size(); ++r)
     for (const DocRun& run : layout.ranks[r].runs) {
-      const Span s = real(run, layout.doc_len[static_cast<std::size_t>(run.doc)]);
+      const Span s = real_of(run);
       if (s.size() == 0) continue;
-      std::vector<Holder>& h = by_doc[static_cast<std::size_t>(run.doc)];
-      if (h.empty() || h.back().rank != static_cast<int>(r)) h.push_back({static_cast<int>(r), {}});
-      h.back().spans.push_back(s);
+      const std::size_t i = next[static_cast<std::size_t>(run.doc)]++;
+      out.spans[i] = s;
+      rank_of[i] = static_cast<int>(r);
     }
   std::map<std::vector<std::int64_t>, std::size_t> index;  // signature -> class
-  std::vector<DocClass> out;
   std::vector<std::int64_t> sig;
   for (std::size_t d = 0; d < docs; ++d) {
+    const std::size_t a = start[d], b = start[d + 1];
+    auto opens_holder = [&](std::size_t i) { return i == a || rank_of[i] != rank_of[i - 1]; };
     sig.assign(1, layout.doc_len[d]);
-    for (const Holder& h : by_doc[d]) {
-      sig.push_back(-1 - h.rank);  // negative: a rank, never a position
-      for (const Span& s : h.spans) sig.insert(sig.end(), {s.begin, s.end});
+    for (std::size_t i = a; i < b; ++i) {
+      if (opens_holder(i)) sig.push_back(-1 - rank_of[i]);  // negative: a rank, never a position
+      sig.insert(sig.end(), {out.spans[i].begin, out.spans[i].end});
     }
-    const auto [it, fresh] = index.try_emplace(sig, out.size());
-    if (fresh) out.push_back({layout.doc_len[d], 0, std::move(by_doc[d])});
-    ++out[it->second].count;
+    const auto [it, fresh] = index.try_emplace(sig, out.list.size());
+    if (fresh) {
+      DocClass c{layout.doc_len[d], 0, {}};
+      for (std::size_t i = a; i < b; ++i) {
+        if (opens_holder(i)) c.holders.push_back({rank_of[i], {out.spans.data() + i, 0}});
+        c.holders.back().spans = {c.holders.back().spans.data(), c.holders.back().spans.size() + 1};
+      }
+      out.list.push_back(std::move(c));
+    }
+    ++out.list[it->second].count;
   }
   return out;
 }
@@ -201,7 +230,7 @@ struct Meet {
   std::int64_t pairs = 0, tiles = 0;
 };
 
-Meet meet(const std::vector<Span>& q, const Extent& qe, const std::vector<Span>& keys, const Extent& ke,
+Meet meet(std::span<const Span> q, const Extent& qe, std::span<const Span> keys, const Extent& ke,
           const WorkOptions& opt) {
   Meet m;
   if (qe.last < ke.first) return m;  // every key after every query
@@ -394,7 +423,11 @@ double tile_cost_at(std::span<const TileCost> curve, std::int64_t rows) {
   return a.cost + t * (b.cost - a.cost);
 }
 
-BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOptions& opt) {
+namespace {
+
+// count_layout_work into `out`, whose grid's memory is reused (count_workload_work counts batch after
+// batch: R^2 steps a batch, 40 MB at R = 1,024, were allocated and faulted in afresh each time).
+void count_layout_into(const DocLayout& layout, SpShape shape, const WorkOptions& opt, BatchWork& out) {
   require_range("tile q_rows", opt.q_rows, 1, 1 << 20);
   require_range("tile k_rows", opt.k_rows, 1, 1 << 20);
   require_range("kv_bytes_per_token", opt.kv_bytes_per_token, 1, std::int64_t{1} << 40);
@@ -414,19 +447,21 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
     throw Error(fmt::format("ring_degree = {}: the layout was placed on {} ring ranks", shape.ring,
                             layout.ranks.size()));
   const int ring = shape.ring;
-  BatchWork out;
   out.steps = shape.kv_all_gather ? 1 : ring;
-  out.ranks.resize(static_cast<std::size_t>(ring));
-  out.grid.resize(static_cast<std::size_t>(ring) * static_cast<std::size_t>(out.steps));
+  out.ranks.assign(static_cast<std::size_t>(ring), RankWork{});
+  out.grid.assign(static_cast<std::size_t>(ring) * static_cast<std::size_t>(out.steps), StepWork{});
+  out.total_pairs = 0;
+  out.slowest_rank = 0;
+  out.by_rank = false;
   for (std::int64_t len : layout.doc_len) out.total_pairs += band_pairs(len, opt.window);
   std::int64_t all_tokens = 0;
   for (const RankHold& h : layout.ranks) all_tokens += h.tokens;
   // Pairs and tiles: every document's holders against its holders (ring: rank r meets rank f's
   // block at step (r - f) mod R) or against the whole gathered document; per rank where the layout
   // allows (count_chunked).
-  const std::vector<DocClass> classes = document_classes(layout);
-  if (!count_chunked(classes, shape, opt, out)) {
-    for (const DocClass& c : classes) {
+  const DocClasses classes = document_classes(layout);
+  if (!count_chunked(classes.list, shape, opt, out)) {
+    for (const DocClass& c : classes.list) {
       const std::vector<Span> whole = {{0, c.len}};
       const Extent whole_extent = {0, c.len - 1, c.len};
       const std::vector<Extent> extents = extents_of(c.holders);
@@ -474,6 +509,13 @@ BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOp
   }
   out.imbalance_pairs = max_over_mean(out.ranks, &RankWork::pairs);
   out.imbalance_tiles = max_over_mean(out.ranks, &RankWork::tiles);
+}
+
+}  // namespace
+
+BatchWork count_layout_work(const DocLayout& layout, SpShape shape, const WorkOptions& opt) {
+  BatchWork out;
+  count_layout_into(layout, shape, opt, out);
   return out;
 }
 
@@ -489,8 +531,9 @@ WorkloadWork count_workload_work(const SampledWorkload& s, SpShape shape, Balanc
   out.full_causal_pairs = causal_pairs(s.seq_len);
   std::vector<double> imb_pairs, imb_tiles;
   std::vector<StepWork> step_max;
+  BatchWork w;
   for (const PackedBatch& batch : s.batches) {
-    const BatchWork w = count_batch_work(batch.cu_seqlens, shape, b, opt);
+    count_layout_into(place_documents(batch.cu_seqlens, shape.ulysses, shape.ring, b), shape, opt, w);
     if (out.rank_pairs.empty()) {
       out.steps = w.steps;
       out.rank_pairs.assign(w.ranks.size(), 0.0);
