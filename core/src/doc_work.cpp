@@ -9,13 +9,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
 #include "seqpar/core/checked.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/limits.hpp"
+#include "seqpar/core/rng.hpp"
 #include "seqpar/core/stats.hpp"
 
 namespace seqpar {
@@ -199,26 +200,43 @@ DocClasses document_classes(const DocLayout& layout) {
       out.spans[i] = s;
       rank_of[i] = static_cast<int>(r);
     }
-  std::map<std::vector<std::int64_t>, std::size_t> index;  // signature -> class
-  std::vector<std::int64_t> sig;
+  // Two documents are alike when their lengths and their (rank, span) entries are: found by a hash
+  // of those, compared with the class's first document (a copied signature a class was R x 3
+  // numbers: 12 MB a batch of per-document sharding at R = 1,024).
+  std::vector<std::size_t> first_doc;                              // per class: its first document
+  std::unordered_multimap<std::uint64_t, std::size_t> index;       // hash -> class
+  auto mix = [](std::uint64_t h, std::int64_t v) {  // FNV-1a's step over 64-bit words (finished by splitmix64)
+    return (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL;
+  };
+  auto alike = [&](std::size_t d, std::size_t e) {
+    if (layout.doc_len[d] != layout.doc_len[e] || start[d + 1] - start[d] != start[e + 1] - start[e]) return false;
+    for (std::size_t i = start[d], j = start[e]; i < start[d + 1]; ++i, ++j)
+      if (rank_of[i] != rank_of[j] || out.spans[i].begin != out.spans[j].begin || out.spans[i].end != out.spans[j].end)
+        return false;
+    return true;
+  };
   for (std::size_t d = 0; d < docs; ++d) {
     const std::size_t a = start[d], b = start[d + 1];
-    auto opens_holder = [&](std::size_t i) { return i == a || rank_of[i] != rank_of[i - 1]; };
-    sig.assign(1, layout.doc_len[d]);
-    for (std::size_t i = a; i < b; ++i) {
-      if (opens_holder(i)) sig.push_back(-1 - rank_of[i]);  // negative: a rank, never a position
-      sig.insert(sig.end(), {out.spans[i].begin, out.spans[i].end});
-    }
-    const auto [it, fresh] = index.try_emplace(sig, out.list.size());
-    if (fresh) {
+    std::uint64_t h = mix(0, layout.doc_len[d]);
+    for (std::size_t i = a; i < b; ++i) h = mix(mix(mix(h, rank_of[i]), out.spans[i].begin), out.spans[i].end);
+    h = splitmix64(h);
+    std::size_t cls = out.list.size();
+    for (auto [it, end] = index.equal_range(h); it != end; ++it)
+      if (alike(first_doc[it->second], d)) {
+        cls = it->second;
+        break;
+      }
+    if (cls == out.list.size()) {
       DocClass c{layout.doc_len[d], 0, {}};
       for (std::size_t i = a; i < b; ++i) {
-        if (opens_holder(i)) c.holders.push_back({rank_of[i], {out.spans.data() + i, 0}});
+        if (i == a || rank_of[i] != rank_of[i - 1]) c.holders.push_back({rank_of[i], {out.spans.data() + i, 0}});
         c.holders.back().spans = {c.holders.back().spans.data(), c.holders.back().spans.size() + 1};
       }
       out.list.push_back(std::move(c));
+      first_doc.push_back(d);
+      index.emplace(h, cls);
     }
-    ++out.list[it->second].count;
+    ++out.list[cls].count;
   }
   return out;
 }
@@ -481,7 +499,11 @@ void count_layout_into(const DocLayout& layout, SpShape shape, const WorkOptions
       }
     }
   }
-  // Bytes, launches and the ranks' totals.
+  // Bytes, launches and the ranks' totals. Each rank's block in bytes once (the grid reads it R
+  // times); with one ring rank no block moves.
+  std::vector<std::int64_t> block_bytes(ring > 1 ? static_cast<std::size_t>(ring) : 0);
+  for (std::size_t f = 0; f < block_bytes.size(); ++f)
+    block_bytes[f] = checked_mul(layout.ranks[f].tokens, opt.kv_bytes_per_token, "K,V block bytes");
   for (int r = 0; r < ring; ++r) {
     RankWork& rw = out.ranks[static_cast<std::size_t>(r)];
     const RankHold& mine = layout.ranks[static_cast<std::size_t>(r)];
@@ -492,8 +514,8 @@ void count_layout_into(const DocLayout& layout, SpShape shape, const WorkOptions
       if (shape.kv_all_gather) {
         st.kv_bytes = checked_mul(all_tokens, opt.kv_bytes_per_token, "gathered K,V bytes");
       } else {
-        const RankHold& from = layout.ranks[static_cast<std::size_t>((r - s + ring) % ring)];
-        st.kv_bytes = s == 0 ? 0 : checked_mul(from.tokens, opt.kv_bytes_per_token, "K,V block bytes");
+        const int from = r >= s ? r - s : r - s + ring;
+        st.kv_bytes = s == 0 ? 0 : block_bytes[static_cast<std::size_t>(from)];
       }
       st.launched = st.pairs > 0 || !opt.skip_masked_steps;
       rw.pairs += st.pairs;
