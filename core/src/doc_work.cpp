@@ -165,7 +165,7 @@ Extent extent_of(std::span<const Span> spans) {
 
 // Documents grouped by what the counts see: the same length held in the same spans by the same
 // ranks give the same counts, so each group is counted once and weighted by its size. Per-document
-// sharding of thousands of short documents has few distinct lengths: R^2 per length, not per document.
+// sharding of thousands of short documents has few distinct lengths: counted per length, not per document.
 struct DocClass {
   std::int64_t len = 0, count = 0;
   std::vector<Holder> holders;
