@@ -76,8 +76,9 @@ std::int64_t run_real(const DocRun& run, std::int64_t len) {
 
 void finish(DocLayout& out) {
   for (RankHold& h : out.ranks) {
-    std::sort(h.runs.begin(), h.runs.end(),
-              [](const DocRun& x, const DocRun& y) { return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin; });
+    // Per-document sharding pushes them in order already: checked in O(runs) before sorting.
+    auto by_doc = [](const DocRun& x, const DocRun& y) { return x.doc != y.doc ? x.doc < y.doc : x.begin < y.begin; };
+    if (!std::is_sorted(h.runs.begin(), h.runs.end(), by_doc)) std::sort(h.runs.begin(), h.runs.end(), by_doc);
     h.tokens = h.padding_tokens = 0;
     for (const DocRun& run : h.runs) {
       h.tokens += run.end - run.begin;

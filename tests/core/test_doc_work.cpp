@@ -261,6 +261,106 @@ TEST(DocWork, EveryMethodAndBalancerMatchesTheBruteForceMask) {
     }
 }
 
+// The per-rank sums of evenly chunked documents (per-document sharding; balanced's split documents
+// and whole ones) against the general path's count of every holder pair, field by field and bit for
+// bit (the weighted cost too), on fresh random workloads: document lengths below 2R, multiples of
+// 2 x U x R and not (padding), long ones; R 1..64; windows and all-gather (where the general path
+// must count alone); tile-cost curves and odd tiles. The brute-force test above holds the general
+// path (and, through count_batch_work, the per-rank one) to the mask itself.
+TEST(DocWork, PerRankSumsOfChunkedDocumentsEqualEveryHolderPair) {
+  Rng rng(0xd0cfa57);
+  int by_rank = 0, k = 0;
+  const int every = stride();
+  for (int ring : {1, 2, 3, 4, 5, 8, 16, 64})
+    for (int ulysses : {1, 2, 3})
+      for (int trial = 0; trial < 10; ++trial) {
+        if (k++ % every != 0) continue;
+        const std::int64_t unit = 2 * std::int64_t{ulysses} * ring;
+        std::vector<std::int64_t> cu = {0};
+        const int docs = int(rng.between(1, 12));
+        for (int d = 0; d < docs; ++d) {
+          std::int64_t len = 0;
+          switch (rng.between(0, 3)) {
+            case 0: len = rng.between(1, 2 * ring); break;                     // shorter than 2R (or just 2R)
+            case 1: len = unit * rng.between(1, 4); break;                    // no padding
+            case 2: len = unit * rng.between(0, 4) + rng.between(1, unit - 1 > 0 ? unit - 1 : 1); break;
+            default: len = rng.between(1, 40 * unit); break;                   // long, padded or not
+          }
+          cu.push_back(cu.back() + len);
+          if (rng.between(0, 2) == 0 && d + 1 < docs) {  // the same length again: a class of two
+            cu.push_back(cu.back() + len);
+            ++d;
+          }
+        }
+        const bool all_gather = ulysses == 1 && rng.between(0, 5) == 0;
+        const SpShape shape{ulysses, ring, all_gather};
+        WorkOptions opt;
+        const Tile tiles[] = {{1, 1}, {5, 3}, {7, 13}, {16, 16}, {128, 128}};
+        const Tile t = tiles[rng.between(0, 4)];
+        opt.q_rows = t.q;
+        opt.k_rows = t.k;
+        opt.kv_bytes_per_token = rng.between(1, 5);
+        opt.skip_masked_steps = rng.between(0, 1) == 1;
+        if (rng.between(0, 3) == 0) opt.window = rng.between(1, 3 * unit);
+        if (rng.between(0, 1) == 1)  // a curve over the pieces' rows, costs not representable exactly
+          for (std::int64_t rows = rng.between(1, 5); rows < cu.back(); rows *= rng.between(2, 4))
+            opt.tile_cost.push_back({rows, 0.3 + 2.7 * rng.uniform()});
+        for (Balancer b : {Balancer::per_document, Balancer::balanced}) {
+          const DocLayout layout = place_documents(cu, ulysses, ring, b);
+          WorkOptions general = opt;
+          general.count_every_pair = true;
+          const BatchWork fast = count_layout_work(layout, shape, opt), want = count_layout_work(layout, shape, general);
+          SCOPED_TRACE(describe(shape, b, cu.back()) + " docs " + std::to_string(docs) + " tile " + std::to_string(t.q) +
+                       "x" + std::to_string(t.k) + " window " + std::to_string(opt.window) + " curve points " +
+                       std::to_string(opt.tile_cost.size()));
+          // Where it applies: ring steps without a window (every document is chunked or whole here).
+          EXPECT_EQ(fast.by_rank, !all_gather && opt.window == 0);
+          EXPECT_FALSE(want.by_rank);
+          by_rank += fast.by_rank ? 1 : 0;
+          ASSERT_EQ(fast.grid.size(), want.grid.size());
+          for (std::size_t i = 0; i < want.grid.size(); ++i) {
+            const StepWork &x = fast.grid[i], &y = want.grid[i];
+            EXPECT_EQ(x.pairs, y.pairs) << "cell " << i;
+            EXPECT_EQ(x.tiles, y.tiles) << "cell " << i;
+            EXPECT_EQ(x.cost, y.cost) << "cell " << i;  // the same sum in the same order: bit for bit
+            EXPECT_EQ(x.kv_bytes, y.kv_bytes) << "cell " << i;
+            EXPECT_EQ(x.launched, y.launched) << "cell " << i;
+          }
+          ASSERT_EQ(fast.ranks.size(), want.ranks.size());
+          for (std::size_t r = 0; r < want.ranks.size(); ++r) {
+            const RankWork &x = fast.ranks[r], &y = want.ranks[r];
+            EXPECT_EQ(std::tie(x.pairs, x.tiles, x.tokens, x.padding_tokens, x.kv_bytes, x.launches, x.masked_steps),
+                      std::tie(y.pairs, y.tiles, y.tokens, y.padding_tokens, y.kv_bytes, y.launches, y.masked_steps))
+                << "rank " << r;
+          }
+          EXPECT_EQ(fast.total_pairs, want.total_pairs);
+          EXPECT_EQ(fast.slowest_rank, want.slowest_rank);
+          EXPECT_EQ(fast.imbalance_pairs, want.imbalance_pairs);
+          EXPECT_EQ(fast.imbalance_tiles, want.imbalance_tiles);
+        }
+      }
+  EXPECT_GT(by_rank, 0) << "the per-rank path never ran: the comparison compared the general path with itself";
+}
+
+// Which layouts the per-rank sums take: those whose every document is chunked per document (or on
+// one rank), checked against the spans whatever the balancer. One causal sequence under zigzag is
+// the chunked layout with c = N / 2R, under contiguous its first R chunks with c = N / R; a document
+// cut by position across ranks elsewhere is not, and goes to the general path.
+TEST(DocWork, PerRankSumsApplyToChunkedLayoutsAlone) {
+  const std::vector<std::int64_t> one = {0, 64}, many = {0, 5, 20, 21, 64}, cut = {0, 10, 64};
+  EXPECT_TRUE(count_batch_work(one, {1, 4, false}, Balancer::zigzag).by_rank);
+  EXPECT_TRUE(count_batch_work(one, {1, 4, false}, Balancer::contiguous).by_rank);
+  EXPECT_TRUE(count_batch_work(many, {1, 4, false}, Balancer::per_document).by_rank);
+  // Document 1 of `cut`: zigzag gives rank 0 positions 46..53 of it (not its first chunk); contiguous
+  // gives rank 0 six tokens and rank 1 sixteen (not chunks of one size).
+  EXPECT_FALSE(count_batch_work(cut, {1, 4, false}, Balancer::zigzag).by_rank);
+  EXPECT_FALSE(count_batch_work(cut, {1, 4, false}, Balancer::contiguous).by_rank);
+  EXPECT_FALSE(count_batch_work(many, {1, 4, true}, Balancer::per_document).by_rank);  // all-gather: one step
+  WorkOptions band;
+  band.window = 8;
+  EXPECT_FALSE(count_batch_work(many, {1, 4, false}, Balancer::per_document, band).by_rank);
+}
+
 // The layouts against their definitions: contiguous and zigzag positions of the packed sequence,
 // per-document chunks of every padded document; balanced keeps documents whole unless their pairs
 // exceed the mean per rank, and every real token is held exactly once.

@@ -77,6 +77,10 @@ struct WorkOptions {
   std::int64_t kv_bytes_per_token = 1;    // K and V of one token on this rank's heads (1: tokens)
   std::vector<TileCost> tile_cost;        // see the header comment; empty: 1 per tile
   std::int64_t window = 0;                // sliding window W (see the header comment); 0: none
+  // Count every holder pair of every document (the general path) even where a layout's documents
+  // are evenly chunked (per-document sharding), whose counts are otherwise summed per rank in
+  // O(R) a document (doc_work.cpp). The same counts either way; for the tests that hold them equal.
+  bool count_every_pair = false;
 };
 
 // The mask itself: whether a query at document position q sees the key at position k under a
@@ -115,6 +119,7 @@ struct BatchWork {
   std::int64_t total_pairs = 0;    // the sequence's unmasked pairs: sum over documents of band_pairs(l, W)
   int slowest_rank = 0;            // by tiles, then pairs; the lowest of equals
   double imbalance_pairs = 1, imbalance_tiles = 1;  // max / mean over ranks
+  bool by_rank = false;            // counted per rank (evenly chunked documents), not per holder pair
   const StepWork& at(int rank, int step) const { return grid[static_cast<std::size_t>(rank * steps + step)]; }
 };
 
