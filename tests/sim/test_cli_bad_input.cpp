@@ -217,6 +217,39 @@ TEST_F(CliBadInput, TraceAndPlacementAreRefusedWhereTheyWouldDoNothing) {
   EXPECT_EQ(seqpar("simulate --seq-len 64K --gpus 16 --method hybrid --ulysses-degree 4 --placement ring-inner").code, 0);
 }
 
+// A preset of one kind given where another belongs is named as what it is, with the flag it belongs
+// to (the kind read from its keys), not as its first "unknown field".
+TEST_F(CliBadInput, APresetGivenToTheWrongFlagIsNamedAsWhatItIs) {
+  const std::string model = write("model.json", seqpar::sim::preset_document("model", "llama3-8b").dump());
+  const std::string gpu = write("gpu.json", seqpar::sim::preset_document("gpu", "h100-sxm").dump());
+  const std::string system = write("system.json", seqpar::sim::preset_document("system", "dgx-h100").dump());
+  const std::string fw = write("fw.json", seqpar::sim::preset_document("framework", "seqpar-train").dump());
+  const std::string hf = hf_config("vocab_size", "128256");
+  expect_exit("simulate --seq-len 8K --system " + model, 2, model + " is a model preset, not a system preset: give it to --model");
+  expect_exit("simulate --seq-len 8K --system " + gpu, 2,
+              gpu + " is a GPU preset, not a system preset: give it as a system's \"gpu\"");
+  expect_exit("simulate --seq-len 8K --system " + fw, 2,
+              fw + " is a framework profile, not a system preset: give it to --framework");
+  expect_exit("simulate --seq-len 8K --system " + hf, 2, hf + " is a Hugging Face model config, not a system preset");
+  expect_exit("simulate --seq-len 8K --model " + system, 2, system + " is a system preset, not a model preset: give it to --system");
+  expect_exit("simulate --seq-len 8K --model " + gpu, 2, gpu + " is a GPU preset, not a model preset");
+  expect_exit("simulate --seq-len 8K --model " + fw, 2, fw + " is a framework profile, not a model preset");
+  expect_exit("maxlen --framework " + model, 2, model + " is a model preset, not a framework profile: give it to --model");
+  expect_exit("maxlen --framework " + hf, 2, hf + " is a Hugging Face model config, not a framework profile");
+  expect_exit("sweep --seq-len 8K --system dgx-h100," + model + " --out " + (dir_ / "sw").string(), 2,
+              model + " is a model preset, not a system preset");
+  // A system whose "gpu" names a model file: named under the system and its field.
+  json sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["gpu"] = model;
+  expect_exit("simulate --seq-len 8K --system " + write("sysgpu.json", sys.dump()), 2,
+              "gpu: " + model + " is a model preset, not a GPU preset: give it to --model");
+  // A system with one misspelt key is still a system: the unknown field is named, with its nearest.
+  sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["gpu_per_node"] = sys["gpus_per_node"];
+  sys.erase("gpus_per_node");
+  expect_exit("simulate --seq-len 8K --system " + write("typo.json", sys.dump()), 2, "did you mean 'gpus_per_node'?");
+}
+
 // Found by trying more bad inputs in the same spirit.
 TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
   // A directory read as JSON said "unexpected end of input".
