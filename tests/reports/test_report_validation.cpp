@@ -174,7 +174,11 @@ TEST(ReportValidation, NonFiniteErrorIsShownAsSuch) {
   using namespace seqpar::reports;
   InputDocument nan = failing();
   nan.doc["results"][0]["validation"]["closest_to_bound"]["check"]["sharded_error"] = nullptr;
-  for (auto& step : nan.doc["results"][0]["validation"]["steps"]) step["tensors"][1]["sharded_error"] = nullptr;
+  nan.doc["results"][0]["validation"]["closest_to_bound"]["check"]["ratio"] = nullptr;
+  for (auto& step : nan.doc["results"][0]["validation"]["steps"]) {
+    step["tensors"][1]["sharded_error"] = nullptr;
+    step["tensors"][1]["ratio"] = nullptr;  // NaN / b, written as null
+  }
   const json d = gather_report_data({nan});
   EXPECT_TRUE(d["validations"][0]["closest"]["used"].is_null());
   const std::string md = render_markdown(build_document(d, plan_figures(d), {}, "t"));
@@ -220,6 +224,22 @@ TEST(ReportValidation, MalformedVerdictIsRefusedNamingTheField) {
        "fail.json: results[0]: validation: steps[0]: tensors[0]: field 'sharded_error' must be a non-negative error"},
       {"an allowance that is not its parts", [](json& d) { d["results"][0]["validation"]["steps"][0]["tensors"][0]["floor"] = 1; },
        "field 'allowed_error' is 0.00076 but factor x unsharded_error_per_term + floor is"},
+      // The ratio is sharded / unsharded_error_per_term: 0.05 / 0.025 = 2 (check_json); 3 contradicts it,
+      // and a number where the baseline is 0 (the ratio infinite, written null) does too.
+      {"a ratio that is not its parts", [](json& d) { d["results"][0]["validation"]["steps"][1]["tensors"][1]["ratio"] = 3; },
+       "fail.json: results[0]: validation: steps[1]: tensors[1]: field 'ratio' is 3 but sharded_error / "
+       "unsharded_error_per_term is 2: the ratio contradicts its parts"},
+      {"a ratio in the closest check", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"]["ratio"] = 0.5; },
+       "closest_to_bound: check: field 'ratio' is 0.5 but sharded_error / unsharded_error_per_term is 2"},
+      {"a finite ratio over a zero baseline", [](json& d) {
+         json& t = d["results"][0]["validation"]["steps"][0]["tensors"][0];
+         t["unsharded_error_per_term"] = 0.0;
+         t["factor"] = 0.0;
+         t["allowed_error"] = t["floor"];
+       },
+       "steps[0]: tensors[0]: field 'ratio' is 2 but sharded_error / unsharded_error_per_term is not finite"},
+      {"a ratio not a number", [](json& d) { d["results"][0]["validation"]["steps"][0]["tensors"][0]["ratio"] = "2"; },
+       "steps[0]: tensors[0]: field 'ratio' must be a number or null, got \"2\""},
       {"allowed a string", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"]["allowed_error"] = "x"; },
        "fail.json: results[0]: validation: closest_to_bound: check: field 'allowed_error' must be a number or null"},
       {"no sharded error", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"].erase("sharded_error"); },
