@@ -21,7 +21,14 @@ CLI::Validator seed_value(const char* field) {
       [field](std::string& text) {
         const auto first = text.find_first_not_of(" \t");
         if (first == std::string::npos) return std::string();
-        if (text[first] == '-') return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
+        if (text[first] == '-') {
+          // "-0" is 0, as every other count flag reads it (--gpus -0 is "0 must be at least 1", --top -0 is 0).
+          if (text.size() > first + 1 && text.find_first_not_of('0', first + 1) == std::string::npos) {
+            text = "0";
+            return std::string();
+          }
+          return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
+        }
         std::uint64_t v = 0;
         const char* end = text.data() + text.size();
         const auto r = std::from_chars(text.data() + first, end, v);
@@ -59,7 +66,7 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f, bool with_balancer, con
           ->capture_default_str(),
       app->add_option("--doc-seed", f.seed, "Seed of the sampled document stream")
           ->capture_default_str()
-          ->check(seed_value("doc-seed")),
+          ->transform(seed_value("doc-seed")),
       app->add_option("--doc-batches", f.batches, "Packed sequences sampled")
           ->capture_default_str()
           ->transform(count_at_most("doc-batches", kMaxDocBatches))};

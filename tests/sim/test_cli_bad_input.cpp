@@ -402,6 +402,19 @@ TEST_F(CliBadInput, WorkloadSeedsAndBatchCountsAreNeverWrapped) {
               "doc-seed: 18446744073709551616 is above the limit of 18446744073709551615");
   expect_exit(docs + " --doc-batches 99999999999", 2, "doc-batches: 99999999999 is above the limit of 65536");
   expect_exit(docs + " --doc-batches 0", 2, "doc-batches: 0 must be at least 1");
+  expect_exit(docs + " --doc-seed -01", 2, "doc-seed: -01 is negative");
+  expect_exit(docs + " --doc-seed -", 2, "doc-seed: - is negative");
+  // "-0" is 0, as --gpus -0 and --top -0 read it: the same stream as --doc-seed 0.
+  auto answer = [&](const std::string& seed) {  // the prediction, less the run's command line and clock
+    const CliRun r = seqpar(docs + " --doc-seed " + seed + " --json");
+    EXPECT_EQ(r.code, 0) << seed << ": " << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_object()) j.erase("command"), j.erase("created_utc");
+    return j.dump();
+  };
+  const std::string zero = answer("0");
+  EXPECT_NE(zero.find("\"seed\":0"), std::string::npos);
+  for (const char* minus_zero : {"-0", "-00"}) EXPECT_TRUE(answer(minus_zero) == zero) << minus_zero;
   const CliRun top = seqpar(docs + " --doc-seed 18446744073709551615 --json");
   ASSERT_EQ(top.code, 0) << top.err;
   EXPECT_NE(top.out.find("18446744073709551615"), std::string::npos);  // the seed given, kept whole
