@@ -81,13 +81,21 @@ int known_keys(const nlohmann::json& j, const Kind& k) {
 
 }  // namespace
 
-void check_preset_fields(const nlohmann::json& j, std::string_view kind, std::string_view what) {
+void refuse_other_preset_kind(const nlohmann::json& j, std::string_view kind, std::string_view what) {
   if (!j.is_object()) return;
   const Kind& expected = kind_named(kind);
   if (kind != "model" && is_hf_config(j))
     throw Error(fmt::format("{} is a Hugging Face model config, not {}: give it to --model", what, expected.title));
-  // The kind whose fields the document's keys match best, when that is not the kind expected (a
-  // tie names no kind: the unknown-field check below then says which key is foreign).
+  // What seqpar itself writes (a measurement, a prediction, a sweep, a measured step) carries its
+  // plan or results; no preset has either.
+  for (const char* key : {"results", "plan", "kind", "step_time_s"})
+    if (j.contains(key))
+      throw Error(fmt::format("{} is a seqpar document (it has '{}'), not {}: give it to seqpar report or calibrate",
+                              what, key, expected.title));
+  // The kind whose fields hold most of the document's keys, when that is not the kind expected (no
+  // kind holds most, or two as many: the unknown-field check then names the foreign key).
+  int keys = 0;
+  for (const auto& [key, value] : j.items()) keys += key != "name" && key != "description";
   const Kind* best = &expected;
   int best_n = known_keys(j, expected);
   bool tie = false;
@@ -97,9 +105,13 @@ void check_preset_fields(const nlohmann::json& j, std::string_view kind, std::st
     if (n > best_n) best = &k, best_n = n, tie = false;
     else if (n == best_n && best != &expected) tie = true;
   }
-  if (best != &expected && !tie)
+  if (best != &expected && !tie && 2 * best_n > keys)
     throw Error(fmt::format("{} is {}, not {}: give it {}", what, best->title, expected.title, best->where));
-  check_fields(j, expected.fields, what);
+}
+
+void check_preset_fields(const nlohmann::json& j, std::string_view kind, std::string_view what) {
+  refuse_other_preset_kind(j, kind, what);
+  if (j.is_object()) check_fields(j, kind_named(kind).fields, what);
 }
 
 }  // namespace seqpar::sim

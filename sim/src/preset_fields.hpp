@@ -6,10 +6,13 @@
 
 namespace seqpar::sim {
 
-// `j` read as a preset of `kind` ("gpu", "system", "model", "framework"): a document whose keys are
-// another kind's (or a Hugging Face config's) is refused as what it is ("m.json is a model preset,
-// not a system preset: give it to --model"); then an unknown field is refused with the nearest known
-// name. seqpar::Error naming `what`.
+// A document of another preset kind (read from its keys), a Hugging Face config or a document seqpar
+// writes (a measurement, a prediction), given where a preset of `kind` ("gpu", "system", "model",
+// "framework") belongs, is refused as what it is ("m.json is a model preset, not a system preset:
+// give it to --model"). seqpar::Error naming `what`.
+void refuse_other_preset_kind(const nlohmann::json& j, std::string_view kind, std::string_view what);
+// `j` read as a preset of `kind`: refuse_other_preset_kind, then an unknown field refused with the
+// nearest known name. seqpar::Error naming `what`.
 void check_preset_fields(const nlohmann::json& j, std::string_view kind, std::string_view what);
 
 }  // namespace seqpar::sim

@@ -597,6 +597,8 @@ json preset_document(std::string_view kind, std::string_view s) {
   // A Hugging Face config.json is accepted wherever a model preset is: translated here, once, so
   // every program that loads a model (simulator, training step, benchmarks) reads it the same way.
   if (kind == "model" && is_hf_config(doc)) return model_preset_from_hf_config(doc, s);
+  // Named as what it is for every reader, the calibrator's raw reads of a base system included.
+  refuse_other_preset_kind(doc, kind, s);
   return doc;
 }
 

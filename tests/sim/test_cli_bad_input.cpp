@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace {
@@ -243,6 +244,24 @@ TEST_F(CliBadInput, APresetGivenToTheWrongFlagIsNamedAsWhatItIs) {
   sys["gpu"] = model;
   expect_exit("simulate --seq-len 8K --system " + write("sysgpu.json", sys.dump()), 2,
               "gpu: " + model + " is a model preset, not a GPU preset: give it to --model");
+  // What seqpar writes (a measured step here: its 'framework' key is also a calibrated system's) is
+  // named as a seqpar document, not guessed a preset; and so is a prediction.
+  const std::string step = write("step.json", R"({"name": "hf llama3-8b", "gpu_name": "NVIDIA H100 80GB HBM3",
+    "framework": "hf-transformers", "dtype": "bf16", "model": "llama3-8b", "plan": {"method": "ulysses", "gpus": 1,
+    "seq_len": 8192, "sp": 1}, "step_time_s": 0.2, "peak_memory_bytes": 1e10})");
+  expect_exit("simulate --seq-len 8K --model " + step, 2, step + " is a seqpar document (it has 'plan'), not a model preset");
+  const std::string prediction = write("prediction.json", seqpar("simulate --seq-len 8K --json").out);
+  expect_exit("simulate --seq-len 8K --system " + prediction, 2, " is a seqpar document (it has 'plan'), not a system preset");
+  // The calibrator reads its base system as a document (reports' sim_preset_lookup): the same rule.
+  try {
+    (void)seqpar::sim::preset_document("system", model);
+    ADD_FAILURE() << "no error";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(model + " is a model preset, not a system preset"), std::string::npos) << e.what();
+  }
+  // Keys of two kinds, as many of each: no guess, the foreign key named.
+  expect_exit("maxlen --framework " + write("tie.json", R"({"name": "x", "hidden": 1, "gpus_per_node": 8})"), 2,
+              "tie.json: unknown field \"gpus_per_node\"");
   // A system with one misspelt key is still a system: the unknown field is named, with its nearest.
   sys = seqpar::sim::preset_document("system", "dgx-h100");
   sys["gpu_per_node"] = sys["gpus_per_node"];

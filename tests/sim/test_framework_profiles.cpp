@@ -446,7 +446,9 @@ TEST(FrameworkProfiles, TorchtitanRunsInEveryCommand) {
   for (const auto& row : adv["ranked"]) {
     EXPECT_EQ(row["plan"]["zero"], 3) << row["plan"];
     // PyTorch's context parallelism all-gathers K and V for flex attention: no Ulysses, no ring
-    if (row["plan"]["sp"] > 1) EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+    if (row["plan"]["sp"] > 1) {
+      EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+    }
   }
   const json ml = run("maxlen --model llama3-8b --gpus 8");
   EXPECT_GT(ml["max_seq_len"].get<std::int64_t>(), 65536);
