@@ -27,9 +27,9 @@ void check_time_is_median(const json& result, std::string_view where) {
   auto t = result.find("time_s"), s = result.find("samples_s");
   if (t == result.end() || !t->is_number() || s == result.end() || !s->is_array() || s->empty()) return;
   std::vector<double> samples;
-  for (const json& v : *s) {
-    if (!v.is_number()) return;
-    samples.push_back(v.get<double>());
+  for (std::size_t k = 0; k < s->size(); ++k) {
+    if (!(*s)[k].is_number()) throw Error(fmt::format("{}: samples_s[{}] must be a number of seconds", where, k));
+    samples.push_back((*s)[k].get<double>());
   }
   const double median = summarize(std::move(samples)).median, time_s = t->get<double>();
   if (!(std::fabs(time_s - median) <= 1e-9 * std::max(std::fabs(median), std::fabs(time_s))))

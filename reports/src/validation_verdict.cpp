@@ -91,16 +91,18 @@ Check read_check(const json& t, std::string_view where) {
                               where, p.get<bool>(), dump_json(e, -1), c.ok ? "within" : "not within",
                               dump_json(a, -1)));
   }
-  // The ratio to the unsharded error per term, where the document gives it: sharded / baseline
-  // (train/validation.hpp), written null where it is not finite (a baseline of 0, an error not finite).
-  if (t.contains("ratio") && t.contains("unsharded_error_per_term")) {
+  // The ratio to the baseline, where the document gives it: sharded / unsharded error per term
+  // (train/validation.hpp), written null where it is not finite (a baseline of 0, an error not
+  // finite); an older document, without the per-term error, divided by the unsharded error.
+  const char* base = t.contains("unsharded_error_per_term") ? "unsharded_error_per_term" : "unsharded_error";
+  if (t.contains("ratio") && t.contains(base)) {
     const std::optional<double> r = optional_number(t, "ratio", where);
-    const double derived = error_quotient(e, error_or_null(t, "unsharded_error_per_term", where));
+    const double derived = error_quotient(e, error_or_null(t, base, where));
     const bool finite = std::isfinite(derived);
     if (r ? !finite || std::fabs(*r - derived) > 1e-6 * std::max(std::fabs(derived), std::fabs(*r)) : finite)
-      throw Error(fmt::format("{}: field 'ratio' is {} but sharded_error / unsharded_error_per_term is {}: the ratio "
-                              "contradicts its parts",
-                              where, r ? fmt::format("{:g}", *r) : "null", finite ? fmt::format("{:g}", derived) : "not finite"));
+      throw Error(fmt::format("{}: field 'ratio' is {} but sharded_error / {} is {}: the ratio contradicts its parts",
+                              where, r ? fmt::format("{:g}", *r) : "null", base,
+                              finite ? fmt::format("{:g}", derived) : "not finite"));
   }
   return c;
 }

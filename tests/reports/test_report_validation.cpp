@@ -303,4 +303,15 @@ TEST(ReportValidation, EveryCommittedResultFileIsRead) {
   EXPECT_EQ(old["validations"][0]["arithmetic"], "not recorded (an older document)");
   EXPECT_NE(old["validations"][0]["closest"]["explanation"].get<std::string>().find("derived from the steps"),
             std::string::npos);
+  // Its ratios, without a per-term error, are sharded / unsharded error (grad embed's at step 1:
+  // 0.0029749 / 0.0029845 = 0.99677): one that is not is refused by that field's name.
+  InputDocument bad = source_doc("reports/results/h100/check/validate_ring_sp_4.json");
+  json& embed = bad.doc["results"][0]["validation"]["steps"][0]["tensors"][1];
+  ASSERT_EQ(embed["name"], "grad embed");
+  ASSERT_FALSE(embed.contains("unsharded_error_per_term"));
+  embed["ratio"] = 5;
+  EXPECT_NE(gather_message({bad}).find("steps[0]: tensors[1]: field 'ratio' is 5 but sharded_error / unsharded_error "
+                                       "is 0.996774"),
+            std::string::npos)
+      << gather_message({bad});
 }
