@@ -29,11 +29,17 @@ CLI::Validator seed_value(const char* field) {
           }
           return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
         }
+        // Decimal digits only, written back as the number: CLI11 read "010" as 8 (octal), "0x8" as 8
+        // and "+8" as 8, where --gpus reads 010 as 10 and refuses the others.
         std::uint64_t v = 0;
         const char* end = text.data() + text.size();
         const auto r = std::from_chars(text.data() + first, end, v);
         if (r.ec == std::errc::result_out_of_range)
           return fmt::format("{}: {} is above the limit of {}", field, text, std::numeric_limits<std::uint64_t>::max());
+        if (r.ec != std::errc() || r.ptr != end)
+          return fmt::format("{}: '{}' is not a whole number; expected decimal digits, 0 to {}", field, text,
+                             std::numeric_limits<std::uint64_t>::max());
+        text = std::to_string(v);
         return std::string();
       },
       "");

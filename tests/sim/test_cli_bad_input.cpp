@@ -434,6 +434,13 @@ TEST_F(CliBadInput, WorkloadSeedsAndBatchCountsAreNeverWrapped) {
   const std::string zero = answer("0");
   EXPECT_NE(zero.find("\"seed\":0"), std::string::npos);
   for (const char* minus_zero : {"-0", "-00"}) EXPECT_TRUE(answer(minus_zero) == zero) << minus_zero;
+  // Decimal, as --gpus reads its digits: 010 is ten (CLI11 read it as octal 8), and a sign, a base
+  // prefix, a suffix or an exponent is refused.
+  EXPECT_TRUE(answer("010") == answer("10"));
+  EXPECT_FALSE(answer("10") == answer("8"));
+  for (const char* odd : {"+8", "0x8", "0o10", "4K", "1e3", "5.0"})
+    expect_exit(docs + " --doc-seed " + odd, 2,
+                "doc-seed: '" + std::string(odd) + "' is not a whole number; expected decimal digits");
   const CliRun top = seqpar(docs + " --doc-seed 18446744073709551615 --json");
   ASSERT_EQ(top.code, 0) << top.err;
   EXPECT_NE(top.out.find("18446744073709551615"), std::string::npos);  // the seed given, kept whole
