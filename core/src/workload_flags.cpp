@@ -21,12 +21,25 @@ CLI::Validator seed_value(const char* field) {
       [field](std::string& text) {
         const auto first = text.find_first_not_of(" \t");
         if (first == std::string::npos) return std::string();
-        if (text[first] == '-') return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
+        if (text[first] == '-') {
+          // "-0" is 0, as every other count flag reads it (--gpus -0 is "0 must be at least 1", --top -0 is 0).
+          if (text.size() > first + 1 && text.find_first_not_of('0', first + 1) == std::string::npos) {
+            text = "0";
+            return std::string();
+          }
+          return fmt::format("{}: {} is negative; give a whole number from 0", field, text);
+        }
+        // Decimal digits only, written back as the number: CLI11 read "010" as 8 (octal), "0x8" as 8
+        // and "+8" as 8, where --gpus reads 010 as 10 and refuses the others.
         std::uint64_t v = 0;
         const char* end = text.data() + text.size();
         const auto r = std::from_chars(text.data() + first, end, v);
         if (r.ec == std::errc::result_out_of_range)
           return fmt::format("{}: {} is above the limit of {}", field, text, std::numeric_limits<std::uint64_t>::max());
+        if (r.ec != std::errc() || r.ptr != end)
+          return fmt::format("{}: '{}' is not a whole number; expected decimal digits, 0 to {}", field, text,
+                             std::numeric_limits<std::uint64_t>::max());
+        text = std::to_string(v);
         return std::string();
       },
       "");
@@ -59,7 +72,7 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f, bool with_balancer, con
           ->capture_default_str(),
       app->add_option("--doc-seed", f.seed, "Seed of the sampled document stream")
           ->capture_default_str()
-          ->check(seed_value("doc-seed")),
+          ->transform(seed_value("doc-seed")),
       app->add_option("--doc-batches", f.batches, "Packed sequences sampled")
           ->capture_default_str()
           ->transform(count_at_most("doc-batches", kMaxDocBatches))};

@@ -270,6 +270,7 @@ struct Gatherer {
         throw Error(fmt::format("{}: missing field 'time_s' (a timed result's seconds; a seqpar-train --validate "
                                 "result carries 'validation' instead)", w));
       double time_s = require_number(r, "time_s", w);
+      check_time_is_median(r, w);
       if (is_peer_step_program(program)) peer_steps.push_back(peer_step_record(doc, r, w, src));
       if (r.contains("plan") && r["plan"].is_object()) {
         // A training step: a point beside the simulator's, same plan fields.

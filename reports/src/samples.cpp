@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "seqpar/core/error.hpp"
+#include "seqpar/core/stats.hpp"
 #include "seqpar/reports/json_input.hpp"
 #include "seqpar/reports/validation_verdict.hpp"
 
@@ -18,6 +21,21 @@ const BenchmarkSamples* SampleSet::find(std::string_view name) const {
   for (const auto& b : benchmarks)
     if (b.name == name) return &b;
   return nullptr;
+}
+
+void check_time_is_median(const json& result, std::string_view where) {
+  auto t = result.find("time_s"), s = result.find("samples_s");
+  if (t == result.end() || !t->is_number() || s == result.end() || !s->is_array() || s->empty()) return;
+  std::vector<double> samples;
+  for (std::size_t k = 0; k < s->size(); ++k) {
+    if (!(*s)[k].is_number()) throw Error(fmt::format("{}: samples_s[{}] must be a number of seconds", where, k));
+    samples.push_back((*s)[k].get<double>());
+  }
+  const double median = summarize(std::move(samples)).median, time_s = t->get<double>();
+  if (!(std::fabs(time_s - median) <= 1e-9 * std::max(std::fabs(median), std::fabs(time_s))))
+    throw Error(fmt::format("{}: field 'time_s' is {:g} s but the median of its {} samples_s is {:g} s: the time "
+                            "contradicts its samples",
+                            where, time_s, s->size(), median));
 }
 
 namespace {
@@ -52,6 +70,7 @@ void read_seqpar(const json& doc, const std::string& where, SampleSet& set) {
       throw Error(fmt::format("{} ('{}'): times must be positive seconds, got time_s {}", w, b.name, *time_s));
     for (double v : b.samples_s)
       if (!(v > 0)) throw Error(fmt::format("{} ('{}'): times must be positive seconds, got {}", w, b.name, v));
+    check_time_is_median(results[i], w);
     add_unique(set, std::move(b), where);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "seqpar/core/dtype.hpp"
@@ -104,6 +105,39 @@ void read_runtime(const json& step, const json& outer, const std::string& where,
   }
 }
 
+// A measured step's figures are its one result's, written twice (seqpar-train, bench_torch_step.py):
+// the time its result's step_time_s (else time_s), the peak its result's peak, which is the largest
+// of the ranks' peaks. seqpar::Error naming the field where one contradicts the other.
+void check_step_summary(const json& step, const MeasuredStep& s, const std::string& where) {
+  auto rs = step.find("results");
+  if (rs == step.end() || !rs->is_array() || rs->size() != 1 || !(*rs)[0].is_object()) return;
+  const json& r = (*rs)[0];
+  const std::string rw = fmt::format("{}: results[0]", where);
+  auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); };
+  const char* time_key = r.contains("step_time_s") ? "step_time_s" : "time_s";
+  if (auto t = optional_number(r, time_key, rw); t && !same(*t, s.step_time_s))
+    throw Error(fmt::format("{}: field 'step_time_s' is {:g} s but results[0] {} is {:g} s: the step contradicts its "
+                            "result",
+                            where, s.step_time_s, time_key, *t));
+  const std::optional<double> peak = optional_number(r, "peak_memory_bytes", rw);
+  if (peak && s.has_peak_memory && !same(*peak, s.peak_memory_bytes))
+    throw Error(fmt::format("{}: field 'peak_memory_bytes' is {:g} but results[0] peak_memory_bytes is {:g}: the step "
+                            "contradicts its result",
+                            where, s.peak_memory_bytes, *peak));
+  auto ranks = r.find("peak_memory_bytes_per_rank");
+  if (!peak || ranks == r.end() || !ranks->is_array() || ranks->empty()) return;
+  double most = 0;
+  for (std::size_t k = 0; k < ranks->size(); ++k) {
+    if (!(*ranks)[k].is_number() || !((*ranks)[k].get<double>() >= 0))
+      throw Error(fmt::format("{}: peak_memory_bytes_per_rank[{}] must be a number of bytes", rw, k));
+    most = std::max(most, (*ranks)[k].get<double>());
+  }
+  if (!same(most, *peak))
+    throw Error(fmt::format("{}: field 'peak_memory_bytes' is {:g} but the largest of peak_memory_bytes_per_rank is "
+                            "{:g}: the peak contradicts the ranks'",
+                            rw, *peak, most));
+}
+
 MeasuredStep read_step(const json& step, const json& outer, const std::string& where, const std::string& file,
                        const std::string& fallback_name, PeakMemory peak) {
   if (!step.is_object()) throw Error(fmt::format("{}: a step must be a JSON object", where));
@@ -125,6 +159,7 @@ MeasuredStep read_step(const json& step, const json& outer, const std::string& w
     s.has_peak_memory = false;
   else
     s.peak_memory_bytes = positive(step, "peak_memory_bytes", where);
+  check_step_summary(step, s, where);
   s.name = optional_string(step, "name", where).value_or(fallback_name);
   read_runtime(step, outer, where, s);
   // seqpar-train names its step in its single result row.

@@ -51,6 +51,12 @@ namespace {
 
 // One tensor check of a step, as its numbers say: its errors, and whether the sharded error is within
 // the allowance (recomputed here; the document's own "passed" must agree).
+// e / d for two errors (null where not finite): infinite where either is not finite or only d is 0.
+double error_quotient(const json& e, const json& d) {
+  if (!(e.is_number() && d.is_number())) return HUGE_VAL;
+  return d.get<double>() > 0 ? e.get<double>() / d.get<double>() : e.get<double>() == 0 ? 0.0 : HUGE_VAL;
+}
+
 struct Check {
   json row;       // {"name", "sharded_error", "allowed_error"} (errors null where not finite)
   double used;    // sharded / allowed; infinite where either is not finite (past any bound)
@@ -65,10 +71,7 @@ Check read_check(const json& t, std::string_view where) {
            {"allowed_error", error_or_null(t, "allowed_error", where)}};
   const json &e = c.row["sharded_error"], &a = c.row["allowed_error"];
   c.ok = e.is_number() && a.is_number() && e.get<double>() <= a.get<double>();
-  c.used = !(e.is_number() && a.is_number()) ? HUGE_VAL
-           : a.get<double>() > 0             ? e.get<double>() / a.get<double>()
-           : e.get<double>() == 0            ? 0.0
-                                             : HUGE_VAL;
+  c.used = error_quotient(e, a);
   // The allowance from its parts, where the document gives them: factor x b + floor.
   auto factor = optional_number(t, "factor", where), b = optional_number(t, "unsharded_error_per_term", where),
        floor = optional_number(t, "floor", where);
@@ -87,6 +90,19 @@ Check read_check(const json& t, std::string_view where) {
                               "contradicts its numbers",
                               where, p.get<bool>(), dump_json(e, -1), c.ok ? "within" : "not within",
                               dump_json(a, -1)));
+  }
+  // The ratio to the baseline, where the document gives it: sharded / unsharded error per term
+  // (train/validation.hpp), written null where it is not finite (a baseline of 0, an error not
+  // finite); an older document, without the per-term error, divided by the unsharded error.
+  const char* base = t.contains("unsharded_error_per_term") ? "unsharded_error_per_term" : "unsharded_error";
+  if (t.contains("ratio") && t.contains(base)) {
+    const std::optional<double> r = optional_number(t, "ratio", where);
+    const double derived = error_quotient(e, error_or_null(t, base, where));
+    const bool finite = std::isfinite(derived);
+    if (r ? !finite || std::fabs(*r - derived) > 1e-6 * std::max(std::fabs(derived), std::fabs(*r)) : finite)
+      throw Error(fmt::format("{}: field 'ratio' is {} but sharded_error / {} is {}: the ratio contradicts its parts",
+                              where, r ? fmt::format("{:g}", *r) : "null", base,
+                              finite ? fmt::format("{:g}", derived) : "not finite"));
   }
   return c;
 }

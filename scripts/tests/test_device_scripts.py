@@ -412,7 +412,8 @@ if method == os.environ.get("FAIL_METHOD"):
     v = doc["results"][0]["validation"]
     step = v["steps"][-1]
     for t in step["tensors"][:2]:
-        t.update(sharded_error=10 * t["allowed_error"], passed=False)
+        t.update(sharded_error=10 * t["allowed_error"], passed=False,
+                 ratio=10 * t["allowed_error"] / t["unsharded_error_per_term"])
     step["failures"] = 2
     v.update(passed=False, failures=2.0,
              closest_to_bound=dict(v["closest_to_bound"], step=step["step"], check=step["tensors"][0]))

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "preset_fields.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/core/json_io.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
@@ -290,23 +291,6 @@ bool AttentionChoice::applies_to(std::string_view gpu) const {
 }
 
 namespace {
-
-// A model, GPU or system preset given where a framework profile belongs: named as what it is.
-void refuse_other_preset(const json& j, std::string_view what) {
-  if (j.contains("states")) return;
-  const char* kind = j.contains("hidden") || j.contains("layers")              ? "a model preset (give it to --model)"
-                     : j.contains("bf16_tflops") || j.contains("hbm_gbps")       ? "a GPU preset (give it to --gpu or a system)"
-                     : j.contains("gpus_per_node") || j.contains("intra_node")   ? "a system preset (give it to --system)"
-                                                                                  : nullptr;
-  if (kind)
-    throw Error(fmt::format("{}: not a framework profile but {}; a framework profile lists its 'states' and the "
-                            "'layer' tensors it saves (README, \"Framework profiles\")",
-                            what, kind));
-}
-
-}  // namespace
-
-namespace {
 // The profile's "fp8" object: {"parts": [...], "recipes": [...], "weight_cache_bytes_per_param",
 // "amax_history", "source"}; absent: the framework trains in bf16 only.
 void read_fp8(const json& j, std::string_view what, Framework& f) {
@@ -340,11 +324,7 @@ bool Framework::runs_fp8(Fp8Recipe r) const {
 
 Framework framework_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
-  refuse_other_preset(j, what);
-  check_fields(j, {"name", "description", "source", "attention_kernel", "states", "gradients", "checkpoint_bytes",
-                   "layer", "backward", "loss", "every_phase", "attention", "offload", "zero3_gathered_layers",
-                   "allocator", "time", "runs", "index_limits", "mlp", "tensor_parallel", "fp8"},
-               what);
+  check_preset_fields(j, "framework", what);
   Framework f;
   f.name = preset_name(j, what);
   f.description = string_field(j, "description", what, "");

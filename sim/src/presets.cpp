@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 
+#include "preset_fields.hpp"
 #include "presets_data.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/sim/efficiency_curves.hpp"
@@ -262,17 +263,7 @@ VarlenAttention varlen_from_json(const json& gpu, std::string_view gpu_what) {
 
 Gpu gpu_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
-  // A misspelt key would silently keep a default (no FP8, a workspace of 1): refused by name. The
-  // attention_kernel(s), curves and exponents are what `seqpar calibrate` writes (calibrate.cpp).
-  check_fields(j, {"name", "description", "compute_capability", "memory_gib", "bf16_tflops", "hbm_gbps", "pcie_gbps",
-                   "gemm_efficiency", "gemm_half_tokens", "gemm_exponent", "attention_fwd_efficiency",
-                   "attention_bwd_efficiency", "attention_half_tokens", "kernel_overhead_us", "reserved_gib",
-                   "attention_bwd_expands_kv_grads", "attention_bwd_workspace_per_head_dim",
-                   "attention_bwd_workspace_per_row", "attention_fwd_workspace_per_head_dim",
-                   "attention_score_bound_head_dim", "attention_curves", "varlen_attention", "attention_kernel",
-                   "attention_kernels", "fp8_tflops", "fp4_tflops", "fp8_gemm_efficiency", "fp8_gemm_half_tokens",
-                   "fp8_gemm_exponent", "fp8_attention_fwd_efficiency", "fp8_attention_bwd_efficiency"},
-               what);
+  check_preset_fields(j, "gpu", what);
   Gpu g;
   g.name = preset_name(j, what);
   if (auto cc = j.find("compute_capability"); cc != j.end())
@@ -330,17 +321,15 @@ int Gpu::compute_major() const {
 
 System system_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
-  // "framework" and "calibration" are what `seqpar calibrate` writes into a profile (calibrate.cpp).
-  check_fields(j, {"name", "description", "gpu", "gpus_per_node", "intra_node", "inter_node", "host_adam_gparams_per_s",
-                   "host_memory_gib", "framework", "calibration"},
-               what);
+  check_preset_fields(j, "system", what);
   System s;
   s.name = preset_name(j, what);
   auto gi = j.find("gpu");
   if (gi == j.end()) throw Error(fmt::format("{}: missing field 'gpu'", what));
+  // A GPU file's errors are named under the system that gives it, as its read errors are.
   if (gi->is_string())
     s.gpu = gpu_from_json(nested_preset_document("gpu", gi->get<std::string>(), what),
-                          preset_label("gpu", gi->get<std::string>()));
+                          fmt::format("{}: gpu: {}", what, preset_label("gpu", gi->get<std::string>())));
   else s.gpu = gpu_from_json(*gi, fmt::format("{}: gpu", what));
   s.gpus_per_node = count(j, "gpus_per_node", what, limits::kMaxGpusPerNode);
   auto intra = j.find("intra_node");
@@ -534,17 +523,7 @@ void read_linear(const json& j, std::string_view what, Model& m) {
 Model model_from_json(const json& j, std::string_view what) {
   if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", what));
   // A misspelt optional key ("tied_embedding") would silently keep its default: refused by name.
-  // "params" and "sources" are what to_json(Model) adds (result_json.cpp), so a result's model reads back.
-  // "params" is derived and recomputed from the shape: a step's own count (a Python script's, or one
-  // written before a layers/vocab override in step_input.cpp) may differ and is not an input.
-  check_fields(j, {"name", "description", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
-                   "mlp", "positions", "norm", "causal", "tied_embeddings", "params", "active_params", "sources", "sliding_window",
-                   "sliding_window_pattern", "layer_types", "experts", "experts_per_token", "expert_ffn_hidden",
-                   "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "expert_imbalance", "q_lora_rank",
-                   "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "attention_sinks", "full_attention_interval",
-                   "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-                   "linear_conv_kernel_dim"},
-               what);
+  check_preset_fields(j, "model", what);
   Model m;
   m.name = preset_name(j, what);
   m.layers = count(j, "layers", what, limits::kMaxLayers);
@@ -618,6 +597,8 @@ json preset_document(std::string_view kind, std::string_view s) {
   // A Hugging Face config.json is accepted wherever a model preset is: translated here, once, so
   // every program that loads a model (simulator, training step, benchmarks) reads it the same way.
   if (kind == "model" && is_hf_config(doc)) return model_preset_from_hf_config(doc, s);
+  // Named as what it is for every reader, the calibrator's raw reads of a base system included.
+  refuse_other_preset_kind(doc, kind, s);
   return doc;
 }
 

@@ -134,9 +134,9 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
       if (!si->is_number_unsigned()) throw Error(fmt::format("{}: field 'seed' must be a whole number >= 0", dwhere));
       r.doc_seed = si->get<std::uint64_t>();
     }
-    if (auto bi = d.find("batches"); bi != d.end()) {
-      if (!bi->is_number_integer()) throw Error(fmt::format("{}: field 'batches' must be a whole number", dwhere));
-      r.doc_batches = bi->get<int>();
+    if (auto batches = d.find("batches"); batches != d.end()) {
+      if (!batches->is_number_integer()) throw Error(fmt::format("{}: field 'batches' must be a whole number", dwhere));
+      r.doc_batches = batches->get<int>();
     }
     try {
       (void)make_workload(r.documents, r.packing, r.doc_seed, r.doc_batches);  // refused here, naming the run
@@ -150,18 +150,18 @@ PublishedRun run_from_json(const json& j, std::string_view what) {
         parse_balancer(text(j, "baseline_balancer", where), fmt::format("{}: baseline_balancer", where));
   }
   if (r.measure == PublishedMeasure::packing_imbalance) {
-    auto mi = j.find("micro_batches");
-    if (mi == j.end() || !mi->is_number_integer() || mi->get<std::int64_t>() < 2 ||
-        mi->get<std::int64_t>() > r.doc_batches || r.doc_batches % mi->get<std::int64_t>() != 0)
+    auto micro = j.find("micro_batches");
+    if (micro == j.end() || !micro->is_number_integer() || micro->get<std::int64_t>() < 2 ||
+        micro->get<std::int64_t>() > r.doc_batches || r.doc_batches % micro->get<std::int64_t>() != 0)
       throw Error(fmt::format("{}: field 'micro_batches' must be a whole number from 2 that divides documents.batches "
                               "({})", where, r.doc_batches));
-    r.micro_batches = mi->get<int>();
+    r.micro_batches = micro->get<int>();
   }
   r.published = positive_figure(j, "published", where);
-  if (auto bi = j.find("band"); bi != j.end()) {
-    if (!bi->is_number() || !(bi->get<double>() > 0) || !(bi->get<double>() < 1))
+  if (auto band = j.find("band"); band != j.end()) {
+    if (!band->is_number() || !(band->get<double>() > 0) || !(band->get<double>() < 1))
       throw Error(fmt::format("{}: field 'band' must be a number between 0 and 1 (a relative error)", where));
-    r.band = bi->get<double>();
+    r.band = band->get<double>();
     r.band_source = text(j, "band_source", where);  // a band other than the default says whose it is
   }
   const std::string status = text(j, "status", where);

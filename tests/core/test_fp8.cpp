@@ -221,8 +221,9 @@ TEST(Fp8, QuantizeRoundTripOnRandomDataAtAwkwardSizes) {
                 continue;
               }
               for (int c = 0; c < cols; ++c) {
-                if (std::fabs(row[c]) == amax)
+                if (std::fabs(row[c]) == amax) {
                   EXPECT_EQ(std::fabs(fp8_to_float(t.data[static_cast<std::size_t>(r) * cols + c], f)), fp8_max(f));
+                }
               }
             }
           }

@@ -5,6 +5,7 @@ feeding `report`. Usage: cli_checks.py SEQPAR_REPORTS_CLI SOURCE_DIR"""
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ def measurement(results):
     return {"schema_version": 1, "tool_version": "t", "command": "bench -J x", "host": "h", "created_utc": "x",
             "kind": "measurement", "program": "seqpar-bench-attention", "mode": "single-rank-proxy", "device": "gpu",
             "environment": {"gpu": {"name": "NVIDIA H100 80GB HBM3"}}, "config": {},
-            "results": [{"name": n, "time_s": sorted(s)[len(s) // 2], "samples_s": s} for n, s in results]}
+            "results": [{"name": n, "time_s": statistics.median(s), "samples_s": s} for n, s in results]}
 
 
 def noisy(mean, rel, n, rng):

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <random>
 
+#include "seqpar/core/stats.hpp"
 #include "seqpar/core/error.hpp"
 #include "seqpar/reports/gate.hpp"
 #include "seqpar/reports/json_input.hpp"
@@ -18,11 +19,9 @@ namespace {
 json measurement(const std::vector<std::pair<std::string, std::vector<double>>>& results) {
   json doc = {{"schema_version", 1}, {"kind", "measurement"}, {"program", "seqpar-bench-attention"},
               {"mode", "single-rank-proxy"}, {"device", "gpu"}, {"results", json::array()}};
-  for (const auto& [name, s] : results) {
-    std::vector<double> sorted = s;
-    std::sort(sorted.begin(), sorted.end());
-    doc["results"].push_back({{"name", name}, {"time_s", sorted[sorted.size() / 2]}, {"samples_s", s}});
-  }
+  // time_s is the samples' median, as every writer puts it (the reader checks).
+  for (const auto& [name, s] : results)
+    doc["results"].push_back({{"name", name}, {"time_s", seqpar::summarize(s).median}, {"samples_s", s}});
   return doc;
 }
 
@@ -233,6 +232,19 @@ TEST(Gate, BadInputNamesFileAndField) {
   }
   EXPECT_THROW(read_samples(json{{"kind", "weird"}}, "x.json"), seqpar::Error);
   EXPECT_THROW(read_samples(json::array(), "x.json"), seqpar::Error);
+  // time_s beside samples is their median (here 2 ms of 1, 2 and 3 ms); 1 ms contradicts them.
+  json off = measurement({{"a", {1e-3, 2e-3, 3e-3}}});
+  EXPECT_NO_THROW(read_samples(off, "new.json"));
+  off["results"][0]["time_s"] = 1e-3;
+  try {
+    read_samples(off, "new.json");
+    ADD_FAILURE() << "expected an error";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("new.json: results[0]: field 'time_s' is 0.001 s but the median of its 3 "
+                                         "samples_s is 0.002 s"),
+              std::string::npos)
+        << e.what();
+  }
   json dup = measurement({{"a", {1e-3}}, {"a", {1e-3}}});
   EXPECT_THROW(read_samples(dup, "dup.json"), seqpar::Error);
   GateOptions o;

@@ -129,6 +129,14 @@ TEST(ReportData, BadInputNamesFileAndField) {
   refused("/schema_version", 99, "schema_version 99 is newer than this seqpar reads");
   refused("/schema_version", "1", "field 'schema_version' must be a whole number from 1, got \"1\"");
   refused("/schema_version", 0, "field 'schema_version' must be a whole number from 1, got 0");
+  // A timed result's time_s is the median of its samples_s (attention.json's first: 5 samples, the
+  // middle one 1.3839e-05 s); a time that is not contradicts them, named.
+  InputDocument slow = load("attention.json");
+  slow.doc["results"][0]["time_s"] = 2e-5;
+  EXPECT_NE(message(slow).find("attention.json: results[0]: field 'time_s' is 2e-05 s but the median of its 5 samples_s "
+                               "is 1.38391e-05 s"),
+            std::string::npos)
+      << message(slow);
   InputDocument current = load("sweep.json");  // this seqpar's own version reads
   current.doc["schema_version"] = 1;
   EXPECT_EQ(message(current), "no error");

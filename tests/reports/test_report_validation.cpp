@@ -174,7 +174,11 @@ TEST(ReportValidation, NonFiniteErrorIsShownAsSuch) {
   using namespace seqpar::reports;
   InputDocument nan = failing();
   nan.doc["results"][0]["validation"]["closest_to_bound"]["check"]["sharded_error"] = nullptr;
-  for (auto& step : nan.doc["results"][0]["validation"]["steps"]) step["tensors"][1]["sharded_error"] = nullptr;
+  nan.doc["results"][0]["validation"]["closest_to_bound"]["check"]["ratio"] = nullptr;
+  for (auto& step : nan.doc["results"][0]["validation"]["steps"]) {
+    step["tensors"][1]["sharded_error"] = nullptr;
+    step["tensors"][1]["ratio"] = nullptr;  // NaN / b, written as null
+  }
   const json d = gather_report_data({nan});
   EXPECT_TRUE(d["validations"][0]["closest"]["used"].is_null());
   const std::string md = render_markdown(build_document(d, plan_figures(d), {}, "t"));
@@ -220,6 +224,22 @@ TEST(ReportValidation, MalformedVerdictIsRefusedNamingTheField) {
        "fail.json: results[0]: validation: steps[0]: tensors[0]: field 'sharded_error' must be a non-negative error"},
       {"an allowance that is not its parts", [](json& d) { d["results"][0]["validation"]["steps"][0]["tensors"][0]["floor"] = 1; },
        "field 'allowed_error' is 0.00076 but factor x unsharded_error_per_term + floor is"},
+      // The ratio is sharded / unsharded_error_per_term: 0.05 / 0.025 = 2 (check_json); 3 contradicts it,
+      // and a number where the baseline is 0 (the ratio infinite, written null) does too.
+      {"a ratio that is not its parts", [](json& d) { d["results"][0]["validation"]["steps"][1]["tensors"][1]["ratio"] = 3; },
+       "fail.json: results[0]: validation: steps[1]: tensors[1]: field 'ratio' is 3 but sharded_error / "
+       "unsharded_error_per_term is 2: the ratio contradicts its parts"},
+      {"a ratio in the closest check", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"]["ratio"] = 0.5; },
+       "closest_to_bound: check: field 'ratio' is 0.5 but sharded_error / unsharded_error_per_term is 2"},
+      {"a finite ratio over a zero baseline", [](json& d) {
+         json& t = d["results"][0]["validation"]["steps"][0]["tensors"][0];
+         t["unsharded_error_per_term"] = 0.0;
+         t["factor"] = 0.0;
+         t["allowed_error"] = t["floor"];
+       },
+       "steps[0]: tensors[0]: field 'ratio' is 2 but sharded_error / unsharded_error_per_term is not finite"},
+      {"a ratio not a number", [](json& d) { d["results"][0]["validation"]["steps"][0]["tensors"][0]["ratio"] = "2"; },
+       "steps[0]: tensors[0]: field 'ratio' must be a number or null, got \"2\""},
       {"allowed a string", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"]["allowed_error"] = "x"; },
        "fail.json: results[0]: validation: closest_to_bound: check: field 'allowed_error' must be a number or null"},
       {"no sharded error", [](json& d) { d["results"][0]["validation"]["closest_to_bound"]["check"].erase("sharded_error"); },
@@ -283,4 +303,15 @@ TEST(ReportValidation, EveryCommittedResultFileIsRead) {
   EXPECT_EQ(old["validations"][0]["arithmetic"], "not recorded (an older document)");
   EXPECT_NE(old["validations"][0]["closest"]["explanation"].get<std::string>().find("derived from the steps"),
             std::string::npos);
+  // Its ratios, without a per-term error, are sharded / unsharded error (grad embed's at step 1:
+  // 0.0029749 / 0.0029845 = 0.99677): one that is not is refused by that field's name.
+  InputDocument bad = source_doc("reports/results/h100/check/validate_ring_sp_4.json");
+  json& embed = bad.doc["results"][0]["validation"]["steps"][0]["tensors"][1];
+  ASSERT_EQ(embed["name"], "grad embed");
+  ASSERT_FALSE(embed.contains("unsharded_error_per_term"));
+  embed["ratio"] = 5;
+  EXPECT_NE(gather_message({bad}).find("steps[0]: tensors[1]: field 'ratio' is 5 but sharded_error / unsharded_error "
+                                       "is 0.996774"),
+            std::string::npos)
+      << gather_message({bad});
 }

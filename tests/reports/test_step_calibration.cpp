@@ -363,6 +363,18 @@ TEST(StepCalibration, AnyThreeCommittedH100StepsCalibrateWithPhysicalTerms) {
 
 namespace {
 
+// Sets a committed step's measured figure (step_time_s or peak_memory_bytes) where the document
+// writes it: at the top, in its one result, and for the peak in the one rank's (the reader checks
+// that they agree).
+void set_measured(InputDocument& d, const char* key, double v) {
+  d.doc[key] = v;
+  if (!d.doc.contains("results")) return;
+  json& r = d.doc["results"][0];
+  if (r.contains(key)) r[key] = v;
+  if (std::string(key) == "peak_memory_bytes" && r.contains("peak_memory_bytes_per_rank"))
+    r["peak_memory_bytes_per_rank"] = json::array({v});
+}
+
 InputDocument committed(const std::string& file) {
   for (auto& d : committed_steps("fidelity/steps"))
     if (d.file == file) return d;
@@ -409,7 +421,7 @@ TEST(StepCalibration, CopiesOfAStepAreFittedOnceAndLeftOutTogether) {
   // Two measurements of one configuration are one point at their median, and say so.
   InputDocument again = a;
   again.file = "again.json";
-  again.doc["step_time_s"] = a.doc["step_time_s"].get<double>() * 1.02;
+  set_measured(again, "step_time_s", a.doc["step_time_s"].get<double>() * 1.02);
   const CalibrationResult two = calibrate({a, again, b, c}, {}, sim_preset_lookup());
   EXPECT_EQ(two.steps.size(), 3u);
   EXPECT_TRUE(noted(two, "again.json", "2 measurements of one configuration"));
@@ -422,13 +434,13 @@ TEST(StepCalibration, StepsBeyondTheGpuAreRefusedNamingTheFileAndRule) {
   const InputDocument a = committed("sp1_8K_none.json"), b = committed("sp1_16K_full.json");
   InputDocument fast = a;
   fast.file = "fast.json";
-  fast.doc["step_time_s"] = a.doc["step_time_s"].get<double>() / 1000;
+  set_measured(fast, "step_time_s", a.doc["step_time_s"].get<double>() / 1000);
   const std::string too_fast = calibrate_error({fast, b});
   EXPECT_NE(too_fast.find("fast.json"), std::string::npos) << too_fast;
   EXPECT_NE(too_fast.find("above the h100-sxm GPU's bf16 peak of 989.4 TFLOP/s"), std::string::npos) << too_fast;
   InputDocument big = a;
   big.file = "big.json";
-  big.doc["peak_memory_bytes"] = 200e9;
+  set_measured(big, "peak_memory_bytes", 200e9);
   const std::string too_big = calibrate_error({b, big});
   EXPECT_NE(too_big.find("big.json"), std::string::npos) << too_big;
   EXPECT_NE(too_big.find("above the h100-sxm GPU's memory of 80.00 GiB"), std::string::npos) << too_big;
@@ -442,7 +454,7 @@ TEST(StepCalibration, ImpossibleStepsAndAnotherGpusBaseAreRefusedOrLeftOut) {
                       c = committed("sp1_32K_full.json");
   InputDocument tiny = a;
   tiny.file = "tiny.json";
-  tiny.doc["peak_memory_bytes"] = 1;
+  set_measured(tiny, "peak_memory_bytes", 1);
   const std::string e = calibrate_error({tiny, b, c});
   EXPECT_NE(e.find("tiny.json"), std::string::npos) << e;
   EXPECT_NE(e.find("below the"), std::string::npos) << e;
@@ -451,7 +463,7 @@ TEST(StepCalibration, ImpossibleStepsAndAnotherGpusBaseAreRefusedOrLeftOut) {
   const CalibrationResult clean = calibrate({a, b, c}, {"dgx-h100", "", "auto"}, sim_preset_lookup());
   InputDocument slow = a;
   slow.file = "slow.json";
-  slow.doc["step_time_s"] = 100000.0;
+  set_measured(slow, "step_time_s", 100000.0);
   const CalibrationResult r = calibrate({slow, b, c}, {"dgx-h100", "", "auto"}, sim_preset_lookup());
   EXPECT_TRUE(noted(r, "slow.json", "outlier, left out of the fit")) << (r.notes.empty() ? "" : r.notes.back());
   EXPECT_EQ(r.steps.size(), 2u);

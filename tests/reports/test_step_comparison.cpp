@@ -187,6 +187,25 @@ TEST(StepComparison, BadInputNamesTheFileAndField) {
   EXPECT_NE(m.find("--system"), std::string::npos) << m;
   m = message_of({h100("train_sp1.json")}, "no-such-system");
   EXPECT_NE(m.find("--system no-such-system"), std::string::npos) << m;
+  // The step's figures are its one result's (1.170034801 s; 40713453584 bytes, the one rank's peak):
+  // a copy that differs contradicts it, named.
+  doc = h100("train_sp1.json").doc;
+  doc["step_time_s"] = 2.0;
+  m = message_of({{"two_times.json", doc}});
+  EXPECT_NE(m.find("two_times.json: field 'step_time_s' is 2 s but results[0] step_time_s is 1.17003 s"),
+            std::string::npos) << m;
+  doc = h100("train_sp1.json").doc;
+  doc["peak_memory_bytes"] = 1e9;
+  m = message_of({{"two_peaks.json", doc}});
+  EXPECT_NE(m.find("two_peaks.json: field 'peak_memory_bytes' is 1e+09 but results[0] peak_memory_bytes is "
+                   "4.07135e+10"),
+            std::string::npos) << m;
+  doc = h100("train_sp1.json").doc;
+  doc["results"][0]["peak_memory_bytes_per_rank"] = {40713453584.0, 5e10};
+  m = message_of({{"ranks.json", doc}});
+  EXPECT_NE(m.find("ranks.json: results[0]: field 'peak_memory_bytes' is 4.07135e+10 but the largest of "
+                   "peak_memory_bytes_per_rank is 5e+10"),
+            std::string::npos) << m;
   // A plan the simulator refuses on the system: the step is named.
   doc = h100("train_sp1.json").doc;
   doc["plan"] = plan("ulysses", 8, 8, 65536);

@@ -416,8 +416,11 @@ TEST(CliLimits, RejectedListIsGroupedByReasonAndCapped) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     EXPECT_NE(lines[i].find(": " + reasons[i]), std::string::npos) << lines[i];
     const int n = plans[reasons[i]];
-    if (n == 1) EXPECT_EQ(lines[i].find(" other plan"), std::string::npos) << lines[i];
-    if (n > 1) EXPECT_NE(lines[i].find(fmt_other(n - 1)), std::string::npos) << lines[i];
+    if (n == 1) {
+      EXPECT_EQ(lines[i].find(" other plan"), std::string::npos) << lines[i];
+    } else {
+      EXPECT_NE(lines[i].find(fmt_other(n - 1)), std::string::npos) << lines[i];
+    }
   }
   r = seqpar(args + " --rejected 3");
   ASSERT_EQ(r.code, 0) << r.err;

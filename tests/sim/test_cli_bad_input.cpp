@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "seqpar/core/error.hpp"
 #include "seqpar/sim/presets.hpp"
 
 namespace {
@@ -217,6 +218,57 @@ TEST_F(CliBadInput, TraceAndPlacementAreRefusedWhereTheyWouldDoNothing) {
   EXPECT_EQ(seqpar("simulate --seq-len 64K --gpus 16 --method hybrid --ulysses-degree 4 --placement ring-inner").code, 0);
 }
 
+// A preset of one kind given where another belongs is named as what it is, with the flag it belongs
+// to (the kind read from its keys), not as its first "unknown field".
+TEST_F(CliBadInput, APresetGivenToTheWrongFlagIsNamedAsWhatItIs) {
+  const std::string model = write("model.json", seqpar::sim::preset_document("model", "llama3-8b").dump());
+  const std::string gpu = write("gpu.json", seqpar::sim::preset_document("gpu", "h100-sxm").dump());
+  const std::string system = write("system.json", seqpar::sim::preset_document("system", "dgx-h100").dump());
+  const std::string fw = write("fw.json", seqpar::sim::preset_document("framework", "seqpar-train").dump());
+  const std::string hf = hf_config("vocab_size", "128256");
+  expect_exit("simulate --seq-len 8K --system " + model, 2, model + " is a model preset, not a system preset: give it to --model");
+  expect_exit("simulate --seq-len 8K --system " + gpu, 2,
+              gpu + " is a GPU preset, not a system preset: give it as a system's \"gpu\"");
+  expect_exit("simulate --seq-len 8K --system " + fw, 2,
+              fw + " is a framework profile, not a system preset: give it to --framework");
+  expect_exit("simulate --seq-len 8K --system " + hf, 2, hf + " is a Hugging Face model config, not a system preset");
+  expect_exit("simulate --seq-len 8K --model " + system, 2, system + " is a system preset, not a model preset: give it to --system");
+  expect_exit("simulate --seq-len 8K --model " + gpu, 2, gpu + " is a GPU preset, not a model preset");
+  expect_exit("simulate --seq-len 8K --model " + fw, 2, fw + " is a framework profile, not a model preset");
+  expect_exit("maxlen --framework " + model, 2, model + " is a model preset, not a framework profile: give it to --model");
+  expect_exit("maxlen --framework " + hf, 2, hf + " is a Hugging Face model config, not a framework profile");
+  expect_exit("sweep --seq-len 8K --system dgx-h100," + model + " --out " + (dir_ / "sw").string(), 2,
+              model + " is a model preset, not a system preset");
+  // A system whose "gpu" names a model file: named under the system and its field.
+  json sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["gpu"] = model;
+  expect_exit("simulate --seq-len 8K --system " + write("sysgpu.json", sys.dump()), 2,
+              "gpu: " + model + " is a model preset, not a GPU preset: give it to --model");
+  // What seqpar writes (a measured step here: its 'framework' key is also a calibrated system's) is
+  // named as a seqpar document, not guessed a preset; and so is a prediction.
+  const std::string step = write("step.json", R"({"name": "hf llama3-8b", "gpu_name": "NVIDIA H100 80GB HBM3",
+    "framework": "hf-transformers", "dtype": "bf16", "model": "llama3-8b", "plan": {"method": "ulysses", "gpus": 1,
+    "seq_len": 8192, "sp": 1}, "step_time_s": 0.2, "peak_memory_bytes": 1e10})");
+  expect_exit("simulate --seq-len 8K --model " + step, 2, step + " is a seqpar document (it has 'plan'), not a model preset");
+  const std::string prediction = write("prediction.json", seqpar("simulate --seq-len 8K --json").out);
+  expect_exit("simulate --seq-len 8K --system " + prediction, 2, " is a seqpar document (it has 'plan'), not a system preset");
+  // The calibrator reads its base system as a document (reports' sim_preset_lookup): the same rule.
+  try {
+    (void)seqpar::sim::preset_document("system", model);
+    ADD_FAILURE() << "no error";
+  } catch (const seqpar::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(model + " is a model preset, not a system preset"), std::string::npos) << e.what();
+  }
+  // Keys of two kinds, as many of each: no guess, the foreign key named.
+  expect_exit("maxlen --framework " + write("tie.json", R"({"name": "x", "hidden": 1, "gpus_per_node": 8})"), 2,
+              "tie.json: unknown field \"gpus_per_node\"");
+  // A system with one misspelt key is still a system: the unknown field is named, with its nearest.
+  sys = seqpar::sim::preset_document("system", "dgx-h100");
+  sys["gpu_per_node"] = sys["gpus_per_node"];
+  sys.erase("gpus_per_node");
+  expect_exit("simulate --seq-len 8K --system " + write("typo.json", sys.dump()), 2, "did you mean 'gpus_per_node'?");
+}
+
 // Found by trying more bad inputs in the same spirit.
 TEST_F(CliBadInput, MoreInputsThatWereMishandled) {
   // A directory read as JSON said "unexpected end of input".
@@ -369,6 +421,26 @@ TEST_F(CliBadInput, WorkloadSeedsAndBatchCountsAreNeverWrapped) {
               "doc-seed: 18446744073709551616 is above the limit of 18446744073709551615");
   expect_exit(docs + " --doc-batches 99999999999", 2, "doc-batches: 99999999999 is above the limit of 65536");
   expect_exit(docs + " --doc-batches 0", 2, "doc-batches: 0 must be at least 1");
+  expect_exit(docs + " --doc-seed -01", 2, "doc-seed: -01 is negative");
+  expect_exit(docs + " --doc-seed -", 2, "doc-seed: - is negative");
+  // "-0" is 0, as --gpus -0 and --top -0 read it: the same stream as --doc-seed 0.
+  auto answer = [&](const std::string& seed) {  // the prediction, less the run's command line and clock
+    const CliRun r = seqpar(docs + " --doc-seed " + seed + " --json");
+    EXPECT_EQ(r.code, 0) << seed << ": " << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_object()) j.erase("command"), j.erase("created_utc");
+    return j.dump();
+  };
+  const std::string zero = answer("0");
+  EXPECT_NE(zero.find("\"seed\":0"), std::string::npos);
+  for (const char* minus_zero : {"-0", "-00"}) EXPECT_TRUE(answer(minus_zero) == zero) << minus_zero;
+  // Decimal, as --gpus reads its digits: 010 is ten (CLI11 read it as octal 8), and a sign, a base
+  // prefix, a suffix or an exponent is refused.
+  EXPECT_TRUE(answer("010") == answer("10"));
+  EXPECT_FALSE(answer("10") == answer("8"));
+  for (const char* odd : {"+8", "0x8", "0o10", "4K", "1e3", "5.0"})
+    expect_exit(docs + " --doc-seed " + odd, 2,
+                "doc-seed: '" + std::string(odd) + "' is not a whole number; expected decimal digits");
   const CliRun top = seqpar(docs + " --doc-seed 18446744073709551615 --json");
   ASSERT_EQ(top.code, 0) << top.err;
   EXPECT_NE(top.out.find("18446744073709551615"), std::string::npos);  // the seed given, kept whole

@@ -199,7 +199,9 @@ TEST(MaxLenDocuments, TheSearchFromThePlainAnswerIsTheFullSearchsAnswer) {
       EXPECT_LE(n, plain) << describe(p) << " " << to_string(b) << " " << spec;
       if (b == Balancer::per_document) {
         // The full search, as maxlen ran it before: every length tried sampled.
-        if (per_document % stride == 0) EXPECT_EQ(n, max_seq_len_search(m, s, q, under).max_seq_len) << describe(p) << " " << spec;
+        if (per_document % stride == 0) {
+          EXPECT_EQ(n, max_seq_len_search(m, s, q, under).max_seq_len) << describe(p) << " " << spec;
+        }
         ++per_document;
       } else {
         ++balanced;
@@ -295,7 +297,9 @@ TEST(SweepDocuments, ASkewedWorkloadShowsEachBalancersImbalanceAndTheWorkRatio) 
     EXPECT_GT(pt.result.tokens_per_s_per_gpu, pt.one_sequence->tokens_per_s_per_gpu) << describe(pt.result.plan);
     if (pt.result.plan.method == Method::ring_zigzag && pt.result.plan.sp == 8)
       imbalance[*pt.result.balancer] = pt.documents->work.imbalance_tiles_mean;
-    if (pt.result.plan.method == Method::ulysses) EXPECT_EQ(pt.documents->work.imbalance_tiles_mean, 1.0);
+    if (pt.result.plan.method == Method::ulysses) {
+      EXPECT_EQ(pt.documents->work.imbalance_tiles_mean, 1.0);
+    }
   }
   ASSERT_EQ(imbalance.size(), 3u);
   EXPECT_GT(imbalance[Balancer::zigzag], 1.2) << "seed " << fresh_seed();
@@ -305,7 +309,9 @@ TEST(SweepDocuments, ASkewedWorkloadShowsEachBalancersImbalanceAndTheWorkRatio) 
   const Sweep one = run_sweep(m, systems, {8}, {n}, space, &only);
   int ulysses = 0;
   for (const SweepPoint& pt : one.points) {
-    if (pt.result.plan.method == Method::ring_zigzag) EXPECT_EQ(*pt.result.balancer, Balancer::per_document);
+    if (pt.result.plan.method == Method::ring_zigzag) {
+      EXPECT_EQ(*pt.result.balancer, Balancer::per_document);
+    }
     ulysses += pt.result.plan.method == Method::ulysses;  // no balancer to choose: in its own layout
   }
   EXPECT_GT(ulysses, 0);
@@ -438,9 +444,11 @@ TEST(DocumentsCli, ReportSetsTheWorkloadsRankingBesideOneSequences) {
   for (const json& e : fixed) {
     EXPECT_NE(e["answer"].get<std::string>().find("fastest both under the workload and on one causal sequence"),
               std::string::npos) << e["answer"];
-    for (const json& r : e["rows"])
-      if (r["balancer"] != "contiguous" || r["structure"].get<std::string>().find("hybrid") == std::string::npos)
+    for (const json& r : e["rows"]) {
+      if (r["balancer"] != "contiguous" || r["structure"].get<std::string>().find("hybrid") == std::string::npos) {
         EXPECT_EQ(r["tokens_per_s_per_gpu"], r["one_sequence_tokens_per_s_per_gpu"]) << r;
+      }
+    }
   }
 }
 

@@ -203,7 +203,9 @@ TEST(Fp8Search, AllowFp8AddsTheFrameworksSetsAndAdviseCanChooseThem) {
   space.methods = {Method::ulysses};
   space.precisions = {Precision{}};
   for (const Precision& x : c) space.precisions.push_back(x);
-  const std::size_t n1 = structures(m, s, 8, 32768, SearchSpace{.methods = {Method::ulysses}}).size();
+  SearchSpace bf16_only;
+  bf16_only.methods = {Method::ulysses};
+  const std::size_t n1 = structures(m, s, 8, 32768, bf16_only).size();
   EXPECT_EQ(structures(m, s, 8, 32768, space).size(), 3 * n1);
   const Advice a = advise(m, s, 8, 32768, space);
   ASSERT_NE(a.best(), nullptr);

@@ -115,9 +115,9 @@ TEST(FrameworkProfiles, UnknownFieldsEmptyLayersAndOtherPresetsAreRefused) {
     j["name"] = blank;
     expect_refused(j, "field 'name' is empty; give the preset a name");
   }
-  expect_refused(preset_document("model", "llama3-8b"), "not a framework profile but a model preset");
-  expect_refused(preset_document("gpu", "h100-sxm"), "not a framework profile but a GPU preset");
-  expect_refused(preset_document("system", "dgx-h100"), "not a framework profile but a system preset");
+  expect_refused(preset_document("model", "llama3-8b"), "is a model preset, not a framework profile: give it to --model");
+  expect_refused(preset_document("gpu", "h100-sxm"), "is a GPU preset, not a framework profile");
+  expect_refused(preset_document("system", "dgx-h100"), "is a system preset, not a framework profile: give it to --system");
   // Every built-in profile passes its own checks.
   for (const char* name :
        {"deepspeed-alst", "hf-transformers", "megatron-core", "megatron-lm-2021", "seqpar-train", "torchtitan"})
@@ -446,7 +446,9 @@ TEST(FrameworkProfiles, TorchtitanRunsInEveryCommand) {
   for (const auto& row : adv["ranked"]) {
     EXPECT_EQ(row["plan"]["zero"], 3) << row["plan"];
     // PyTorch's context parallelism all-gathers K and V for flex attention: no Ulysses, no ring
-    if (row["plan"]["sp"] > 1) EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+    if (row["plan"]["sp"] > 1) {
+      EXPECT_EQ(row["plan"]["method"], "allgather") << row["plan"];
+    }
   }
   const json ml = run("maxlen --model llama3-8b --gpus 8");
   EXPECT_GT(ml["max_seq_len"].get<std::int64_t>(), 65536);

@@ -195,9 +195,9 @@ TEST(Mla, UlyssesBytesByHand) {
   // = 8,589,934,592 / U bytes in, 2 x 65536/U x 128 x 128 = 2,147,483,648 / U out.
   const Model d = load_model("deepseek-v3");
   for (int U : {2, 4, 8}) {
-    const AttentionShapes a = attention_shapes(d, plan(Method::ulysses, U, 1 << 16, U, U, 1));
-    EXPECT_EQ(a.qkv_a2a_bytes, 8'589'934'592.0 / U) << U;
-    EXPECT_EQ(a.o_a2a_bytes, 2'147'483'648.0 / U) << U;
+    const AttentionShapes ds = attention_shapes(d, plan(Method::ulysses, U, 1 << 16, U, U, 1));
+    EXPECT_EQ(ds.qkv_a2a_bytes, 8'589'934'592.0 / U) << U;
+    EXPECT_EQ(ds.o_a2a_bytes, 2'147'483'648.0 / U) << U;
   }
 }
 

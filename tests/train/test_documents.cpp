@@ -83,7 +83,8 @@ TEST(DocShards, EveryTokenOnceInEqualGroupsWithPaddingThatAttendsNothing) {
 }
 
 TrainSetup doc_setup(const seqpar::Plan& p, const std::string& docs, Balancer b, std::uint64_t doc_seed) {
-  ModelConfig m{.layers = 1, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 4, .ffn = 32, .vocab = 64};
+  ModelConfig m{.layers = 1, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 4, .ffn = 32,
+      .vocab = 64, .layer_kinds = {}};
   TrainSetup s = testing::setup_of(p, m);
   s.documents = make_workload(docs, "fill", doc_seed, 4);
   s.balancer = b;

@@ -37,7 +37,8 @@ class CudaValidation : public ::testing::TestWithParam<kernels::AttentionEngine>
   }
   // The flash kernels' head dimension (64), 4 query heads over 2 KV heads.
   static ModelConfig model() {
-    return {.layers = 2, .hidden = 128, .heads = 4, .kv_heads = 2, .head_dim = 64, .ffn = 256, .vocab = 128};
+    return {.layers = 2, .hidden = 128, .heads = 4, .kv_heads = 2, .head_dim = 64, .ffn = 256,
+        .vocab = 128, .layer_kinds = {}};
   }
   // One step of `s` on virtual ranks on the GPU, each rank checked against one GPU baseline.
   std::vector<ValidationReport> validate(const TrainSetup& s, int world, StepValidator& val,

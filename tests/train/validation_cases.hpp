@@ -16,7 +16,8 @@ namespace seqpar::train::testing {
 // 8 query heads over 2 KV heads: Ulysses 4 and 8 replicate the KV heads, and Ulysses 2 and 4 leave
 // each rank more than one query head (what the transposed all-to-all needs to be a bug).
 inline ModelConfig matrix_model() {
-  return {.layers = 2, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 8, .ffn = 64, .vocab = 64};
+  return {.layers = 2, .hidden = 32, .heads = 8, .kv_heads = 2, .head_dim = 8, .ffn = 64,
+      .vocab = 64, .layer_kinds = {}};
 }
 
 // A plan of the simulator's method table (sim::method_table: every method, with its degree rule),

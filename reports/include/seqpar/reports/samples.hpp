@@ -35,4 +35,9 @@ const char* to_string(Clock c);  // "real", "cpu"
 // Clock::cpu on a document without CPU times (seqpar measurement JSON records wall-clock samples).
 SampleSet read_samples(const nlohmann::json& doc, const std::string& where, Clock clock = Clock::real);
 
+// A seqpar result's time_s is the median of its samples_s (every writer's rule: bench/harness,
+// seqpar-train, the peer scripts): where it has both and they disagree, seqpar::Error naming
+// `where` and the field, as for a sample that is not a number. Either absent: nothing to compare.
+void check_time_is_median(const nlohmann::json& result, std::string_view where);
+
 }  // namespace seqpar::reports
