@@ -15,7 +15,8 @@
 
 namespace seqpar {
 
-namespace {
+// Named rather than anonymous: WorkloadSampler::Stream (declared in the header) holds one.
+namespace sampling {
 
 // A distribution with its histogram's cumulative counts computed once.
 class LengthSampler {
@@ -71,6 +72,12 @@ class LengthSampler {
   const LengthDistribution& d_;
   std::vector<std::int64_t> cumulative_;
 };
+
+}  // namespace sampling
+
+namespace {
+
+using sampling::LengthSampler;
 
 // A document drawn but not yet wholly placed: `rest` of its tokens still to place.
 struct Pending {

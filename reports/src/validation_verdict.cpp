@@ -49,14 +49,14 @@ bool is_validation_result(const json& result) { return result.is_object() && res
 
 namespace {
 
-// One tensor check of a step, as its numbers say: its errors, and whether the sharded error is within
-// the allowance (recomputed here; the document's own "passed" must agree).
 // e / d for two errors (null where not finite): infinite where either is not finite or only d is 0.
 double error_quotient(const json& e, const json& d) {
   if (!(e.is_number() && d.is_number())) return HUGE_VAL;
   return d.get<double>() > 0 ? e.get<double>() / d.get<double>() : e.get<double>() == 0 ? 0.0 : HUGE_VAL;
 }
 
+// One tensor check of a step, as its numbers say: its errors, and whether the sharded error is within
+// the allowance (recomputed here; the document's own "passed" must agree).
 struct Check {
   json row;       // {"name", "sharded_error", "allowed_error"} (errors null where not finite)
   double used;    // sharded / allowed; infinite where either is not finite (past any bound)

@@ -128,8 +128,8 @@ void check_against_brute(const std::vector<std::int64_t>& cu, SpShape shape, Bal
   const std::vector<Row> gathered = whole_sequence(layout);
   // A random tile-cost curve over the lengths these sequences hold.
   std::vector<TileCost> curve;
-  for (std::int64_t rows = 1 + cu.back() % 7; rows < cu.back(); rows *= 3)
-    curve.push_back({rows, 0.5 + double((rows * 37) % 11) / 4});
+  for (std::int64_t n = 1 + cu.back() % 7; n < cu.back(); n *= 3)
+    curve.push_back({n, 0.5 + double((n * 37) % 11) / 4});
   WorkOptions weighted;
   weighted.q_rows = kTiles[0].q;
   weighted.k_rows = kTiles[0].k;
@@ -518,9 +518,9 @@ TEST(DocWork, UlyssesWorkIsTheWholeSequenceWhateverTheBalancer) {
   Rng rng(5);
   for (int u : {2, 3, 8}) {
     const auto cu = random_cu(rng, 2 * u * 37);
-    const BatchWork ref = count_batch_work(cu, {u, 1, false}, Balancer::contiguous, {7, 5, false, 1});
+    const BatchWork ref = count_batch_work(cu, {u, 1, false}, Balancer::contiguous, {7, 5, false, 1, {}});
     for (Balancer b : {Balancer::zigzag, Balancer::per_document, Balancer::balanced}) {
-      const BatchWork w = count_batch_work(cu, {u, 1, false}, b, {7, 5, false, 1});
+      const BatchWork w = count_batch_work(cu, {u, 1, false}, b, {7, 5, false, 1, {}});
       EXPECT_EQ(w.ranks[0].pairs, ref.ranks[0].pairs);
       EXPECT_EQ(w.ranks[0].tiles, ref.ranks[0].tiles);
       EXPECT_EQ(w.total_pairs, ref.ranks[0].pairs);
@@ -573,7 +573,7 @@ TEST(DocWork, ErrorsNameTheRule) {
             std::string::npos);
   EXPECT_NE(err([&] { count_batch_work(cu, {2, 1, true}, Balancer::per_document); }).find("ulysses_degree = 2"),
             std::string::npos);
-  EXPECT_NE(err([&] { count_batch_work(cu, {1, 2, false}, Balancer::balanced, {0, 4, false, 1}); }).find("tile q_rows"),
+  EXPECT_NE(err([&] { count_batch_work(cu, {1, 2, false}, Balancer::balanced, {0, 4, false, 1, {}}); }).find("tile q_rows"),
             std::string::npos);
   EXPECT_NE(err([&] { count_batch_work(std::vector<std::int64_t>{0, 5, 5}, {1, 1, false}, Balancer::balanced); })
                 .find("cu_seqlens: entry 2"),
