@@ -1023,15 +1023,18 @@ ReportOutput write_report(const std::vector<InputDocument>& inputs, const Report
   json figures = plan_figures(data);
   json doc = run_info_of_this_process();
   doc["kind"] = "report-data";
-  for (auto& [k, v] : data.items()) doc[k] = v;
+  // The data lent to the document while it is written, not copied (a sweep's points are gigabytes
+  // as values), and taken back for the tables.
+  for (auto& [k, v] : data.items()) doc[k] = std::move(v);
   doc["figures"] = figures;
   ReportOutput out;
-  out.peer_comparisons = data["peer_comparisons"];
-  out.step_comparisons = data["step_comparisons"];
-  out.validations = data["validations"];
   fs::path dir(opt.out_dir);
   out.data_path = (dir / "report-data.json").string();
   write_file(out.data_path, dump_json(doc) + "\n");
+  for (auto& [k, v] : data.items()) v = std::move(doc[k]);
+  out.peer_comparisons = data["peer_comparisons"];
+  out.step_comparisons = data["step_comparisons"];
+  out.validations = data["validations"];
 
   std::set<std::string> drawn;
   for (const auto& f : figures) fs::remove(dir / f["file"].get<std::string>(), ec);  // no stale plot passes as drawn

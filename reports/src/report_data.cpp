@@ -104,6 +104,9 @@ std::optional<std::string> not_a_result(const json& doc) {
   if (!doc.is_object() || doc.contains("kind")) {
     if (doc.is_object() && doc.value("kind", json()) == "prediction" && doc.value("program", json()) == "seqpar maxlen")
       return std::string("a seqpar maxlen answer (a length, not a timed plan): read it with seqpar maxlen --json");
+    // A report's own tidy data, written beside report.md: reading it back would count its points twice.
+    if (doc.is_object() && doc.value("kind", json()) == "report-data")
+      return std::string("seqpar report's own data (report-data.json: an output, its inputs are named in it)");
     return std::nullopt;
   }
   if (doc.contains("states") && doc.contains("layer")) return std::string("a framework profile (an input of the runs)");

@@ -120,6 +120,46 @@ TEST(JsonIo, EveryDocumentReadsAsTheLibrarysOwnParserReadsIt) {
   }
 }
 
+// Broken documents (random bytes cut, repeated or replaced in valid ones) read as the library's own
+// parser reads them: the same value where it accepts the text, a seqpar::Error where it refuses it;
+// never another exception or a crash. (The reader refuses repeated keys, which the library keeps.)
+TEST(JsonIo, BrokenDocumentsAreErrorsWhereTheLibraryRefusesThem) {
+  std::mt19937_64 rng(20261130);
+  const char noise[] = "{}[],:\"\\0123456789.eE+-truefalsnl \n\xff";
+  int refused = 0, read = 0;
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = random_value(rng, 0).dump(static_cast<int>(rng() % 2) * 2);
+    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0 && !text.empty(); --edits) {
+      const std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1 + rng() % 4); break;
+        case 1: text.insert(at, text.substr(at, 1 + rng() % 6)); break;
+        default: text[at] = noise[rng() % (sizeof(noise) - 1)]; break;
+      }
+    }
+    bool library_reads = true;
+    nlohmann::json want;
+    try {
+      want = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      library_reads = false;
+    }
+    try {
+      const nlohmann::json got = parse_json(text, "doc.json");
+      EXPECT_TRUE(library_reads) << text;
+      EXPECT_EQ(got, want) << text;
+      ++read;
+    } catch (const Error& e) {
+      const bool repeat = std::string(e.what()).find("appears twice") != std::string::npos;
+      EXPECT_TRUE(!library_reads || repeat) << text << "\n" << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("doc.json: ", 0), 0u) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 500);  // the edits break most documents, and leave some readable
+  EXPECT_GT(read, 50);
+}
+
 std::string temp_file(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::path(testing::TempDir()) / name).string();
   std::ofstream(path, std::ios::binary) << text;

@@ -157,6 +157,19 @@ TEST(ReportFigures, EverySpecNamesAKnownKindAndItsDrawer) {
   EXPECT_EQ(kinds_seen.size(), kFigureKinds.size());  // the sweep and a matching measurement use every kind
 }
 
+// A report's own report-data.json, read back beside the results it was made from (a folder of
+// results read whole), is named and left out: its points would count twice.
+TEST(ReportData, AReportsOwnDataIsNamedAndNotReadAgain) {
+  const json once = gather_report_data({load("sweep.json")});
+  json own = once;
+  own["kind"] = "report-data";  // as report_build.cpp writes it
+  const json twice = gather_report_data({load("sweep.json"), InputDocument{"out/report-data.json", own}});
+  EXPECT_EQ(twice["points"].size(), once["points"].size());
+  ASSERT_EQ(twice["skipped"].size(), 1u);
+  EXPECT_EQ(twice["skipped"][0]["file"], "out/report-data.json");
+  EXPECT_NE(twice["skipped"][0]["why"].get<std::string>().find("seqpar report's own data"), std::string::npos);
+}
+
 TEST(ReportFigures, SweepAloneGivesTheRequiredSections) {
   json d = gather_report_data({load("sweep.json")});
   json figs = plan_figures(d);
