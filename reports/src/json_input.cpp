@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <initializer_list>
@@ -132,6 +134,10 @@ json run_info_of_this_process() {
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   return run_info(static_cast<int>(argv.size()), argv.data());
+}
+
+bool figures_agree(double a, double b, double relative) {
+  return std::fabs(a - b) <= relative * std::max(std::fabs(a), std::fabs(b));
 }
 
 double number_or(const json& obj, const char* key, double fallback) {

@@ -167,6 +167,8 @@ struct Gatherer {
   }
 
   // A simulator point: {"name", "system": {...}, "model": {...}, "plan": {...}, figures, memory, time}.
+  // Of its model, system and groups objects, load_report_json_file keeps only the fields read here
+  // (json_input.cpp: keep_what_the_report_reads); a new one read here is added there.
   void add_prediction_point(const json& p, std::string_view where, const std::string& src) {
     if (!p.is_object()) throw Error(fmt::format("{}: a point must be an object", where));
     json pt = {{"source", src}, {"origin", "prediction"}, {"mode", to_string(Mode::modelled)}};

@@ -32,7 +32,7 @@ void check_time_is_median(const json& result, std::string_view where) {
     samples.push_back((*s)[k].get<double>());
   }
   const double median = summarize(std::move(samples)).median, time_s = t->get<double>();
-  if (!(std::fabs(time_s - median) <= 1e-9 * std::max(std::fabs(median), std::fabs(time_s))))
+  if (!figures_agree(time_s, median, 1e-9))
     throw Error(fmt::format("{}: field 'time_s' is {:g} s but the median of its {} samples_s is {:g} s: the time "
                             "contradicts its samples",
                             where, time_s, s->size(), median));

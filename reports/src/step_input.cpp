@@ -113,14 +113,13 @@ void check_step_summary(const json& step, const MeasuredStep& s, const std::stri
   if (rs == step.end() || !rs->is_array() || rs->size() != 1 || !(*rs)[0].is_object()) return;
   const json& r = (*rs)[0];
   const std::string rw = fmt::format("{}: results[0]", where);
-  auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); };
   const char* time_key = r.contains("step_time_s") ? "step_time_s" : "time_s";
-  if (auto t = optional_number(r, time_key, rw); t && !same(*t, s.step_time_s))
+  if (auto t = optional_number(r, time_key, rw); t && !figures_agree(*t, s.step_time_s, 1e-9))
     throw Error(fmt::format("{}: field 'step_time_s' is {:g} s but results[0] {} is {:g} s: the step contradicts its "
                             "result",
                             where, s.step_time_s, time_key, *t));
   const std::optional<double> peak = optional_number(r, "peak_memory_bytes", rw);
-  if (peak && s.has_peak_memory && !same(*peak, s.peak_memory_bytes))
+  if (peak && s.has_peak_memory && !figures_agree(*peak, s.peak_memory_bytes, 1e-9))
     throw Error(fmt::format("{}: field 'peak_memory_bytes' is {:g} but results[0] peak_memory_bytes is {:g}: the step "
                             "contradicts its result",
                             where, s.peak_memory_bytes, *peak));
@@ -132,7 +131,7 @@ void check_step_summary(const json& step, const MeasuredStep& s, const std::stri
       throw Error(fmt::format("{}: peak_memory_bytes_per_rank[{}] must be a number of bytes", rw, k));
     most = std::max(most, (*ranks)[k].get<double>());
   }
-  if (!same(most, *peak))
+  if (!figures_agree(most, *peak, 1e-9))
     throw Error(fmt::format("{}: field 'peak_memory_bytes' is {:g} but the largest of peak_memory_bytes_per_rank is "
                             "{:g}: the peak contradicts the ranks'",
                             rw, *peak, most));

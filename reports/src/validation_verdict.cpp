@@ -99,7 +99,7 @@ Check read_check(const json& t, std::string_view where) {
     const std::optional<double> r = optional_number(t, "ratio", where);
     const double derived = error_quotient(e, error_or_null(t, base, where));
     const bool finite = std::isfinite(derived);
-    if (r ? !finite || std::fabs(*r - derived) > 1e-6 * std::max(std::fabs(derived), std::fabs(*r)) : finite)
+    if (r ? !finite || !figures_agree(*r, derived, 1e-6) : finite)
       throw Error(fmt::format("{}: field 'ratio' is {} but sharded_error / {} is {}: the ratio contradicts its parts",
                               where, r ? fmt::format("{:g}", *r) : "null", base,
                               finite ? fmt::format("{:g}", derived) : "not finite"));

@@ -34,6 +34,10 @@ const nlohmann::json& require_array(const nlohmann::json& obj, std::string_view 
 std::optional<double> optional_number(const nlohmann::json& obj, std::string_view key, std::string_view where);
 std::optional<std::string> optional_string(const nlohmann::json& obj, std::string_view key, std::string_view where);
 
+// Whether two copies of one figure a document writes twice (a summary and its result, a value and
+// what it is derived from) agree within a relative tolerance; NaN agrees with nothing.
+bool figures_agree(double a, double b, double relative);
+
 // Lenient readers of documents the report itself wrote (report-data rows): the field's value, or the
 // fallback when the document is not an object or the field is absent or of another type.
 double number_or(const nlohmann::json& obj, const char* key, double fallback = 0);
